@@ -1,0 +1,58 @@
+# ONNX Inspector: `make run` opens the app on the sample export, `make test` runs the whole suite.
+# Both install whatever is missing first (system packages via apt-get, a virtualenv in .venv).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SAMPLE := resources/samples/sample_export.onnx
+# Graphviz with headers (pygraphviz builds against them), Qt's runtime libraries, a C compiler.
+SYS_PKGS := graphviz libgraphviz-dev pkg-config gcc libegl1 libgl1 libxkbcommon0 libfontconfig1 \
+	libdbus-1-3 libglib2.0-0
+# Extra libraries Qt's xcb platform loads when a real window opens.
+GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
+	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
+SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
+
+.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas clean
+
+run: venv
+	@scripts/sysdeps.sh $(GUI_PKGS)
+	$(VENV)/bin/onnx-inspector $(SAMPLE)
+
+test: venv lint pytest
+
+pytest: venv
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
+
+lint: venv
+	$(VENV)/bin/ruff check inspector tests benchmarks scripts resources
+	$(VENV)/bin/mypy
+
+sysdeps:
+	@scripts/sysdeps.sh $(SYS_PKGS)
+	@$(PYTHON) -c "import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'],'Python.h')))" \
+		|| scripts/sysdeps.sh python3-dev
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml | sysdeps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { scripts/sysdeps.sh python3-venv && rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q -e ".[gui,graph,runtime,dev]"
+	@touch $(STAMP)
+
+screenshots: venv
+	@scripts/sysdeps.sh $(GUI_PKGS) $(SHOT_PKGS)
+	$(PY) scripts/screenshots.py --out screenshots
+
+bench: venv
+	$(PY) benchmarks/bench_index.py
+
+fixtures: venv
+	$(PY) tests/make_fixtures.py
+
+schemas: venv
+	$(PY) scripts/gen_aten_schemas.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots

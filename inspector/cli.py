@@ -1,0 +1,69 @@
+"""The ``onnx-inspector`` command: ``summary``, ``open`` (the app), and a bare ``MODEL`` to open it.
+
+No Qt is imported unless the app is opened. Errors print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from inspector import __version__
+from inspector.core.errors import InspectorError
+
+SUBCOMMANDS = {
+    "summary": "inspector.commands.summary",
+    "open": "inspector.commands.gui",
+}
+USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
+       onnx-inspector summary MODEL [--json]     model facts, families and aten calls
+       onnx-inspector open [MODEL [OTHER]]       same as the first form
+       onnx-inspector --version
+
+ONNX Inspector {__version__}: review ONNX models exported from PyTorch.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if args and args[0] == "--version":
+        sys.stdout.write(f"onnx-inspector {__version__}\n")
+        return 0
+    if args and args[0] in SUBCOMMANDS:
+        module, rest = SUBCOMMANDS[args[0]], args[1:]
+    else:
+        module, rest = SUBCOMMANDS["open"], args
+    command: Callable[[Sequence[str]], int] = importlib.import_module(module).main
+    return run_guarded(command, rest)
+
+
+def run_guarded(command: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
+    """Run a subcommand; turn every failure into one line on stderr and exit code 2."""
+    try:
+        return command(argv)
+    except SystemExit as e:  # argparse: usage errors are already one line
+        return e.code if isinstance(e.code, int) else 2
+    except InspectorError as e:
+        _error(str(e))
+    except KeyboardInterrupt:
+        _error("interrupted")
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if os.environ.get("INSPECTOR_DEBUG"):
+            raise
+        _error(f"internal error: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+    return 2
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"onnx-inspector: error: {message}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

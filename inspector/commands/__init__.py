@@ -1,0 +1,1 @@
+"""Subcommands of ``onnx-inspector``; each module has ``main(argv) -> int``."""

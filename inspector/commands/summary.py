@@ -1,0 +1,29 @@
+"""``onnx-inspector summary MODEL [--json]``: model facts, families with overloads, aten targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from inspector.core.index import open_index
+from inspector.core.summary import summary_dict, summary_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="onnx-inspector summary", description=__doc__)
+    p.add_argument("model", help="an .onnx file or ONNX text syntax file")
+    p.add_argument("--json", action="store_true", help="print the versioned JSON summary")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    data = summary_dict(open_index(args.model))
+    if args.json:
+        json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(summary_text(data))
+    return 0

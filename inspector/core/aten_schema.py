@@ -1,0 +1,727 @@
+"""Aten schema catalogue, parser and argument binder.
+
+Dynamo exports record only the aten *target* of each FX node (``aten::transpose.int``) and its raw
+arguments; the parameter names, types and defaults live in the operator schema. The schemas are
+generated once from torch into ``resources/aten_schemas.txt`` (see ``scripts/gen_aten_schemas.py``)
+so that reviewing a model never needs torch installed. This module parses that text format
+(exactly what ``str(torch._C.FunctionSchema)`` prints) in pure Python and binds a call's arguments
+to the parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import enum
+import functools
+import gzip
+import importlib.resources
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+__all__ = [
+    "AtenSchema",
+    "BoundArgument",
+    "Parameter",
+    "Return",
+    "SchemaCatalogue",
+    "bind",
+    "format_signature",
+    "normalize_target",
+    "parse_schema",
+]
+
+CATALOGUE_FILE = "aten_schemas.txt"
+RESOURCE_PACKAGE = "inspector.resources"
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Dotted names occur for TorchScript classes, e.g. ``__torch__.torch.classes.rnn.CellParamsBase``.
+_TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_OP_NAME = re.compile(r"(?:([A-Za-z_][A-Za-z0-9_]*)::)?([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?")
+_WS = re.compile(r"\s*")
+_LIST_SUFFIX = re.compile(r"\[\s*(\d*)\s*\]")
+# Alias annotations: ``(a)``, ``(a!)``, ``(a -> *)``, ``(b|a)``, ``(*)``.
+_ALIAS_BODY = re.compile(r"[A-Za-z0-9_*|!\s>-]+")
+# Type constructors written with parentheses; any other ``Name(`` is an alias annotation.
+_GENERIC_TYPES = frozenset({"Dict", "Future", "RRef", "Await", "Tuple", "Union", "Optional", "List"})
+_TENSOR_LIKE = re.compile(r"Tensor(?:\([^()]*\)|\?|\[\d*\])*")
+_FIXED_LIST = re.compile(r".*\[(\d+)\](?:\([^()]*\))?\??")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|inf|nan)")
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
+_BRACKETS = {"[": "]", "(": ")", "{": "}"}
+_MAX_SNIPPET = 80
+_MAX_NESTING = 32
+
+
+# --------------------------------------------------------------------------------------------
+# Data model
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One schema argument; ``type`` and ``default`` keep the schema's own spelling for display."""
+
+    name: str
+    type: str
+    default: str | None
+    kwarg_only: bool
+
+    @property
+    def is_tensor(self) -> bool:
+        """True for Tensor-valued parameters (incl. optional, aliased and Tensor lists).
+
+        Such arguments are graph values at export time, so they are never *specialised* values.
+        """
+        return _TENSOR_LIKE.fullmatch(self.type) is not None
+
+    @property
+    def has_default(self) -> bool:
+        """True when the schema gives a default, so a call may omit this parameter."""
+        return self.default is not None
+
+    @property
+    def default_value(self) -> object:
+        """The default as a Python literal where possible, else the raw schema text.
+
+        Enum-like defaults (``contiguous_format``) stay text. A scalar default of a fixed-size
+        list type (``int[2] stride=1``) is broadcast to a list, exactly as torch does.
+        """
+        if self.default is None:
+            return None
+        ok, value = _parse_literal(self.default)
+        if not ok:
+            return self.default
+        fixed = _FIXED_LIST.fullmatch(self.type)
+        if fixed and isinstance(value, (bool, int, float)):
+            return [value] * int(fixed.group(1))
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    """One schema return; ``name`` is None for unnamed returns."""
+
+    name: str | None
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class AtenSchema:
+    """A parsed operator schema.
+
+    ``is_vararg`` / ``is_varret`` mark TorchScript builtins such as ``aten::format(str self, ...)``
+    that accept (or return) any number of extra values.
+    """
+
+    name: str
+    overload: str
+    parameters: tuple[Parameter, ...]
+    returns: tuple[Return, ...]
+    text: str
+    is_vararg: bool = False
+    is_varret: bool = False
+
+    @property
+    def target(self) -> str:
+        """The key used by FX nodes and the catalogue, e.g. ``aten::transpose.int``."""
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    def parameter(self, name: str) -> Parameter | None:
+        """The parameter called ``name``, or None."""
+        for param in self.parameters:
+            if param.name == name:
+                return param
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundArgument:
+    """A parameter together with the value a particular call gave it (or its default)."""
+
+    parameter: Parameter
+    value: object
+    is_default: bool
+    provided: bool
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+
+
+class _SchemaParser:
+    """Recursive-descent parser over the text printed by ``str(torch._C.FunctionSchema)``."""
+
+    __slots__ = ("depth", "pos", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.depth = 0
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def fail(self, reason: str) -> ValueError:
+        start = max(0, self.pos - _MAX_SNIPPET // 2)
+        snippet = self.text[start : start + _MAX_SNIPPET]
+        if start:
+            snippet = "..." + snippet
+        if start + _MAX_SNIPPET < len(self.text):
+            snippet += "..."
+        return ValueError(f"malformed aten schema at column {self.pos}: {reason}: near {snippet!r}")
+
+    def skip_ws(self) -> None:
+        match = _WS.match(self.text, self.pos)
+        assert match is not None
+        self.pos = match.end()
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def startswith(self, token: str) -> bool:
+        return self.text.startswith(token, self.pos)
+
+    def expect(self, token: str) -> None:
+        self.skip_ws()
+        if not self.startswith(token):
+            raise self.fail(f"expected {token!r}")
+        self.pos += len(token)
+
+    def ident(self, what: str) -> str:
+        match = _IDENT.match(self.text, self.pos)
+        if match is None:
+            raise self.fail(f"expected {what}")
+        self.pos = match.end()
+        return match.group()
+
+    # -- grammar ---------------------------------------------------------------------------
+
+    def schema(self) -> AtenSchema:
+        self.skip_ws()
+        match = _OP_NAME.match(self.text, self.pos)
+        if match is None:
+            raise self.fail("expected an operator name")
+        self.pos = match.end()
+        namespace, op, overload = match.groups()
+        name = f"{namespace}::{op}" if namespace else op
+        self.expect("(")
+        parameters, is_vararg = self.arguments()
+        self.expect(")")
+        self.expect("->")
+        returns, is_varret = self.returns()
+        self.skip_ws()
+        if self.pos != len(self.text):
+            raise self.fail("unexpected text after the returns")
+        return AtenSchema(
+            name=name,
+            overload=overload or "",
+            parameters=tuple(parameters),
+            returns=tuple(returns),
+            text=self.text,
+            is_vararg=is_vararg,
+            is_varret=is_varret,
+        )
+
+    def arguments(self) -> tuple[list[Parameter], bool]:
+        params: list[Parameter] = []
+        seen: set[str] = set()
+        kwarg_only = False
+        self.skip_ws()
+        if self.peek() == ")":
+            return params, False
+        while True:
+            self.skip_ws()
+            if self.startswith("..."):
+                self.pos += 3
+                self.skip_ws()
+                if self.peek() != ")":
+                    raise self.fail("'...' must be the last argument")
+                return params, True
+            if self.peek() == "*":
+                if kwarg_only:
+                    raise self.fail("duplicate '*'")
+                kwarg_only = True
+                self.pos += 1
+            else:
+                params.append(self.argument(kwarg_only))
+                if params[-1].name in seen:
+                    raise self.fail(f"duplicate argument {params[-1].name!r}")
+                seen.add(params[-1].name)
+            self.skip_ws()
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            if self.peek() == ")":
+                return params, False
+            raise self.fail("expected ',' or ')' after an argument")
+
+    def argument(self, kwarg_only: bool) -> Parameter:
+        type_text = self.type_()
+        if not self.text[self.pos : self.pos + 1].isspace():
+            raise self.fail("expected whitespace between argument type and name")
+        self.skip_ws()
+        name = self.ident("an argument name")
+        self.skip_ws()
+        default: str | None = None
+        if self.peek() == "=":
+            self.pos += 1
+            self.skip_ws()
+            default = self.default_text()
+        return Parameter(name=name, type=type_text, default=default, kwarg_only=kwarg_only)
+
+    def returns(self) -> tuple[list[Return], bool]:
+        self.skip_ws()
+        if self.startswith("..."):
+            self.pos += 3
+            return [], True
+        if self.peek() != "(":
+            return [self.return_()], False
+        self.pos += 1
+        rets: list[Return] = []
+        self.skip_ws()
+        if self.peek() == ")":
+            self.pos += 1
+            return rets, False
+        while True:
+            self.skip_ws()
+            if self.startswith("..."):
+                self.pos += 3
+                self.expect(")")
+                return rets, True
+            rets.append(self.return_())
+            self.skip_ws()
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            if self.peek() == ")":
+                self.pos += 1
+                return rets, False
+            raise self.fail("expected ',' or ')' after a return")
+
+    def return_(self) -> Return:
+        type_text = self.type_()
+        name: str | None = None
+        if self.text[self.pos : self.pos + 1].isspace():
+            self.skip_ws()
+            if _IDENT.match(self.text, self.pos):
+                name = self.ident("a return name")
+        return Return(name=name, type=type_text)
+
+    def type_(self) -> str:
+        if self.depth >= _MAX_NESTING:
+            raise self.fail("types nested too deeply")
+        self.depth += 1
+        start = self.pos
+        self.base_type()
+        self.type_suffixes()
+        self.depth -= 1
+        return self.text[start : self.pos]
+
+    def base_type(self) -> None:
+        if self.peek() == "(":  # tuple type: (Tensor, t)
+            self.pos += 1
+            self.type_list()
+            return
+        match = _TYPE_NAME.match(self.text, self.pos)
+        if match is None:
+            raise self.fail("expected a type")
+        self.pos = match.end()
+        if match.group() in _GENERIC_TYPES and self.peek() == "(":
+            self.pos += 1
+            self.type_list()
+
+    def type_list(self) -> None:
+        """Comma-separated types up to and including the closing ')'."""
+        self.skip_ws()
+        if self.peek() == ")":
+            self.pos += 1
+            return
+        while True:
+            self.skip_ws()
+            self.type_()
+            self.skip_ws()
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            if self.peek() == ")":
+                self.pos += 1
+                return
+            raise self.fail("expected ',' or ')' in a type list")
+
+    def type_suffixes(self) -> None:
+        while True:
+            char = self.peek()
+            if char == "(":
+                end = self.text.find(")", self.pos)
+                if end < 0 or not _ALIAS_BODY.fullmatch(self.text, self.pos + 1, end):
+                    raise self.fail("malformed alias annotation")
+                self.pos = end + 1
+            elif char == "[":
+                match = _LIST_SUFFIX.match(self.text, self.pos)
+                if match is None:
+                    raise self.fail("malformed list type")
+                self.pos = match.end()
+            elif char == "?":
+                self.pos += 1
+            else:
+                return
+
+    def default_text(self) -> str:
+        """Raw default up to the next top-level ',' or ')', honouring brackets and strings."""
+        start = self.pos
+        closers: list[str] = []
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if char in "\"'":
+                match = _STRING.match(text, self.pos)
+                if match is None:
+                    raise self.fail("unterminated string in a default")
+                self.pos = match.end()
+                continue
+            if char in _BRACKETS:
+                closers.append(_BRACKETS[char])
+            elif char in "])}":
+                if not closers and char == ")":
+                    break
+                if not closers or closers.pop() != char:
+                    raise self.fail("unbalanced brackets in a default")
+            elif char == "," and not closers:
+                break
+            self.pos += 1
+        if closers:
+            raise self.fail("unbalanced brackets in a default")
+        default = text[start : self.pos].strip()
+        if not default:
+            raise self.fail("empty default")
+        return default
+
+
+def parse_schema(text: str) -> AtenSchema:
+    """Parse one schema line such as ``aten::relu(Tensor self) -> Tensor``.
+
+    Raises ValueError with a one-line message when the text is not a schema.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"aten schema must be a string, not {type(text).__name__}")
+    return _SchemaParser(text.strip()).schema()
+
+
+def _split_top_level(body: str) -> list[str] | None:
+    """Split a list body at top-level commas; None when brackets or strings are unbalanced."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    pos = 0
+    while pos < len(body):
+        char = body[pos]
+        if char in "\"'":
+            match = _STRING.match(body, pos)
+            if match is None:
+                return None
+            pos = match.end()
+            continue
+        if char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "," and depth == 0:
+            parts.append(body[start:pos])
+            start = pos + 1
+        pos += 1
+    if depth:
+        return None
+    parts.append(body[start:])
+    return parts
+
+
+def _parse_literal(text: str, depth: int = 0) -> tuple[bool, object]:
+    """(True, value) for None/bool/int/float/str/list literals, else (False, text)."""
+    raw = text.strip()
+    if depth > _MAX_NESTING:
+        return False, raw
+    if raw == "None":
+        return True, None
+    if raw in ("True", "False"):
+        return True, raw == "True"
+    if _INT.fullmatch(raw):
+        return True, int(raw)
+    if _FLOAT.fullmatch(raw):
+        return True, float(raw)
+    if _STRING.fullmatch(raw):
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            return False, raw
+        return (True, value) if isinstance(value, str) else (False, raw)
+    if raw.startswith("[") and raw.endswith("]"):
+        inner = raw[1:-1].strip()
+        if not inner:
+            return True, []
+        parts = _split_top_level(inner)
+        if parts is None:
+            return False, raw
+        items: list[object] = []
+        for part in parts:
+            ok, item = _parse_literal(part, depth + 1)
+            if not ok:
+                return False, raw
+            items.append(item)
+        return True, items
+    return False, raw
+
+
+def normalize_target(target: str) -> str:
+    """Canonical catalogue key for any common spelling of an operator.
+
+    ``torch.ops.aten.transpose.int``, ``aten.transpose.int`` and ``aten::transpose.int`` all give
+    ``aten::transpose.int``; the ``default`` overload is dropped (``aten.relu.default`` ->
+    ``aten::relu``). Raises ValueError for text that names no operator.
+    """
+    raw = target.strip() if isinstance(target, str) else ""
+    text = raw.removeprefix("torch.ops.")
+    if "::" in text:
+        namespace, _, rest = text.partition("::")
+    else:
+        namespace, sep, rest = text.partition(".")
+        if not sep:
+            raise ValueError(f"not an operator target (no namespace): {raw[:_MAX_SNIPPET]!r}")
+    name, _, overload = rest.partition(".")
+    if (
+        not _IDENT.fullmatch(namespace)
+        or not _IDENT.fullmatch(name)
+        or (overload and not re.fullmatch(r"[A-Za-z0-9_]+", overload))
+    ):
+        raise ValueError(f"not an operator target: {raw[:_MAX_SNIPPET]!r}")
+    if overload == "default":
+        overload = ""
+    return f"{namespace}::{name}.{overload}" if overload else f"{namespace}::{name}"
+
+
+# --------------------------------------------------------------------------------------------
+# Catalogue
+
+
+class SchemaCatalogue:
+    """Schemas keyed by target; lines are parsed on first lookup so loading stays cheap."""
+
+    __slots__ = ("_by_name", "_parsed", "_texts")
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self._texts: dict[str, str] = dict(texts)
+        self._parsed: dict[str, AtenSchema] = {}
+        self._by_name: dict[str, list[str]] = {}
+        for target in self._texts:
+            self._by_name.setdefault(target.partition(".")[0], []).append(target)
+
+    @classmethod
+    def default(cls) -> SchemaCatalogue:
+        """The catalogue shipped in ``resources/`` (read once per process)."""
+        return _default_catalogue()
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str]) -> SchemaCatalogue:
+        """Build from schema lines; blank lines and ``#`` comments are skipped.
+
+        Only the operator name of each line is checked here; the rest is parsed on lookup.
+        """
+        texts: dict[str, str] = {}
+        for number, line in enumerate(lines, start=1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            head = text.partition("(")[0].strip()
+            match = _OP_NAME.fullmatch(head)
+            if match is None or "(" not in text:
+                raise ValueError(f"line {number}: not an aten schema: {text[:_MAX_SNIPPET]!r}")
+            namespace, op, overload = match.groups()
+            name = f"{namespace}::{op}" if namespace else op
+            texts[f"{name}.{overload}" if overload else name] = text
+        return cls(texts)
+
+    def get(self, target: str) -> AtenSchema | None:
+        """The schema for any spelling :func:`normalize_target` accepts, or None."""
+        try:
+            key = normalize_target(target)
+        except ValueError:
+            return None
+        schema = self._parsed.get(key)
+        if schema is None:
+            text = self._texts.get(key)
+            if text is None:
+                return None
+            schema = parse_schema(text)
+            self._parsed[key] = schema
+        return schema
+
+    def overloads(self, name: str) -> list[AtenSchema]:
+        """All overloads of ``aten::transpose`` (any spelling; an overload suffix is ignored)."""
+        try:
+            base = normalize_target(name).partition(".")[0]
+        except ValueError:
+            return []
+        result: list[AtenSchema] = []
+        for target in self._by_name.get(base, ()):
+            schema = self.get(target)
+            if schema is not None:
+                result.append(schema)
+        return result
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __contains__(self, target: object) -> bool:
+        if not isinstance(target, str):
+            return False
+        try:
+            return normalize_target(target) in self._texts
+        except ValueError:
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        """Targets in catalogue order."""
+        return iter(self._texts)
+
+
+def _resource_roots() -> list[Traversable]:
+    roots: list[Traversable] = []
+    with contextlib.suppress(ImportError, TypeError, ValueError):
+        roots.append(importlib.resources.files(RESOURCE_PACKAGE))
+    roots.append(Path(__file__).resolve().parents[2] / "resources")
+    return roots
+
+
+def _read_catalogue_lines() -> list[str]:
+    for root in _resource_roots():
+        for file_name in (CATALOGUE_FILE, CATALOGUE_FILE + ".gz"):
+            entry = root / file_name
+            if entry.is_file():
+                data = entry.read_bytes()
+                if file_name.endswith(".gz"):
+                    data = gzip.decompress(data)
+                return data.decode("utf-8").splitlines()
+    raise FileNotFoundError(f"aten schema catalogue {CATALOGUE_FILE} not found in package resources")
+
+
+@functools.cache
+def _default_catalogue() -> SchemaCatalogue:
+    return SchemaCatalogue.from_lines(_read_catalogue_lines())
+
+
+# --------------------------------------------------------------------------------------------
+# Binding and display
+
+
+def bind(schema: AtenSchema, args: Sequence[object], kwargs: Mapping[str, object]) -> list[BoundArgument]:
+    """Bind a call's arguments to the schema's parameters, in schema order.
+
+    Positional args fill the non-kwarg-only parameters in order, kwargs match by name and the
+    rest take their defaults. Parameters with neither are returned with ``provided=False`` so
+    the caller can flag them. Extra positional args of a vararg schema are bound to a synthetic
+    ``...`` parameter holding a tuple. Raises ValueError on too many positional args, unknown
+    kwargs or a parameter given twice.
+    """
+    positional = [p for p in schema.parameters if not p.kwarg_only]
+    extra: tuple[object, ...] = ()
+    if len(args) > len(positional):
+        if not schema.is_vararg:
+            raise ValueError(
+                f"{schema.target} takes at most {len(positional)} positional arguments "
+                f"but {len(args)} were given"
+            )
+        extra = tuple(args[len(positional) :])
+    given: dict[str, object] = {p.name: value for p, value in zip(positional, args, strict=False)}
+    names = {p.name for p in schema.parameters}
+    for key, value in kwargs.items():
+        if key not in names:
+            raise ValueError(f"{schema.target} got an unexpected keyword argument {key!r}")
+        if key in given:
+            raise ValueError(f"{schema.target} got multiple values for argument {key!r}")
+        given[key] = value
+
+    bound: list[BoundArgument] = []
+    for param in schema.parameters:
+        if param.name in given:
+            bound.append(BoundArgument(param, given[param.name], is_default=False, provided=True))
+        elif param.default is not None:
+            bound.append(BoundArgument(param, param.default_value, is_default=True, provided=True))
+        else:
+            bound.append(BoundArgument(param, None, is_default=False, provided=False))
+    if extra:
+        varargs = Parameter(name="...", type="Any", default=None, kwarg_only=False)
+        bound.append(BoundArgument(varargs, extra, is_default=False, provided=True))
+    return bound
+
+
+def _render_value(value: object, depth: int = 0) -> str:
+    """Python-like text for a bound value; graph values (objects with a ``name``) become %name."""
+    if depth > 20:
+        return "..."
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_render_value(v, depth + 1) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_render_value(v, depth + 1) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        items = (f"{_render_value(k, depth + 1)}: {_render_value(v, depth + 1)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and not isinstance(value, enum.Enum):
+        return name if name.startswith("%") else f"%{name}"
+    return repr(value)
+
+
+def _render_returns(schema: AtenSchema) -> str:
+    parts = [f"{r.type} {r.name}" if r.name else r.type for r in schema.returns]
+    if schema.is_varret:
+        parts.append("...")
+    if len(parts) == 1 and not schema.is_varret and not parts[0].startswith("("):
+        return parts[0]
+    return "(" + ", ".join(parts) + ")"
+
+
+def format_signature(schema: AtenSchema, bound: Sequence[BoundArgument] | None = None) -> str:
+    """One-line signature; with ``bound``, each parameter is shown as ``name=value``.
+
+    Unbound it reads like the schema (``type name=default``, ``*`` before kwarg-only
+    parameters). Bound parameters that were neither given nor defaulted show ``name=<missing>``.
+    """
+    parts: list[str] = []
+    if bound is None:
+        star_done = False
+        for param in schema.parameters:
+            if param.kwarg_only and not star_done:
+                parts.append("*")
+                star_done = True
+            text = f"{param.type} {param.name}"
+            parts.append(f"{text}={param.default}" if param.default is not None else text)
+        if schema.is_vararg:
+            parts.append("...")
+    else:
+        for arg in bound:
+            if arg.parameter.name == "..." and isinstance(arg.value, tuple):
+                parts.extend(_render_value(v) for v in arg.value)
+            elif arg.provided:
+                parts.append(f"{arg.parameter.name}={_render_value(arg.value)}")
+            else:
+                parts.append(f"{arg.parameter.name}=<missing>")
+    return f"{schema.target}({', '.join(parts)}) -> {_render_returns(schema)}"

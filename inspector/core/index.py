@@ -1,0 +1,236 @@
+"""The model index: everything the GUI, diff and reports read about one model, built in a few passes.
+
+Families unify local functions (``kind="function"``: overloads of one ``(domain, name)``) and aten calls of
+flat exports (``kind="aten_call"``: ``aten::transpose.int`` is family ``(aten, transpose)``, overload
+``int``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+
+from inspector.core.findings import Finding
+from inspector.core.functions import FunctionIndex, build_function_index, scan_model
+from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.loader import LoadedModel, load_model
+from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance
+from inspector.core.tensors import TENSOR_BITS, tensor_size
+
+
+@dataclass(slots=True)
+class Overload:
+    """One member of a family: a function overload, or one aten overload (``int`` of ``aten::transpose``)."""
+
+    kind: str  # "function" or "aten_call"
+    domain: str
+    name: str
+    overload: str  # as shown to a user ("" for the default)
+    function: FunctionKey | None = None
+    call_count: int = 0
+    aten_calls: list[AtenCall] = field(default_factory=list)
+
+    @property
+    def target(self) -> str | None:
+        """``aten::transpose.int`` for aten overloads."""
+        if self.kind != "aten_call":
+            return None
+        if self.domain == "python":
+            return self.name
+        return f"{self.domain}::{self.name}" + ("" if self.overload == "default" else f".{self.overload}")
+
+    @property
+    def label(self) -> str:
+        if self.kind == "aten_call":
+            return self.target or self.name
+        return str(self.function) if self.function else self.name
+
+
+@dataclass(slots=True)
+class Family:
+    kind: str
+    domain: str
+    name: str
+    overloads: list[Overload] = field(default_factory=list)
+    torchscript_variants: bool = False
+
+    @property
+    def call_count(self) -> int:
+        return sum(o.call_count for o in self.overloads)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "aten_call":
+            return f"{self.domain}::{self.name}" if self.domain != "python" else self.name
+        return f"{self.domain}.{self.name}" if self.domain else self.name
+
+
+@dataclass(slots=True)
+class ModelFacts:
+    ir_version: int
+    opsets: dict[str, int]
+    producer_name: str
+    producer_version: str
+    domain: str
+    model_version: int
+    graph_name: str
+    doc_string: str
+    metadata: dict[str, str]
+    main_nodes: int
+    total_nodes: int
+    function_count: int
+    initializer_count: int
+    parameter_count: int
+    parameter_bytes: int
+    external_bytes: int
+    inputs: list[str]
+    outputs: list[str]
+    file_size: int
+    format: str
+
+
+@dataclass(slots=True)
+class ModelIndex:
+    model: LoadedModel
+    facts: ModelFacts
+    functions: FunctionIndex
+    provenance: ProvenanceIndex
+    families: list[Family]
+    op_histogram: Counter[tuple[str, str]]
+    findings: list[Finding]
+
+    @property
+    def proto(self) -> onnx.ModelProto:
+        return self.model.proto
+
+    @property
+    def path(self) -> Path:
+        return self.model.path
+
+    def family(self, kind: str, domain: str, name: str) -> Family | None:
+        for fam in self.families:
+            if (fam.kind, fam.domain, fam.name) == (kind, domain, name):
+                return fam
+        return None
+
+
+def open_index(path: str | os.PathLike[str]) -> ModelIndex:
+    """Load and index a model file (the one call most callers need)."""
+    return build_index(load_model(path))
+
+
+def build_index(model: LoadedModel) -> ModelIndex:
+    with paused_gc():
+        return _build_index(model)
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Indexing allocates many small objects and no cycles; the cyclic GC would only rescan them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build_index(model: LoadedModel) -> ModelIndex:
+    proto = model.proto
+    scanned = scan_model(proto)
+    fidx = build_function_index(proto, scanned)
+    prov = build_provenance(proto, scanned)
+    histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
+    total = sum(scanned.node_counts.values())
+    main_nodes = len(proto.graph.node)
+    families = _function_families(fidx) + _aten_families(prov)
+    findings = list(fidx.findings)
+    if prov.damaged:
+        findings.append(Finding("damaged_metadata", "warning",
+                                f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
+    facts = _facts(model, main_nodes, total, len(fidx.functions))
+    return ModelIndex(model, facts, fidx, prov, families, histogram, findings)
+
+
+def _function_families(fidx: FunctionIndex) -> list[Family]:
+    out: list[Family] = []
+    for (domain, name), fam in sorted(fidx.families.items()):
+        family = Family("function", domain, name, torchscript_variants=fam.torchscript_variants)
+        for key in fam.members:
+            family.overloads.append(Overload("function", domain, name, fam.label(key), key, fidx.call_count(key)))
+        out.append(family)
+    return out
+
+
+def _aten_families(prov: ProvenanceIndex) -> list[Family]:
+    by_family: dict[tuple[str, str], dict[str, Overload]] = {}
+    split: dict[str, tuple[str, str, str]] = {}
+    for call in prov.calls:
+        parts = split.get(call.target)
+        if parts is None:
+            parts = split[call.target] = call.family
+        ns, name, overload = parts
+        ovs = by_family.setdefault((ns, name), {})
+        ov = ovs.get(overload)
+        if ov is None:
+            ov = ovs[overload] = Overload("aten_call", ns, name, overload)
+        ov.aten_calls.append(call)
+        ov.call_count += 1
+    out = []
+    for (ns, name), ovs in sorted(by_family.items()):
+        out.append(Family("aten_call", ns, name, [ovs[k] for k in sorted(ovs)]))
+    return out
+
+
+def _facts(model: LoadedModel, main_nodes: int, total_nodes: int, function_count: int) -> ModelFacts:
+    proto = model.proto
+    g = proto.graph
+    params = nbytes = external = 0
+    input_names = {v.name for v in g.input}
+    initializer_inputs: set[str] = set()
+    external_code = onnx.TensorProto.EXTERNAL
+    bits = TENSOR_BITS
+    for t in g.initializer:
+        numel = math.prod(t.dims)
+        size = (numel * bits.get(t.data_type, 0) + 7) // 8
+        params += numel
+        nbytes += size
+        if t.data_location == external_code:
+            external += size
+        if input_names and t.name in input_names:
+            initializer_inputs.add(t.name)
+    for sp in g.sparse_initializer:
+        numel, size = tensor_size(sp.values)
+        params += numel
+        nbytes += size
+    return ModelFacts(
+        ir_version=proto.ir_version,
+        opsets={o.domain: o.version for o in proto.opset_import},
+        producer_name=proto.producer_name,
+        producer_version=proto.producer_version,
+        domain=proto.domain,
+        model_version=proto.model_version,
+        graph_name=g.name,
+        doc_string=proto.doc_string,
+        metadata={p.key: p.value for p in proto.metadata_props},
+        main_nodes=main_nodes,
+        total_nodes=total_nodes,
+        function_count=function_count,
+        initializer_count=len(g.initializer) + len(g.sparse_initializer),
+        parameter_count=params,
+        parameter_bytes=nbytes,
+        external_bytes=external,
+        inputs=[v.name for v in g.input if v.name not in initializer_inputs],
+        outputs=[v.name for v in g.output],
+        file_size=model.file_size,
+        format=model.format,
+    )

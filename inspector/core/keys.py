@@ -1,0 +1,41 @@
+"""Function keys and scopes: the names every other module uses to refer to functions and graphs."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class FunctionKey(NamedTuple):
+    """``(domain, name, overload)``: how ONNX IR v10 identifies a local function."""
+
+    domain: str
+    name: str
+    overload: str = ""
+
+    def __str__(self) -> str:
+        base = f"{self.domain}.{self.name}" if self.domain else self.name
+        return f"{base}:{self.overload}" if self.overload else base
+
+    @property
+    def family(self) -> tuple[str, str]:
+        return (self.domain, self.name)
+
+
+class MainGraph(NamedTuple):
+    """The model's top-level graph, as a scope."""
+
+    name: str = "main"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+MAIN = MainGraph()
+Scope = MainGraph | FunctionKey
+
+
+def is_identifier(text: str) -> bool:
+    return bool(_IDENT.match(text))

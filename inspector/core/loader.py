@@ -1,0 +1,166 @@
+"""Open ONNX files (binary protobuf or ONNX text syntax) as untrusted input.
+
+External data is never read here: weights of many GB must not slow opening. Every failure becomes a
+``ModelLoadError`` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from inspector.core.errors import ModelLoadError
+
+TEXT_SUFFIXES = (".onnxtxt", ".onnxtext", ".txt")
+# upb refuses messages nested deeper than 100 levels; a model with ~33 nested If/Loop bodies already hits that.
+_DEEP_STACK_BYTES = 512 * 1024 * 1024
+_deep_lock = threading.Lock()
+
+
+@dataclass(slots=True)
+class LoadedModel:
+    """A parsed model and where it came from (the folder bounds what external data may be read)."""
+
+    path: Path
+    proto: onnx.ModelProto
+    format: str  # "binary" or "text"
+    file_size: int
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def load_model(path: str | os.PathLike[str]) -> LoadedModel:
+    """Read and parse ``path``; raise ``ModelLoadError`` with a one-line reason on any bad input."""
+    p = Path(path)
+    data = _read_file(p)
+    if _looks_like_text_syntax(p, data):
+        proto = parse_text_model(data, str(p))
+        fmt = "text"
+    else:
+        proto = parse_binary_model(data, str(p))
+        fmt = "binary"
+    return LoadedModel(path=p.resolve(), proto=proto, format=fmt, file_size=len(data))
+
+
+def _read_file(p: Path) -> bytes:
+    try:
+        if p.is_dir():
+            raise ModelLoadError(f"{p}: is a directory, not an ONNX file")
+        if not p.exists():
+            raise ModelLoadError(f"{p}: no such file")
+        if not p.is_file():
+            raise ModelLoadError(f"{p}: not a regular file")
+        data = p.read_bytes()
+    except ModelLoadError:
+        raise
+    except OSError as e:
+        raise ModelLoadError(f"{p}: cannot read: {e.strerror or e}") from None
+    if not data:
+        raise ModelLoadError(f"{p}: empty file")
+    return data
+
+
+def _looks_like_text_syntax(p: Path, data: bytes) -> bool:
+    if p.suffix.lower() in TEXT_SUFFIXES:
+        return True
+    head = data[:64].lstrip()
+    return head.startswith(b"<") and b"\x00" not in data[:4096]
+
+
+def parse_text_model(data: bytes, label: str) -> onnx.ModelProto:
+    """Parse ONNX text syntax (``<ir_version: 10, ...> graph (...) => (...) {...}``)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelLoadError(f"{label}: not UTF-8 text, so not ONNX text syntax") from None
+    if text.lstrip().startswith(("{", "[")):
+        raise ModelLoadError(f"{label}: looks like JSON, not an ONNX model")
+    try:
+        import onnx.parser
+
+        proto = onnx.parser.parse_model(text)
+    except Exception as e:  # onnx.parser.ParseError and protobuf errors from the C++ round trip
+        raise ModelLoadError(f"{label}: invalid ONNX text syntax: {_reason(e)}") from None
+    _check_model_shape(proto, label)
+    return proto
+
+
+def _reason(e: Exception) -> str:
+    """One line from an exception whose message may be bytes with newlines (onnx.parser)."""
+    arg = e.args[0] if e.args else type(e).__name__
+    text = arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+    text = " ".join(text.replace("Error context:", ";").split())
+    return text[:300] or type(e).__name__
+
+
+def parse_binary_model(data: bytes, label: str) -> onnx.ModelProto:
+    """Parse a serialized ModelProto, allowing deep nesting without risking the interpreter's stack."""
+    stripped = data.lstrip()[:1]
+    if stripped in (b"{", b"["):
+        raise ModelLoadError(f"{label}: looks like JSON, not an ONNX model")
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as e:
+        if "MaxDepth" not in str(e):
+            raise ModelLoadError(f"{label}: not a valid ONNX protobuf (corrupt or truncated file)") from None
+        proto = _parse_deep(data, label)
+    except Exception as e:  # e.g. RuntimeError from an oversized message
+        raise ModelLoadError(f"{label}: not a valid ONNX protobuf ({type(e).__name__})") from None
+    _check_model_shape(proto, label)
+    return proto
+
+
+def _parse_deep(data: bytes, label: str) -> onnx.ModelProto:
+    """Parse a model nested deeper than upb's default limit, on a thread with a large stack."""
+    result: list[onnx.ModelProto] = []
+    errors: list[str] = []
+
+    def work() -> None:
+        from google._upb import _message as upb_message  # upb is protobuf's default backend
+
+        proto = onnx.ModelProto()
+        upb_message.SetAllowOversizeProtos(True)
+        try:
+            proto.ParseFromString(data)
+            result.append(proto)
+        except Exception as e:
+            errors.append(type(e).__name__)
+        finally:
+            upb_message.SetAllowOversizeProtos(False)
+
+    with _deep_lock:
+        old = threading.stack_size()
+        try:
+            threading.stack_size(_DEEP_STACK_BYTES)
+            t = threading.Thread(target=work, name="deep-onnx-parse")
+            t.start()
+        except (ImportError, RuntimeError, ValueError):
+            raise ModelLoadError(f"{label}: nested too deeply to parse on this system") from None
+        finally:
+            threading.stack_size(old)
+        t.join()
+    if not result:
+        raise ModelLoadError(f"{label}: not a valid ONNX protobuf (corrupt or truncated file)")
+    return result[0]
+
+
+def _check_model_shape(proto: onnx.ModelProto, label: str) -> None:
+    """Random bytes can decode as a protobuf; insist on what every ONNX model has."""
+    if not proto.HasField("graph") and not proto.functions:
+        raise ModelLoadError(f"{label}: not an ONNX model (no graph)")
+    if proto.ir_version <= 0 or proto.ir_version > 1000:
+        raise ModelLoadError(f"{label}: not an ONNX model (missing or invalid ir_version)")
+    if not proto.opset_import and not proto.functions:
+        raise ModelLoadError(f"{label}: not an ONNX model (no opset_import)")

@@ -1,0 +1,118 @@
+"""One pass over every node of a model, collecting what the function index and provenance need.
+
+This is the hot path of opening a model: a 100k-node export must index in a few times the time protobuf
+takes to parse it. So the pass reads each node's fields once, creates no object per node, and leaves all
+per-call work (parsing FX text, module trees) to the indexes, which do it lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from inspector.core.keys import Scope
+from inspector.core.walk import SUBGRAPH_OPS, NodePath, subgraphs
+
+FX_NODE = "pkg.torch.onnx.fx_node"
+RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
+GroupKey = tuple[Scope, str]  # (scope, fx_node text)
+
+
+@dataclass(slots=True)
+class ScanResult:
+    # (domain, op_type) -> count, per scope
+    histograms: dict[Scope, dict[tuple[str, str], int]] = field(default_factory=dict)
+    # first place each (domain, op_type) was seen: (scope, root label, node name)
+    first_seen: dict[tuple[str, str], tuple[Scope, str]] = field(default_factory=dict)
+    # nodes that may call a local function (domain not a plain operator domain)
+    candidates: list[tuple[Scope, NodePath, onnx.NodeProto]] = field(default_factory=list)
+    node_counts: dict[Scope, int] = field(default_factory=dict)
+    # aten calls: fx_node text -> node paths, first node, rewriter rule names
+    groups: dict[GroupKey, list[NodePath]] = field(default_factory=dict)
+    first_node: dict[GroupKey, onnx.NodeProto] = field(default_factory=dict)
+    rules: dict[GroupKey, list[str]] = field(default_factory=dict)
+    nodes_with_metadata: int = 0
+    nodes_without_fx: int = 0
+
+
+def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str]) -> ScanResult:
+    """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators."""
+    r = ScanResult()
+    groups, first_node = r.groups, r.first_node
+    # Exporters write the same metadata keys in the same order on every node; once the position of
+    # fx_node is known, one look-up per node suffices. A node laid out differently (e.g. with a
+    # rewriter rule_name, which shifts or adds entries) takes the full loop.
+    fast_len = fast_pos = -1
+    with_meta = without_fx = 0
+    for scope, nodes in scopes:
+        hist: dict[str | tuple[str, str], int] = {}
+        count = 0
+        stack: list[tuple[Sequence[onnx.NodeProto], NodePath]] = [(nodes, ())]
+        while stack:
+            seq, prefix = stack.pop()
+            top = not prefix
+            count += len(seq)
+            for i, node in enumerate(seq):
+                domain = node.domain
+                op = node.op_type
+                c = hist.get(op if not domain else (domain, op))  # most nodes: domain "" keyed by op alone
+                if c is None:
+                    hist[op if not domain else (domain, op)] = 1
+                    if (domain, op) not in r.first_seen:
+                        r.first_seen[(domain, op)] = (scope, node.name or op)
+                else:
+                    hist[op if not domain else (domain, op)] = c + 1
+                path: NodePath | None = (i,) if top else None
+                if domain not in plain_domains:
+                    path = path or (*prefix, i)
+                    r.candidates.append((scope, path, node))
+                    stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
+                elif op in SUBGRAPH_OPS:
+                    path = path or (*prefix, i)
+                    stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
+                props = node.metadata_props
+                n = len(props)
+                if not n:
+                    continue
+                with_meta += 1
+                if n == fast_len:
+                    p = props[fast_pos]
+                    if p.key == FX_NODE:
+                        key = (scope, p.value)
+                        paths = groups.get(key)
+                        if paths is None:
+                            groups[key] = [path or (*prefix, i)]
+                            first_node[key] = node
+                        else:
+                            paths.append(path or (*prefix, i))
+                        continue
+                fx_text = rule = None
+                pos = -1
+                for j, p in enumerate(props):
+                    k = p.key
+                    if k == FX_NODE:
+                        fx_text, pos = p.value, j
+                    elif k == RULE_NAME:
+                        rule = p.value
+                if fx_text is None:
+                    without_fx += 1
+                    continue
+                if rule is None:
+                    fast_len, fast_pos = n, pos
+                key = (scope, fx_text)
+                paths = groups.get(key)
+                if paths is None:
+                    groups[key] = [path or (*prefix, i)]
+                    first_node[key] = node
+                else:
+                    paths.append(path or (*prefix, i))
+                if rule is not None:
+                    seen = r.rules.setdefault(key, [])
+                    if rule not in seen:
+                        seen.append(rule)
+        r.node_counts[scope] = count
+        r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
+    r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
+    return r

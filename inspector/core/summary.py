@@ -1,0 +1,136 @@
+"""The ``summary`` view of an index: a versioned JSON object and a plain-text rendering of it.
+
+The JSON layout is documented in ``resources/summary.schema.json``; bump ``SUMMARY_VERSION`` on any
+incompatible change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspector.core.index import Family, ModelIndex
+
+SUMMARY_FORMAT = "onnx-inspector/summary"
+SUMMARY_VERSION = 1
+
+
+def summary_dict(index: ModelIndex) -> dict[str, Any]:
+    f = index.facts
+    return {
+        "format": SUMMARY_FORMAT,
+        "version": SUMMARY_VERSION,
+        "model": {
+            "path": str(index.path),
+            "file_format": f.format,
+            "file_size": f.file_size,
+            "ir_version": f.ir_version,
+            "opsets": dict(sorted(f.opsets.items())),
+            "producer_name": f.producer_name,
+            "producer_version": f.producer_version,
+            "graph_name": f.graph_name,
+            "node_count": f.main_nodes,
+            "total_node_count": f.total_nodes,
+            "function_count": f.function_count,
+            "initializer_count": f.initializer_count,
+            "parameter_count": f.parameter_count,
+            "parameter_bytes": f.parameter_bytes,
+            "external_data_bytes": f.external_bytes,
+            "inputs": f.inputs,
+            "outputs": f.outputs,
+            "metadata": f.metadata,
+        },
+        "families": [_family_json(fam) for fam in index.families],
+        "aten_targets": _aten_targets(index),
+        "op_histogram": [
+            {"domain": d, "op_type": op, "count": n}
+            for (d, op), n in sorted(index.op_histogram.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        "findings": [x.to_json() for x in index.findings],
+    }
+
+
+def _family_json(fam: Family) -> dict[str, Any]:
+    return {
+        "kind": fam.kind,
+        "domain": fam.domain,
+        "name": fam.name,
+        "label": fam.label,
+        "calls": fam.call_count,
+        "torchscript_variants": fam.torchscript_variants,
+        "overloads": [
+            {
+                "overload": ov.overload,
+                "calls": ov.call_count,
+                "function": (
+                    {"domain": ov.function.domain, "name": ov.function.name, "overload": ov.function.overload}
+                    if ov.function else None
+                ),
+                "target": ov.target,
+                "nodes": sum(len(c.node_paths) for c in ov.aten_calls) if ov.aten_calls else None,
+            }
+            for ov in fam.overloads
+        ],
+    }
+
+
+def _aten_targets(index: ModelIndex) -> list[dict[str, Any]]:
+    counted = [(target, len(calls), sum(len(c.node_paths) for c in calls))
+               for target, calls in index.provenance.by_target().items()]
+    counted.sort(key=lambda r: (-r[1], r[0]))
+    return [{"target": t, "calls": n, "nodes": k} for t, n, k in counted]
+
+
+def summary_text(data: dict[str, Any]) -> str:
+    """Plain text for a terminal; every value is shown as data (no markup is interpreted)."""
+    m = data["model"]
+    lines = [
+        f"model        {m['path']}",
+        f"format       {m['file_format']}, {_size(m['file_size'])}",
+        f"ir_version   {m['ir_version']}",
+        "opsets       " + (", ".join(f"{d or 'ai.onnx'}={v}" for d, v in m["opsets"].items()) or "-"),
+        f"producer     {m['producer_name'] or '-'} {m['producer_version']}".rstrip(),
+        f"nodes        {m['node_count']} in the main graph, {m['total_node_count']} in all",
+        f"functions    {m['function_count']}",
+        f"parameters   {m['parameter_count']:,} in {m['initializer_count']} initializers, "
+        f"{_size(m['parameter_bytes'])}",
+    ]
+    fams = [f for f in data["families"] if f["kind"] == "function"]
+    lines.append("")
+    lines.append(f"function families ({len(fams)})")
+    if not fams:
+        lines.append("  (none)")
+    for fam in fams:
+        n = len(fam["overloads"])
+        lines.append(f"  {fam['label']}  {n} overload{'s' if n != 1 else ''}, {fam['calls']} calls")
+        for ov in fam["overloads"]:
+            fn = ov["function"]
+            shown = ov["overload"] or "(default)"
+            real = f"  [{fn['name']}]" if fam["torchscript_variants"] and fn else ""
+            lines.append(f"    {shown:<24} {ov['calls']:>5} calls{real}")
+    atens = data["aten_targets"]
+    lines.append("")
+    lines.append(f"aten targets ({len(atens)}, {sum(a['calls'] for a in atens)} calls)")
+    if not atens:
+        lines.append("  (none: no torch provenance metadata)")
+    for a in atens:
+        lines.append(f"  {a['target']:<48} {a['calls']:>5} calls {a['nodes']:>6} nodes")
+    findings = data["findings"]
+    lines.append("")
+    lines.append(f"findings ({len(findings)})")
+    for x in findings:
+        lines.append(f"  {x['severity']:<8} {x['message']}")
+    return "\n".join(_printable(line) for line in lines) + "\n"
+
+
+def _printable(line: str) -> str:
+    """Model strings may hold control characters; keep the terminal safe."""
+    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in line)
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

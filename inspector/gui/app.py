@@ -1,0 +1,33 @@
+"""Start the desktop app (imported only when the app is opened)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from PySide6.QtWidgets import QApplication
+
+from inspector.core.errors import InspectorError
+from inspector.gui.main_window import MainWindow
+
+
+def run(paths: Sequence[str]) -> int:
+    _check_display()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("ONNX Inspector")
+    app.setOrganizationName("onnx-inspector")
+    window = MainWindow()
+    window.show()
+    if paths:
+        window.open_path(paths[0])
+    return int(app.exec())
+
+
+def _check_display() -> None:
+    """Qt aborts the process when it cannot reach a display; say so in one line instead."""
+    if sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM"):
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            raise InspectorError("no display (DISPLAY/WAYLAND_DISPLAY unset); run under a desktop session or "
+                                 "xvfb-run, or set QT_QPA_PLATFORM=offscreen")

@@ -1,0 +1,130 @@
+"""Qt item model of the functions tree: families -> overloads -> call sites (functions and aten calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+
+from inspector.core.index import Family, ModelIndex, Overload
+from inspector.gui.text import tooltip
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class _Item:
+    __slots__ = ("children", "count", "kind", "obj", "parent", "row", "text")
+
+    def __init__(self, parent: _Item | None, row: int, kind: str, obj: Any, text: str, count: str = "") -> None:
+        self.parent, self.row, self.kind, self.obj, self.text, self.count = parent, row, kind, obj, text, count
+        self.children: list[_Item] = []
+
+
+class FamilyModel(QAbstractItemModel):
+    """Two columns: name and calls. ``ObjectRole`` gives the core object behind a row."""
+
+    ObjectRole = Qt.ItemDataRole.UserRole + 1
+    KindRole = Qt.ItemDataRole.UserRole + 2
+
+    def __init__(self, index: ModelIndex | None = None) -> None:
+        super().__init__()
+        self._root = _Item(None, 0, "root", None, "")
+        if index is not None:
+            self.set_index(index)
+
+    def set_index(self, index: ModelIndex) -> None:
+        self.beginResetModel()
+        self._root = _Item(None, 0, "root", None, "")
+        for fam in index.families:
+            self._add_family(fam)
+        self.endResetModel()
+
+    def _add_family(self, fam: Family) -> None:
+        kind = "function family" if fam.kind == "function" else "aten family"
+        item = _Item(self._root, len(self._root.children), "family", fam, fam.label, str(fam.call_count))
+        self._root.children.append(item)
+        for ov in fam.overloads:
+            item.children.append(self._overload_item(item, ov))
+        item.obj = fam
+        item.kind = "family"
+        _ = kind
+
+    def _overload_item(self, parent: _Item, ov: Overload) -> _Item:
+        text = ov.label if ov.kind == "aten_call" else (ov.overload or "(default)")
+        item = _Item(parent, len(parent.children), "overload", ov, text, str(ov.call_count))
+        if ov.kind == "aten_call":
+            for call in ov.aten_calls:
+                where = f"{call.name}  ({call.module_path or 'root'})"
+                item.children.append(_Item(item, len(item.children), "aten_call", call, where,
+                                           f"{len(call.node_paths)} nodes"))
+        return item
+
+    def add_call_sites(self, index: ModelIndex) -> None:
+        """Attach function call sites below their overloads (done once after ``set_index``)."""
+        self.beginResetModel()
+        for fam_item in self._root.children:
+            for ov_item in fam_item.children:
+                ov = ov_item.obj
+                if ov.kind == "function" and ov.function is not None:
+                    for site in index.functions.calls.get(ov.function, ()):
+                        ov_item.children.append(_Item(ov_item, len(ov_item.children), "call_site", site, site.where))
+        self.endResetModel()
+
+    # Qt model API -------------------------------------------------------------------------------
+    def _item(self, index: Index) -> _Item:
+        if index.isValid():
+            item = index.internalPointer()
+            assert isinstance(item, _Item)
+            return item
+        return self._root
+
+    def index(self, row: int, column: int, parent: Index = QModelIndex()) -> QModelIndex:
+        p = self._item(parent)
+        if 0 <= row < len(p.children) and 0 <= column < 2:
+            return self.createIndex(row, column, p.children[row])
+        return QModelIndex()
+
+    def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]
+        if not index.isValid():
+            return QModelIndex()
+        item = self._item(index)
+        if item.parent is None or item.parent is self._root:
+            return QModelIndex()
+        return self.createIndex(item.parent.row, 0, item.parent)
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        return len(self._item(parent).children)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
+        return 2
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return ("Function / overload / call", "Calls")[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        item = self._item(index)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return item.text if index.column() == 0 else item.count
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
+            return tooltip(item.text)
+        if role == self.ObjectRole:
+            return item.obj
+        if role == self.KindRole:
+            return item.kind
+        return None
+
+
+class FamilyFilter(QSortFilterProxyModel):
+    """Case-insensitive filter that keeps parents of matching rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setRecursiveFilteringEnabled(True)
+        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.setFilterKeyColumn(0)

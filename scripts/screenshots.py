@@ -1,0 +1,74 @@
+"""Render the app's main views on a real export to PNG files, for humans to look at.
+
+Run by ``make screenshots`` (under Xvfb when no display is present): ``python scripts/screenshots.py --out DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "resources" / "samples" / "sample_export.onnx"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="screenshots")
+    ap.add_argument("--model", default=str(SAMPLE))
+    args = ap.parse_args(argv)
+    if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM") and shutil.which("xvfb-run"):
+        cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, __file__, *sys.argv[1:]]
+        return subprocess.call(cmd)
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    window = MainWindow()
+    window.resize(1500, 900)
+    window.show()
+    loop = QEventLoop()
+    window.model_loaded.connect(lambda _i: loop.quit())
+    window.load_failed.connect(lambda _r: loop.quit())
+    QTimer.singleShot(60000, loop.quit)
+    window.open_path(args.model)
+    loop.exec()
+    if window.index is None:
+        print("could not load", args.model, file=sys.stderr)
+        return 2
+
+    def settle() -> None:
+        for _ in range(5):
+            app.processEvents()
+
+    settle()
+    window.grab().save(str(out / "01-overview.png"))
+    view, proxy = window.family_view, window.family_filter
+    # select the first call of the first family with a signature worth showing
+    for row in range(proxy.rowCount()):
+        fam = proxy.index(row, 0)
+        if "transpose" in str(fam.data()) or "scaled_dot" in str(fam.data()):
+            ov = proxy.index(0, 0, fam)
+            view.expand(ov)
+            call = proxy.index(0, 0, ov)
+            view.setCurrentIndex(call if call.isValid() else ov)
+            break
+    settle()
+    window.grab().save(str(out / "02-aten-call.png"))
+    window.trees.setCurrentIndex(1)
+    settle()
+    window.grab().save(str(out / "03-modules.png"))
+    print("wrote", ", ".join(sorted(p.name for p in out.glob("*.png"))), "to", out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

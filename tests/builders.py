@@ -1,0 +1,57 @@
+"""Models built in memory for tests that need shapes no exporter produces (e.g. 200 nested Ifs)."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import AttributeProto, TensorProto, helper
+
+
+def deep_if_model(depth: int, call_at_bottom: bool = True) -> onnx.ModelProto:
+    """``depth`` nested If nodes, built in place (protobuf copies refuse >100 nesting levels)."""
+    m = onnx.ModelProto()
+    m.ir_version = 10
+    m.opset_import.add().version = 18
+    local = m.opset_import.add()
+    local.domain, local.version = "local", 1
+    f = m.functions.add()
+    f.domain, f.name, f.overload = "local", "leaf", "deep"
+    f.input.append("x")
+    f.output.append("y")
+    f.opset_import.add().version = 18
+    ident = f.node.add()
+    ident.op_type = "Identity"
+    ident.input.append("x")
+    ident.output.append("y")
+    g = m.graph
+    g.name = "main"
+    g.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    g.input.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]))
+    g.output.append(helper.make_tensor_value_info("y0", TensorProto.FLOAT, [1]))
+    for i in range(depth):
+        n = g.node.add()
+        n.op_type, n.name = "If", f"if_{i}"
+        n.input.append("c")
+        n.output.append(f"y{i}")
+        else_attr = n.attribute.add()
+        else_attr.name, else_attr.type = "else_branch", AttributeProto.GRAPH
+        e = else_attr.g
+        e.name = f"else_{i}"
+        en = e.node.add()
+        en.op_type = "Identity"
+        en.input.append("x")
+        en.output.append(f"e{i}")
+        e.output.append(helper.make_tensor_value_info(f"e{i}", TensorProto.FLOAT, [1]))
+        then_attr = n.attribute.add()
+        then_attr.name, then_attr.type = "then_branch", AttributeProto.GRAPH
+        g = then_attr.g
+        g.name = f"then_{i}"
+        g.output.append(helper.make_tensor_value_info(f"y{i + 1}", TensorProto.FLOAT, [1]))
+    leaf = g.node.add()
+    if call_at_bottom:
+        leaf.domain, leaf.op_type, leaf.overload = "local", "leaf", "deep"
+    else:
+        leaf.op_type = "Identity"
+    leaf.name = "bottom"
+    leaf.input.append("x")
+    leaf.output.append(f"y{depth}")
+    return m

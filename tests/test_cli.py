@@ -1,0 +1,96 @@
+"""The ``onnx-inspector`` command: summary text and JSON, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from inspector.cli import main
+from tests.conftest import FIXTURES, ROOT, SAMPLE
+
+SCHEMA = json.loads((ROOT / "resources" / "summary.schema.json").read_text())
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+
+
+def test_summary_text_lists_facts_families_and_targets(capsys):
+    assert main(["summary", str(FIXTURES / "overloads.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "ir_version   10" in out
+    assert "local.tr  3 overloads, 4 calls" in out
+    assert "perm_0213" in out
+    assert main(["summary", str(SAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "aten::transpose.int" in out and "aten::scaled_dot_product_attention" in out
+
+
+@pytest.mark.parametrize("name", ["overloads.onnx", "dynamo_block.onnx", "torchscript_modfuncs.onnx",
+                                  "findings.onnx", "text_model.onnxtxt", "hostile.onnx"])
+def test_summary_json_validates_against_the_shipped_schema(name: str, capsys):
+    assert main(["summary", "--json", str(FIXTURES / name)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    assert data["version"] == 1
+
+
+def test_summary_json_content(capsys):
+    main(["summary", "--json", str(FIXTURES / "dynamo_block.onnx")])
+    data = json.loads(capsys.readouterr().out)
+    fams = {(f["kind"], f["domain"], f["name"]): f for f in data["families"]}
+    transpose = fams[("aten_call", "aten", "transpose")]
+    assert transpose["overloads"] == [
+        {"overload": "int", "calls": 8, "function": None, "target": "aten::transpose.int", "nodes": 8}
+    ]
+    main(["summary", "--json", str(FIXTURES / "findings.onnx")])
+    data = json.loads(capsys.readouterr().out)
+    assert {f["kind"] for f in data["findings"]} >= {"missing_function", "missing_overload", "recursion"}
+    fam = next(f for f in data["families"] if f["name"] == "f")
+    assert fam["kind"] == "function" and fam["overloads"][0]["function"]["overload"] == ""
+
+
+@pytest.mark.parametrize("name", ["bad/empty.onnx", "bad/truncated.onnx", "bad/random.onnx", "bad/json.onnx",
+                                  "bad/text_garbage.onnxtxt", "bad", "missing.onnx"])
+def test_bad_input_exits_2_with_one_line(name: str):
+    proc = run("summary", str(FIXTURES / name))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("onnx-inspector: error: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_usage_errors_and_help():
+    assert run("summary").returncode == 2
+    proc = run("--help")
+    assert proc.returncode == 0 and "summary MODEL" in proc.stdout
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("onnx-inspector", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    proc = subprocess.run([exe, "summary", str(FIXTURES / "overloads.onnx")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "local.tr" in proc.stdout
+
+
+def test_control_characters_are_escaped_in_text(tmp_path: Path, capsys):
+    import onnx
+
+    model = onnx.load(str(FIXTURES / "overloads.onnx"))
+    model.producer_name = "evil\x1b[31mred\x07"
+    path = tmp_path / "ctl.onnx"
+    onnx.save(model, str(path))
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[31mred" in out

@@ -1,0 +1,69 @@
+"""The window opens a real export off the GUI thread and shows its families, modules and signatures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QSettings
+
+from inspector.core.index import open_index
+from inspector.gui.family_model import FamilyModel
+from inspector.gui.main_window import MainWindow
+from tests.conftest import FIXTURES, SAMPLE
+
+
+@pytest.fixture
+def window(qtbot, tmp_path: Path) -> MainWindow:
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    return w
+
+
+def test_family_model_over_a_core_index():
+    model = FamilyModel(open_index(FIXTURES / "overloads.onnx"))
+    names = [model.index(r, 0).data() for r in range(model.rowCount())]
+    assert names == ["local.par", "local.scale", "local.sm", "local.tr"]
+    tr = model.index(3, 0)
+    assert [model.index(r, 0, tr).data() for r in range(model.rowCount(tr))] == ["perm_0213", "perm_0231", "perm_1023"]
+    assert model.index(3, 1).data() == "4"
+
+
+def test_open_sample_in_background_and_select_a_call(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(SAMPLE)
+    assert window.windowTitle().startswith("sample_export.onnx")
+    assert "aten calls" in window.counts.text()
+    proxy = window.family_filter
+    window.filter_box.setText("transpose")
+    assert proxy.rowCount() == 1
+    fam = proxy.index(0, 0)
+    ov = proxy.index(0, 0, fam)
+    call = proxy.index(0, 0, ov)
+    window.family_view.setCurrentIndex(call)
+    text = window.details.toPlainText()
+    assert "aten::transpose.int(self=%" in text and "dim0=1, dim1=2" in text
+    assert "Transpose" in text  # the ONNX body beside the signature
+    assert window.recent_files()[0] == str(SAMPLE)
+    assert window.module_view.model().rowCount() == 1
+
+
+def test_bad_file_reports_one_line_and_keeps_running(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.load_failed, timeout=30000) as blocker:
+        window.open_path(FIXTURES / "bad" / "random.onnx")
+    assert "not a valid ONNX protobuf" in blocker.args[0] and "\n" not in blocker.args[0]
+    assert window.index is None
+
+
+def test_hostile_strings_are_shown_literally(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(FIXTURES / "hostile.onnx")
+    fam = window.family_filter.index(0, 0)
+    window.family_view.setCurrentIndex(window.family_filter.index(0, 0, fam))
+    html = window.details.toHtml()
+    assert "<script>" not in html and "<img" not in html
+    assert "<script>" in window.details.toPlainText()  # shown as text, not interpreted
