@@ -15,10 +15,13 @@ from inspector.core.errors import InspectorError
 
 SUBCOMMANDS = {
     "summary": "inspector.commands.summary",
+    "fold": "inspector.commands.fold",
     "open": "inspector.commands.gui",
 }
 USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
-       onnx-inspector summary MODEL [--json]     model facts, families and aten calls
+       onnx-inspector summary MODEL [--json]     model facts, families, aten calls, specialised values
+       onnx-inspector fold MODEL -o OUT [--domain D] [--check]
+                                                 make each aten call of a flat export a function call
        onnx-inspector open [MODEL [OTHER]]       same as the first form
        onnx-inspector --version
 

@@ -49,9 +49,13 @@ def test_summary_json_content(capsys):
     data = json.loads(capsys.readouterr().out)
     fams = {(f["kind"], f["domain"], f["name"]): f for f in data["families"]}
     transpose = fams[("aten_call", "aten", "transpose")]
-    assert transpose["overloads"] == [
-        {"overload": "int", "calls": 8, "function": None, "target": "aten::transpose.int", "nodes": 8}
-    ]
+    (ov,) = transpose["overloads"]
+    assert {k: ov[k] for k in ("overload", "calls", "function", "target", "nodes")} == {
+        "overload": "int", "calls": 8, "function": None, "target": "aten::transpose.int", "nodes": 8}
+    assert len(ov["bodies"]) == 1 and ov["fingerprint"] == ov["bodies"][0]["fingerprint"]
+    (perm,) = ov["specialised"]
+    assert perm["attribute"] == "perm" and perm["value"] == [0, 2, 1, 3] and not perm["varies"]
+    assert {a["parameter"]: a["value"] for a in perm["aten_arguments"]} == {"dim0": 1, "dim1": 2}
     main(["summary", "--json", str(FIXTURES / "findings.onnx")])
     data = json.loads(capsys.readouterr().out)
     assert {f["kind"] for f in data["findings"]} >= {"missing_function", "missing_overload", "recursion"}

@@ -22,7 +22,7 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     data = summary_dict(open_index(args.model))
     if args.json:
-        json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(data, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(summary_text(data))

@@ -8,8 +8,10 @@ could be read; nothing here raises on model input.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -113,9 +115,8 @@ def parse_fx_node(text: str) -> FxNode | None:
     complete = True
     if rest:
         try:
-            p = _Parser(rest)
-            args, kwargs = p.call_arguments()
-        except _ParseError:
+            args, kwargs = _arguments_via_pattern(rest)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, _ParseError):
             complete = False
     return FxNode(m.group("name"), m.group("op"), m.group("target").strip(), args, kwargs, complete)
 
@@ -124,148 +125,100 @@ class _ParseError(Exception):
     pass
 
 
-_TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<num>-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+))
-      | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-      | (?P<ref>%[A-Za-z0-9_.]+)
-      | (?P<name>-?[A-Za-z_][A-Za-z0-9_.]*)
-      | (?P<punct>[()\[\]{},:=])
-      | (?P<other><[^>]*>|\S)
-    )""",
-    re.X,
-)
+_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
+_REF_PREFIX = "__fx_ref__"
+_MAX_TEXT = 1 << 16
 
 
-class _Parser:
-    """A small recursive-descent reader for FX's repr of arguments, with a nesting bound."""
+def _arguments_via_pattern(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Calls differ mostly in the names they reference: parse each argument *pattern* once, then fill in names."""
+    names = _REF.findall(text)
+    if not names:
+        return _call_arguments(text)
+    args, kwargs, slots = _pattern(_REF.sub("%_", text))
+    if slots != len(names):  # a reference inside a Symbol: parse this text directly
+        return _call_arguments(text)
+    it = iter(names)
+    return _fill(args, it), _fill(kwargs, it)
 
-    MAX_DEPTH = 64
 
-    def __init__(self, text: str) -> None:
-        self.tokens: list[tuple[str, str]] = []
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if not m or m.end() == pos:
-                break
-            pos = m.end()
-            kind = m.lastgroup
-            if kind is None:
-                continue
-            self.tokens.append((kind, m.group(kind)))
-        self.i = 0
-        self.depth = 0
+@lru_cache(maxsize=2048)
+def _pattern(text: str) -> tuple[tuple[Any, ...], dict[str, Any], int]:
+    args, kwargs = _call_arguments(text)
+    return args, kwargs, _count_refs((args, kwargs))
 
-    def peek(self) -> tuple[str, str]:
-        return self.tokens[self.i] if self.i < len(self.tokens) else ("eof", "")
 
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        tok = self.peek()
-        if tok[0] == "eof" or (value is not None and tok[1] != value):
-            raise _ParseError(f"expected {value!r}, got {tok[1]!r}")
-        self.i += 1
-        return tok
+def _count_refs(value: Any) -> int:
+    if isinstance(value, TensorRef):
+        return 1
+    if isinstance(value, (list, tuple)):
+        return sum(_count_refs(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_count_refs(v) for v in value.values())
+    return 0
 
-    def call_arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """``(args = (...), kwargs = {...})``."""
-        self.take("(")
-        args: tuple[Any, ...] = ()
-        kwargs: dict[str, Any] = {}
-        while self.peek()[1] != ")":
-            kind, word = self.take()
-            if kind != "name":
-                raise _ParseError(word)
-            self.take("=")
-            value = self.value()
-            if word == "args":
-                args = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-            elif word == "kwargs" and isinstance(value, dict):
-                kwargs = value
-            if self.peek()[1] == ",":
-                self.take(",")
-        self.take(")")
-        return args, kwargs
 
-    def value(self) -> Any:
-        self.depth += 1
-        if self.depth > self.MAX_DEPTH:
-            raise _ParseError("nested too deeply")
-        try:
-            return self._value()
-        finally:
-            self.depth -= 1
+def _fill(value: Any, names: Iterator[str]) -> Any:
+    """A copy of ``value`` with each placeholder reference replaced by the next name, in text order."""
+    if isinstance(value, TensorRef):
+        return TensorRef(next(names))
+    if isinstance(value, tuple):
+        return tuple(_fill(v, names) for v in value)
+    if isinstance(value, list):
+        return [_fill(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, names) for k, v in value.items()}
+    return value
 
-    def _value(self) -> Any:
-        kind, word = self.take()
-        if kind == "num":
-            return float(word) if any(c in word for c in ".eE") else int(word)
-        if kind == "str":
-            return _unquote(word)
-        if kind == "ref":
-            return TensorRef(word[1:])
-        if kind == "punct" and word in "([":
-            close = ")" if word == "(" else "]"
-            items = self._sequence(close)
-            return tuple(items) if word == "(" else items
-        if kind == "punct" and word == "{":
-            return self._mapping()
-        if kind == "name":
-            literal = _NAMES.get(word, _MISSING)
-            if literal is not _MISSING:
-                return literal
-            if self.peek()[1] == "(":  # a call such as device(type='cpu') or slice(None, None)
-                start = self.i
-                self.take("(")
-                self._sequence(")", allow_kw=True)
-                inner = " ".join(t[1] for t in self.tokens[start:self.i])
-                return Symbol(f"{word}{_tidy(inner)}")
-            return Symbol(word)
-        return Symbol(word)
 
-    def _sequence(self, close: str, allow_kw: bool = False) -> list[Any]:
-        items: list[Any] = []
-        while self.peek()[1] != close:
-            if allow_kw and self.peek()[0] == "name" and self.tokens[self.i + 1:self.i + 2] == [("punct", "=")]:
-                self.take()
-                self.take("=")
-            items.append(self.value())
-            if self.peek()[1] == ",":
-                self.take(",")
-            elif self.peek()[1] != close:
-                raise _ParseError(f"expected ',' or {close!r}")
-        self.take(close)
-        return items
+def _call_arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args = (...), kwargs = {...})`` read with Python's own parser; nothing is evaluated."""
+    if len(text) > _MAX_TEXT:
+        raise _ParseError("too long")
+    source = "f" + _REF.sub(_REF_PREFIX + r"\1", text)
+    tree = ast.parse(source, mode="eval")
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        raise _ParseError("not a call")
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    for kw in call.keywords:
+        value = _literal(kw.value, source)
+        if kw.arg == "args":
+            args = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        elif kw.arg == "kwargs" and isinstance(value, dict):
+            kwargs = value
+    return args, kwargs
 
-    def _mapping(self) -> dict[str, Any]:
+
+def _literal(node: ast.AST, source: str) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id.startswith(_REF_PREFIX):
+            return TensorRef(node.id[len(_REF_PREFIX):])
+        if node.id in _NAMES:
+            return _NAMES[node.id]
+        return Symbol(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal(node.operand, source)
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return -inner
+        return Symbol(f"-{inner!r}")
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, source) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_literal(e, source) for e in node.elts]
+    if isinstance(node, ast.Dict):
         out: dict[str, Any] = {}
-        while self.peek()[1] != "}":
-            kind, key = self.take()
-            if kind == "str":
-                key = _unquote(key)
-            self.take(":")
-            out[key] = self.value()
-            if self.peek()[1] == ",":
-                self.take(",")
-            elif self.peek()[1] != "}":
-                raise _ParseError("expected ',' or '}'")
-        self.take("}")
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise _ParseError("dict unpacking")
+            key = k.id if isinstance(k, ast.Name) else _literal(k, source)
+            out[str(key)] = _literal(v, source)
         return out
+    segment = ast.get_source_segment(source, node) or type(node).__name__
+    return Symbol(segment.replace(_REF_PREFIX, "%"))
 
 
-_MISSING = object()
-_NAMES: dict[str, Any] = {
-    "None": None, "True": True, "False": False,
-    "inf": math.inf, "-inf": -math.inf, "nan": math.nan,
-}
-
-
-def _unquote(word: str) -> str:
-    body = word[1:-1]
-    if "\\" not in body:
-        return body
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
-
-
-def _tidy(text: str) -> str:
-    return text.replace("( ", "(").replace(" )", ")").replace(" ,", ",").replace(" = ", "=")
+_NAMES: dict[str, Any] = {"inf": math.inf, "nan": math.nan}

@@ -176,11 +176,18 @@ def _target(raw: str) -> str:
     return op_target(raw) or raw
 
 
+_MODULE_KEYS = frozenset({NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
+
+
 def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
     root = ModuleNode("", "")
     cache: dict[tuple[str, str, str], ModuleNode] = {}
     for i, call in enumerate(calls):
-        module = _module_for(root, cache, call.metadata)
+        if call._meta is not None or call.first_node is None:
+            meta = call.metadata
+        else:  # read only the three entries a module needs, not the long stack trace
+            meta = {p.key: p.value for p in call.first_node.metadata_props if p.key in _MODULE_KEYS}
+        module = _module_for(root, cache, meta)
         module.calls.append(i)
         module.node_count += len(call.node_paths)
     return root
@@ -194,6 +201,9 @@ def parse_str_list(text: str) -> list[str] | None:
     s = text.strip()
     if not (s.startswith("[") and s.endswith("]")):
         return None
+    plain = "\\" not in s and '"' not in s and "'" not in s[2:-2].replace("', '", "")
+    if plain and s.startswith("['") and s.endswith("']"):
+        return s[2:-2].split("', '")  # the common repr of a list of plain strings
     body = s[1:-1]
     out: list[str] = []
     pos = 0

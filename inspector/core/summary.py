@@ -6,16 +6,27 @@ incompatible change.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
 
 from inspector.core.index import Family, ModelIndex
+
+if TYPE_CHECKING:
+    from inspector.core.specialise import FamilyAnalysis
 
 SUMMARY_FORMAT = "onnx-inspector/summary"
 SUMMARY_VERSION = 1
 
 
-def summary_dict(index: ModelIndex) -> dict[str, Any]:
+def summary_dict(index: ModelIndex, specialisation: bool = True) -> dict[str, Any]:
+    """The summary object; ``specialisation`` adds fingerprints and specialised values per overload."""
     f = index.facts
+    analyses = {}
+    if specialisation:
+        from inspector.core.specialise import Specialiser
+
+        specialiser = Specialiser(index)
+        analyses = {id(fam): specialiser.analyse(fam) for fam in index.families}
     return {
         "format": SUMMARY_FORMAT,
         "version": SUMMARY_VERSION,
@@ -39,7 +50,7 @@ def summary_dict(index: ModelIndex) -> dict[str, Any]:
             "outputs": f.outputs,
             "metadata": f.metadata,
         },
-        "families": [_family_json(fam) for fam in index.families],
+        "families": [_family_json(fam, analyses.get(id(fam))) for fam in index.families],
         "aten_targets": _aten_targets(index),
         "op_histogram": [
             {"domain": d, "op_type": op, "count": n}
@@ -49,8 +60,8 @@ def summary_dict(index: ModelIndex) -> dict[str, Any]:
     }
 
 
-def _family_json(fam: Family) -> dict[str, Any]:
-    return {
+def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "kind": fam.kind,
         "domain": fam.domain,
         "name": fam.name,
@@ -71,6 +82,23 @@ def _family_json(fam: Family) -> dict[str, Any]:
             for ov in fam.overloads
         ],
     }
+    if analysis is not None:
+        overloads_json: list[dict[str, Any]] = out["overloads"]
+        for ov, ov_json in zip(fam.overloads, overloads_json):
+            members: list[Any] = [ov.function] if ov.function is not None else list(ov.aten_calls)
+            bodies = analysis.bodies_of(members)
+            ov_json["fingerprint"] = bodies[0].fingerprints.full if len(bodies) == 1 else None
+            templates = {b.fingerprints.template for b in bodies}
+            ov_json["template"] = templates.pop() if len(templates) == 1 else None
+            ov_json["bodies"] = [
+                {"fingerprint": b.fingerprints.full, "template": b.fingerprints.template,
+                 "calls": sum(1 for m in b.members if m in members or any(m is x for x in members)),
+                 "nodes": len(b.body.nodes),
+                 "specialised": [s.to_json() for s in b.specialised]}
+                for b in bodies
+            ]
+            ov_json["specialised"] = [s for b in ov_json["bodies"] for s in b["specialised"]]
+    return out
 
 
 def _aten_targets(index: ModelIndex) -> list[dict[str, Any]]:
@@ -107,6 +135,7 @@ def summary_text(data: dict[str, Any]) -> str:
             shown = ov["overload"] or "(default)"
             real = f"  [{fn['name']}]" if fam["torchscript_variants"] and fn else ""
             lines.append(f"    {shown:<24} {ov['calls']:>5} calls{real}")
+            lines.extend(_specialised_lines(ov))
     atens = data["aten_targets"]
     lines.append("")
     lines.append(f"aten targets ({len(atens)}, {sum(a['calls'] for a in atens)} calls)")
@@ -114,12 +143,49 @@ def summary_text(data: dict[str, Any]) -> str:
         lines.append("  (none: no torch provenance metadata)")
     for a in atens:
         lines.append(f"  {a['target']:<48} {a['calls']:>5} calls {a['nodes']:>6} nodes")
+        fam = next((f for f in data["families"] if f["kind"] == "aten_call"
+                    and any(o["target"] == a["target"] for o in f["overloads"])), None)
+        if fam is not None:
+            for ov in fam["overloads"]:
+                if ov["target"] == a["target"]:
+                    if len(ov.get("bodies", ())) > 1:
+                        lines.append(f"      {len(ov['bodies'])} distinct bodies")
+                    lines.extend(_specialised_lines(ov))
     findings = data["findings"]
     lines.append("")
     lines.append(f"findings ({len(findings)})")
     for x in findings:
         lines.append(f"  {x['severity']:<8} {x['message']}")
     return "\n".join(_printable(line) for line in lines) + "\n"
+
+
+def _specialised_lines(ov: dict[str, Any], limit: int = 6) -> list[str]:
+    """One line per specialised value (those that vary or link to aten arguments first)."""
+    items = sorted(ov.get("specialised", ()), key=lambda s: (not s["varies"], not s["aten_arguments"]))
+    out = []
+    for s in items[:limit]:
+        where = s.get("attribute") or s.get("constant")
+        what = f"{s['op_type']}.{where}" if s["op_type"] and s["kind"] != "initializer" else f"const {where}"
+        if s["kind"] == "parametric":
+            out.append(f"        {what} = @{s.get('refers_to')} (parametric)")
+            continue
+        note = []
+        if s["varies"]:
+            note.append("varies: " + " | ".join(_short(v) for v in s["family_values"]))
+        if s["aten_arguments"]:
+            note.append("from " + ", ".join(f"{a['parameter']}={_short(a['value'])}" for a in s["aten_arguments"]))
+        out.append(f"        {what} = {_short(s['value'])}" + (f"   ({'; '.join(note)})" if note else ""))
+    if len(items) > limit:
+        out.append(f"        … {len(items) - limit} more")
+    return out
+
+
+def _short(v: Any, width: int = 40) -> str:
+    if v is None or isinstance(v, (bool, float)):
+        text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
+    else:
+        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _printable(line: str) -> str:

@@ -1,0 +1,73 @@
+"""``onnx-inspector fold MODEL -o OUT [--domain D]``: make each aten call of a flat export a local function call."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import onnx
+
+from inspector.core.errors import InspectorError
+from inspector.core.fold import DEFAULT_DOMAIN, fold_model
+from inspector.core.index import open_index
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="onnx-inspector fold", description=__doc__)
+    p.add_argument("model", help="a flat dynamo export (.onnx)")
+    p.add_argument("-o", "--output", required=True, help="where to write the folded model")
+    p.add_argument("--domain", default=DEFAULT_DOMAIN, help=f"domain of the aten functions (default {DEFAULT_DOMAIN})")
+    p.add_argument("--check", action="store_true", help="run onnx.checker.check_model(full_check=True) on the result")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every group left flat")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    index = open_index(args.model)
+    if index.facts.external_bytes and Path(args.output).resolve().parent != index.path.parent:
+        raise InspectorError("the model keeps weights as external data; write the folded model into the same "
+                             "folder so that their locations stay valid")
+    if not index.provenance.calls:
+        raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata)")
+    try:
+        folded, report = fold_model(index, args.domain)
+    except ValueError as e:
+        raise InspectorError(str(e)) from None
+    if args.check:
+        try:
+            onnx.checker.check_model(folded, full_check=True)
+        except Exception as e:
+            reason = " ".join(str(e).split())[:300]
+            raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
+    _save_atomically(folded, Path(args.output))
+    out = sys.stdout
+    out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
+              f"({report.families} families) in domain {args.domain}\n")
+    out.write(f"main graph: {report.nodes_before} -> {report.nodes_after} nodes\n")
+    if report.left_flat:
+        out.write(f"left flat: {len(report.left_flat)} calls\n")
+        shown = report.left_flat if args.verbose else report.left_flat[:10]
+        for name, target, reason in shown:
+            out.write(f"  {name} ({target}): {reason}\n")
+        if len(shown) < len(report.left_flat):
+            out.write(f"  … {len(report.left_flat) - len(shown)} more (-v lists all)\n")
+    out.write(f"wrote {args.output}\n")
+    return 0
+
+
+def _save_atomically(model: onnx.ModelProto, path: Path) -> None:
+    """Write next to the target and rename, so a failure never leaves half a model behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model.SerializeToString())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,174 @@
+"""Bodies: the nodes of a function, or of one aten call group, with what flows in and out.
+
+A body is what fingerprints, specialisation and fold work on. For an aten call group, small initializers that
+the group reads and that are not tensor arguments of the call (the SDPA scale, a Reshape's target shape) are
+*constants* of the body: trace_only code baked them in at export time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from inspector.core.keys import FunctionKey
+from inspector.core.provenance import AtenCall
+from inspector.core.walk import NodePath, may_have_subgraphs, resolve_path, subgraphs
+
+SMALL_CONSTANT_ELEMENTS = 32
+ORIGINAL_NODE_NAME = "pkg.torch.onnx.original_node_name"
+INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+
+
+@dataclass(slots=True)
+class Body:
+    """Nodes in order, with formal inputs/outputs; ``constants`` are small initializers baked into the body."""
+
+    label: str
+    nodes: list[onnx.NodeProto]
+    inputs: list[str]
+    outputs: list[str]
+    constants: dict[str, onnx.TensorProto] = field(default_factory=dict)
+    node_paths: list[NodePath] = field(default_factory=list)  # where each node sits in its graph
+    # Inputs in the order a fingerprint numbers them: declared order for functions (it is their interface),
+    # first use for groups (their declared order depends on matching FX names, which a rename breaks).
+    canonical_inputs: list[str] | None = None
+
+
+def function_body(key: FunctionKey, f: onnx.FunctionProto) -> Body:
+    return Body(str(key), list(f.node), list(f.input), list(f.output), {}, [(i,) for i in range(len(f.node))])
+
+
+class GraphMaps:
+    """Producers, consumers and initializers of one graph, built once and shared by all its groups."""
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self.graph = graph
+        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for i, node in enumerate(graph.node):
+            for name in node.output:
+                if name:
+                    self.producer[name] = i
+            for name in node_reads(node):
+                self.consumers.setdefault(name, []).append(i)
+        self.graph_outputs = {v.name for v in graph.output}
+        # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
+        # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
+        self.onnx_name: dict[str, str] = {}
+        self.parameters: set[str] = set()
+        for v in (*graph.input, *graph.value_info):
+            for p in v.metadata_props:
+                if p.key == ORIGINAL_NODE_NAME:
+                    self.onnx_name[p.value] = v.name
+                elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                    self.parameters.add(v.name)
+
+    def tensor_args(self, call: AtenCall) -> list[str]:
+        """The call's tensor arguments as ONNX value names."""
+        return [self.onnx_name.get(n, n) for n in call.tensor_args()]
+
+
+def node_reads(node: onnx.NodeProto) -> list[str]:
+    """Values a node reads: its inputs and, for nodes with subgraphs, names the subgraphs capture from outside."""
+    names = [n for n in node.input if n]
+    if may_have_subgraphs(node):
+        names.extend(captured_names(node))
+    return names
+
+
+def captured_names(node: onnx.NodeProto) -> list[str]:
+    """Names used inside ``node``'s subgraphs (any depth) that none of them defines."""
+    defined: set[str] = set()
+    used: list[str] = []
+    stack = [g for _s, g in subgraphs(node)]
+    while stack:
+        g = stack.pop()
+        defined.update(v.name for v in g.input)
+        defined.update(t.name for t in g.initializer)
+        for n in g.node:
+            used.extend(x for x in n.input if x)
+            defined.update(n.output)
+            stack.extend(sg for _s, sg in subgraphs(n))
+        used.extend(v.name for v in g.output)
+    seen: set[str] = set()
+    out = []
+    for name in used:
+        if name not in defined and name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def group_body(call: AtenCall, maps: GraphMaps) -> Body:
+    """The body of an aten call group in the main graph, with baked-in small initializers as constants."""
+    indices = sorted(p[0] for p in call.node_paths if len(p) == 1 and isinstance(p[0], int))
+    nodes = [maps.graph.node[i] for i in indices]
+    inside = set(indices)
+    produced: set[str] = set()
+    for n in nodes:
+        produced.update(x for x in n.output if x)
+    args = maps.tensor_args(call)
+    tensor_args = set(args)
+    inputs: list[str] = []
+    constants: dict[str, onnx.TensorProto] = {}
+    seen: set[str] = set()
+    for n in nodes:
+        for name in node_reads(n):
+            if name in produced or name in seen:
+                continue
+            seen.add(name)
+            init = maps.initializers.get(name)
+            if init is not None and name not in tensor_args and name not in maps.parameters and _is_small(init):
+                constants[name] = init
+            else:
+                inputs.append(name)
+    first_use = list(inputs)
+    inputs = _args_first(inputs, args)
+    outputs = []
+    for n in nodes:
+        for name in n.output:
+            if not name:
+                continue
+            external = any(c not in inside for c in maps.consumers.get(name, ()))
+            if external or name in maps.graph_outputs:
+                outputs.append(name)
+    return Body(call.name, nodes, inputs, outputs, constants, [(i,) for i in indices], first_use)
+
+
+def _args_first(inputs: list[str], args: list[str]) -> list[str]:
+    """Order inputs as the aten call's tensor arguments, then whatever else the group reads."""
+    order = {name: k for k, name in enumerate(args)}
+    return sorted(inputs, key=lambda n: (order.get(n, len(order)), inputs.index(n)))
+
+
+def _is_small(t: onnx.TensorProto) -> bool:
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    numel = 1
+    for d in t.dims:
+        numel *= d
+    return numel <= SMALL_CONSTANT_ELEMENTS
+
+
+def walk_body(nodes: Sequence[onnx.NodeProto]) -> Iterator[tuple[tuple[int | str, ...], onnx.NodeProto]]:
+    """Nodes of a body and of their subgraphs in a fixed order (parent, then its subgraphs), iteratively."""
+    stack: list[tuple[Sequence[onnx.NodeProto], tuple[int | str, ...], int]] = [(nodes, (), 0)]
+    while stack:
+        seq, prefix, start = stack.pop()
+        for i in range(start, len(seq)):
+            node = seq[i]
+            path = (*prefix, i)
+            yield path, node
+            subs = list(subgraphs(node))
+            if subs:
+                stack.append((seq, prefix, i + 1))  # resume after this node's subgraphs
+                for step, g in reversed(subs):
+                    stack.append((g.node, (*path, step), 0))
+                break
+
+
+def node_at(body: Body, path: tuple[int | str, ...]) -> onnx.NodeProto:
+    return resolve_path(body.nodes, path)

@@ -1,0 +1,241 @@
+"""Specialised values: literals that differ between members of a family, or that derive from aten arguments.
+
+For each family (the overloads of a local function, or the aten calls of one target) the members are grouped
+by template fingerprint; members of one template are aligned node by node (their bodies have the same shape)
+and every literal slot whose value varies is reported. Bodies with no sibling of the same template report all
+their literals. For aten calls, each literal is linked to the non-tensor aten arguments it plausibly came from,
+by explicit rules only (see ``link_literal``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
+from inspector.core.body import Body, GraphMaps, function_body, group_body
+from inspector.core.fingerprint import Fingerprints, fingerprint
+from inspector.core.index import Family, ModelIndex
+from inspector.core.literals import Literal, body_literals
+from inspector.core.provenance import AtenCall
+from inspector.core.signature import call_signature
+
+
+@dataclass(frozen=True, slots=True)
+class ArgLink:
+    """Evidence that a literal came from an aten argument."""
+
+    parameter: str
+    value: Any
+    rule: str  # human-readable reason, e.g. "perm swaps dims 1 and 2"
+
+
+@dataclass(slots=True)
+class SpecialisedValue:
+    literal: Literal
+    varies: bool  # differs between bodies of one template in this family
+    family_values: list[Any]  # the distinct values this slot takes across the template's bodies
+    links: list[ArgLink] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        lit = self.literal
+        return {
+            "node": "/".join(str(p) for p in lit.path) if lit.path else None,
+            "op_type": lit.op_type or None,
+            "kind": lit.kind,
+            "attribute" if lit.kind in ("attribute", "constant", "parametric") else "constant": lit.name,
+            "value": lit.value,
+            "varies": self.varies,
+            "family_values": self.family_values,
+            "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule}
+                               for a in self.links],
+        } | ({"refers_to": lit.ref} if lit.ref else {})
+
+
+@dataclass(slots=True)
+class BodyAnalysis:
+    """One distinct body of a family (a function overload, or the calls of one target sharing a body)."""
+
+    fingerprints: Fingerprints
+    body: Body
+    members: list[Any]  # FunctionKey or AtenCall
+    literals: list[Literal]
+    specialised: list[SpecialisedValue] = field(default_factory=list)
+    bound: list[BoundArgument] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FamilyAnalysis:
+    family: Family
+    bodies: list[BodyAnalysis]
+
+    def bodies_of(self, members: Sequence[Any]) -> list[BodyAnalysis]:
+        ids = {id(m) for m in members}
+        return [b for b in self.bodies if any(id(m) in ids or m in members for m in b.members)]
+
+
+class Specialiser:
+    """Analyses families of one model index; graph maps and the schema catalogue are built once."""
+
+    def __init__(self, index: ModelIndex, catalogue: SchemaCatalogue | None = None) -> None:
+        self.index = index
+        self.catalogue = catalogue or SchemaCatalogue.default()
+        self._maps: GraphMaps | None = None
+
+    @property
+    def maps(self) -> GraphMaps:
+        if self._maps is None:
+            self._maps = GraphMaps(self.index.proto.graph)
+        return self._maps
+
+    def body_of_call(self, call: AtenCall) -> Body:
+        return group_body(call, self.maps)
+
+    def analyse(self, family: Family) -> FamilyAnalysis:
+        members: list[tuple[Any, Body]] = []
+        if family.kind == "function":
+            for ov in family.overloads:
+                if ov.function is not None and ov.function in self.index.functions.functions:
+                    proto = self.index.functions.functions[ov.function]
+                    members.append((ov.function, function_body(ov.function, proto)))
+        else:
+            for ov in family.overloads:
+                for call in ov.aten_calls:
+                    if all(len(p) == 1 for p in call.node_paths) and str(call.scope) == "main":
+                        members.append((call, self.body_of_call(call)))
+        bodies: dict[str, BodyAnalysis] = {}
+        for member, body in members:
+            fp = fingerprint(body)
+            b = bodies.get(fp.full)
+            if b is None:
+                b = bodies[fp.full] = BodyAnalysis(fp, body, [], body_literals(body))
+                if isinstance(member, AtenCall):
+                    sig = call_signature(member, self.catalogue)
+                    # Python scalars passed to Tensor parameters (mul.Tensor's other=0.35) are baked in too.
+                    b.bound = [x for x in sig.bound if not x.parameter.is_tensor or _is_number(x.value)]
+            b.members.append(member)
+        by_template: dict[str, list[BodyAnalysis]] = {}
+        for b in bodies.values():
+            by_template.setdefault(b.fingerprints.template, []).append(b)
+        for group in by_template.values():
+            _mark(group)
+        return FamilyAnalysis(family, list(bodies.values()))
+
+    def analyse_all(self) -> list[FamilyAnalysis]:
+        return [self.analyse(f) for f in self.index.families]
+
+
+def _mark(group: list[BodyAnalysis]) -> None:
+    """Align the bodies of one template slot by slot and record what varies and what links to arguments."""
+    values_by_slot: dict[tuple[int, Any], dict[str, Any]] = {}
+    for b in group:
+        for pos, lit in enumerate(b.literals):
+            values_by_slot.setdefault((pos, lit.slot), {}).setdefault(lit.key, lit.value)
+    lone = len(group) == 1
+    for b in group:
+        for pos, lit in enumerate(b.literals):
+            distinct = values_by_slot[(pos, lit.slot)]
+            varies = len(distinct) > 1
+            links = link_literal(lit, b.bound) if b.bound and lit.kind != "parametric" else []
+            if varies or links or lone or lit.kind == "parametric":
+                b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
+                                                      links))
+
+
+# --- linking literals to aten arguments -------------------------------------------------------------------------
+
+_NAME_ALIASES = {
+    "axis": {"dim"}, "axes": {"dim", "dims"}, "keepdims": {"keepdim"}, "perm": {"dims"}, "epsilon": {"eps"},
+    "alpha": {"alpha", "negative_slope"}, "approximate": {"approximate"}, "value": {"value", "fill_value"},
+}
+_REL = 1e-5
+
+
+def link_literal(lit: Literal, bound: Sequence[BoundArgument]) -> list[ArgLink]:
+    """Rules, each of which must hold exactly, that tie a literal to the aten arguments of its call."""
+    args = {b.parameter.name: b.value for b in bound if b.provided}
+    value = _scalar_or_list(lit.value)
+    links: list[ArgLink] = []
+    # Transpose: perm is the identity with two dimensions swapped.
+    if lit.name == "perm" and isinstance(value, list) and "dim0" in args and "dim1" in args:
+        d0, d1 = args["dim0"], args["dim1"]
+        if isinstance(d0, int) and isinstance(d1, int) and value:
+            r = len(value)
+            expect = list(range(r))
+            a, b = d0 % r, d1 % r
+            expect[a], expect[b] = expect[b], expect[a]
+            if value == expect:
+                why = f"perm swaps dims {a} and {b}"
+                links += [ArgLink("dim0", d0, why), ArgLink("dim1", d1, why)]
+    for name, arg in args.items():
+        if arg is None or (isinstance(arg, bool) and lit.name not in _NAME_ALIASES):
+            continue
+        if isinstance(arg, (list, tuple)) and isinstance(value, list) and len(arg) >= 2:
+            if all(isinstance(x, int) for x in arg) and list(arg) == value:
+                links.append(ArgLink(name, list(arg), f"{_what(lit)} equals {name}"))
+            continue
+        names_match = name in _NAME_ALIASES.get(lit.name, set())
+        if isinstance(arg, str):
+            if names_match and value == arg:
+                links.append(ArgLink(name, arg, f"{lit.name} equals {name}"))
+            continue
+        if isinstance(arg, int) and isinstance(value, float) and not isinstance(arg, bool) and value == float(arg) \
+                and lit.kind in ("constant", "initializer"):
+            links.append(ArgLink(name, arg, f"{_what(lit)} equals {name}"))
+            continue
+        if isinstance(arg, int):  # bools included
+            if names_match and isinstance(value, int) and int(arg) == value:
+                links.append(ArgLink(name, arg, f"{lit.name} equals {name}"))
+            elif names_match and isinstance(value, list) and value == [int(arg)]:
+                links.append(ArgLink(name, arg, f"{lit.name} equals [{name}]"))
+            continue
+        if isinstance(arg, float) and isinstance(value, float):
+            if _close(value, arg) and (names_match or lit.kind in ("constant", "initializer") or name in ("scale",)):
+                links.append(ArgLink(name, arg, f"{_what(lit)} equals {name}"))
+            elif name == "scale" and lit.uses >= 2 and _close(value * value, arg):
+                links.append(ArgLink(name, arg, f"{_what(lit)} is sqrt({name}), applied to both query and key"))
+    # SDPA with the default scale: 1/sqrt(E) for head dim E, often split as sqrt over query and key.
+    defaulted = [b for b in bound if b.parameter.name == "scale" and b.value is None]
+    if defaulted and isinstance(value, float) and value > 0 and lit.kind in ("constant", "initializer"):
+        # read twice (query and key) means the scale was split as its square root
+        power, how = (4, "sqrt(1/sqrt(E)), applied to both query and key") if lit.uses >= 2 else (2, "1/sqrt(E)")
+        e = 1.0 / value**power
+        if 1 <= e <= 65536 and abs(e - round(e)) < 1e-3 * e:
+            links.append(ArgLink("scale", None, f"default scale: {_what(lit)} is {how} for head dim E={round(e)}"))
+    return links
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _what(lit: Literal) -> str:
+    return f"{lit.op_type}.{lit.name}" if lit.kind == "attribute" else f"constant {lit.name}"
+
+
+
+def _scalar_or_list(v: Any) -> Any:
+    """Single-element tensors compare as scalars; nested one-element lists are unwrapped."""
+    while isinstance(v, list) and len(v) == 1 and isinstance(v[0], (int, float, str, list)):
+        v = v[0]
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    return v
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= _REL * max(1.0, abs(b))
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no inf/nan
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
