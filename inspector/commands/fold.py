@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     index = open_index(args.model)
-    if index.facts.external_bytes and Path(args.output).resolve().parent != index.path.parent:
+    if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
                              "folder so that their locations stay valid")
     if not index.provenance.calls:

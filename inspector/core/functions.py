@@ -17,7 +17,7 @@ import onnx
 from inspector.core.findings import Finding
 from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.scan import ScanResult, scan
-from inspector.core.walk import NodePath, path_text
+from inspector.core.walk import NodePath, iter_nodes, path_text
 
 # Domains whose operators a runtime provides (not local functions).
 OPERATOR_DOMAINS = frozenset({
@@ -134,9 +134,11 @@ def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = No
             _note_unresolved(findings, seen_unresolved, "custom_operator", node, root)
         elif not lookup.known(domain, node.op_type):
             _note_unresolved(findings, seen_unresolved, "unknown_operator", node, root)
-    for (domain, op), (scope, name) in sr.first_seen.items():
+    for (domain, op), scope in sr.first_seen.items():
         if domain in OPERATOR_DOMAINS and domain not in function_domains and not lookup.known(domain, op):
             shown = str(FunctionKey(domain, op))
+            name = next((n.name for _p, n, _d in iter_nodes(scope_nodes[scope])
+                         if n.op_type == op and n.domain == domain), "") or op
             findings.append(Finding("unknown_operator", "warning", f"operator {shown} is not in the ONNX operator set",
                                     (str(scope), name)))
     for key in duplicates:

@@ -88,14 +88,12 @@ def target_of(text: str) -> str | None:
 
 def fx_head(text: str) -> tuple[str, str] | None:
     """``(name, raw target)`` of well-formed FX text with one regex match; None otherwise."""
-    if not text.startswith("%"):
+    head, found, tail = text.partition("[target=")
+    colon = head.find(" : ")
+    end = tail.find("]")
+    if not found or colon < 2 or end < 0 or head[0] != "%" or " " in head[1:colon]:
         return None
-    colon = text.find(" : ")
-    start = text.find("[target=", colon)
-    end = text.find("]", start)
-    if colon < 2 or start < 0 or end < 0 or " " in text[1:colon]:
-        return None
-    return text[1:colon], text[start + 8 : end].strip()
+    return head[1:colon], tail[:end].strip()
 
 
 def fx_name_of(text: str) -> str | None:

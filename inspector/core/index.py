@@ -22,7 +22,7 @@ from inspector.core.findings import Finding
 from inspector.core.functions import FunctionIndex, build_function_index, scan_model
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.loader import LoadedModel, load_model
-from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance
+from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
 from inspector.core.tensors import TENSOR_BITS, tensor_size
 
 
@@ -88,13 +88,35 @@ class ModelFacts:
     total_nodes: int
     function_count: int
     initializer_count: int
-    parameter_count: int
-    parameter_bytes: int
-    external_bytes: int
-    inputs: list[str]
+    graph_inputs: list[str]  # including initializers that old exporters list as inputs; see user_inputs()
     outputs: list[str]
     file_size: int
     format: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterStats:
+    count: int  # elements
+    bytes: int
+    external_bytes: int  # the part stored as external data
+
+
+def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
+    params = nbytes = external = 0
+    external_code = onnx.TensorProto.EXTERNAL
+    bits = TENSOR_BITS
+    for t in g.initializer:
+        numel = math.prod(t.dims)
+        size = (numel * bits.get(t.data_type, 0) + 7) // 8
+        params += numel
+        nbytes += size
+        if t.data_location == external_code:
+            external += size
+    for sp in g.sparse_initializer:
+        numel, size = tensor_size(sp.values)
+        params += numel
+        nbytes += size
+    return ParameterStats(params, nbytes, external)
 
 
 @dataclass(slots=True)
@@ -106,6 +128,7 @@ class ModelIndex:
     families: list[Family]
     op_histogram: Counter[tuple[str, str]]
     findings: list[Finding]
+    _parameters: ParameterStats | None = field(default=None, repr=False)
 
     @property
     def proto(self) -> onnx.ModelProto:
@@ -114,6 +137,20 @@ class ModelIndex:
     @property
     def path(self) -> Path:
         return self.model.path
+
+    def parameters(self) -> ParameterStats:
+        """Parameter count and bytes from tensor metadata (no external data is read); computed once, on demand."""
+        if self._parameters is None:
+            self._parameters = parameter_stats(self.proto.graph)
+        return self._parameters
+
+    def user_inputs(self) -> list[str]:
+        """Graph inputs that are not initializers (reads every initializer's name, so not done at index time)."""
+        g = self.proto.graph
+        if not g.input:
+            return []
+        initializers = {t.name for t in g.initializer}
+        return [n for n in self.facts.graph_inputs if n not in initializers]
 
     def family(self, kind: str, domain: str, name: str) -> Family | None:
         for fam in self.families:
@@ -172,19 +209,22 @@ def _function_families(fidx: FunctionIndex) -> list[Family]:
 
 
 def _aten_families(prov: ProvenanceIndex) -> list[Family]:
-    by_family: dict[tuple[str, str], dict[str, Overload]] = {}
-    split: dict[str, tuple[str, str, str]] = {}
+    by_target: dict[str, list[AtenCall]] = {}
     for call in prov.calls:
-        parts = split.get(call.target)
-        if parts is None:
-            parts = split[call.target] = call.family
-        ns, name, overload = parts
+        calls = by_target.get(call.target)
+        if calls is None:
+            by_target[call.target] = [call]
+        else:
+            calls.append(call)
+    by_family: dict[tuple[str, str], dict[str, Overload]] = {}
+    for target, calls in by_target.items():
+        ns, name, overload = split_target(target)
         ovs = by_family.setdefault((ns, name), {})
         ov = ovs.get(overload)
         if ov is None:
             ov = ovs[overload] = Overload("aten_call", ns, name, overload)
-        ov.aten_calls.append(call)
-        ov.call_count += 1
+        ov.aten_calls.extend(calls)
+        ov.call_count += len(calls)
     out = []
     for (ns, name), ovs in sorted(by_family.items()):
         out.append(Family("aten_call", ns, name, [ovs[k] for k in sorted(ovs)]))
@@ -194,24 +234,6 @@ def _aten_families(prov: ProvenanceIndex) -> list[Family]:
 def _facts(model: LoadedModel, main_nodes: int, total_nodes: int, function_count: int) -> ModelFacts:
     proto = model.proto
     g = proto.graph
-    params = nbytes = external = 0
-    input_names = {v.name for v in g.input}
-    initializer_inputs: set[str] = set()
-    external_code = onnx.TensorProto.EXTERNAL
-    bits = TENSOR_BITS
-    for t in g.initializer:
-        numel = math.prod(t.dims)
-        size = (numel * bits.get(t.data_type, 0) + 7) // 8
-        params += numel
-        nbytes += size
-        if t.data_location == external_code:
-            external += size
-        if input_names and t.name in input_names:
-            initializer_inputs.add(t.name)
-    for sp in g.sparse_initializer:
-        numel, size = tensor_size(sp.values)
-        params += numel
-        nbytes += size
     return ModelFacts(
         ir_version=proto.ir_version,
         opsets={o.domain: o.version for o in proto.opset_import},
@@ -226,10 +248,7 @@ def _facts(model: LoadedModel, main_nodes: int, total_nodes: int, function_count
         total_nodes=total_nodes,
         function_count=function_count,
         initializer_count=len(g.initializer) + len(g.sparse_initializer),
-        parameter_count=params,
-        parameter_bytes=nbytes,
-        external_bytes=external,
-        inputs=[v.name for v in g.input if v.name not in initializer_inputs],
+        graph_inputs=[v.name for v in g.input],
         outputs=[v.name for v in g.output],
         file_size=model.file_size,
         format=model.format,

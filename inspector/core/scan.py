@@ -24,8 +24,8 @@ GroupKey = tuple[Scope, str]  # (scope, fx_node text)
 class ScanResult:
     # (domain, op_type) -> count, per scope
     histograms: dict[Scope, dict[tuple[str, str], int]] = field(default_factory=dict)
-    # first place each (domain, op_type) was seen: (scope, root label, node name)
-    first_seen: dict[tuple[str, str], tuple[Scope, str]] = field(default_factory=dict)
+    # the first scope in which each (domain, op_type) occurs
+    first_seen: dict[tuple[str, str], Scope] = field(default_factory=dict)
     # nodes that may call a local function (domain not a plain operator domain)
     candidates: list[tuple[Scope, NodePath, onnx.NodeProto]] = field(default_factory=list)
     node_counts: dict[Scope, int] = field(default_factory=dict)
@@ -57,13 +57,8 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
             for i, node in enumerate(seq):
                 domain = node.domain
                 op = node.op_type
-                c = hist.get(op if not domain else (domain, op))  # most nodes: domain "" keyed by op alone
-                if c is None:
-                    hist[op if not domain else (domain, op)] = 1
-                    if (domain, op) not in r.first_seen:
-                        r.first_seen[(domain, op)] = (scope, node.name or op)
-                else:
-                    hist[op if not domain else (domain, op)] = c + 1
+                hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
+                hist[hk] = hist.get(hk, 0) + 1
                 path: NodePath | None = (i,) if top else None
                 if domain not in plain_domains:
                     path = path or (*prefix, i)
@@ -114,5 +109,7 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                         seen.append(rule)
         r.node_counts[scope] = count
         r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
+        for op_key in r.histograms[scope]:
+            r.first_seen.setdefault(op_key, scope)
     r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
     return r

@@ -21,6 +21,7 @@ SUMMARY_VERSION = 1
 def summary_dict(index: ModelIndex, specialisation: bool = True) -> dict[str, Any]:
     """The summary object; ``specialisation`` adds fingerprints and specialised values per overload."""
     f = index.facts
+    params = index.parameters()
     analyses = {}
     if specialisation:
         from inspector.core.specialise import Specialiser
@@ -43,10 +44,10 @@ def summary_dict(index: ModelIndex, specialisation: bool = True) -> dict[str, An
             "total_node_count": f.total_nodes,
             "function_count": f.function_count,
             "initializer_count": f.initializer_count,
-            "parameter_count": f.parameter_count,
-            "parameter_bytes": f.parameter_bytes,
-            "external_data_bytes": f.external_bytes,
-            "inputs": f.inputs,
+            "parameter_count": params.count,
+            "parameter_bytes": params.bytes,
+            "external_data_bytes": params.external_bytes,
+            "inputs": index.user_inputs(),
             "outputs": f.outputs,
             "metadata": f.metadata,
         },

@@ -130,7 +130,7 @@ class MainWindow(QMainWindow):
         p = Path(path)
         self.statusBar().showMessage(f"Opening {p.name}…")
         self.progress.show()
-        job = Job(lambda: open_index(p))
+        job = Job(lambda: _open_for_display(p))
         job.signals.finished.connect(lambda index, job=job: self._loaded(job, index))
         job.signals.failed.connect(lambda reason, job=job: self._failed(job, p, reason))
         self._jobs.append(job)
@@ -187,6 +187,13 @@ class MainWindow(QMainWindow):
         if urls:
             self.open_path(urls[0].toLocalFile())
             event.acceptProposedAction()
+
+
+def _open_for_display(path: Path) -> ModelIndex:
+    """Index a model and compute, still off the GUI thread, what the overview shows first."""
+    index = open_index(path)
+    index.parameters()
+    return index
 
 
 def _welcome() -> str:
