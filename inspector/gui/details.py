@@ -36,7 +36,8 @@ def model_overview(index: ModelIndex) -> str:
         ("Opsets", ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(f.opsets.items()))),
         ("Producer", f"{f.producer_name} {f.producer_version}"),
         ("Nodes", f"{f.main_nodes} main, {f.total_nodes} in all"),
-        ("Functions", f.function_count), ("Parameters", f"{index.parameters().count:,} ({index.parameters().bytes:,} bytes)"),
+        ("Functions", f.function_count),
+        ("Parameters", f"{index.parameters().count:,} ({index.parameters().bytes:,} bytes)"),
         ("Aten calls", len(index.provenance.calls)), ("Findings", len(index.findings)),
     ]
     body = _table(rows)
