@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("QT_QPA_PLATFORM") and shutil.which("xvfb-run"):
         cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, __file__, *sys.argv[1:]]
         return subprocess.call(cmd)
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QEventLoop, QThreadPool, QTimer
     from PySide6.QtWidgets import QApplication
 
     from inspector.gui.main_window import MainWindow
@@ -35,37 +35,42 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow()
     window.resize(1500, 900)
     window.show()
-    loop = QEventLoop()
-    window.model_loaded.connect(lambda _i: loop.quit())
-    window.load_failed.connect(lambda _r: loop.quit())
-    QTimer.singleShot(60000, loop.quit)
-    window.open_path(args.model)
-    loop.exec()
+    def wait_for(signal, action, timeout_ms: int = 60000) -> None:
+        loop = QEventLoop()
+        signal.connect(lambda *_: loop.quit())
+        QTimer.singleShot(timeout_ms, loop.quit)
+        action()
+        loop.exec()
+
+    wait_for(window.model_loaded, lambda: window.open_path(args.model))
     if window.index is None:
         print("could not load", args.model, file=sys.stderr)
         return 2
 
     def settle() -> None:
-        for _ in range(5):
+        for _ in range(10):
             app.processEvents()
 
     settle()
     window.grab().save(str(out / "01-overview.png"))
     view, proxy = window.family_view, window.family_filter
-    # select the first call of the first family with a signature worth showing
+    # an aten call whose body has specialised values worth showing
     for row in range(proxy.rowCount()):
         fam = proxy.index(row, 0)
-        if "transpose" in str(fam.data()) or "scaled_dot" in str(fam.data()):
+        if "scaled_dot" in str(fam.data()):
             ov = proxy.index(0, 0, fam)
+            view.expand(fam)
             view.expand(ov)
             call = proxy.index(0, 0, ov)
-            view.setCurrentIndex(call if call.isValid() else ov)
+            wait_for(window.selection_shown, lambda call=call: view.setCurrentIndex(call))
             break
+    QThreadPool.globalInstance().waitForDone(60000)
     settle()
     window.grab().save(str(out / "02-aten-call.png"))
     window.trees.setCurrentIndex(1)
     settle()
     window.grab().save(str(out / "03-modules.png"))
+    QThreadPool.globalInstance().waitForDone(60000)
     print("wrote", ", ".join(sorted(p.name for p in out.glob("*.png"))), "to", out)
     return 0
 

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QThreadPool
 
 from inspector.core.index import open_index
 from inspector.gui.family_model import FamilyModel
@@ -17,11 +17,12 @@ from tests.conftest import FIXTURES, SAMPLE
 
 
 @pytest.fixture
-def window(qtbot, tmp_path: Path) -> MainWindow:
+def window(qtbot, tmp_path: Path):
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     w = MainWindow(settings)
     qtbot.addWidget(w)
-    return w
+    yield w
+    QThreadPool.globalInstance().waitForDone(30000)
 
 
 def test_family_model_over_a_core_index():
@@ -44,10 +45,17 @@ def test_open_sample_in_background_and_select_a_call(window: MainWindow, qtbot):
     fam = proxy.index(0, 0)
     ov = proxy.index(0, 0, fam)
     call = proxy.index(0, 0, ov)
-    window.family_view.setCurrentIndex(call)
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        window.family_view.setCurrentIndex(call)
     text = window.details.toPlainText()
     assert "aten::transpose.int(self=%" in text and "dim0=1, dim1=2" in text
     assert "Transpose" in text  # the ONNX body beside the signature
+    panel = window.signature.view.toPlainText()
+    assert "aten::transpose.int(self=%" in panel and "dim0=1, dim1=2" in panel
+    assert "Transpose<perm = [0, 2, 1, 3]>" in panel
+    (perm,) = window.signature.specialised()
+    assert perm.literal.name == "perm" and {link.parameter for link in perm.links} == {"dim0", "dim1"}
+    assert "background-color:#9fc5e8" in window.signature.view.toHtml().replace(" ", "")
     assert window.recent_files()[0] == str(SAMPLE)
     assert window.module_view.model().rowCount() == 1
 

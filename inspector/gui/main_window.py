@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSettings, Signal
-from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QModelIndex, QSettings, QThreadPool, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -24,9 +24,12 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.index import ModelIndex, open_index
+from inspector.core.torchlib import torchlib_functions
 from inspector.gui import details
+from inspector.gui.analysis import Analyses, Selection
 from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.module_model import module_model, object_of
+from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.worker import Job, start
 
 MAX_RECENT = 10
@@ -36,6 +39,7 @@ FILE_FILTER = "ONNX models (*.onnx *.onnxtxt *.onnxtext *.txt);;All files (*)"
 class MainWindow(QMainWindow):
     model_loaded = Signal(object)
     load_failed = Signal(str)
+    selection_shown = Signal(object)
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -71,11 +75,23 @@ class MainWindow(QMainWindow):
         self.details = QTextBrowser()
         self.details.setOpenLinks(False)
         self.details.setHtml(_welcome())
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(self.details)
-        split.setSizes([480, 800])
-        self.setCentralWidget(split)
+        self.signature = SignaturePanel()
+        self.right = QTabWidget()
+        self.right.addTab(self.signature, "Signature")
+        self.right.addTab(self.details, "Details")
+        self.right.setCurrentWidget(self.details)
+        self.center = QWidget()
+        self.center_layout = QVBoxLayout(self.center)
+        self.center_layout.setContentsMargins(0, 0, 0, 0)
+        self.split = QSplitter()
+        self.split.addWidget(left)
+        self.split.addWidget(self.center)
+        self.split.addWidget(self.right)
+        self.split.setSizes([360, 560, 560])
+        self.setCentralWidget(self.split)
+        self.analyses: Analyses | None = None
+        self._selection_token = 0
+        self._torchlib_cache: dict[str, Any] = {}
 
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(160)
@@ -153,6 +169,8 @@ class MainWindow(QMainWindow):
 
     def set_index(self, index: ModelIndex) -> None:
         self.index = index
+        self.analyses = Analyses(index)
+        self.signature.clear()
         self.families.set_index(index)
         self.families.add_call_sites(index)
         self.family_view.expandToDepth(0)
@@ -174,8 +192,62 @@ class MainWindow(QMainWindow):
         self.show_object(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
 
     def show_object(self, obj: Any) -> None:
-        if self.index is not None:
-            self.details.setHtml(details.describe(self.index, obj))
+        if self.index is None:
+            return
+        self.details.setHtml(details.describe(self.index, obj))
+        self._show_signature(obj)
+
+    def _show_signature(self, obj: Any) -> None:
+        """Analyse the selected family off the GUI thread, then show its body; stale results are dropped."""
+        analyses = self.analyses
+        if analyses is None:
+            return
+        self._selection_token += 1
+        token = self._selection_token
+        job = Job(lambda: analyses.selection(obj))
+
+        def done(selection: Selection | None, job: Job = job) -> None:
+            self._jobs.remove(job)
+            if token != self._selection_token:
+                return
+            if selection is None:
+                self.signature.clear("No ONNX body for this item.")
+                return
+            self.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note)
+            self.right.setCurrentWidget(self.signature)
+            self.selection_shown.emit(selection)
+            if selection.target:
+                self._show_torchlib(selection.target)
+
+        def failed(reason: str, job: Job = job) -> None:
+            self._jobs.remove(job)
+            self.signature.clear(reason)
+
+        job.signals.finished.connect(done)
+        job.signals.failed.connect(failed)
+        self._jobs.append(job)
+        start(job)
+
+    def _show_torchlib(self, target: str) -> None:
+        if target in self._torchlib_cache:
+            self.signature.show_source(target, self._torchlib_cache[target])
+            return
+        job = Job(lambda: torchlib_functions(target))
+
+        def done(functions: Any, job: Job = job) -> None:
+            self._jobs.remove(job)
+            self._torchlib_cache[target] = functions
+            self.signature.show_source(target, functions)
+
+        job.signals.finished.connect(done)
+        job.signals.failed.connect(lambda _r, job=job: self._jobs.remove(job))
+        self._jobs.append(job)
+        start(job)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Let running jobs finish (they report to this window) before it goes away."""
+        QThreadPool.globalInstance().waitForDone(5000)
+        super().closeEvent(event)
 
     # drag and drop ---------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:

@@ -21,8 +21,8 @@ class Job(QRunnable):
     def __init__(self, fn: Callable[[], Any]) -> None:
         super().__init__()
         self.fn = fn
+        # The pool deletes the runnable after run() returns; results reach the GUI thread as queued signals.
         self.signals = _Signals()
-        self.setAutoDelete(False)
 
     def run(self) -> None:
         try:

@@ -1,0 +1,81 @@
+"""What the window shows for a selection: the body analysis and signature behind a tree item.
+
+Family analyses are computed once per family (in a worker thread for large families) and cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.core.functions import CallSite
+from inspector.core.index import Family, ModelIndex, Overload
+from inspector.core.provenance import AtenCall
+from inspector.core.signature import CallSignature, call_signature
+from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    title: str
+    analysis: BodyAnalysis
+    signature: CallSignature | None
+    family_note: str
+    target: str | None  # aten target, for the torchlib source
+
+
+class Analyses:
+    """Thread-safe cache of family analyses for one index."""
+
+    def __init__(self, index: ModelIndex) -> None:
+        self.index = index
+        self.specialiser = Specialiser(index)
+        self._lock = threading.Lock()
+        self._cache: dict[int, FamilyAnalysis] = {}
+
+    def family(self, fam: Family) -> FamilyAnalysis:
+        with self._lock:
+            hit = self._cache.get(id(fam))
+            if hit is None:
+                hit = self._cache[id(fam)] = self.specialiser.analyse(fam)
+            return hit
+
+    def family_of(self, obj: Any) -> Family | None:
+        if isinstance(obj, Family):
+            return obj
+        for fam in self.index.families:
+            if isinstance(obj, Overload) and obj in fam.overloads:
+                return fam
+            if isinstance(obj, AtenCall) and fam.kind == "aten_call" and (fam.domain, fam.name) == obj.family[:2]:
+                return fam
+            if isinstance(obj, CallSite) and fam.kind == "function" and any(o.function == obj.callee
+                                                                           for o in fam.overloads):
+                return fam
+        return None
+
+    def selection(self, obj: Any) -> Selection | None:
+        """The body to show for a tree object (None for things without one, e.g. modules)."""
+        fam = self.family_of(obj)
+        if fam is None:
+            return None
+        analysis = self.family(fam)
+        n_ov, n_b = len(fam.overloads), len(analysis.bodies)
+        note = (f"{fam.label}: {n_ov} overload{'s' if n_ov != 1 else ''}, "
+                f"{n_b} distinct bod{'ies' if n_b != 1 else 'y'}")
+        if isinstance(obj, Family):
+            obj = fam.overloads[0] if fam.overloads else None
+        if isinstance(obj, CallSite):
+            obj = next(o for o in fam.overloads if o.function == obj.callee)
+        if isinstance(obj, Overload):
+            if obj.kind == "function" and obj.function is not None:
+                bodies = analysis.bodies_of([obj.function])
+                return Selection(str(obj.function), bodies[0], None, note, None) if bodies else None
+            if obj.aten_calls:
+                obj = obj.aten_calls[0]
+        if isinstance(obj, AtenCall):
+            body = next((b for b in analysis.bodies if any(m is obj for m in b.members)), None)
+            if body is None:
+                return None
+            return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target)
+        return None

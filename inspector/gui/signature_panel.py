@@ -1,0 +1,152 @@
+"""The signature panel: the aten signature with this call's values beside the ONNX body, specialised values
+highlighted (hover for what varies and which aten arguments they came from)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
+
+from inspector.core.bodytext import Line, body_lines, signature_line
+from inspector.core.signature import CallSignature
+from inspector.core.specialise import BodyAnalysis, SpecialisedValue
+from inspector.gui.text import esc, tooltip
+
+VARIES = "#f6b26b"  # varies across the family
+LINKED = "#9fc5e8"  # derives from an aten argument
+LONE = "#ffe599"  # literal of a body with no sibling to compare with
+
+
+def spec_colour(spec: SpecialisedValue) -> str:
+    if spec.varies:
+        return VARIES
+    return LINKED if spec.links else LONE
+
+
+def describe_spec(spec: SpecialisedValue) -> str:
+    """Plain text for a tooltip: what the value is, what varies, where it came from."""
+    lit = spec.literal
+    where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"constant {lit.name} (read by {lit.op_type})"
+    lines = [f"{where} = {lit.value!r}"]
+    if lit.kind == "parametric":
+        lines = [f"{lit.op_type}.{lit.name} is parametric: bound to function attribute @{lit.ref}"]
+    if spec.varies:
+        lines.append("varies across the family: " + " | ".join(repr(v) for v in spec.family_values))
+    for link in spec.links:
+        lines.append(f"from aten argument {link.parameter}={link.value!r}: {link.rule}")
+    if not spec.varies and not spec.links and lit.kind != "parametric":
+        lines.append("literal of a body with no sibling to compare with")
+    return "\n".join(lines)
+
+
+class SignaturePanel(QWidget):
+    """Shows one body: an aten call, an aten overload's body, or a function overload."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tabs = QTabWidget()
+        self.view = QTextBrowser()
+        self.view.setOpenLinks(False)
+        self.view.highlighted.connect(self._hover)
+        self.source = QTextBrowser()
+        self.tabs.addTab(self.view, "Signature && body")
+        self.tabs.addTab(self.source, "torchlib source")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.tabs)
+        self._specs: list[SpecialisedValue] = []
+        self.clear()
+
+    def clear(self, message: str = "Select an overload or an aten call.") -> None:
+        self._specs = []
+        self.view.setHtml(f"<p><i>{esc(message)}</i></p>")
+        self.source.setHtml("<p><i>The torchlib implementation appears here for aten calls when torch and "
+                            "onnxscript are installed.</i></p>")
+
+    def show_body(self, title: str, analysis: BodyAnalysis, sig: CallSignature | None, family_note: str = "") -> None:
+        self._specs = []
+        parts = [f"<h3>{esc(title)}</h3>"]
+        if family_note:
+            parts.append(f"<p>{esc(family_note)}</p>")
+        if sig is not None:
+            parts.append("<p><b>Aten signature</b> (this call's values bound to parameter names)</p>")
+            parts.append(self._pre([signature_line(sig, analysis.specialised)]))
+        parts.append(f"<p><b>ONNX body</b> <small>fingerprint {esc(analysis.fingerprints.full[:12])}, "
+                     f"template {esc(analysis.fingerprints.template[:12])}, {len(analysis.members)} "
+                     f"call{'s' if len(analysis.members) != 1 else ''}</small></p>")
+        parts.append(self._pre(body_lines(analysis.body, analysis.specialised)))
+        parts.append(self._spec_table(analysis.specialised))
+        parts.append(_legend())
+        self.view.setHtml("".join(parts))
+
+    def specialised(self) -> list[SpecialisedValue]:
+        return list(self._specs)
+
+    def show_source(self, target: str, functions: list[Any] | None) -> None:
+        if functions is None:
+            self.source.setHtml("<p><i>torch and onnxscript are not installed (pip install torch==2.13.0 "
+                                "onnxscript) so the torchlib source cannot be shown.</i></p>")
+            return
+        if not functions:
+            self.source.setHtml(f"<p>No torchlib function is registered for {esc(target)}.</p>")
+            return
+        parts = []
+        for f in functions:
+            kind = "trace_only: runs as Python at export time" if f.trace_only else "scripted ONNX function"
+            parts.append(f"<h3>{esc(f.name)}</h3><p><i>{esc(kind)}</i></p><pre>{esc(f.source)}</pre>")
+        self.source.setHtml("".join(parts))
+
+    # rendering ---------------------------------------------------------------------------------------------
+    def _pre(self, lines: list[Line]) -> str:
+        out = []
+        for line in lines:
+            html = []
+            for seg in line:
+                if seg.spec is not None:
+                    n = self._id(seg.spec)
+                    html.append(f"<a href='spec:{n}' style='background-color:{spec_colour(seg.spec)};"
+                                f"color:#000000;text-decoration:none'>{esc(seg.text)}</a>")
+                else:
+                    html.append(esc(seg.text))
+            out.append("".join(html))
+        return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
+
+    def _spec_table(self, specs: list[SpecialisedValue]) -> str:
+        if not specs:
+            return "<p><i>No specialised values.</i></p>"
+        rows = []
+        for s in specs:
+            n = self._id(s)
+            lit = s.literal
+            where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
+            links = "; ".join(f"{a.parameter}: {a.rule}" for a in s.links) or "-"
+            state = "varies" if s.varies else ("parametric" if lit.kind == "parametric" else "same in family")
+            rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{spec_colour(s)};color:#000000'>"
+                        f"{esc(where)}</a></td><td>{esc(repr(lit.value))}</td><td>{esc(state)}</td>"
+                        f"<td>{esc(links)}</td></tr>")
+        return ("<p><b>Specialised values</b></p><table cellspacing='6'><tr><th align='left'>where</th>"
+                "<th align='left'>value</th><th align='left'>in the family</th><th align='left'>aten arguments</th>"
+                "</tr>" + "".join(rows) + "</table>")
+
+    def _id(self, spec: SpecialisedValue) -> int:
+        for k, s in enumerate(self._specs):
+            if s is spec:
+                return k
+        self._specs.append(spec)
+        return len(self._specs) - 1
+
+    def _hover(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("spec:") and text[5:].isdigit() and int(text[5:]) < len(self._specs):
+            QToolTip.showText(QCursor.pos(), tooltip(describe_spec(self._specs[int(text[5:])])), self.view)
+        else:
+            QToolTip.hideText()
+
+
+def _legend() -> str:
+    return (f"<p><small><span style='background-color:{VARIES};color:#000'>&nbsp;varies in family&nbsp;</span> "
+            f"<span style='background-color:{LINKED};color:#000'>&nbsp;from an aten argument&nbsp;</span> "
+            f"<span style='background-color:{LONE};color:#000'>&nbsp;no sibling to compare&nbsp;</span> "
+            "— hover a value for details</small></p>")
