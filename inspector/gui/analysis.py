@@ -11,6 +11,7 @@ from typing import Any
 
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload
+from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import CallSignature, call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
@@ -51,6 +52,9 @@ class Analyses:
                 return fam
             if isinstance(obj, CallSite) and fam.kind == "function" and any(o.function == obj.callee
                                                                            for o in fam.overloads):
+                return fam
+            if isinstance(obj, FunctionKey) and fam.kind == "function" and any(o.function == obj
+                                                                              for o in fam.overloads):
                 return fam
         return None
 

@@ -29,6 +29,7 @@ class FamilyModel(QAbstractItemModel):
     def __init__(self, index: ModelIndex | None = None) -> None:
         super().__init__()
         self._root = _Item(None, 0, "root", None, "")
+        self._badges: dict[int, tuple[int, int]] = {}
         if index is not None:
             self.set_index(index)
 
@@ -70,6 +71,32 @@ class FamilyModel(QAbstractItemModel):
                         ov_item.children.append(_Item(ov_item, len(ov_item.children), "call_site", site, site.where))
         self.endResetModel()
 
+    def _family_badge(self, item: _Item) -> str:
+        counts = [self._badges.get(id(c.obj), (0, 0)) for c in item.children]
+        return badge_text(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    def index_of(self, obj: Any) -> QModelIndex:
+        """The row showing ``obj`` (a Family, Overload, AtenCall or CallSite), searched breadth first."""
+        stack = [self._root]
+        while stack:
+            item = stack.pop(0)
+            for child in item.children:
+                if child.obj is obj:
+                    return self.createIndex(child.row, 0, child)
+                stack.append(child)
+        return QModelIndex()
+
+    def set_badges(self, badges: dict[int, tuple[int, int]]) -> None:
+        """Per ``id(overload)``: (specialised values, unreviewed items), shown as "3 specialised · 2 unreviewed"."""
+        self._badges = badges
+        if self._root.children:
+            last = self.index(len(self._root.children) - 1, 2)
+            self.dataChanged.emit(self.index(0, 2), last)
+            for row, fam in enumerate(self._root.children):
+                parent = self.index(row, 0)
+                if fam.children:
+                    self.dataChanged.emit(self.index(0, 2, parent), self.index(len(fam.children) - 1, 2, parent))
+
     # Qt model API -------------------------------------------------------------------------------
     def _item(self, index: Index) -> _Item:
         if index.isValid():
@@ -80,7 +107,7 @@ class FamilyModel(QAbstractItemModel):
 
     def index(self, row: int, column: int, parent: Index = QModelIndex()) -> QModelIndex:
         p = self._item(parent)
-        if 0 <= row < len(p.children) and 0 <= column < 2:
+        if 0 <= row < len(p.children) and 0 <= column < 3:
             return self.createIndex(row, column, p.children[row])
         return QModelIndex()
 
@@ -98,11 +125,11 @@ class FamilyModel(QAbstractItemModel):
         return len(self._item(parent).children)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:
-        return 2
+        return 3
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return ("Function / overload / call", "Calls")[section]
+            return ("Function / overload / call", "Calls", "Review")[section]
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -110,6 +137,10 @@ class FamilyModel(QAbstractItemModel):
             return None
         item = self._item(index)
         if role == Qt.ItemDataRole.DisplayRole:
+            if index.column() == 2:
+                if item.kind == "family":
+                    return self._family_badge(item)
+                return badge_text(*self._badges.get(id(item.obj), (0, 0))) if item.kind == "overload" else ""
             return item.text if index.column() == 0 else item.count
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
             return tooltip(item.text)
@@ -120,11 +151,19 @@ class FamilyModel(QAbstractItemModel):
         return None
 
 
+def badge_text(specialised: int, unreviewed: int) -> str:
+    parts = [f"{specialised} specialised"] if specialised else []
+    if unreviewed:
+        parts.append(f"{unreviewed} unreviewed")
+    return " · ".join(parts)
+
+
 class FamilyFilter(QSortFilterProxyModel):
     """Case-insensitive filter that keeps parents of matching rows."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setRecursiveFilteringEnabled(True)
+        self.setAutoAcceptChildRows(True)  # a matching family shows all its overloads and calls
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.setFilterKeyColumn(0)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSettings, QThreadPool, Signal
+import onnx
+from PySide6.QtCore import QModelIndex, QSettings, QThreadPool, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -23,12 +25,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.errors import InspectorError
 from inspector.core.index import ModelIndex, open_index
+from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.review import Review, ReviewStore, review_keys
+from inspector.core.search import Hit, SearchIndex
+from inspector.core.specialise import BodyAnalysis, SpecialisedValue
+from inspector.core.tensors import read_tensor
 from inspector.core.torchlib import torchlib_functions
+from inspector.core.values import graph_value_types
+from inspector.core.walk import resolve_path
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, Selection
 from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.module_model import module_model, object_of
+from inspector.gui.node_details import node_html, tensor_preview
+from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
+from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.worker import Job, start
 
@@ -40,6 +53,8 @@ class MainWindow(QMainWindow):
     model_loaded = Signal(object)
     load_failed = Signal(str)
     selection_shown = Signal(object)
+    reviews_listed = Signal(int)
+    review_saved = Signal(object, object)
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -68,28 +83,48 @@ class MainWindow(QMainWindow):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.filter_box)
         self.trees = QTabWidget()
+        self.review_panel = ReviewPanel()
+        self.review_panel.jump.connect(self.jump_to_review)
+        self.search_panel = SearchPanel()
+        self.search_panel.jump.connect(self.jump_to_hit)
         self.trees.addTab(self.family_view, "Functions")
         self.trees.addTab(self.module_view, "Modules")
+        self.trees.addTab(self.review_panel, "Review")
+        self.trees.addTab(self.search_panel, "Search")
         lay.addWidget(self.trees)
 
         self.details = QTextBrowser()
         self.details.setOpenLinks(False)
+        self.details.anchorClicked.connect(self._details_link)
+        self._node_shown: tuple[Any, tuple[Any, ...], str] | None = None
         self.details.setHtml(_welcome())
         self.signature = SignaturePanel()
+        self.signature.value_clicked.connect(self._review_value)
         self.right = QTabWidget()
         self.right.addTab(self.signature, "Signature")
         self.right.addTab(self.details, "Details")
         self.right.setCurrentWidget(self.details)
+        self.review_bar = ReviewBar()
+        self.review_bar.review_requested.connect(self.set_review)
+        right_box = QWidget()
+        right_lay = QVBoxLayout(right_box)
+        right_lay.setContentsMargins(0, 0, 0, 0)
+        right_lay.addWidget(self.right, 1)
+        right_lay.addWidget(self.review_bar)
         self.center = QWidget()
         self.center_layout = QVBoxLayout(self.center)
         self.center_layout.setContentsMargins(0, 0, 0, 0)
         self.split = QSplitter()
         self.split.addWidget(left)
         self.split.addWidget(self.center)
-        self.split.addWidget(self.right)
+        self.split.addWidget(right_box)
         self.split.setSizes([360, 560, 560])
         self.setCentralWidget(self.split)
         self.analyses: Analyses | None = None
+        self.reviews: ReviewStore | None = None
+        self._selection: Selection | None = None
+        self._review_target: tuple[ReviewItem, Any] | None = None
+        self._pending_review_obj: Any = None
         self._selection_token = 0
         self._torchlib_cache: dict[str, Any] = {}
 
@@ -112,6 +147,10 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._refresh_recent()
         file_menu.addSeparator()
+        find_action = QAction("&Find…", self)
+        find_action.setShortcut(QKeySequence.StandardKey.Find)
+        find_action.triggered.connect(self.start_search)
+        file_menu.addAction(find_action)
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -147,17 +186,25 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening {p.name}…")
         self.progress.show()
         job = Job(lambda: _open_for_display(p))
-        job.signals.finished.connect(lambda index, job=job: self._loaded(job, index))
+        job.signals.finished.connect(lambda opened, job=job: self._loaded(job, opened))
         job.signals.failed.connect(lambda reason, job=job: self._failed(job, p, reason))
         self._jobs.append(job)
         start(job)
 
-    def _loaded(self, job: Job, index: ModelIndex) -> None:
+    def _loaded(self, job: Job, opened: Opened) -> None:
         self._jobs.remove(job)
         self.progress.setVisible(bool(self._jobs))
-        self.set_index(index)
-        self._remember(index.path)
-        self.model_loaded.emit(index)
+        self.set_index(opened.index)
+        self.reviews = opened.reviews
+        self.search_panel.set_index(opened.search)
+        if opened.review_error:
+            self.statusBar().showMessage(f"Reviews disabled: {opened.review_error}")
+            self.review_bar.setEnabled(False)
+        else:
+            self.review_bar.setEnabled(True)
+            self._list_reviews()
+        self._remember(opened.index.path)
+        self.model_loaded.emit(opened.index)
 
     def _failed(self, job: Job, path: Path, reason: str) -> None:
         self._jobs.remove(job)
@@ -188,6 +235,174 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))
 
+    # reviews -------------------------------------------------------------------------------------------
+    def _list_reviews(self) -> None:
+        """Analyse every family off the GUI thread; then fill the Review panel and the tree's badges."""
+        analyses, store = self.analyses, self.reviews
+        if analyses is None or store is None:
+            return
+        job = Job(lambda: review_items(analyses, store))
+
+        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]], job: Job = job) -> None:
+            self._jobs.remove(job)
+            self.progress.setVisible(bool(self._jobs))
+            if analyses is not self.analyses:
+                return
+            items, badges = result
+            self.review_panel.set_items(items)
+            self.families.set_badges(badges)
+            self.reviews_listed.emit(len(items))
+
+        def failed(reason: str, job: Job = job) -> None:
+            self._jobs.remove(job)
+            self.statusBar().showMessage(reason)
+
+        job.signals.finished.connect(done)
+        job.signals.failed.connect(failed)
+        self._jobs.append(job)
+        start(job)
+
+    def _set_review_target(self, obj: Any) -> None:
+        """Point the review bar at an overload body or a specialised value of the shown selection."""
+        sel, store, analyses = self._selection, self.reviews, self.analyses
+        if sel is None or store is None or analyses is None:
+            self.review_bar.set_target(None, None)
+            return
+        fam = analyses.family_of(sel.analysis.members[0]) if sel.analysis.members else None
+        family_analysis = analyses.family(fam) if fam is not None else None
+        if family_analysis is None:
+            return
+        for key, thing in review_keys(family_analysis):
+            if thing is obj:
+                item = ReviewItem(key, thing, family_analysis)
+                self._review_target = (item, obj)
+                self.review_bar.set_target(item.label if key.kind == "value" else f"overload {sel.title}",
+                                           store.get(key))
+                return
+        self.review_bar.set_target(None, None)
+
+    def _review_value(self, spec: SpecialisedValue) -> None:
+        self._set_review_target(spec)
+
+    def set_review(self, status: str, note: str) -> None:
+        """Record a review and save the sidecar at once (atomically); a failure is shown, never swallowed."""
+        if self._review_target is None or self.reviews is None:
+            return
+        item, _obj = self._review_target
+        try:
+            self.reviews.set(item.key, status, note)
+        except (InspectorError, OSError, ValueError) as e:
+            self.statusBar().showMessage(f"Review not saved: {e}")
+            if QApplication.platformName() != "offscreen":
+                QMessageBox.warning(self, "Review not saved", str(e))
+            return
+        review = self.reviews.get(item.key)
+        self.review_bar.set_target(self.review_bar.target.text(), review)
+        items = [(i, self.reviews.get(i.key)) for i, _r in self.review_panel.items()]
+        self.review_panel.set_items(items)
+        self.families.set_badges(_badges(items, self.index))
+        self.statusBar().showMessage(f"Marked {status}: {item.label}", 4000)
+        self.review_saved.emit(item.key, review)
+
+    def jump_to_review(self, item: ReviewItem) -> None:
+        obj = item.obj
+        body = obj if isinstance(obj, BodyAnalysis) else next(
+            (b for b in item.family.bodies if any(s is obj for s in b.specialised)), None)
+        if body is None or not body.members:
+            return
+        self._pending_review_obj = obj
+        self.select_in_tree(body.members[0])
+
+    def select_in_tree(self, member: Any) -> bool:
+        """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload."""
+        target = member
+        if isinstance(member, FunctionKey) and self.index is not None:
+            target = next((o for fam in self.index.families for o in fam.overloads if o.function == member), None)
+        src = self.families.index_of(target)
+        if not src.isValid():
+            return False
+        proxy = self.family_filter.mapFromSource(src)
+        if not proxy.isValid():
+            self.filter_box.clear()
+            proxy = self.family_filter.mapFromSource(src)
+        self.trees.setCurrentWidget(self.family_view)
+        self.family_view.scrollTo(proxy)
+        self.family_view.setCurrentIndex(proxy)
+        return True
+
+    # search ----------------------------------------------------------------------------------------------
+    def start_search(self) -> None:
+        self.trees.setCurrentWidget(self.search_panel)
+        self.search_panel.focus()
+
+    def jump_to_hit(self, hit: Hit) -> None:
+        if self.index is None:
+            return
+        if hit.kind in ("aten_target", "function") and self.select_in_tree(hit.ref):
+            self.search_panel.box.setFocus()
+            return
+        if hit.kind == "module":
+            self.show_object(_module_node(self.index, str(hit.ref)))
+            return
+        if hit.kind in ("node", "op_type") and isinstance(hit.path, tuple) and hit.path:
+            self.show_node(hit.scope, hit.path, hit.where)
+
+    def show_node(self, scope: Any, path: tuple[Any, ...], where: str) -> None:
+        """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
+        if self.index is None:
+            return
+        nodes = self.index.proto.graph.node if scope == MAIN else self.index.functions.functions[scope].node
+        try:
+            node = resolve_path(nodes, path)
+        except KeyError:
+            return
+        graph = self.index.proto.graph
+        types = graph_value_types(graph)
+        inits = {t.name: t for t in graph.initializer if t.name in set(node.input)}
+        previews = {name: self._preview(t, inline_only=True) for name, t in inits.items()}
+        self._node_shown = (scope, path, where)
+        self.details.setHtml(node_html(self.index, node, where, types, inits,
+                                       {k: v for k, v in previews.items() if v}))
+        self.right.setCurrentWidget(self.details)
+
+    def _preview(self, tensor: Any, inline_only: bool) -> str:
+        if inline_only and tensor.data_location == onnx.TensorProto.EXTERNAL:
+            return ""
+        try:
+            return tensor_preview(read_tensor(tensor, self.index.path.parent if self.index else Path(".")))
+        except InspectorError as e:
+            return f"cannot read: {e}"
+
+    def _details_link(self, url: QUrl) -> None:
+        """'load values' links read external tensor data on demand (only from inside the model's folder)."""
+        text = url.toString()
+        if not text.startswith("tensor:") or self.index is None or self._node_shown is None:
+            return
+        name = text[len("tensor:"):]
+        tensor = next((t for t in self.index.proto.graph.initializer if t.name == name), None)
+        if tensor is None:
+            return
+        scope, path, where = self._node_shown
+        job = Job(lambda: self._preview(tensor, inline_only=False))
+
+        def done(preview: str, job: Job = job) -> None:
+            self._jobs.remove(job)
+            if self.index is None:
+                return
+            nodes = self.index.proto.graph.node if scope == MAIN else self.index.functions.functions[scope].node
+            node = resolve_path(nodes, path)
+            graph = self.index.proto.graph
+            inits = {t.name: t for t in graph.initializer if t.name in set(node.input)}
+            previews = {n: self._preview(t, inline_only=True) for n, t in inits.items()}
+            previews[name] = preview
+            self.details.setHtml(node_html(self.index, node, where, graph_value_types(graph), inits,
+                                           {k: v for k, v in previews.items() if v}))
+
+        job.signals.finished.connect(done)
+        job.signals.failed.connect(lambda _r, job=job: self._jobs.remove(job))
+        self._jobs.append(job)
+        start(job)
+
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         self.show_object(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
 
@@ -215,6 +430,9 @@ class MainWindow(QMainWindow):
                 return
             self.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note)
             self.right.setCurrentWidget(self.signature)
+            self._selection = selection
+            pending, self._pending_review_obj = self._pending_review_obj, None
+            self._set_review_target(pending if pending is not None else selection.analysis)
             self.selection_shown.emit(selection)
             if selection.target:
                 self._show_torchlib(selection.target)
@@ -261,11 +479,77 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
 
-def _open_for_display(path: Path) -> ModelIndex:
-    """Index a model and compute, still off the GUI thread, what the overview shows first."""
+@dataclass(slots=True)
+class Opened:
+    index: ModelIndex
+    reviews: ReviewStore | None
+    review_error: str
+    search: SearchIndex
+
+
+def _open_for_display(path: Path) -> Opened:
+    """Index a model and prepare, still off the GUI thread, what the window shows first."""
     index = open_index(path)
     index.parameters()
-    return index
+    _ = index.provenance.module_root
+    search = SearchIndex(index)
+    search.build()
+    reviews: ReviewStore | None = ReviewStore(index.path)
+    error = ""
+    try:
+        reviews.load()  # type: ignore[union-attr]
+    except InspectorError as e:  # a sidecar we cannot read is left untouched, and reviewing is disabled
+        reviews, error = None, str(e)
+    return Opened(index, reviews, error, search)
+
+
+def review_items(analyses: Analyses, store: ReviewStore
+                 ) -> tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]]:
+    """Every reviewable item of every family with its review, and per-overload badge counts."""
+    items: list[tuple[ReviewItem, Review]] = []
+    for fam in analyses.index.families:
+        fa = analyses.family(fam)
+        for key, obj in review_keys(fa):
+            items.append((ReviewItem(key, obj, fa), store.get(key)))  # type: ignore[arg-type]
+    return items, _badges(items, analyses.index)
+
+
+def _badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> dict[int, tuple[int, int]]:
+    """(specialised values, unreviewed items) per overload, keyed by id(overload)."""
+    if index is None:
+        return {}
+    owner: dict[int, int] = {}
+    for fam in index.families:
+        for ov in fam.overloads:
+            if ov.function is not None:
+                owner[hash(ov.function)] = id(ov)
+            for call in ov.aten_calls:
+                owner[id(call)] = id(ov)
+    counts: dict[int, list[int]] = {}
+    for item, review in items:
+        body = item.obj if isinstance(item.obj, BodyAnalysis) else None
+        if body is None:
+            body = next((b for b in item.family.bodies if any(s is item.obj for s in b.specialised)), None)
+        if body is None:
+            continue
+        ovs = {owner.get(hash(m) if isinstance(m, FunctionKey) else id(m)) for m in body.members}
+        for ov_id in ovs - {None}:
+            c = counts.setdefault(ov_id, [0, 0])  # type: ignore[arg-type]
+            if item.key.kind == "value":
+                c[0] += 1
+            if review.status == "unreviewed":
+                c[1] += 1
+    return {k: (v[0], v[1]) for k, v in counts.items()}
+
+
+def _module_node(index: ModelIndex, path: str) -> Any:
+    stack = [index.provenance.module_root]
+    while stack:
+        m = stack.pop()
+        if m.path == path:
+            return m
+        stack.extend(m.children.values())
+    return None
 
 
 def _welcome() -> str:

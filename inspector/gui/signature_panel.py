@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
@@ -44,12 +44,15 @@ def describe_spec(spec: SpecialisedValue) -> str:
 class SignaturePanel(QWidget):
     """Shows one body: an aten call, an aten overload's body, or a function overload."""
 
+    value_clicked = Signal(object)  # SpecialisedValue
+
     def __init__(self) -> None:
         super().__init__()
         self.tabs = QTabWidget()
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
         self.view.highlighted.connect(self._hover)
+        self.view.anchorClicked.connect(self._clicked)
         self.source = QTextBrowser()
         self.tabs.addTab(self.view, "Signature && body")
         self.tabs.addTab(self.source, "torchlib source")
@@ -136,6 +139,11 @@ class SignaturePanel(QWidget):
                 return k
         self._specs.append(spec)
         return len(self._specs) - 1
+
+    def _clicked(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("spec:") and text[5:].isdigit() and int(text[5:]) < len(self._specs):
+            self.value_clicked.emit(self._specs[int(text[5:])])
 
     def _hover(self, url: QUrl) -> None:
         text = url.toString()

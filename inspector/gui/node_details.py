@@ -1,0 +1,90 @@
+"""Details of one ONNX node: attributes, typed inputs/outputs, metadata, stack trace, operator docs, tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+
+from inspector.core.index import ModelIndex
+from inspector.core.literals import attribute_value
+from inspector.core.tensors import tensor_facts
+from inspector.gui.text import esc
+
+PREVIEW_ELEMENTS = 12
+
+
+def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
+    """The operator's documentation for the model's opset of its domain (empty for local functions)."""
+    domain = node.domain if node.domain != "ai.onnx" else ""
+    version = next((o.version for o in index.proto.opset_import if o.domain == domain), None)
+    try:
+        if version is None:
+            schema = onnx.defs.get_schema(node.op_type, domain)
+        else:
+            schema = onnx.defs.get_schema(node.op_type, version, domain)
+    except Exception:
+        return ""
+    doc = (schema.doc or "").strip()
+    return f"{schema.name} (since opset {schema.since_version}, domain '{schema.domain or 'ai.onnx'}')\n\n{doc}"
+
+
+def tensor_preview(array: np.ndarray) -> str:
+    flat = array.reshape(-1)
+    first = ", ".join(f"{v:.6g}" if isinstance(v, float | np.floating) else str(v)
+                      for v in flat[:PREVIEW_ELEMENTS].tolist())
+    more = " …" if flat.size > PREVIEW_ELEMENTS else ""
+    stats = ""
+    if flat.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
+        f = flat.astype(np.float64)
+        stats = f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g}"
+    return f"[{first}{more}]{stats}"
+
+
+def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mapping[str, str],
+              initializers: Mapping[str, onnx.TensorProto], previews: Mapping[str, str]) -> str:
+    """``previews`` maps initializer names to already-read value previews; others get a 'load values' link."""
+    parts = [f"<h2>{esc(node.op_type)} <small>{esc(node.name or '(unnamed)')}</small></h2>",
+             f"<p>{esc(where)}</p>"]
+    if node.domain or node.overload:
+        parts.append(f"<p>domain <code>{esc(node.domain)}</code>"
+                     + (f", overload <code>{esc(node.overload)}</code>" if node.overload else "") + "</p>")
+    if node.attribute:
+        rows = []
+        for a in node.attribute:
+            if a.ref_attr_name:
+                shown = f"@{a.ref_attr_name} (parametric)"
+            elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                shown = "subgraph"
+            else:
+                shown = repr(attribute_value(a)[0])
+            rows.append(f"<tr><td><b>{esc(a.name)}</b></td><td><code>{esc(shown)}</code></td></tr>")
+        parts.append("<h3>Attributes</h3><table cellspacing='4'>" + "".join(rows) + "</table>")
+    for title, names in (("Inputs", node.input), ("Outputs", node.output)):
+        cells: list[str] = []
+        for name in names:
+            extra = ""
+            init = initializers.get(name)
+            if init is not None:
+                facts = tensor_facts(init)
+                where_from = f"external: {facts.location}" if facts.external else "initializer"
+                preview = previews.get(name)
+                extra = (f"<br/><small>{esc(where_from)}, {facts.nbytes:,} bytes: "
+                         + (esc(preview) if preview else f"<a href='tensor:{esc(name)}'>load values</a>")
+                         + "</small>")
+            cells.append(f"<tr><td><code>{esc(name or '(none)')}</code></td>"
+                         f"<td>{esc(types.get(name, ''))}{extra}</td></tr>")
+        parts.append(f"<h3>{title}</h3><table cellspacing='4'>" + "".join(cells) + "</table>")
+    meta = [(p.key, p.value) for p in node.metadata_props]
+    trace = next((v for k, v in meta if k.endswith("stack_trace")), "")
+    if meta:
+        meta_rows = "".join(f"<tr><td><b>{esc(k)}</b></td><td><code>{esc(v)}</code></td></tr>"
+                            for k, v in meta if not k.endswith("stack_trace"))
+        parts.append("<h3>Metadata</h3><table cellspacing='4'>" + meta_rows + "</table>")
+    if trace:
+        parts.append("<h3>Stack trace</h3><pre style='white-space:pre-wrap'>" + esc(trace) + "</pre>")
+    doc = operator_doc(index, node)
+    if doc:
+        parts.append("<h3>Operator</h3><pre style='white-space:pre-wrap'>" + esc(doc) + "</pre>")
+    return "".join(parts)

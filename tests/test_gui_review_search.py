@@ -1,0 +1,149 @@
+"""Reviews by mouse and key, saved next to the model and reloaded; search with keyboard navigation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QSettings, Qt, QThreadPool
+
+from inspector.core.review import sidecar_path
+from inspector.core.specialise import SpecialisedValue
+from inspector.gui.main_window import MainWindow
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path: Path):
+    windows = []
+
+    def make() -> MainWindow:
+        settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+        w = MainWindow(settings)
+        qtbot.addWidget(w)
+        w.show()
+        qtbot.waitExposed(w)
+        w.activateWindow()
+        windows.append(w)
+        return w
+
+    yield make
+    QThreadPool.globalInstance().waitForDone(30000)
+
+
+def _open(qtbot, window: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(path)
+
+
+def _select_overload(qtbot, window: MainWindow, family: str, overload: str) -> None:
+    proxy = window.family_filter
+    window.filter_box.setText(family)
+    fam = next(proxy.index(r, 0) for r in range(proxy.rowCount()) if proxy.index(r, 0).data() == family)
+    ov = next(proxy.index(r, 0, fam) for r in range(proxy.rowCount(fam)) if proxy.index(r, 0, fam).data() == overload)
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        window.family_view.setCurrentIndex(ov)
+
+
+def test_review_an_overload_and_a_value_then_reopen(qtbot, make_window, tmp_path: Path):
+    model = tmp_path / "overloads.onnx"
+    shutil.copy(FIXTURES / "overloads.onnx", model)
+    window = make_window()
+    _open(qtbot, window, model)
+    listed = window.review_panel.items()
+    assert listed and all(r.status == "unreviewed" for _i, r in listed)
+    before = len(listed)
+
+    _select_overload(qtbot, window, "local.tr", "perm_0231")
+    panel = window.signature.view.toPlainText()
+    assert "Transpose<perm = [0, 2, 3, 1]>" in panel
+    (perm,) = window.signature.specialised()
+    assert perm.varies and "#f6b26b" in window.signature.view.toHtml()  # highlighted as varying
+
+    # the overload is the default target; mark it by keyboard
+    window.review_bar.note.setText("checked against torchlib")
+    with qtbot.waitSignal(window.review_saved, timeout=5000):
+        qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    # click the highlighted perm to target it, then mark it suspicious with the mouse
+    window.signature.value_clicked.emit(perm)
+    assert "perm" in window.review_bar.target.text()
+    window.review_bar.note.setText("perm should be [0,2,1,3]?")
+    with qtbot.waitSignal(window.review_saved, timeout=5000):
+        window.review_bar.buttons["suspicious"].click()
+
+    sidecar = sidecar_path(model)
+    data = json.loads(sidecar.read_text())
+    statuses = sorted((e["status"], e["note"]) for e in data["reviews"].values())
+    assert statuses == [("ok", "checked against torchlib"), ("suspicious", "perm should be [0,2,1,3]?")]
+    open_after = sum(1 for _i, r in window.review_panel.items() if r.status == "unreviewed")
+    assert open_after == before - 2
+    window.close()
+
+    again = make_window()
+    _open(qtbot, again, model)
+    reloaded = {(i.key.kind, r.status, r.note) for i, r in again.review_panel.items() if r.status != "unreviewed"}
+    assert reloaded == {("overload", "ok", "checked against torchlib"),
+                        ("value", "suspicious", "perm should be [0,2,1,3]?")}
+    # the review panel jumps to what is still open
+    again.review_panel.only_open.setChecked(True)
+    first_family = again.review_panel.tree.topLevelItem(0)
+    row = first_family.child(0)
+    with qtbot.waitSignal(again.selection_shown, timeout=30000):
+        again.review_panel.tree.itemActivated.emit(row, 0)
+    item = row.data(0, Qt.ItemDataRole.UserRole)
+    if isinstance(item.obj, SpecialisedValue):
+        assert item.obj.literal.name in again.review_bar.target.text()
+
+
+def test_corrupt_sidecar_disables_reviews_and_is_left_alone(qtbot, make_window, tmp_path: Path):
+    model = tmp_path / "overloads.onnx"
+    shutil.copy(FIXTURES / "overloads.onnx", model)
+    sidecar = sidecar_path(model)
+    sidecar.write_text("{not json")
+    window = make_window()
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(model)
+    assert window.reviews is None and not window.review_bar.isEnabled()
+    assert "Reviews disabled" in window.statusBar().currentMessage()
+    assert sidecar.read_text() == "{not json"
+
+
+def test_search_finds_nodes_in_subgraphs_and_jumps(qtbot, make_window):
+    window = make_window()
+    _open(qtbot, window, FIXTURES / "nested_calls.onnx")
+    qtbot.keyClick(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert window.trees.currentWidget() is window.search_panel
+    qtbot.keyClicks(window.search_panel.box, "negate")
+    window.search_panel.run()
+    texts = [window.search_panel.results.item(i).text() for i in range(window.search_panel.results.count())]
+    assert any(t.startswith("function") for t in texts)
+    assert any(".then_branch" in t or ".else_branch" in t or ".body" in t for t in texts)
+    qtbot.keyClick(window.search_panel.box, Qt.Key.Key_Down)
+    assert window.search_panel.results.currentRow() >= 0
+
+
+def test_search_jumps_to_an_aten_call_and_node_details(qtbot, make_window):
+    window = make_window()
+    _open(qtbot, window, FIXTURES / "dynamo_block.onnx")
+    window.start_search()
+    window.search_panel.box.setText("aten::scaled_dot")
+    window.search_panel.run()
+    assert window.search_panel.results.count() == 2
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        window.search_panel.results.setCurrentRow(0)
+    assert "scaled_dot_product_attention" in window.signature.view.toPlainText()
+    window.search_panel.box.setText("node_transpose")
+    window.search_panel.run()
+    node_rows = [i for i in range(window.search_panel.results.count())
+                 if window.search_panel.results.item(i).text().startswith("node")]
+    window.search_panel.results.setCurrentRow(node_rows[0])
+    details = window.details.toPlainText()
+    assert "Transpose" in details and "perm" in details
+    assert "FLOAT[" in details  # typed inputs/outputs
+    assert "Returns a transpose of the input tensor" in details  # operator docs for the model's opset
+    assert "pkg.torch.onnx.fx_node" in details and "Stack trace" in details

@@ -1,0 +1,338 @@
+"""Reviews: sidecar round trip, survival across a re-export, invalidation when values change, safe saving."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import onnx
+import pytest
+
+from inspector.core.errors import InspectorError
+from inspector.core.index import ModelIndex, open_index
+from inspector.core.review import (
+    STATUSES,
+    Review,
+    ReviewKey,
+    ReviewStore,
+    review_keys,
+    slot_text,
+    unreviewed,
+)
+from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+from tests.conftest import FIXTURES
+
+
+def _renamed(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Every value, node and function-internal name changed; metadata scrambled (from test_fingerprint)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    keep = {v.name for v in m.graph.input} | {v.name for v in m.graph.output} | {t.name for t in m.graph.initializer}
+
+    def rename(nodes, prefix):
+        mapping = {}
+        for n in nodes:
+            for i, name in enumerate(n.output):
+                if name and name not in keep:
+                    mapping[name] = f"{prefix}_renamed_{len(mapping)}"
+                    n.output[i] = mapping[name]
+            for i, name in enumerate(n.input):
+                n.input[i] = mapping.get(name, name)
+            n.name = f"{prefix}_node_{id(n) % 1000}"
+            for p in n.metadata_props:
+                if p.key == "pkg.torch.onnx.stack_trace":
+                    p.value = "scrambled"
+        return mapping
+
+    rename(m.graph.node, "g")
+    for f in m.functions:
+        mapping = {name: f"arg{i}" for i, name in enumerate(f.input)}
+        for i, name in enumerate(f.input):
+            f.input[i] = mapping[name]
+        for n in f.node:
+            for i, name in enumerate(n.input):
+                n.input[i] = mapping.get(name, name)
+        inner = rename(f.node, "f")
+        for i, name in enumerate(f.output):
+            f.output[i] = inner.get(name, mapping.get(name, name))
+    return m
+
+
+def _copy(tmp_path: Path, fixture: str, as_name: str | None = None) -> Path:
+    dest = tmp_path / (as_name or fixture)
+    shutil.copyfile(FIXTURES / fixture, dest)
+    return dest
+
+
+def _analyses(index: ModelIndex) -> list[FamilyAnalysis]:
+    return Specialiser(index).analyse_all()
+
+
+def _keys(index: ModelIndex, label: str) -> list[tuple[ReviewKey, object]]:
+    (analysis,) = [a for a in _analyses(index) if a.family.label == label]
+    return review_keys(analysis)
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+# --- keys -------------------------------------------------------------------------------------------------------
+
+def test_review_keys_cover_overloads_and_specialised_values():
+    index = open_index(FIXTURES / "overloads.onnx")
+    keys = _keys(index, "local.tr")
+    overloads = [(k, o) for k, o in keys if k.kind == "overload"]
+    values = [(k, o) for k, o in keys if k.kind == "value"]
+    assert len(overloads) == 3 and all(isinstance(o, BodyAnalysis) for _k, o in overloads)
+    assert len(values) == 3 and all(isinstance(o, SpecialisedValue) for _k, o in values)
+    assert {k.slot for k, _o in values} == {"0|attribute|perm"}
+    assert len({k.template for k, _o in keys}) == 1 and len({k.fingerprint for k, _o in keys}) == 3
+    # parametric attributes (ref_attr_name) are not reviewable values
+    assert [k.kind for k, _o in _keys(index, "local.par")] == ["overload"]
+
+
+def test_slot_text_names_initializers_by_their_reader():
+    index = open_index(FIXTURES / "dynamo_block.onnx")
+    keys = _keys(index, "aten::scaled_dot_product_attention")
+    slots = [k.slot for k, _o in keys if k.kind == "value"]
+    assert "|initializer|Mul" in slots  # the baked SDPA scale, whatever its value name
+    assert len(slots) == len(set(slots))  # two Reshape shapes get distinct slots
+    spec = next(o for k, o in keys if k.slot == "|initializer|Mul")
+    assert isinstance(spec, SpecialisedValue) and slot_text(spec.literal) == "|initializer|Mul"
+
+
+def test_key_text_round_trip_with_hostile_strings():
+    key = ReviewKey("value", 'dom<script>"x"</script>.f|g', "t" * 20, "f" * 20, '0|attribute|a"]\n')
+    assert ReviewKey.from_text(key.to_text()) == key
+    with pytest.raises(ValueError):
+        ReviewKey.from_text("not a key")
+    with pytest.raises(ValueError):
+        ReviewKey.from_text('["overload", 1, 2, 3, 4]')
+
+
+# --- store ------------------------------------------------------------------------------------------------------
+
+def test_set_get_reload_round_trip(tmp_path):
+    model = _copy(tmp_path, "dynamo_block.onnx")
+    index = open_index(model)
+    keys = _keys(index, "aten::transpose")
+    (overload,) = [k for k, _o in keys if k.kind == "overload"]
+    (perm,) = [k for k, _o in keys if k.kind == "value"]
+    store = ReviewStore(model)
+    assert store.path == tmp_path / "dynamo_block.onnx.review.json"
+    store.load()  # no sidecar yet: empty
+    assert store.get(perm) == Review("unreviewed")
+    note = "perm swaps 1 and 2 <b>&amp;</b> ü\nsecond line"
+    store.set(perm, "ok", note)
+    store.set(overload, "suspicious")
+    assert store.path.exists()  # saved at once
+
+    again = ReviewStore(model)
+    again.load()
+    got = again.get(perm)
+    assert (got.status, got.note) == ("ok", note)
+    assert got.updated.endswith("+00:00") and got.updated[:4].isdigit()
+    assert again.get(overload).status == "suspicious"
+    assert {k for k, _r in again.items()} == {perm, overload}
+
+    text = store.path.read_text("utf-8")
+    doc = json.loads(text)
+    assert doc["format"] == "onnx-inspector/review" and doc["version"] == 1 and doc["model"] == "dynamo_block.onnx"
+    entry = doc["reviews"][perm.to_text()]
+    assert entry["status"] == "ok" and entry["note"] == note  # stored as typed, not escaped
+    assert entry["family"] == "aten::transpose" and entry["slot"] == "0|attribute|perm"
+    assert "<b>&amp;</b> ü" in text  # UTF-8, no HTML or ASCII escaping
+    assert text == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_invalid_status_raises_value_error(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.sm")[0][0]
+    store = ReviewStore(model)
+    with pytest.raises(ValueError, match="status"):
+        store.set(key, "fine")
+    with pytest.raises(ValueError, match="kind"):
+        store.set(ReviewKey("node", "local.sm", "t", "f"), "ok")
+    assert not store.path.exists()
+    assert set(STATUSES) == {"unreviewed", "ok", "suspicious", "wrong"}
+
+
+def test_review_survives_a_re_export(tmp_path):
+    model = _copy(tmp_path, "dynamo_block.onnx")
+    index = open_index(model)
+    store = ReviewStore(model)
+    wanted = {}
+    for analysis in _analyses(index):
+        for n, (key, _obj) in enumerate(review_keys(analysis)):
+            status = ("ok", "suspicious", "wrong")[n % 3]
+            store.set(key, status, f"note on {key.slot or key.family}")
+            wanted[(key.family, key.kind, key.slot)] = status
+    assert not unreviewed(store, _analyses(index))
+
+    # "re-export": every node and value renamed, saved under a new name, sidecar copied along
+    renamed_model = tmp_path / "reexport.onnx"
+    onnx.save(_renamed(index.proto), renamed_model)
+    shutil.copyfile(store.path, tmp_path / "reexport.onnx.review.json")
+    renamed = open_index(renamed_model)
+    assert {n.name for n in renamed.proto.graph.node}.isdisjoint({n.name for n in index.proto.graph.node})
+
+    store2 = ReviewStore(renamed_model)
+    store2.load()
+    seen = {}
+    for analysis in _analyses(renamed):
+        for key, _obj in review_keys(analysis):
+            review = store2.get(key)
+            seen[(key.family, key.kind, key.slot)] = review.status
+            assert review.note == f"note on {key.slot or key.family}"
+    assert seen == wanted
+    assert not unreviewed(store2, _analyses(renamed))
+
+
+def test_review_follows_the_body_when_the_family_is_renamed(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    index = open_index(model)
+    store = ReviewStore(model)
+    keys = _keys(index, "local.tr")
+    for key, _o in keys:
+        store.set(key, "ok", key.fingerprint)
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(index.proto)
+    for f in proto.functions:
+        if f.name == "tr":
+            f.name = "transpose_fn"
+    for n in proto.graph.node:
+        if n.op_type == "tr":
+            n.op_type = "transpose_fn"
+    moved = tmp_path / "moved.onnx"
+    onnx.save(proto, moved)
+    shutil.copyfile(store.path, tmp_path / "moved.onnx.review.json")
+    new_keys = _keys(open_index(moved), "local.transpose_fn")
+    assert {k.to_text() for k, _o in new_keys}.isdisjoint({k.to_text() for k, _o in keys})
+    store2 = ReviewStore(moved)
+    for key, _o in new_keys:
+        review = store2.get(key)
+        assert (review.status, review.note) == ("ok", key.fingerprint)  # same body, same review
+
+
+def test_review_does_not_apply_when_a_baked_value_changed(tmp_path):
+    model = _copy(tmp_path, "dynamo_block.onnx")
+    store = ReviewStore(model)
+    for analysis in _analyses(open_index(model)):
+        for key, _o in review_keys(analysis):
+            store.set(key, "ok", "checked for 2 heads")
+
+    # the same model exported with 4 heads: the SDPA scale and reshape shapes differ
+    other = _copy(tmp_path, "dynamo_block_h4.onnx")
+    shutil.copyfile(store.path, tmp_path / "dynamo_block_h4.onnx.review.json")
+    h4 = open_index(other)
+    store2 = ReviewStore(other)
+    sdpa = _keys(h4, "aten::scaled_dot_product_attention")
+    old_sdpa = {k.template: k for k, _o in _keys(open_index(model), "aten::scaled_dot_product_attention")
+                if k.kind == "overload"}
+    for key, _o in sdpa:
+        assert key.template in old_sdpa  # the same template ...
+        assert key.fingerprint != old_sdpa[key.template].fingerprint  # ... with other values
+        assert store2.get(key).status == "unreviewed"
+        previous = store2.previous(key)
+        assert previous and previous[0][1].note == "checked for 2 heads"
+    # bodies that did not change keep their reviews
+    for key, _o in _keys(h4, "aten::transpose") + _keys(h4, "aten::layer_norm"):
+        assert store2.get(key).status == "ok"
+    todo = unreviewed(store2, _analyses(h4))
+    assert {k.family for k, _o in todo} == {"aten::scaled_dot_product_attention", "aten::view"}
+
+
+@pytest.mark.parametrize("fail_on", ["backup", "final"])
+def test_crash_during_save_leaves_the_old_sidecar(tmp_path, monkeypatch, fail_on):
+    model = _copy(tmp_path, "overloads.onnx")
+    keys = [k for k, _o in _keys(open_index(model), "local.tr")]
+    store = ReviewStore(model)
+    store.set(keys[0], "ok", "first")
+    store.set(keys[1], "ok", "second")  # a second save: the first state is now the backup
+    backup = store.path.with_name(store.path.name + ".bak")
+    assert json.loads(backup.read_text("utf-8"))["reviews"].keys() == {keys[0].to_text()}
+    before = store.path.read_bytes()
+    before_files = _files(tmp_path)
+
+    real_replace = os.replace
+
+    def crashing_replace(src, dst):
+        if fail_on == "backup" or Path(dst) == store.path:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", crashing_replace)
+    with pytest.raises(InspectorError) as err:
+        store.set(keys[2], "wrong", "third")
+    assert "\n" not in str(err.value)
+    monkeypatch.undo()
+
+    assert store.path.read_bytes() == before
+    assert _files(tmp_path) == before_files  # no temporary files left behind
+    fresh = ReviewStore(model)
+    assert fresh.get(keys[2]).status == "unreviewed" and fresh.get(keys[1]).note == "second"
+
+
+@pytest.mark.parametrize("content", [
+    b"{not json",
+    b"\xff\xfe garbage",
+    b"[1, 2, 3]",
+    json.dumps({"format": "onnx-inspector/review", "version": 99, "reviews": {}}).encode(),
+    json.dumps({"format": "something-else", "version": 1}).encode(),
+    json.dumps({"format": "onnx-inspector/review", "version": 1, "reviews": []}).encode(),
+])
+def test_unreadable_sidecar_is_an_error_and_left_untouched(tmp_path, content):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.tr")[0][0]
+    store = ReviewStore(model)
+    store.path.write_bytes(content)
+    with pytest.raises(InspectorError) as err:
+        store.load()
+    message = str(err.value)
+    assert "\n" not in message and "review file" in message
+    with pytest.raises(InspectorError):
+        store.set(key, "ok")  # never overwrites what it could not read
+    with pytest.raises(InspectorError):
+        ReviewStore(model).get(key)
+    assert store.path.read_bytes() == content
+    assert _files(tmp_path) == {"overloads.onnx", "overloads.onnx.review.json"}
+
+
+def test_unknown_members_and_entries_are_kept(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.tr")[0][0]
+    store = ReviewStore(model)
+    odd_entry = {"status": "later-status", "note": "from a newer build"}
+    store.path.write_text(json.dumps({
+        "format": "onnx-inspector/review", "version": 1, "model": "overloads.onnx",
+        "x-other-tool": {"keep": [1, 2]},
+        "reviews": {
+            "not a key": odd_entry,
+            key.to_text(): {"status": "suspicious", "note": "n", "updated": "", "family": "local.tr", "slot": "",
+                            "x-extra": True},
+        },
+    }), "utf-8")
+    store.load()
+    assert store.get(key).status == "suspicious"
+    store.set(key, "ok", "looked again")
+    doc = json.loads(store.path.read_text("utf-8"))
+    assert doc["x-other-tool"] == {"keep": [1, 2]}
+    assert doc["reviews"]["not a key"] == odd_entry
+    entry = doc["reviews"][key.to_text()]
+    assert entry["x-extra"] is True and entry["status"] == "ok" and entry["note"] == "looked again"
+
+
+def test_two_stores_on_one_model_keep_each_others_reviews(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    keys = [k for k, _o in _keys(open_index(model), "local.sm")]
+    a, b = ReviewStore(model), ReviewStore(model)
+    a.load()
+    b.load()
+    a.set(keys[0], "ok")
+    b.set(keys[1], "wrong")
+    fresh = ReviewStore(model)
+    assert (fresh.get(keys[0]).status, fresh.get(keys[1]).status) == ("ok", "wrong")
