@@ -26,8 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.functions import CallSite
+from inspector.core.index import Family, ModelIndex, Overload, open_index
 from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.review import Review, ReviewStore, review_keys
 from inspector.core.search import Hit, SearchIndex
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
@@ -38,12 +40,14 @@ from inspector.core.walk import resolve_path
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, Selection
 from inspector.gui.family_model import FamilyFilter, FamilyModel
+from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.module_model import module_model, object_of
 from inspector.gui.node_details import node_html, tensor_preview
 from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
 from inspector.gui.search_panel import SearchPanel
-from inspector.gui.signature_panel import SignaturePanel
+from inspector.gui.signature_panel import SignaturePanel, describe_spec, spec_colour
 from inspector.gui.worker import Job, start
+from inspector.render.scene import SceneNode
 
 MAX_RECENT = 10
 FILE_FILTER = "ONNX models (*.onnx *.onnxtxt *.onnxtext *.txt);;All files (*)"
@@ -111,9 +115,9 @@ class MainWindow(QMainWindow):
         right_lay.setContentsMargins(0, 0, 0, 0)
         right_lay.addWidget(self.right, 1)
         right_lay.addWidget(self.review_bar)
-        self.center = QWidget()
-        self.center_layout = QVBoxLayout(self.center)
-        self.center_layout.setContentsMargins(0, 0, 0, 0)
+        self.center = GraphPanel()
+        self.center.node_selected.connect(self._graph_node_selected)
+        self.center.view_shown.connect(lambda _v: self._mark_graph())
         self.split = QSplitter()
         self.split.addWidget(left)
         self.split.addWidget(self.center)
@@ -218,6 +222,8 @@ class MainWindow(QMainWindow):
         self.index = index
         self.analyses = Analyses(index)
         self.signature.clear()
+        self._selection = None
+        self.center.set_index(index)
         self.families.set_index(index)
         self.families.add_call_sites(index)
         self.family_view.expandToDepth(0)
@@ -411,6 +417,84 @@ class MainWindow(QMainWindow):
             return
         self.details.setHtml(details.describe(self.index, obj))
         self._show_signature(obj)
+        self._show_graph_for(obj)
+
+    def _show_graph_for(self, obj: Any) -> None:
+        """Show the scope a tree item lives in: a function body, an aten call, or a module inside main."""
+        if isinstance(obj, Family) and obj.overloads:
+            obj = obj.overloads[0]
+        if isinstance(obj, Overload):
+            obj = obj.function if obj.function is not None else (obj.aten_calls[0] if obj.aten_calls else None)
+        if isinstance(obj, CallSite):
+            obj = obj.callee
+        if isinstance(obj, (FunctionKey, AtenCall)):
+            self.center.show_scope(obj)
+        elif isinstance(obj, ModuleNode) and obj.path:
+            chain, node = [], obj.path
+            parts = node.split(".")
+            for k in range(1, len(parts) + 1):
+                chain.append("mod:" + ".".join(parts[:k]))
+            opened = frozenset(c for c in chain[:-1])
+            self.center.show_scope(MAIN, opened, focus=chain[-1])
+
+    def _graph_node_selected(self, scope: Any, node: SceneNode | None) -> None:
+        if node is None or self.index is None:
+            return
+        if node.kind == "op" and isinstance(node.ref, tuple):
+            root_nodes = self._scope_nodes(scope)
+            if root_nodes is not None:
+                where = f"{scope_label(scope)} / {node.detail or node.label}"
+                self.show_node(scope if not isinstance(scope, AtenCall) else MAIN, node.ref, where)
+        elif node.kind == "aten_call" and isinstance(node.ref, AtenCall):
+            self.details.setHtml(details.describe(self.index, node.ref))
+            self.right.setCurrentWidget(self.details)
+        elif node.kind == "function_call" and isinstance(node.ref, tuple):
+            self.show_node(scope if not isinstance(scope, AtenCall) else MAIN, node.ref[1],
+                           f"{scope_label(scope)} / call of {node.ref[0]}")
+        elif node.kind == "module":
+            self.details.setHtml(details.describe(self.index, _module_node(self.index, str(node.ref))))
+            self.right.setCurrentWidget(self.details)
+
+    def _scope_nodes(self, scope: Any) -> Any:
+        if self.index is None:
+            return None
+        if isinstance(scope, FunctionKey):
+            f = self.index.functions.functions.get(scope)
+            return f.node if f is not None else None
+        return self.index.proto.graph.node
+
+    def _mark_graph(self) -> None:
+        """Highlight, in the graph, the nodes of the shown body that carry specialised values."""
+        sel, scene = self._selection, self.center.scene
+        view = self.center.current_view()
+        if sel is None or scene is None or view is None:
+            self.center.graph.mark({})
+            return
+        body = sel.analysis.body
+        scope = view.scope
+        same = (isinstance(scope, FunctionKey) and scope in sel.analysis.members) or (
+            isinstance(scope, AtenCall) and any(m is scope for m in sel.analysis.members))
+        if not same:
+            self.center.graph.mark({})
+            return
+        marks: dict[str, tuple[str, str]] = {}
+        for spec in sel.analysis.specialised:
+            lit = spec.literal
+            if lit.kind == "initializer":
+                node_id = f"const:{lit.name}"
+            elif lit.path:
+                first = lit.path[0]
+                assert isinstance(first, int)
+                graph_path = (body.node_paths[first] if isinstance(scope, AtenCall) else (first,)) + lit.path[1:]
+                node_id = "n:" + "/".join(str(p) for p in graph_path)
+            else:
+                continue
+            colour = spec_colour(spec)
+            note = describe_spec(spec)
+            if node_id in marks:
+                note = marks[node_id][1] + "\n\n" + note
+            marks[node_id] = (colour, note)
+        self.center.graph.mark(marks)
 
     def _show_signature(self, obj: Any) -> None:
         """Analyse the selected family off the GUI thread, then show its body; stale results are dropped."""
@@ -431,6 +515,7 @@ class MainWindow(QMainWindow):
             self.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note)
             self.right.setCurrentWidget(self.signature)
             self._selection = selection
+            self._mark_graph()
             pending, self._pending_review_obj = self._pending_review_obj, None
             self._set_review_target(pending if pending is not None else selection.analysis)
             self.selection_shown.emit(selection)

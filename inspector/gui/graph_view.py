@@ -1,0 +1,332 @@
+"""Interactive graph of one scope: QGraphicsItems drawn from a render layout (not a static image).
+
+Zoom with the wheel (Ctrl not needed), pan by dragging, F fits, click selects and traces the node's inputs
+(upstream) and outputs (downstream), hover shows a tooltip, double-click expands a box or enters a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QImage,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QPolygonF,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QGraphicsScene,
+    QGraphicsSceneHoverEvent,
+    QGraphicsSceneMouseEvent,
+    QGraphicsSimpleTextItem,
+    QGraphicsView,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
+
+from inspector.gui.text import tooltip
+from inspector.render.layout import (
+    DETAIL_FONT_SIZE,
+    KIND_COLOURS,
+    LABEL_FONT_SIZE,
+    Layout,
+    elide,
+    to_svg,
+)
+from inspector.render.scene import Scene, SceneNode
+
+UPSTREAM = "#2a6fb0"
+DOWNSTREAM = "#b0512a"
+SELECTED = "#f1c232"
+
+
+class NodeItem(QGraphicsRectItem):
+    """One box: fill by kind, a label and an optional detail line; a highlight border for specialised values."""
+
+    def __init__(self, node: SceneNode, rect: QRectF, view: GraphView) -> None:
+        super().__init__(rect)
+        self.node = node
+        self.view = view
+        fill, stroke = KIND_COLOURS.get(node.kind, ("#ffffff", "#444444"))
+        self.fill, self.stroke = QColor(fill), QColor(stroke)
+        self.mark: str | None = None
+        self.trace: str | None = None
+        self.setBrush(QBrush(self.fill))
+        self.setPen(QPen(self.stroke, 1.2))
+        self.setAcceptHoverEvents(True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        font = QFont("monospace")
+        font.setStyleHint(QFont.StyleHint.Monospace)
+        font.setPointSizeF(LABEL_FONT_SIZE * 0.75)
+        label = QGraphicsSimpleTextItem(elide(node.label, rect.width()), self)  # plain text: never markup
+        label.setFont(font)
+        label.setBrush(QBrush(QColor("#000000")))
+        lines = [label]
+        if node.detail:
+            small = QFont(font)
+            small.setPointSizeF(DETAIL_FONT_SIZE * 0.75)
+            detail = QGraphicsSimpleTextItem(elide(node.detail, rect.width(), DETAIL_FONT_SIZE), self)
+            detail.setFont(small)
+            detail.setBrush(QBrush(QColor("#444444")))
+            lines.append(detail)
+        total = sum(t.boundingRect().height() for t in lines)
+        y = rect.center().y() - total / 2
+        for t in lines:
+            br = t.boundingRect()
+            t.setPos(rect.center().x() - br.width() / 2, y)
+            y += br.height()
+        extra = "\n(double-click to open)" if node.expandable else ""
+        self.setToolTip(tooltip(f"{node.label}\n{node.detail}{extra}".strip()))
+
+    def set_mark(self, colour: str | None, note: str = "") -> None:
+        """A thick border in ``colour`` (specialised values), with the note added to the tooltip."""
+        self.mark = colour
+        if note:
+            self.setToolTip(tooltip(f"{self.node.label}\n{self.node.detail}\n\n{note}".strip()))
+        self._restyle()
+
+    def set_trace(self, colour: str | None) -> None:
+        self.trace = colour
+        self._restyle()
+
+    def _restyle(self) -> None:
+        if self.trace:
+            self.setPen(QPen(QColor(self.trace), 3.0))
+        elif self.mark:
+            self.setPen(QPen(QColor(self.mark), 3.5))
+        else:
+            self.setPen(QPen(self.stroke, 1.2))
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setBrush(self.brush().color().darker(108) if self.isUnderMouse() else self.brush())
+        painter.setPen(QPen(QColor(SELECTED), 3.0) if self.isSelected() else self.pen())
+        painter.drawRoundedRect(self.rect(), 6, 6)
+
+    def hoverEnterEvent(self, event: QGraphicsSceneHoverEvent) -> None:
+        self.update()
+        super().hoverEnterEvent(event)
+
+    def hoverLeaveEvent(self, event: QGraphicsSceneHoverEvent) -> None:
+        self.update()
+        super().hoverLeaveEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        self.view.node_activated.emit(self.node)
+        event.accept()
+
+
+class EdgeItem(QGraphicsPathItem):
+    def __init__(self, source: str, target: str, points: tuple[tuple[float, float], ...], label: str,
+                 colour: QColor) -> None:
+        path = QPainterPath()
+        if points:
+            path.moveTo(QPointF(*points[0]))
+            rest = points[1:]
+            while len(rest) >= 3:
+                path.cubicTo(QPointF(*rest[0]), QPointF(*rest[1]), QPointF(*rest[2]))
+                rest = rest[3:]
+            for p in rest:
+                path.lineTo(QPointF(*p))
+        super().__init__(path)
+        self.source, self.target = source, target
+        self.colour = colour
+        self.setPen(QPen(colour, 1.0))
+        self.setZValue(-1)
+        self.arrow = QGraphicsPathItem(self)
+        if len(points) >= 2:
+            tip, prev = QPointF(*points[-1]), QPointF(*points[-2])
+            d = tip - prev
+            length = max((d.x() ** 2 + d.y() ** 2) ** 0.5, 1e-6)
+            u = QPointF(d.x() / length, d.y() / length)
+            n = QPointF(-u.y(), u.x())
+            a = QPolygonF([tip, tip - u * 7 + n * 3.5, tip - u * 7 - n * 3.5])
+            head = QPainterPath()
+            head.addPolygon(a)
+            self.arrow.setPath(head)
+            self.arrow.setBrush(QBrush(colour))
+            self.arrow.setPen(QPen(colour, 1.0))
+        if label:
+            self.setToolTip(tooltip(label))
+            text = QGraphicsSimpleTextItem(label, self)
+            f = QFont("monospace")
+            f.setPointSizeF(6.5)
+            text.setFont(f)
+            text.setBrush(QBrush(colour.darker(130)))
+            mid = path.pointAtPercent(0.5)
+            text.setPos(mid + QPointF(4, -6))
+
+    def set_trace(self, colour: str | None) -> None:
+        c = QColor(colour) if colour else self.colour
+        self.setPen(QPen(c, 2.2 if colour else 1.0))
+        self.arrow.setBrush(QBrush(c))
+        self.arrow.setPen(QPen(c, 1.0))
+
+
+class GraphView(QGraphicsView):
+    node_selected = Signal(object)  # SceneNode or None
+    node_activated = Signal(object)  # SceneNode (double-click)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setScene(QGraphicsScene(self))
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.items_by_id: dict[str, NodeItem] = {}
+        self.edges: list[EdgeItem] = []
+        self.current: tuple[Scene, Layout] | None = None
+        self.scene().selectionChanged.connect(self._selection_changed)
+
+    def show_layout(self, scene: Scene, layout: Layout) -> None:
+        s = self.scene()
+        s.clear()
+        self.items_by_id = {}
+        self.edges = []
+        self.current = (scene, layout)
+        edge_colour = self.palette().color(QPalette.ColorRole.Text)
+        edge_colour.setAlpha(170)
+        for node in scene.nodes:
+            laid = layout.nodes.get(node.id)
+            if laid is None:
+                continue
+            rect = QRectF(laid.x - laid.width / 2, laid.y - laid.height / 2, laid.width, laid.height)
+            item = NodeItem(node, rect, self)
+            s.addItem(item)
+            self.items_by_id[node.id] = item
+        labels = {(e.source, e.target): e.label for e in scene.edges}
+        for e in layout.edges:
+            edge = EdgeItem(e.source, e.target, e.points, labels.get((e.source, e.target), ""), edge_colour)
+            s.addItem(edge)
+            self.edges.append(edge)
+        s.setSceneRect(QRectF(-20, -20, layout.width + 40, layout.height + 40))
+        self.fit()
+
+    def mark(self, marks: dict[str, tuple[str, str]]) -> None:
+        """Highlight nodes by id: ``{id: (colour, note)}``; others lose their mark."""
+        for node_id, item in self.items_by_id.items():
+            colour, note = marks.get(node_id, (None, ""))
+            item.set_mark(colour, note)
+
+    def fit(self) -> None:
+        rect = self.scene().itemsBoundingRect()
+        if not rect.isEmpty():
+            self.fitInView(rect.adjusted(-10, -10, 10, 10), Qt.AspectRatioMode.KeepAspectRatio)
+            if self.transform().m11() > 1.5:  # small graphs: do not blow up
+                self.resetTransform()
+                self.scale(1.5, 1.5)
+                self.centerOn(rect.center())
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11() * factor
+        if 0.02 <= scale <= 8:
+            self.scale(factor, factor)
+
+    def select(self, node_id: str) -> None:
+        item = self.items_by_id.get(node_id)
+        if item is not None:
+            self.scene().clearSelection()
+            item.setSelected(True)
+            self.centerOn(item)
+
+    def selected(self) -> SceneNode | None:
+        items = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
+        return items[0].node if items else None
+
+    def traced(self) -> tuple[set[str], set[str]]:
+        """Ids currently traced upstream and downstream of the selection."""
+        up = {i for i, item in self.items_by_id.items() if item.trace == UPSTREAM}
+        down = {i for i, item in self.items_by_id.items() if item.trace == DOWNSTREAM}
+        return up, down
+
+    def _selection_changed(self) -> None:
+        node = self.selected()
+        for item in self.items_by_id.values():
+            item.set_trace(None)
+        for e in self.edges:
+            e.set_trace(None)
+        if node is not None:
+            up = self._reach(node.id, upstream=True)
+            down = self._reach(node.id, upstream=False)
+            for i in up:
+                self.items_by_id[i].set_trace(UPSTREAM)
+            for i in down:
+                self.items_by_id[i].set_trace(DOWNSTREAM)
+            for e in self.edges:
+                if e.target == node.id or (e.target in up and e.source in up):
+                    e.set_trace(UPSTREAM)
+                elif e.source == node.id or (e.source in down and e.target in down):
+                    e.set_trace(DOWNSTREAM)
+        self.node_selected.emit(node)
+
+    def _reach(self, start: str, upstream: bool) -> set[str]:
+        step: dict[str, list[str]] = {}
+        for e in self.edges:
+            a, b = (e.target, e.source) if upstream else (e.source, e.target)
+            step.setdefault(a, []).append(b)
+        seen: set[str] = set()
+        stack = list(step.get(start, ()))
+        while stack:
+            n = stack.pop()
+            if n in seen or n == start or n not in self.items_by_id:
+                continue
+            seen.add(n)
+            stack.extend(step.get(n, ()))
+        return seen
+
+    # input ----------------------------------------------------------------------------------------------
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        self.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if key == Qt.Key.Key_F:
+            self.fit()
+        elif key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            self.zoom(1.25)
+        elif key == Qt.Key.Key_Minus:
+            self.zoom(0.8)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected() is not None:
+            self.node_activated.emit(self.selected())
+        else:
+            super().keyPressEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        super().mousePressEvent(event)
+
+    # export ---------------------------------------------------------------------------------------------
+    def export_png(self, path: Path, scale: float = 2.0) -> None:
+        rect = self.scene().itemsBoundingRect().adjusted(-10, -10, 10, 10)
+        image = QImage(int(rect.width() * scale), int(rect.height() * scale), QImage.Format.Format_ARGB32)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.scene().render(painter, QRectF(image.rect()), rect)
+        painter.end()
+        if not image.save(str(path)):
+            raise OSError(f"could not write {path}")
+
+    def export_svg(self, path: Path) -> None:
+        if self.current is None:
+            return
+        scene, layout = self.current
+        path.write_text(to_svg(scene, layout), encoding="utf-8")
+
+
+def ids_of(scene: Scene, refs: Iterable[object]) -> list[str]:
+    wanted = list(refs)
+    return [n.id for n in scene.nodes if n.ref in wanted]

@@ -1,0 +1,392 @@
+"""Scene → geometry with Graphviz ``dot`` (through pygraphviz), a layout cache, and a standalone SVG writer.
+
+Graphviz never sees a model string: nodes are passed as generated ids (``v0``, ``v1`` …) with a fixed size and
+no label, so nothing in a model can break the DOT it is given. Sizes come from a monospace estimate of the
+label and detail lines (see ``node_size``), so whoever draws a node can fit its text with ``elide``.
+
+Coordinates are in points, origin top-left, y growing down (Qt's convention); node positions are centres.
+pygraphviz is imported inside ``layout_scene`` only, and calls into Graphviz are serialised with a lock
+(Graphviz keeps global state and is not safe to run in two threads at once).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from xml.sax.saxutils import escape, quoteattr
+
+from inspector.render.scene import (
+    ATEN_CALL,
+    CONSTANT,
+    FUNCTION_CALL,
+    INPUT,
+    MODULE,
+    OP,
+    OUTPUT,
+    Scene,
+    SceneNode,
+)
+
+POINTS_PER_INCH = 72.0
+LABEL_FONT_SIZE = 10.0  # points, monospace
+DETAIL_FONT_SIZE = 8.0
+CHAR_WIDTH = 0.6  # of the font size: a monospace glyph's advance
+PADDING = 8.0  # left and right of the text
+LINE_HEIGHT = 1.3  # of the font size
+MIN_WIDTH = 48.0
+MAX_WIDTH = 320.0  # longer text is elided
+MARGIN = 16.0  # around the drawing in to_svg
+
+# (fill, stroke) per node kind; the GUI may use the same palette.
+KIND_COLOURS: dict[str, tuple[str, str]] = {
+    OP: ("#eef3fb", "#5b7bb2"),
+    FUNCTION_CALL: ("#fff4e0", "#c98a1b"),
+    ATEN_CALL: ("#e9f6ec", "#3f8f56"),
+    MODULE: ("#f3ecf9", "#7d5aa6"),
+    INPUT: ("#e0f0ff", "#2a6fb0"),
+    OUTPUT: ("#ffe9e0", "#b0512a"),
+    CONSTANT: ("#f4f4f4", "#888888"),
+}
+_DEFAULT_COLOURS = ("#ffffff", "#444444")
+_RANKDIRS = frozenset({"TB", "LR", "BT", "RL"})
+_GRAPHVIZ_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class LaidNode:
+    id: str
+    x: float  # centre, points, from the left
+    y: float  # centre, points, from the top (y grows down)
+    width: float
+    height: float
+
+
+@dataclass(frozen=True, slots=True)
+class LaidEdge:
+    source: str
+    target: str
+    # A chain of cubic Bézier segments (3k+1 points, y down) from the tail to the head. Where dot draws an
+    # arrowhead ('e,' / 's,' in "pos"), the chain ends (starts) with a straight segment to its tip, so the last
+    # point is where the arrow points.
+    points: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    nodes: dict[str, LaidNode]
+    edges: list[LaidEdge]
+    width: float
+    height: float
+
+
+def node_size(node: SceneNode) -> tuple[float, float]:
+    """``(width, height)`` in points that fit the label (and detail line) in a monospace font."""
+    text_width = len(node.label) * LABEL_FONT_SIZE * CHAR_WIDTH
+    if node.detail:
+        text_width = max(text_width, len(node.detail) * DETAIL_FONT_SIZE * CHAR_WIDTH)
+    width = min(max(text_width + 2 * PADDING, MIN_WIDTH), MAX_WIDTH)
+    height = LABEL_FONT_SIZE * LINE_HEIGHT + 2 * 5.0
+    if node.detail:
+        height += DETAIL_FONT_SIZE * LINE_HEIGHT
+    return round(width, 1), round(height, 1)
+
+
+def elide(text: str, width: float, font_size: float = LABEL_FONT_SIZE) -> str:
+    """``text`` cut with an ellipsis to fit ``width`` points of monospace at ``font_size`` (one line)."""
+    line = text.splitlines()[0] if text else ""
+    fits = max(int((width - 2 * PADDING) / (font_size * CHAR_WIDTH)), 1)
+    if len(line) <= fits and line == text:
+        return line
+    return line[: max(fits - 1, 0)] + "…"
+
+
+def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
+    """Lay out ``scene`` with ``dot``; node ids passed to Graphviz are generated, never model text."""
+    if rankdir not in _RANKDIRS:
+        raise ValueError(f"rankdir must be one of {sorted(_RANKDIRS)}, not {rankdir!r}")
+    if not scene.nodes:
+        return Layout({}, [], 0.0, 0.0)
+    import pygraphviz  # lazily: only laying out needs Graphviz
+
+    gv_id: dict[str, str] = {}
+    sizes: dict[str, tuple[float, float]] = {}
+    with _GRAPHVIZ_LOCK:  # Graphviz keeps global state: one layout at a time, and free the graph under the lock
+        graph = pygraphviz.AGraph(directed=True, strict=False)
+        try:
+            ranksep = "0.45" if rankdir in ("TB", "BT") else "0.8"  # room for an edge label along the edge
+            graph.graph_attr.update(rankdir=rankdir, nodesep="0.25", ranksep=ranksep, splines="spline")
+            graph.node_attr.update(shape="box", fixedsize="true", label="", margin="0")
+            graph.edge_attr.update(arrowsize="0.7")
+            for k, node in enumerate(scene.nodes):
+                if node.id in gv_id:
+                    continue
+                name = f"v{k}"
+                gv_id[node.id] = name
+                w, h = sizes[node.id] = node_size(node)
+                graph.add_node(name, width=f"{w / POINTS_PER_INCH:.4f}", height=f"{h / POINTS_PER_INCH:.4f}")
+            edge_keys: list[tuple[str, str, str, int]] = []
+            for k, edge in enumerate(scene.edges):
+                src, dst = gv_id.get(edge.source), gv_id.get(edge.target)
+                if src is None or dst is None:
+                    continue
+                key = f"e{k}"
+                graph.add_edge(src, dst, key=key)
+                edge_keys.append((src, dst, key, k))
+            graph.layout(prog="dot")
+            llx, lly, urx, ury = _floats(graph.graph_attr.get("bb") or "0,0,0,0", 4)
+            node_pos = {sid: graph.get_node(name).attr.get("pos") or "" for sid, name in gv_id.items()}
+            edge_pos = [(k, graph.get_edge(src, dst, key).attr.get("pos") or "") for src, dst, key, k in edge_keys]
+        finally:
+            graph.close()
+
+    def flip(x: float, y: float) -> tuple[float, float]:
+        return (round(x - llx, 2), round(ury - y, 2))
+
+    nodes: dict[str, LaidNode] = {}
+    for sid, pos in node_pos.items():
+        x, y = flip(*_floats(pos.rstrip("!"), 2))
+        w, h = sizes[sid]
+        nodes[sid] = LaidNode(sid, x, y, w, h)
+    edges: list[LaidEdge] = []
+    for k, pos in edge_pos:
+        edge = scene.edges[k]
+        points = _edge_points(pos, flip)
+        if not points:  # no spline (should not happen with dot): a straight segment between the centres
+            a, b = nodes[edge.source], nodes[edge.target]
+            points = _line((a.x, a.y), (b.x, b.y))
+        edges.append(LaidEdge(edge.source, edge.target, points))
+    return Layout(nodes, edges, round(urx - llx, 2), round(ury - lly, 2))
+
+
+def _floats(text: str, count: int) -> tuple[float, ...]:
+    parts = text.split(",")
+    try:
+        values = tuple(float(p) for p in parts[:count])
+    except ValueError:
+        values = ()
+    if len(values) != count or not all(math.isfinite(v) for v in values):
+        return (0.0,) * count
+    return values
+
+
+def _line(a: tuple[float, float], b: tuple[float, float]) -> tuple[tuple[float, float], ...]:
+    """``a`` to ``b`` as one straight cubic segment."""
+    return (a, _lerp(a, b, 1 / 3), _lerp(a, b, 2 / 3), b)
+
+
+def _lerp(a: tuple[float, float], b: tuple[float, float], t: float) -> tuple[float, float]:
+    return (round(a[0] + (b[0] - a[0]) * t, 2), round(a[1] + (b[1] - a[1]) * t, 2))
+
+
+def _edge_points(pos: str, flip: Callable[[float, float], tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """Dot's edge ``pos`` (``[e,x,y] [s,x,y] x,y x,y …``, possibly several splines split by ';')."""
+    spline = pos.split(";")[0]
+    start = end = None
+    points: list[tuple[float, float]] = []
+    for item in spline.split():
+        if item.startswith("e,"):
+            end = flip(*_floats(item[2:], 2))
+        elif item.startswith("s,"):
+            start = flip(*_floats(item[2:], 2))
+        else:
+            points.append(flip(*_floats(item, 2)))
+    if len(points) < 4 or (len(points) - 1) % 3:
+        if not points:
+            return ()
+        points = list(_line(points[0], points[-1]))
+    if start is not None:
+        points = [*_line(start, points[0])[:3], *points]
+    if end is not None:
+        points = [*points, *_line(points[-1], end)[1:]]
+    return tuple(points)
+
+
+class LayoutCache:
+    """Thread-safe LRU of layouts; a key being computed by one thread is waited for, not computed twice."""
+
+    def __init__(self, maxsize: int = 32) -> None:
+        self.maxsize = maxsize
+        self._items: OrderedDict[Hashable, Layout] = OrderedDict()
+        self._pending: dict[Hashable, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def get(self, key: Hashable, rankdir: str = "TB") -> Layout | None:
+        with self._lock:
+            item = self._items.get((key, rankdir))
+            if item is not None:
+                self._items.move_to_end((key, rankdir))
+            return item
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def get_or_compute(self, key: Hashable, scene: Scene, rankdir: str = "TB") -> Layout:
+        full = (key, rankdir)
+        while True:
+            with self._lock:
+                item = self._items.get(full)
+                if item is not None:
+                    self._items.move_to_end(full)
+                    return item
+                waiting = self._pending.get(full)
+                if waiting is None:
+                    done = self._pending[full] = threading.Event()
+                    break
+            waiting.wait()
+        try:
+            layout = layout_scene(scene, rankdir)
+            with self._lock:
+                self._items[full] = layout
+                self._items.move_to_end(full)
+                while len(self._items) > self.maxsize:
+                    self._items.popitem(last=False)
+            return layout
+        finally:
+            with self._lock:
+                self._pending.pop(full, None)
+            done.set()
+
+
+# --------------------------------------------------------------------------------------------
+# SVG
+# --------------------------------------------------------------------------------------------
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _clean(text: str) -> str:
+    """Characters XML 1.0 cannot carry become U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _t(text: str) -> str:
+    return escape(_clean(text))
+
+
+def _a(text: str) -> str:
+    return quoteattr(_clean(text))
+
+
+def _n(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def to_svg(scene: Scene, layout: Layout) -> str:
+    """A standalone SVG of a laid-out scene (no external references); every model string is XML-escaped."""
+    width = layout.width + 2 * MARGIN
+    height = layout.height + 2 * MARGIN
+    note = ""
+    if scene.truncated:
+        note = f"{scene.hidden_nodes} more node{'s' if scene.hidden_nodes != 1 else ''} not shown"
+        height += 18
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="monospace">',
+        f"<title>{_t(scene.title)}</title>",
+        f'<rect x="0" y="0" width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
+        f'<g transform="translate({_n(MARGIN)},{_n(MARGIN)})">',
+    ]
+    right = width  # edge labels may reach past the layout's right edge
+    edge_labels: list[str] = []  # drawn last, over the boxes
+    by_id = {n.id: n for n in scene.nodes}
+    labels = {(e.source, e.target): e for e in scene.edges}
+    out.append('<g class="edges" fill="none" stroke="#666666" stroke-width="1">')
+    for edge in layout.edges:
+        pts = edge.points
+        if len(pts) < 2:
+            continue
+        d = f"M{_n(pts[0][0])},{_n(pts[0][1])}"
+        for k in range(1, len(pts) - 2, 3):
+            (x1, y1), (x2, y2), (x3, y3) = pts[k], pts[k + 1], pts[k + 2]
+            d += f" C{_n(x1)},{_n(y1)} {_n(x2)},{_n(y2)} {_n(x3)},{_n(y3)}"
+        out.append(f'<path d="{d}"/>')
+        out.append(_arrowhead(pts))
+        scene_edge = labels.get((edge.source, edge.target))
+        if scene_edge is not None and scene_edge.label:
+            mx, my = edge_label_point(pts)
+            text = elide(scene_edge.label, 160, 7)
+            text_width = len(text) * 7 * CHAR_WIDTH
+            right = max(right, MARGIN + mx + text_width / 2 + 2)
+            edge_labels.append(f'<rect x="{_n(mx - text_width / 2 - 1)}" y="{_n(my - 4)}" '
+                               f'width="{_n(text_width + 2)}" height="8" fill="#ffffff" fill-opacity="0.85"/>')
+            edge_labels.append(f'<text x="{_n(mx)}" y="{_n(my + 2.5)}" text-anchor="middle" fill="#555555">'
+                               f"{_t(text)}</text>")
+    out.append("</g>")
+    out.append('<g class="nodes">')
+    for node_id, laid in layout.nodes.items():
+        node = by_id.get(node_id)
+        if node is None:
+            continue
+        fill, stroke = KIND_COLOURS.get(node.kind, _DEFAULT_COLOURS)
+        rx = {INPUT: 10, OUTPUT: 10, MODULE: 8, ATEN_CALL: 5, FUNCTION_CALL: 5}.get(node.kind, 2)
+        x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
+        tip = node.label + (f"\n{node.detail}" if node.detail else "")
+        dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
+        out.append(f"<g class={_a(node.kind)}>")
+        out.append(f"<title>{_t(tip[:1000])}</title>")
+        out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
+                   f'rx="{rx}" fill="{fill}" stroke="{stroke}"{dashed}/>')
+        if node.detail:
+            label_y = laid.y - DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
+            detail_y = label_y + DETAIL_FONT_SIZE * LINE_HEIGHT + 1
+        else:
+            label_y, detail_y = laid.y + LABEL_FONT_SIZE * 0.35, 0.0
+        out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
+                   f'text-anchor="middle" fill="#111111">{_t(elide(node.label, laid.width))}</text>')
+        if node.detail:
+            out.append(f'<text x="{_n(laid.x)}" y="{_n(detail_y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
+                       f'text-anchor="middle" fill="#555555">'
+                       f"{_t(elide(node.detail, laid.width, DETAIL_FONT_SIZE))}</text>")
+        out.append("</g>")
+    out.append("</g>")
+    if edge_labels:
+        out.append('<g class="edge-labels" font-size="7">')
+        out.extend(edge_labels)
+        out.append("</g>")
+    out.append("</g>")
+    if note:
+        out.append(f'<text x="{_n(MARGIN)}" y="{_n(height - 8)}" font-size="9" fill="#aa3333">{_t(note)}</text>')
+    out.append("</svg>")
+    if right > width:  # widen the canvas to show every edge label
+        wide = _n(math.ceil(right + 4))
+        out[1] = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{wide}" height="{_n(height)}" '
+                  f'viewBox="0 0 {wide} {_n(height)}" font-family="monospace">')
+        out[3] = f'<rect x="0" y="0" width="{wide}" height="{_n(height)}" fill="#ffffff"/>'
+    return "\n".join(out) + "\n"
+
+
+def edge_label_point(points: tuple[tuple[float, float], ...]) -> tuple[float, float]:
+    """Where an edge's label goes: the middle of its middle Bézier segment."""
+    if len(points) < 4:
+        return points[len(points) // 2] if points else (0.0, 0.0)
+    seg = ((len(points) - 1) // 3 - 1) // 2
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = points[3 * seg: 3 * seg + 4]
+    return ((x0 + 3 * x1 + 3 * x2 + x3) / 8, (y0 + 3 * y1 + 3 * y2 + y3) / 8)
+
+
+def _arrowhead(pts: tuple[tuple[float, float], ...], size: float = 6.0) -> str:
+    """A filled triangle at the last point, pointing along the last non-degenerate direction."""
+    tip = pts[-1]
+    for base in reversed(pts[:-1]):
+        dx, dy = tip[0] - base[0], tip[1] - base[1]
+        length = math.hypot(dx, dy)
+        if length > 1e-6:
+            break
+    else:
+        return ""
+    ux, uy = dx / length, dy / length
+    bx, by = tip[0] - ux * size, tip[1] - uy * size
+    left = (bx - uy * size * 0.45, by + ux * size * 0.45)
+    right = (bx + uy * size * 0.45, by - ux * size * 0.45)
+    return (f'<polygon points="{_n(tip[0])},{_n(tip[1])} {_n(left[0])},{_n(left[1])} '
+            f'{_n(right[0])},{_n(right[1])}" fill="#666666" stroke="none"/>')
