@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     from inspector.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    from inspector.gui.theme import apply_theme
+
+    apply_theme(app)  # ONNX_INSPECTOR_THEME=dark renders the dark palette
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     window = MainWindow()
@@ -70,6 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     window.trees.setCurrentIndex(1)
     settle()
     window.grab().save(str(out / "03-modules.png"))
+    # a local function family with overloads that differ only in baked values, and the review panel
+    overloads = ROOT / "tests" / "fixtures" / "overloads.onnx"
+    if overloads.exists():
+        wait_for(window.reviews_listed, lambda: window.open_path(overloads))
+        window.trees.setCurrentWidget(window.family_view)
+        window.filter_box.setText("local.tr")
+        fam = proxy.index(0, 0)
+        wait_for(window.selection_shown, lambda: view.setCurrentIndex(proxy.index(1, 0, fam)))
+        QThreadPool.globalInstance().waitForDone(60000)
+        settle()
+        window.grab().save(str(out / "04-overloads.png"))
+        window.trees.setCurrentWidget(window.review_panel)
+        settle()
+        window.grab().save(str(out / "05-review.png"))
     QThreadPool.globalInstance().waitForDone(60000)
     print("wrote", ", ".join(sorted(p.name for p in out.glob("*.png"))), "to", out)
     return 0

@@ -40,6 +40,7 @@ class AtenCall:
     _fx: FxNode | None = field(default=None, repr=False)
     _parsed: bool = field(default=False, repr=False)
     _meta: dict[str, str] | None = field(default=None, repr=False)
+    _module_path: str | None = field(default=None, repr=False)
 
     @property
     def is_aten(self) -> bool:
@@ -76,8 +77,10 @@ class AtenCall:
 
     @property
     def module_path(self) -> str:
-        chain = self.module_chain
-        return chain[-1][0] if chain else ""
+        if self._module_path is None:
+            chain = self.module_chain
+            self._module_path = chain[-1][0] if chain else ""
+        return self._module_path
 
     def tensor_args(self) -> list[str]:
         fx = self.fx
@@ -188,6 +191,7 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
         else:  # read only the three entries a module needs, not the long stack trace
             meta = {p.key: p.value for p in call.first_node.metadata_props if p.key in _MODULE_KEYS}
         module = _module_for(root, cache, meta)
+        call._module_path = module.path
         module.calls.append(i)
         module.node_count += len(call.node_paths)
     return root

@@ -6,10 +6,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QApplication
 
 from inspector.core.errors import InspectorError
 from inspector.gui.main_window import MainWindow
+from inspector.gui.theme import apply_theme
 
 
 def run(paths: Sequence[str]) -> int:
@@ -18,11 +20,14 @@ def run(paths: Sequence[str]) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("ONNX Inspector")
     app.setOrganizationName("onnx-inspector")
+    apply_theme(app)
     window = MainWindow()
     window.show()
     if paths:
         window.open_path(paths[0])
-    return int(app.exec())
+    code = int(app.exec())
+    QThreadPool.globalInstance().waitForDone(10000)  # let running jobs finish before Python tears down
+    return code
 
 
 def _check_display() -> None:

@@ -41,14 +41,10 @@ class FamilyModel(QAbstractItemModel):
         self.endResetModel()
 
     def _add_family(self, fam: Family) -> None:
-        kind = "function family" if fam.kind == "function" else "aten family"
         item = _Item(self._root, len(self._root.children), "family", fam, fam.label, str(fam.call_count))
         self._root.children.append(item)
         for ov in fam.overloads:
             item.children.append(self._overload_item(item, ov))
-        item.obj = fam
-        item.kind = "family"
-        _ = kind
 
     def _overload_item(self, parent: _Item, ov: Overload) -> _Item:
         text = ov.label if ov.kind == "aten_call" else (ov.overload or "(default)")

@@ -83,10 +83,10 @@ class GraphPanel(QWidget):
         lay.addLayout(bar)
         lay.addWidget(self.graph, 1)
         lay.addWidget(self.info)
-        for keys in ("Backspace", "Alt+Left"):
-            sc = QShortcut(QKeySequence(keys), self)
-            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            sc.activated.connect(self.back)
+        self.graph.back_requested.connect(self.back)
+        back_action = QShortcut(QKeySequence("Alt+Left"), self)  # also when focus is on the toolbar
+        back_action.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        back_action.activated.connect(self.back)
         self.index: ModelIndex | None = None
         self.cache = LayoutCache(32)
         self._stack: list[View] = []

@@ -177,7 +177,9 @@ class EdgeItem(QGraphicsPathItem):
 
 
 class GraphView(QGraphicsView):
-    node_selected = Signal(object)  # SceneNode or None
+    node_selected = Signal(object)  # SceneNode
+    selection_cleared = Signal()
+    back_requested = Signal()  # Backspace or Alt+Left
     node_activated = Signal(object)  # SceneNode (double-click)
 
     def __init__(self) -> None:
@@ -271,7 +273,10 @@ class GraphView(QGraphicsView):
                     e.set_trace(UPSTREAM)
                 elif e.source == node.id or (e.source in down and e.target in down):
                     e.set_trace(DOWNSTREAM)
-        self.node_selected.emit(node)
+        if node is not None:
+            self.node_selected.emit(node)
+        else:
+            self.selection_cleared.emit()
 
     def _reach(self, start: str, upstream: bool) -> set[str]:
         step: dict[str, list[str]] = {}
@@ -300,6 +305,9 @@ class GraphView(QGraphicsView):
             self.zoom(1.25)
         elif key == Qt.Key.Key_Minus:
             self.zoom(0.8)
+        elif key == Qt.Key.Key_Backspace or (key == Qt.Key.Key_Left
+                                             and event.modifiers() & Qt.KeyboardModifier.AltModifier):
+            self.back_requested.emit()
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected() is not None:
             self.node_activated.emit(self.selected())
         else:

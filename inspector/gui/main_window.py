@@ -41,7 +41,7 @@ from inspector.gui import details
 from inspector.gui.analysis import Analyses, Selection
 from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.graph_panel import GraphPanel, scope_label
-from inspector.gui.module_model import module_model, object_of
+from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.node_details import node_html, tensor_preview
 from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
 from inspector.gui.search_panel import SearchPanel
@@ -117,7 +117,8 @@ class MainWindow(QMainWindow):
         right_lay.addWidget(self.review_bar)
         self.center = GraphPanel()
         self.center.node_selected.connect(self._graph_node_selected)
-        self.center.view_shown.connect(lambda _v: self._mark_graph())
+        self.center.view_shown.connect(self._view_shown)
+        self._reviews_pending = False
         self.split = QSplitter()
         self.split.addWidget(left)
         self.split.addWidget(self.center)
@@ -190,7 +191,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening {p.name}…")
         self.progress.show()
         job = Job(lambda: _open_for_display(p))
-        job.signals.finished.connect(lambda opened, job=job: self._loaded(job, opened))
+        job.signals.finished.connect(lambda opened: self._loaded(job, opened))
         job.signals.failed.connect(lambda reason, job=job: self._failed(job, p, reason))
         self._jobs.append(job)
         start(job)
@@ -206,7 +207,7 @@ class MainWindow(QMainWindow):
             self.review_bar.setEnabled(False)
         else:
             self.review_bar.setEnabled(True)
-            self._list_reviews()
+            self._reviews_pending = True  # listed once the first graph is drawn, so it never delays it
         self._remember(opened.index.path)
         self.model_loaded.emit(opened.index)
 
@@ -228,12 +229,11 @@ class MainWindow(QMainWindow):
         self.families.add_call_sites(index)
         self.family_view.expandToDepth(0)
         self.family_view.resizeColumnToContents(0)
-        modules = module_model(index.provenance.module_root)
+        modules = ModuleModel(index.provenance.module_root)
         self.module_view.setModel(modules)
-        self.module_view.expandToDepth(1)
-        self.module_view.resizeColumnToContents(0)
-        self.module_view.selectionModel().currentChanged.connect(
-            lambda cur, _prev: self.show_object(object_of(modules.itemFromIndex(cur.siblingAtColumn(0)))))
+        self.module_view.expand(modules.index(0, 0))
+        self.module_view.setColumnWidth(0, 220)
+        self.module_view.selectionModel().currentChanged.connect(lambda cur, _prev: self.show_object(object_of(cur)))
         self.setWindowTitle(f"{index.path.name} — ONNX Inspector")
         f = index.facts
         self.counts.setText(f"{f.total_nodes:,} nodes · {f.function_count} functions · "
@@ -247,7 +247,7 @@ class MainWindow(QMainWindow):
         analyses, store = self.analyses, self.reviews
         if analyses is None or store is None:
             return
-        job = Job(lambda: review_items(analyses, store))
+        job = Job(lambda: review_items(analyses, store), priority=-1)  # after layouts and selections
 
         def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]], job: Job = job) -> None:
             self._jobs.remove(job)
@@ -462,6 +462,12 @@ class MainWindow(QMainWindow):
             f = self.index.functions.functions.get(scope)
             return f.node if f is not None else None
         return self.index.proto.graph.node
+
+    def _view_shown(self, _view: Any) -> None:
+        self._mark_graph()
+        if self._reviews_pending:
+            self._reviews_pending = False
+            self._list_reviews()
 
     def _mark_graph(self) -> None:
         """Highlight, in the graph, the nodes of the shown body that carry specialised values."""

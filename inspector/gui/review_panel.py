@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewKey
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 
@@ -35,12 +36,30 @@ class ReviewItem:
     family: FamilyAnalysis
 
     @property
+    def body(self) -> BodyAnalysis | None:
+        if isinstance(self.obj, BodyAnalysis):
+            return self.obj
+        return next((b for b in self.family.bodies if any(s is self.obj for s in b.specialised)), None)
+
+    @property
+    def owner(self) -> str:
+        """The overload (function) or the calls (aten) the item belongs to."""
+        body = self.body
+        if body is None or not body.members:
+            return ""
+        first = body.members[0]
+        if isinstance(first, FunctionKey):
+            return f"overload {first.overload or first.name}"
+        n = len(body.members)
+        return f"{n} call{'s' if n != 1 else ''}, e.g. {getattr(first, 'name', first)}"
+
+    @property
     def label(self) -> str:
         if isinstance(self.obj, SpecialisedValue):
             lit = self.obj.literal
             where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
-            return f"{where} = {lit.value!r}"
-        return f"body {self.key.fingerprint[:10]} ({len(self.obj.members)} calls)"
+            return f"{where} = {lit.value!r}  — {self.owner}"
+        return f"body of {self.owner}"
 
 
 class ReviewBar(QWidget):
@@ -145,6 +164,7 @@ class ReviewPanel(QWidget):
             parent.addChild(row)
         self.tree.expandAll()
         self.tree.resizeColumnToContents(0)
+        self.tree.resizeColumnToContents(1)
 
     def _activated(self, row: QTreeWidgetItem, _column: int) -> None:
         item = row.data(0, Qt.ItemDataRole.UserRole)

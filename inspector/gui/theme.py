@@ -1,0 +1,44 @@
+"""Follow the system's light or dark colour scheme (or ONNX_INSPECTOR_THEME=light|dark)."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+
+def wants_dark(app: QGuiApplication) -> bool:
+    choice = os.environ.get("ONNX_INSPECTOR_THEME", "").lower()
+    if choice in ("dark", "light"):
+        return choice == "dark"
+    return app.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def dark_palette() -> QPalette:
+    p = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: "#2b2b2b", QPalette.ColorRole.WindowText: "#e6e6e6",
+        QPalette.ColorRole.Base: "#1e1e1e", QPalette.ColorRole.AlternateBase: "#2b2b2b",
+        QPalette.ColorRole.ToolTipBase: "#3a3a3a", QPalette.ColorRole.ToolTipText: "#f0f0f0",
+        QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#353535",
+        QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff6b6b",
+        QPalette.ColorRole.Link: "#7fb2ff", QPalette.ColorRole.Highlight: "#3d6fb4",
+        QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.PlaceholderText: "#8c8c8c",
+    }
+    for role, colour in roles.items():
+        p.setColor(role, QColor(colour))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7a"))
+    return p
+
+
+def apply_theme(app: QApplication) -> None:
+    """Fusion with the system's palette, or a dark palette when the system (or the user) asks for dark."""
+    app.setStyle("Fusion")
+    app.setPalette(dark_palette() if wants_dark(app) else app.style().standardPalette())
+    hints = app.styleHints()
+    if hasattr(hints, "colorSchemeChanged"):
+        hints.colorSchemeChanged.connect(
+            lambda _s: app.setPalette(dark_palette() if wants_dark(app) else app.style().standardPalette()))

@@ -1,0 +1,109 @@
+"""The graph view: collapsed scopes, entering bodies, Back, tracing, specialised marks, export."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QSettings, Qt, QThreadPool
+
+from inspector.core.keys import MAIN, FunctionKey
+from inspector.gui.graph_view import DOWNSTREAM, UPSTREAM
+from inspector.gui.main_window import MainWindow
+from inspector.gui.signature_panel import VARIES
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def window(qtbot, tmp_path: Path):
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    QThreadPool.globalInstance().waitForDone(30000)
+
+
+def _open(qtbot, w: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(w.center.view_shown, timeout=60000):
+        w.open_path(path)
+
+
+def test_main_graph_of_a_flat_export_starts_collapsed_and_expands(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "dynamo_block.onnx")
+    graph = window.center.graph
+    kinds = {item.node.id: item.node.kind for item in graph.items_by_id.values()}
+    assert {"mod:layers.0", "mod:layers.1"} <= set(kinds) and kinds["mod:layers.0"] == "module"
+    assert len(kinds) < 10
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:layers.0"].node)
+    ids = set(graph.items_by_id)
+    assert "mod:layers.0.attn" in ids and "mod:layers.0" not in ids
+    assert "1 open" in window.center.crumbs.text()
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.setFocus()
+        qtbot.keyClick(graph, Qt.Key.Key_Backspace)
+    assert "mod:layers.0" in graph.items_by_id
+
+
+def test_enter_a_function_body_and_come_back(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "overloads.onnx")
+    graph = window.center.graph
+    calls = [i.node for i in graph.items_by_id.values() if i.node.kind == "function_call"]
+    assert len(calls) >= 8
+    target = next(c for c in calls if c.ref[0] == FunctionKey("local", "sm", "axis_1"))
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(target)
+    assert window.center.current_scope() == FunctionKey("local", "sm", "axis_1")
+    assert [i.node.label for i in graph.items_by_id.values() if i.node.kind == "op"] == ["Softmax"]
+    assert "main graph" in window.center.crumbs.text() and "local.sm:axis_1" in window.center.crumbs.text()
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.setFocus()
+        qtbot.keyClick(graph, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+    assert window.center.current_scope() == MAIN
+
+
+def test_subgraph_calls_are_not_inlined(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "nested_calls.onnx")
+    labels = sorted(i.node.label for i in window.center.graph.items_by_id.values() if i.node.kind == "op")
+    assert "If" in labels and "Loop" in labels
+
+
+def test_selecting_a_node_traces_inputs_and_outputs_and_shows_details(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "overloads.onnx")
+    graph = window.center.graph
+    middle = next(i for i in graph.items_by_id.values() if i.node.kind == "function_call")
+    graph.select(middle.node.id)
+    up, down = graph.traced()
+    assert up and down
+    assert all(graph.items_by_id[i].trace == UPSTREAM for i in up)
+    assert all(graph.items_by_id[i].trace == DOWNSTREAM for i in down)
+    assert "Call of" in window.details.toPlainText() or "local." in window.details.toPlainText()
+
+
+def test_overload_body_is_drawn_with_its_specialised_value_marked(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "overloads.onnx")
+    proxy = window.family_filter
+    window.filter_box.setText("local.tr")
+    ov = proxy.index(1, 0, proxy.index(0, 0))
+    with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
+        window.family_view.setCurrentIndex(ov)
+    assert window.center.current_scope() == FunctionKey("local", "tr", "perm_0231")
+    marked = {i: item for i, item in window.center.graph.items_by_id.items() if item.mark}
+    assert list(marked) == ["n:0"] and marked["n:0"].mark == VARIES
+    assert "varies across the family" in marked["n:0"].toolTip()
+
+
+def test_export_svg_and_png(qtbot, window: MainWindow, tmp_path: Path):
+    _open(qtbot, window, FIXTURES / "hostile.onnx")
+    svg, png = tmp_path / "g.svg", tmp_path / "g.png"
+    window.center.export(svg)
+    window.center.export(png)
+    text = svg.read_text()
+    ET.fromstring(text)  # well-formed XML
+    assert "<script" not in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
