@@ -55,3 +55,38 @@ def deep_if_model(depth: int, call_at_bottom: bool = True) -> onnx.ModelProto:
     leaf.input.append("x")
     leaf.output.append(f"y{depth}")
     return m
+
+
+def renamed_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Every value, node and function-internal name changed; metadata scrambled."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    keep = {v.name for v in m.graph.input} | {v.name for v in m.graph.output} | {t.name for t in m.graph.initializer}
+
+    def rename(nodes, prefix):
+        mapping = {}
+        for n in nodes:
+            for i, name in enumerate(n.output):
+                if name and name not in keep:
+                    mapping[name] = f"{prefix}_renamed_{len(mapping)}"
+                    n.output[i] = mapping[name]
+            for i, name in enumerate(n.input):
+                n.input[i] = mapping.get(name, name)
+            n.name = f"{prefix}_node_{id(n) % 1000}"
+            for p in n.metadata_props:
+                if p.key == "pkg.torch.onnx.stack_trace":
+                    p.value = "scrambled"
+        return mapping
+
+    rename(m.graph.node, "g")
+    for f in m.functions:
+        mapping = {name: f"arg{i}" for i, name in enumerate(f.input)}
+        for i, name in enumerate(f.input):
+            f.input[i] = mapping[name]
+        for n in f.node:
+            for i, name in enumerate(n.input):
+                n.input[i] = mapping.get(name, name)
+        inner = rename(f.node, "f")
+        for i, name in enumerate(f.output):
+            f.output[i] = inner.get(name, mapping.get(name, name))
+    return m

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import onnx
 from onnx import helper
 
 from inspector.core.body import GraphMaps, function_body, group_body
@@ -10,52 +9,18 @@ from inspector.core.fingerprint import fingerprint
 from inspector.core.index import build_index, open_index
 from inspector.core.keys import FunctionKey
 from inspector.core.loader import LoadedModel
+from tests.builders import renamed_copy
 from tests.conftest import FIXTURES
-
-
-def _renamed(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Every value, node and function-internal name changed; metadata scrambled."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    keep = {v.name for v in m.graph.input} | {v.name for v in m.graph.output} | {t.name for t in m.graph.initializer}
-
-    def rename(nodes, prefix):
-        mapping = {}
-        for n in nodes:
-            for i, name in enumerate(n.output):
-                if name and name not in keep:
-                    mapping[name] = f"{prefix}_renamed_{len(mapping)}"
-                    n.output[i] = mapping[name]
-            for i, name in enumerate(n.input):
-                n.input[i] = mapping.get(name, name)
-            n.name = f"{prefix}_node_{id(n) % 1000}"
-            for p in n.metadata_props:
-                if p.key == "pkg.torch.onnx.stack_trace":
-                    p.value = "scrambled"
-        return mapping
-
-    rename(m.graph.node, "g")
-    for f in m.functions:
-        mapping = {name: f"arg{i}" for i, name in enumerate(f.input)}
-        for i, name in enumerate(f.input):
-            f.input[i] = mapping[name]
-        for n in f.node:
-            for i, name in enumerate(n.input):
-                n.input[i] = mapping.get(name, name)
-        inner = rename(f.node, "f")
-        for i, name in enumerate(f.output):
-            f.output[i] = inner.get(name, mapping.get(name, name))
-    return m
 
 
 def test_bodies_that_differ_only_in_names_match():
     index = open_index(FIXTURES / "overloads.onnx")
-    renamed = build_index(LoadedModel(index.path, _renamed(index.proto), "binary", 0))
+    renamed = build_index(LoadedModel(index.path, renamed_copy(index.proto), "binary", 0))
     for key, f in index.functions.functions.items():
         g = renamed.functions.functions[key]
         assert fingerprint(function_body(key, f)) == fingerprint(function_body(key, g))
     a = open_index(FIXTURES / "dynamo_block.onnx")
-    b = build_index(LoadedModel(a.path, _renamed(a.proto), "binary", 0))
+    b = build_index(LoadedModel(a.path, renamed_copy(a.proto), "binary", 0))
     fa = [fingerprint(group_body(c, GraphMaps(a.proto.graph))).full for c in a.provenance.calls]
     fb = [fingerprint(group_body(c, GraphMaps(b.proto.graph))).full for c in b.provenance.calls]
     assert fa == fb

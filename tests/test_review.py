@@ -22,42 +22,8 @@ from inspector.core.review import (
     unreviewed,
 )
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+from tests.builders import renamed_copy
 from tests.conftest import FIXTURES
-
-
-def _renamed(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Every value, node and function-internal name changed; metadata scrambled (from test_fingerprint)."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    keep = {v.name for v in m.graph.input} | {v.name for v in m.graph.output} | {t.name for t in m.graph.initializer}
-
-    def rename(nodes, prefix):
-        mapping = {}
-        for n in nodes:
-            for i, name in enumerate(n.output):
-                if name and name not in keep:
-                    mapping[name] = f"{prefix}_renamed_{len(mapping)}"
-                    n.output[i] = mapping[name]
-            for i, name in enumerate(n.input):
-                n.input[i] = mapping.get(name, name)
-            n.name = f"{prefix}_node_{id(n) % 1000}"
-            for p in n.metadata_props:
-                if p.key == "pkg.torch.onnx.stack_trace":
-                    p.value = "scrambled"
-        return mapping
-
-    rename(m.graph.node, "g")
-    for f in m.functions:
-        mapping = {name: f"arg{i}" for i, name in enumerate(f.input)}
-        for i, name in enumerate(f.input):
-            f.input[i] = mapping[name]
-        for n in f.node:
-            for i, name in enumerate(n.input):
-                n.input[i] = mapping.get(name, name)
-        inner = rename(f.node, "f")
-        for i, name in enumerate(f.output):
-            f.output[i] = inner.get(name, mapping.get(name, name))
-    return m
 
 
 def _copy(tmp_path: Path, fixture: str, as_name: str | None = None) -> Path:
@@ -174,7 +140,7 @@ def test_review_survives_a_re_export(tmp_path):
 
     # "re-export": every node and value renamed, saved under a new name, sidecar copied along
     renamed_model = tmp_path / "reexport.onnx"
-    onnx.save(_renamed(index.proto), renamed_model)
+    onnx.save(renamed_copy(index.proto), renamed_model)
     shutil.copyfile(store.path, tmp_path / "reexport.onnx.review.json")
     renamed = open_index(renamed_model)
     assert {n.name for n in renamed.proto.graph.node}.isdisjoint({n.name for n in index.proto.graph.node})
@@ -191,7 +157,7 @@ def test_review_survives_a_re_export(tmp_path):
     assert not unreviewed(store2, _analyses(renamed))
 
 
-def test_review_follows_the_body_when_the_family_is_renamed(tmp_path):
+def test_review_follows_the_body_when_the_family_isrenamed_copy(tmp_path):
     model = _copy(tmp_path, "overloads.onnx")
     index = open_index(model)
     store = ReviewStore(model)

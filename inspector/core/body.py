@@ -121,7 +121,7 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
                 continue
             seen.add(name)
             init = maps.initializers.get(name)
-            if init is not None and name not in tensor_args and name not in maps.parameters and _is_small(init):
+            if init is not None and name not in tensor_args and name not in maps.parameters and is_small_constant(init):
                 constants[name] = init
             else:
                 inputs.append(name)
@@ -144,7 +144,8 @@ def _args_first(inputs: list[str], args: list[str]) -> list[str]:
     return sorted(inputs, key=lambda n: (order.get(n, len(order)), inputs.index(n)))
 
 
-def _is_small(t: onnx.TensorProto) -> bool:
+def is_small_constant(t: onnx.TensorProto) -> bool:
+    """Small enough to be a value trace_only code baked in (and to show in full); never external data."""
     if t.data_location == onnx.TensorProto.EXTERNAL:
         return False
     numel = 1

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import numpy_helper
 
-from inspector.core.body import SMALL_CONSTANT_ELEMENTS, node_reads
+from inspector.core.body import is_small_constant as _is_small
+from inspector.core.body import node_reads
 from inspector.core.keys import MAIN, FunctionKey, MainGraph, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.tensors import dtype_name
@@ -557,15 +558,6 @@ def type_text(tp: onnx.TypeProto, max_depth: int = 8) -> str:
     else:
         base = "…"
     return "".join(opened) + base + ")" * len(opened)
-
-
-def _is_small(t: onnx.TensorProto) -> bool:
-    if t.data_location == onnx.TensorProto.EXTERNAL:
-        return False
-    numel = 1
-    for d in t.dims:
-        numel *= d
-    return numel <= SMALL_CONSTANT_ELEMENTS
 
 
 def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
