@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings, QThreadPool
+from PySide6.QtCore import QSettings, Qt, QThreadPool
 
 from inspector.core.index import open_index
 from inspector.gui.family_model import FamilyModel
@@ -75,3 +75,18 @@ def test_hostile_strings_are_shown_literally(window: MainWindow, qtbot):
     html = window.details.toHtml()
     assert "<script>" not in html and "<img" not in html
     assert "<script>" in window.details.toPlainText()  # shown as text, not interpreted
+
+
+def test_drag_and_drop_opens_a_model(window: MainWindow, qtbot):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(FIXTURES / "overloads.onnx"))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.dropEvent(event)
+    assert window.index is not None and window.index.path.name == "overloads.onnx"
+    assert window.recent_files()[0].endswith("overloads.onnx")
+    assert window.recent_menu.actions()[0].text().endswith("overloads.onnx")
