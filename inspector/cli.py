@@ -16,12 +16,16 @@ from inspector.core.errors import InspectorError
 SUBCOMMANDS = {
     "summary": "inspector.commands.summary",
     "fold": "inspector.commands.fold",
+    "diff": "inspector.commands.diff",
+    "report": "inspector.commands.report",
     "open": "inspector.commands.gui",
 }
 USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
        onnx-inspector summary MODEL [--json]     model facts, families, aten calls, specialised values
        onnx-inspector fold MODEL -o OUT [--domain D] [--check]
                                                  make each aten call of a flat export a function call
+       onnx-inspector diff A B [--format text|md|json|html] [-o FILE]   structural diff (exit 0 equal, 1 differ)
+       onnx-inspector report MODEL [--compare OTHER] [--format html|md|json|pdf] -o FILE   annotated report
        onnx-inspector open [MODEL [OTHER]]       same as the first form
        onnx-inspector --version
 

@@ -25,6 +25,9 @@ tests/fixtures/
   escape/model.onnx           external-data locations escaping the model folder (../, absolute, sub/../../).
   hostile.onnx                markup / template / DOT-breaking strings in every name-like field.
   bad/                        unreadable files: empty, truncated, random bytes, JSON, invalid text syntax.
+  dynamo_block_renamed.onnx   dynamo_block.onnx with every value and node name replaced (consistently, also in
+                              the fx_node texts, name scopes, namespaces and original_node_name metadata, so FX
+                              names still match ONNX names); structurally identical (made without torch).
 resources/samples/
   sample_export.onnx          real dynamo export of a 2-layer tiny GPT (d_model=32, 4 heads, seq 8).
 """
@@ -927,6 +930,69 @@ def make_hostile() -> None:
     print(f"  {_rel(path)}: {verdict}")
 
 
+def _renamed(name: str) -> str:
+    """A new name that shares nothing with the old one; the same old name always gives the same new name."""
+    return "" if not name else "r" + hashlib.blake2b(name.encode(), digest_size=5).hexdigest()
+
+
+def make_renamed() -> None:
+    """dynamo_block.onnx with every value and node name replaced, FX names included, so that the FX texts still
+    refer to the ONNX values they name: a structurally identical model that shares no name with the original."""
+    import re
+
+    src = FIXTURES / "dynamo_block.onnx"
+    if not src.exists():
+        print("  dynamo_block_renamed.onnx: skipped (dynamo_block.onnx is missing)")
+        return
+    m = onnx.load(str(src), load_external_data=False)
+    g = m.graph
+    fx_ref = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
+
+    def fx_text(text: str) -> str:
+        return fx_ref.sub(lambda mm: "%" + _renamed(mm.group(1)), text)
+
+    def scopes(text: str) -> str:  # "['', 'layers.0', 'view']": the last entry names the FX node
+        head, sep, last = text.rpartition(", '")
+        if not sep or not last.endswith("']"):
+            return text
+        return f"{head}{sep}{_renamed(last[:-2])}']"
+
+    def namespace(text: str) -> str:  # ".../view: aten.view.default": the last segment names the FX node
+        head, sep, last = text.rpartition("/")
+        name, colon, target = last.partition(": ")
+        return f"{head}{sep}{_renamed(name)}{colon}{target}" if colon else text
+
+    def fix_props(props: Iterable[onnx.StringStringEntryProto]) -> None:
+        for p in props:
+            if p.key == "pkg.torch.onnx.fx_node":
+                p.value = fx_text(p.value)
+            elif p.key == "pkg.torch.onnx.name_scopes":
+                p.value = scopes(p.value)
+            elif p.key == "namespace":
+                p.value = namespace(p.value)
+            elif p.key == "pkg.torch.onnx.original_node_name":
+                p.value = _renamed(p.value)
+
+    for v in (*g.input, *g.output, *g.value_info):
+        v.name = _renamed(v.name)
+        fix_props(v.metadata_props)
+    for t in g.initializer:
+        t.name = _renamed(t.name)
+    for n in g.node:
+        n.name = _renamed(n.name)
+        n.input[:] = [_renamed(x) for x in n.input]
+        n.output[:] = [_renamed(x) for x in n.output]
+        fix_props(n.metadata_props)
+    onnx.checker.check_model(m, full_check=True)
+    path = FIXTURES / "dynamo_block_renamed.onnx"
+    _save(m, path)
+    x = np.random.default_rng(SEED).standard_normal((1, 8, 16)).astype(np.float32)
+    original = onnx.load(str(src), load_external_data=False)
+    np.testing.assert_array_equal(_run_ort(m, {g.input[0].name: x})[0],
+                                  _run_ort(original, {original.graph.input[0].name: x})[0])
+    print(f"  {_rel(path)}: checker ok; outputs equal {src.name}'s")
+
+
 def make_bad() -> None:
     bad = FIXTURES / "bad"
     _write_bytes(bad / "empty.onnx", b"")
@@ -984,6 +1050,8 @@ torch exports). See the docstring of `tests/make_fixtures.py` for details.
 - `escape/model.onnx`: external-data locations outside its folder (`../`, absolute, `sub/../../`).
 - `hostile.onnx`: markup, template and DOT-breaking strings in names, docs and metadata.
 - `bad/`: `empty.onnx`, `truncated.onnx`, `random.onnx`, `json.onnx`, `text_garbage.onnxtxt`.
+- `dynamo_block_renamed.onnx`: `dynamo_block.onnx` with every value/node name (and FX name) replaced
+  consistently; a diff against `dynamo_block.onnx` must find no change.
 - `resources/samples/sample_export.onnx`: dynamo export of a 2-layer tiny GPT for users to open.
 """
 
@@ -1009,6 +1077,7 @@ def main() -> int:
     make_escape()
     make_hostile()
     make_bad()
+    make_renamed()
     _write_bytes(FIXTURES / "README.md", README.encode())
     print("written:")
     for p in _written:

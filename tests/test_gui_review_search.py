@@ -147,3 +147,24 @@ def test_search_jumps_to_an_aten_call_and_node_details(qtbot, make_window):
     assert "FLOAT[" in details  # typed inputs/outputs
     assert "Returns a transpose of the input tensor" in details  # operator docs for the model's opset
     assert "pkg.torch.onnx.fx_node" in details and "Stack trace" in details
+
+
+def test_export_report_carries_the_reviews_made_in_the_app(qtbot, make_window, tmp_path: Path):
+    model = tmp_path / "overloads.onnx"
+    shutil.copy(FIXTURES / "overloads.onnx", model)
+    window = make_window()
+    _open(qtbot, window, model)
+    _select_overload(qtbot, window, "local.sm", "axis_1")
+    window.review_bar.note.setText("axis=1 is <b>intended</b>")
+    with qtbot.waitSignal(window.review_saved, timeout=5000):
+        window.review_bar.buttons["wrong"].click()
+    out = tmp_path / "report.html"
+    with qtbot.waitSignal(window.report_exported, timeout=60000):
+        window.export_report_to(out)
+    html = out.read_text()
+    assert "axis=1 is &lt;b&gt;intended&lt;/b&gt;" in html and "<b>intended</b>" not in html
+    assert "wrong" in html and "local.sm" in html
+    pdf = tmp_path / "report.pdf"
+    with qtbot.waitSignal(window.report_exported, timeout=60000):
+        window.export_report_to(pdf)
+    assert pdf.read_bytes().startswith(b"%PDF-")

@@ -25,12 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.commands.report import write_atomically
 from inspector.core.errors import InspectorError
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload, open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.review import Review, ReviewStore, review_keys
+from inspector.core.review import Review, ReviewStore, review_keys, sidecar_path
 from inspector.core.search import Hit, SearchIndex
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.core.tensors import read_tensor
@@ -43,11 +44,14 @@ from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.node_details import node_html, tensor_preview
+from inspector.gui.pdf import html_to_pdf
 from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel, describe_spec, spec_colour
 from inspector.gui.worker import Job, start
 from inspector.render.scene import SceneNode
+from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
+from inspector.report.render import render_text
 
 MAX_RECENT = 10
 FILE_FILTER = "ONNX models (*.onnx *.onnxtxt *.onnxtext *.txt);;All files (*)"
@@ -57,6 +61,7 @@ class MainWindow(QMainWindow):
     model_loaded = Signal(object)
     load_failed = Signal(str)
     selection_shown = Signal(object)
+    report_exported = Signal(object)  # Path
     reviews_listed = Signal(int)
     review_saved = Signal(object, object)
 
@@ -152,6 +157,10 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._refresh_recent()
         file_menu.addSeparator()
+        export_action = QAction("&Export Report…", self)
+        export_action.setShortcut(QKeySequence("Ctrl+E"))
+        export_action.triggered.connect(self.export_report)
+        file_menu.addAction(export_action)
         find_action = QAction("&Find…", self)
         find_action.setShortcut(QKeySequence.StandardKey.Find)
         find_action.triggered.connect(self.start_search)
@@ -335,6 +344,50 @@ class MainWindow(QMainWindow):
         self.family_view.scrollTo(proxy)
         self.family_view.setCurrentIndex(proxy)
         return True
+
+    # reports ---------------------------------------------------------------------------------------------
+    def export_report(self) -> None:
+        if self.index is None:
+            return
+        suggested = str(self.index.path.with_name(self.index.path.stem + ".report.html"))
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", suggested,
+                                              "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)")
+        if path:
+            self.export_report_to(Path(path))
+
+    def export_report_to(self, path: Path) -> None:
+        """The same report as ``onnx-inspector report``, with the reviews made in this window."""
+        index, reviews = self.index, self.reviews
+        if index is None:
+            return
+        fmt = REPORT_SUFFIXES.get(path.suffix.lower(), "html")
+        if path.resolve() in (index.path, sidecar_path(index.path).resolve()):
+            self.statusBar().showMessage("Refusing to overwrite the model or its review file")
+            return
+        job = Job(lambda: render_report(index, reviews, fmt))
+        self.statusBar().showMessage(f"Writing {path.name}…")
+
+        def done(text: str, job: Job = job) -> None:
+            self._jobs.remove(job)
+            try:
+                if fmt == "pdf":
+                    html_to_pdf(text, path)
+                else:
+                    write_atomically(path, text.encode("utf-8"))
+            except OSError as e:
+                self.statusBar().showMessage(f"Report not written: {e}")
+                return
+            self.statusBar().showMessage(f"Wrote {path}", 5000)
+            self.report_exported.emit(path)
+
+        def failed(reason: str, job: Job = job) -> None:
+            self._jobs.remove(job)
+            self.statusBar().showMessage(f"Report not written: {reason}")
+
+        job.signals.finished.connect(done)
+        job.signals.failed.connect(failed)
+        self._jobs.append(job)
+        start(job)
 
     # search ----------------------------------------------------------------------------------------------
     def start_search(self) -> None:
@@ -631,6 +684,13 @@ def _badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) ->
             if review.status == "unreviewed":
                 c[1] += 1
     return {k: (v[0], v[1]) for k, v in counts.items()}
+
+
+def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:
+    """Report text (HTML for PDF, which Qt prints on the GUI thread)."""
+    from inspector.report.data import build_report
+
+    return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf")), fmt)
 
 
 def _module_node(index: ModelIndex, path: str) -> Any:

@@ -1,0 +1,173 @@
+"""``onnx-inspector report MODEL [--compare OTHER] [--format html|md|json|pdf] -o FILE``: an annotated report.
+
+The report shows model facts, families with their overloads, each distinct body with its aten signature and
+highlighted specialised values, reviews from the model's sidecar (read only, never written), findings, and with
+``--compare`` the changes against another model. ``--format`` defaults to the output file's suffix (.html, .md,
+.json, .pdf), else html. ``-o -`` writes text formats to stdout. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspector.core.errors import InspectorError
+from inspector.core.index import ModelIndex, open_index
+from inspector.report.render import FORMATS, SUFFIXES, render_text
+
+__all__ = ["FORMATS", "SUFFIXES", "main", "write_atomically"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="onnx-inspector report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="an .onnx file or ONNX text syntax file")
+    p.add_argument("--compare", metavar="OTHER", help="another model to diff against (e.g. the previous export)")
+    p.add_argument("--format", choices=FORMATS, help="html (default), md (fits a GitHub comment), json, pdf")
+    p.add_argument("-o", "--output", required=True, help="the report file ('-' for stdout, text formats only)")
+    p.add_argument("--no-graphs", action="store_true", help="leave out the body graphs (faster)")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    fmt = args.format or SUFFIXES.get(Path(args.output).suffix.lower(), "html")
+    to_stdout = args.output == "-"
+    if to_stdout and fmt == "pdf":
+        raise InspectorError("a PDF report needs an output file (-o FILE)")
+    html_to_pdf = _pdf_writer() if fmt == "pdf" else None  # fail before the work when PDF cannot be written
+    index = open_index(args.model)
+    output = None if to_stdout else Path(args.output)
+    if output is not None:
+        _check_output(output, index)
+    compare = _compare(index, args.compare) if args.compare else None
+    store = _reviews(index)
+
+    from inspector.report.data import build_report
+
+    report = build_report(index, store, compare, graphs=not args.no_graphs and fmt in ("html", "pdf"))
+    text = render_text(report, fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    if html_to_pdf is not None:
+        _write_pdf(html_to_pdf, text, output)
+    else:
+        write_atomically(output, text.encode("utf-8"))
+    sys.stderr.write(f"wrote {output} ({fmt}, {output.stat().st_size:,} bytes)\n")
+    return 0
+
+
+def _pdf_writer() -> Any:
+    try:
+        from inspector.gui.pdf import html_to_pdf
+    except ImportError as e:
+        raise InspectorError(f"PDF reports need the desktop extra (PySide6): {e.name or e}; "
+                             "use --format html and print it from a browser") from None
+    return html_to_pdf
+
+
+def _check_output(output: Path, index: ModelIndex) -> None:
+    """Never overwrite the model or its review sidecar with a report."""
+    from inspector.core.review import sidecar_path
+
+    target = output.resolve()
+    protected = {index.path.resolve(), sidecar_path(index.path).resolve()}
+    if target in protected:
+        raise InspectorError(f"refusing to overwrite {output} with the report; choose another output file")
+    if output.is_dir():
+        raise InspectorError(f"{output} is a folder; give a file name")
+
+
+def _reviews(index: ModelIndex) -> Any:
+    """The model's review store when its sidecar exists and reads; a warning (and no reviews) otherwise."""
+    from inspector.core.review import ReviewStore, sidecar_path
+
+    if not sidecar_path(index.path).is_file():
+        return None
+    store = ReviewStore(index.path)
+    try:
+        store.load()  # reads only; the report never writes the sidecar
+    except InspectorError as e:
+        sys.stderr.write(f"onnx-inspector: warning: {e}; the report has no reviews\n")
+        return None
+    return store
+
+
+def _compare(index: ModelIndex, other: str) -> Any:
+    """The diff of ``index`` against ``other`` (as ``inspector.core.diff`` reports it)."""
+    import importlib
+
+    try:
+        diff = importlib.import_module("inspector.core.diff")
+    except ImportError:
+        raise InspectorError("diff is not available") from None
+    diff_models = getattr(diff, "diff_models", None)
+    diff_files = getattr(diff, "diff_files", None)
+    if callable(diff_models):
+        result = diff_models(index, open_index(other))
+    elif callable(diff_files):
+        result = diff_files(index.path, other)
+    else:
+        raise InspectorError("diff is not available")
+    to_dict = getattr(diff, "diff_dict", None)
+    return to_dict(result) if callable(to_dict) else result
+
+
+def _write_pdf(html_to_pdf: Any, html: str, output: Path) -> None:
+    tmp = _temp_path(output)
+    try:
+        html_to_pdf(html, tmp)
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, output)
+    except OSError as e:
+        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _temp_path(output: Path) -> Path:
+    fd, tmp = _mkstemp(output)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _mkstemp(output: Path) -> tuple[int, str]:
+    folder = output.parent if str(output.parent) else Path(".")
+    try:
+        return tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
+
+
+def write_atomically(output: Path, payload: bytes) -> None:
+    """Write next to the target, then rename: a failure never leaves half a report (or harms an old one)."""
+    fd, tmp = _mkstemp(output)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, output)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,746 @@
+"""Report data: everything an annotated report shows, collected once from a model index as plain dataclasses.
+
+``build_report`` runs the core analyses (families, specialised values, aten signatures, reviews, findings) and
+keeps their results as plain text and JSON-safe values, so that the HTML, Markdown and JSON writers only format.
+Nothing here escapes anything: model strings are kept as they are, and each writer escapes for its own format.
+
+Large models: the per-family detail is capped (see ``Limits``); what was left out is counted (``*_omitted``) and
+said in ``Report.notes``. External data is never read (parameter sizes come from tensor metadata).
+
+Diffs are accepted generically (``compare``): an object with a ``to_json()`` method, or a dict, in the shape of
+``inspector.core.diff`` results or, at least, ``{"equal": bool, "equivalent": bool, "changes": [{"kind", "where",
+"family", "old", "new", "detail"}]}``; see ``diff_info``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from inspector import __version__
+from inspector.core.errors import InspectorError
+from inspector.core.index import Family, ModelIndex
+from inspector.core.keys import FunctionKey
+from inspector.core.provenance import AtenCall
+
+if TYPE_CHECKING:
+    from inspector.core.bodytext import Line
+    from inspector.core.review import Review, ReviewKey, ReviewStore
+    from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+
+STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
+CATEGORIES = ("varies", "linked", "lone", "parametric")
+# The app's highlight colours (inspector/gui/signature_panel.py), by category.
+COLOURS = {"varies": "#f6b26b", "linked": "#9fc5e8", "lone": "#ffe599"}
+CATEGORY_TEXT = {
+    "varies": "varies in the family",
+    "linked": "from an aten argument",
+    "lone": "no sibling to compare",
+    "parametric": "parametric (bound to a function attribute)",
+}
+
+
+@dataclass(slots=True)
+class Limits:
+    """How much detail a report keeps; everything beyond is counted and noted, never silently dropped."""
+
+    families: int = 200  # families analysed and shown in full (all are listed in the summary table)
+    bodies_per_family: int = 20  # distinct bodies shown per family
+    members_listed: int = 20  # call names listed per body
+    body_lines: int = 300  # lines of ONNX text per body
+    findings: int = 1000
+    changes: int = 2000  # diff changes
+    function_graphs: int = 100  # inline SVGs of function overload bodies
+    aten_graphs: int = 30  # inline SVGs of aten call bodies
+    graph_nodes: int = 150  # scene nodes per graph
+    graph_seconds: float = 30.0  # total layout time for all graphs
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ReviewInfo:
+    status: str  # one of STATUSES
+    note: str = ""
+    updated: str = ""
+    previous_status: str | None = None  # a review of an earlier body of this template (values changed since)
+    previous_note: str = ""
+
+
+@dataclass(slots=True)
+class ArgumentLink:
+    parameter: str
+    value: Any  # JSON-safe
+    rule: str  # the evidence, e.g. "perm swaps dims 1 and 2"
+
+
+@dataclass(slots=True)
+class SpecialisedInfo:
+    id: str  # unique in the report ("f3-b0-s1"); generated, never model text
+    category: str  # one of CATEGORIES
+    where: str  # "Transpose.perm", "constant val_9 (read by Reshape)"
+    node: str | None  # node path in the body ("0", "3/then_branch/1"); None for a constant input
+    op_type: str | None
+    kind: str  # attribute, constant, initializer, parametric
+    name: str  # attribute or constant name
+    value: Any  # JSON-safe
+    value_text: str
+    varies: bool
+    family_values: list[Any]
+    links: list[ArgumentLink]
+    refers_to: str | None
+    description: str  # plain text: what it is, what varies, where it came from (tooltips)
+    line: int | None = None  # index of the body line that shows it
+    review: ReviewInfo | None = None
+
+
+@dataclass(slots=True)
+class Span:
+    """A piece of a signature or body line; ``spec`` ties it to a specialised value, ``parameter`` to an aten
+    parameter."""
+
+    text: str
+    spec: str | None = None
+    parameter: str | None = None
+
+
+@dataclass(slots=True)
+class ArgumentInfo:
+    parameter: str
+    type: str
+    value: Any  # JSON-safe; tensor arguments as "%name"
+    text: str
+    is_default: bool
+    provided: bool
+    specialised: list[str] = field(default_factory=list)  # ids of the values tied to it
+
+
+@dataclass(slots=True)
+class SignatureInfo:
+    target: str | None
+    text: str
+    spans: list[Span]
+    problem: str | None
+    arguments: list[ArgumentInfo]
+
+
+@dataclass(slots=True)
+class BodyInfo:
+    id: str  # "f3-b0"
+    title: str
+    overloads: list[str]  # the overloads (as shown) whose members have this body
+    fingerprint: str
+    template: str
+    calls: int
+    node_count: int
+    members: list[str]  # aten call names, or the function key
+    members_omitted: int
+    signature: SignatureInfo | None
+    lines: list[list[Span]]
+    lines_omitted: int
+    specialised: list[SpecialisedInfo]
+    review: ReviewInfo | None = None
+    svg: str | None = None  # standalone SVG (inspector.render.layout.to_svg), model strings XML-escaped
+    graph_note: str | None = None
+
+    @property
+    def spec_by_id(self) -> dict[str, SpecialisedInfo]:
+        return {s.id: s for s in self.specialised}
+
+
+@dataclass(slots=True)
+class OverloadInfo:
+    overload: str  # as shown ("" for the default)
+    label: str
+    calls: int
+    function: tuple[str, str, str] | None  # (domain, name, overload)
+    target: str | None
+    nodes: int | None
+    body_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FamilyInfo:
+    id: str  # "f3"
+    kind: str
+    domain: str
+    name: str
+    label: str
+    calls: int
+    torchscript_variants: bool
+    overloads: list[OverloadInfo]
+    detailed: bool = False
+    body_count: int = 0
+    bodies: list[BodyInfo] = field(default_factory=list)
+    bodies_omitted: int = 0
+    specialised_count: int = 0
+    review_counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ModelInfo:
+    path: str
+    file_name: str
+    file_format: str
+    file_size: int
+    ir_version: int
+    opsets: dict[str, int]
+    producer_name: str
+    producer_version: str
+    domain: str
+    model_version: int
+    graph_name: str
+    doc_string: str
+    node_count: int
+    total_node_count: int
+    function_count: int
+    initializer_count: int
+    parameter_count: int
+    parameter_bytes: int
+    external_data_bytes: int
+    inputs: list[str]
+    outputs: list[str]
+    metadata: dict[str, str]
+
+
+@dataclass(slots=True)
+class OpCount:
+    domain: str
+    op_type: str
+    count: int
+
+
+@dataclass(slots=True)
+class FindingInfo:
+    kind: str
+    severity: str
+    message: str
+    where: list[str]
+
+
+@dataclass(slots=True)
+class ChangeInfo:
+    kind: str
+    where: str
+    family: str
+    old: Any  # JSON-safe
+    new: Any
+    detail: str
+    section: str = ""  # model, function, aten_call, initializer, ... (inspector.core.diff.SECTIONS)
+    sites: int = 0  # how many call sites / values the change applies to, when the diff says
+
+
+@dataclass(slots=True)
+class DiffInfo:
+    other: str | None  # the compared model, as the diff names it
+    equal: bool | None
+    equivalent: bool | None
+    summary: str | None
+    changes: list[ChangeInfo]
+    changes_omitted: int
+    data: dict[str, Any]  # the diff's own JSON (JSON-safe), for the JSON report
+
+
+@dataclass(slots=True)
+class ReviewSummary:
+    available: bool  # a review store was given and could be read
+    sidecar: str | None  # file name of the sidecar
+    error: str | None
+    counts: dict[str, int]  # reviewable things of the analysed families, by status
+
+
+@dataclass(slots=True)
+class Report:
+    generator: str
+    model: ModelInfo
+    op_histogram: list[OpCount]
+    families: list[FamilyInfo]
+    families_omitted: int  # families listed but not analysed in full
+    findings: list[FindingInfo]
+    findings_omitted: int
+    reviews: ReviewSummary
+    diff: DiffInfo | None
+    graphs: str  # "included", "disabled", "unavailable" (pygraphviz missing), "none" (nothing to draw)
+    notes: list[str]  # what was left out, and why
+
+    @property
+    def title(self) -> str:
+        return f"ONNX Inspector report: {self.model.file_name}"
+
+
+# --- building ---------------------------------------------------------------------------------------------------
+
+
+def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare: object | None = None,
+                 graphs: bool = True, limits: Limits | None = None) -> Report:
+    """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there."""
+    lim = limits or Limits()
+    notes: list[str] = []
+    review_summary, store = _reviews(reviews)
+    scopes: dict[str, object] = {}  # body id -> what build_scene draws for it
+    families, omitted = _families(index, store, lim, notes, scopes)
+    counts = {s: 0 for s in STATUSES}
+    for fam in families:
+        for status, n in fam.review_counts.items():
+            counts[status] = counts.get(status, 0) + n
+    review_summary.counts = counts
+    graph_state = _add_graphs(index, families, scopes, lim, notes) if graphs else "disabled"
+    findings = [FindingInfo(f.kind, f.severity, f.message, list(f.where)) for f in index.findings]
+    findings_omitted = max(len(findings) - lim.findings, 0)
+    if findings_omitted:
+        findings = findings[: lim.findings]
+        notes.append(f"{findings_omitted} more findings are not listed.")
+    diff = diff_info(compare, lim.changes) if compare is not None else None
+    if diff is not None and diff.changes_omitted:
+        notes.append(f"{diff.changes_omitted} more changes of the diff are not listed.")
+    return Report(
+        generator=f"onnx-inspector {__version__}",
+        model=_model_info(index),
+        op_histogram=[OpCount(d, op, n) for (d, op), n in
+                      sorted(index.op_histogram.items(), key=lambda kv: (-kv[1], kv[0]))],
+        families=families,
+        families_omitted=omitted,
+        findings=findings,
+        findings_omitted=findings_omitted,
+        reviews=review_summary,
+        diff=diff,
+        graphs=graph_state,
+        notes=notes,
+    )
+
+
+def _model_info(index: ModelIndex) -> ModelInfo:
+    f = index.facts
+    params = index.parameters()
+    return ModelInfo(
+        path=str(index.path), file_name=index.path.name, file_format=f.format, file_size=f.file_size,
+        ir_version=f.ir_version, opsets=dict(sorted(f.opsets.items())), producer_name=f.producer_name,
+        producer_version=f.producer_version, domain=f.domain, model_version=f.model_version,
+        graph_name=f.graph_name, doc_string=f.doc_string, node_count=f.main_nodes, total_node_count=f.total_nodes,
+        function_count=f.function_count, initializer_count=f.initializer_count, parameter_count=params.count,
+        parameter_bytes=params.bytes, external_data_bytes=params.external_bytes, inputs=index.user_inputs(),
+        outputs=list(f.outputs), metadata=dict(f.metadata),
+    )
+
+
+def _reviews(store: ReviewStore | None) -> tuple[ReviewSummary, ReviewStore | None]:
+    if store is None:
+        return ReviewSummary(False, None, None, {}), None
+    try:
+        len(store)  # loads the sidecar if nobody has; never writes
+    except InspectorError as e:
+        return ReviewSummary(False, store.path.name, str(e), {}), None
+    return ReviewSummary(True, store.path.name, None, {}), store
+
+
+def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: list[str],
+              scopes: dict[str, object]) -> tuple[list[FamilyInfo], int]:
+    out: list[FamilyInfo] = []
+    specialiser = None
+    detailed = 0
+    for k, fam in enumerate(index.families):
+        info = _family_info(f"f{k}", fam)
+        out.append(info)
+        if detailed >= lim.families:
+            continue
+        if specialiser is None:
+            from inspector.core.specialise import Specialiser
+
+            specialiser = Specialiser(index)
+        _detail(info, fam, specialiser.analyse(fam), store, lim, scopes)
+        detailed += 1
+    omitted = len(out) - detailed
+    if omitted:
+        notes.append(f"{omitted} of {len(out)} families are listed without detail (the report shows the first "
+                     f"{lim.families} in full).")
+    cut = [f for f in out if f.bodies_omitted]
+    if cut:
+        notes.append(f"{sum(f.bodies_omitted for f in cut)} bodies in {len(cut)} families are not shown in full "
+                     f"(at most {lim.bodies_per_family} per family).")
+    return out, omitted
+
+
+def _family_info(fid: str, fam: Family) -> FamilyInfo:
+    overloads = [
+        OverloadInfo(
+            overload=ov.overload, label=ov.label, calls=ov.call_count,
+            function=tuple(ov.function) if ov.function is not None else None,  # type: ignore[arg-type]
+            target=ov.target,
+            nodes=sum(len(c.node_paths) for c in ov.aten_calls) if ov.aten_calls else None,
+        )
+        for ov in fam.overloads
+    ]
+    return FamilyInfo(fid, fam.kind, fam.domain, fam.name, fam.label, fam.call_count, fam.torchscript_variants,
+                      overloads)
+
+
+def _detail(info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: ReviewStore | None,
+            lim: Limits, scopes: dict[str, object]) -> None:
+    from inspector.core.review import review_keys
+
+    info.detailed = True
+    info.body_count = len(analysis.bodies)
+    keys: dict[int, ReviewKey] = {}
+    counts = dict.fromkeys(STATUSES, 0)
+    reviewed: dict[int, ReviewInfo] = {}
+    for key, obj in review_keys(analysis):
+        keys[id(obj)] = key
+        if store is not None:
+            r = _review_info(store, key)
+            reviewed[id(obj)] = r
+            counts[r.status] = counts.get(r.status, 0) + 1
+        else:
+            counts["unreviewed"] += 1
+    info.review_counts = counts
+    info.specialised_count = sum(len(b.specialised) for b in analysis.bodies)
+    # which overload each member belongs to
+    by_function: dict[FunctionKey, int] = {}
+    by_call: dict[int, int] = {}
+    for i, ov in enumerate(fam.overloads):
+        if ov.function is not None:
+            by_function[ov.function] = i
+        for call in ov.aten_calls:
+            by_call[id(call)] = i
+    owners: list[list[int]] = []
+    for j, body in enumerate(analysis.bodies):
+        found = {by_function.get(m, -1) if isinstance(m, FunctionKey) else by_call.get(id(m), -1)
+                 for m in body.members}
+        owners.append(sorted(found - {-1}))
+        for i in owners[-1]:
+            info.overloads[i].body_ids.append(f"{info.id}-b{j}")
+    for j, body in enumerate(analysis.bodies[: lim.bodies_per_family]):
+        bid = f"{info.id}-b{j}"
+        body_info = _body_info(bid, fam, body, [info.overloads[i] for i in owners[j]], reviewed,
+                               store is not None, lim)
+        info.bodies.append(body_info)
+        if body.members:
+            scopes[bid] = body.members[0]
+    info.bodies_omitted = len(analysis.bodies) - len(info.bodies)
+
+
+def _review_info(store: ReviewStore, key: ReviewKey) -> ReviewInfo:
+    r: Review = store.get(key)
+    info = ReviewInfo(r.status, r.note, r.updated)
+    if r.status == "unreviewed" and len(store):
+        previous = store.previous(key)
+        if previous:
+            info.previous_status, info.previous_note = previous[0][1].status, previous[0][1].note
+    return info
+
+
+def _body_info(bid: str, fam: Family, body: BodyAnalysis, overloads: list[OverloadInfo],
+               reviewed: dict[int, ReviewInfo], with_reviews: bool, lim: Limits) -> BodyInfo:
+    from inspector.core.bodytext import body_lines
+
+    members = body.members
+    if fam.kind == "function":
+        calls = sum(o.calls for o in overloads)
+        names = [str(m) for m in members]
+        title = names[0] if len(names) == 1 else f"{fam.label} ({len(names)} overloads)"
+    else:
+        calls = len(members)
+        names = [m.name for m in members if isinstance(m, AtenCall)]
+        shown = overloads[0].label if overloads else fam.label
+        siblings = len(overloads[0].body_ids) if len(overloads) == 1 else 0
+        title = shown if siblings <= 1 else f"{shown}, body {overloads[0].body_ids.index(bid) + 1} of {siblings}"
+    spec_ids: dict[int, str] = {}
+    specs: list[SpecialisedInfo] = []
+    for k, s in enumerate(body.specialised):
+        sid = f"{bid}-s{k}"
+        spec_ids[id(s)] = sid
+        info = _spec_info(sid, s)
+        if with_reviews:
+            info.review = reviewed.get(id(s))
+        specs.append(info)
+    lines_all = body_lines(body.body, body.specialised)
+    lines = [_spans(line, spec_ids) for line in lines_all[: lim.body_lines]]
+    by_id = {s.id: s for s in specs}
+    for n, line in enumerate(lines):
+        for span in line:
+            if span.spec is not None and by_id[span.spec].line is None:
+                by_id[span.spec].line = n
+    signature = None
+    first = members[0] if members else None
+    if isinstance(first, AtenCall):
+        signature = _signature_info(first, body.specialised, spec_ids)
+    fp = body.fingerprints
+    return BodyInfo(
+        id=bid, title=title, overloads=[o.overload for o in overloads], fingerprint=fp.full, template=fp.template,
+        calls=calls, node_count=len(body.body.nodes), members=names[: lim.members_listed],
+        members_omitted=max(len(names) - lim.members_listed, 0), signature=signature, lines=lines,
+        lines_omitted=max(len(lines_all) - lim.body_lines, 0), specialised=specs,
+        review=reviewed.get(id(body)) if with_reviews else None,
+    )
+
+
+def _spans(line: Line, spec_ids: dict[int, str]) -> list[Span]:
+    out = []
+    for seg in line:
+        sid = spec_ids.get(id(seg.spec)) if seg.spec is not None else None
+        param = seg.argument.parameter.name if seg.argument is not None else None
+        out.append(Span(seg.text, sid, param))
+    return out
+
+
+def _signature_info(call: AtenCall, specialised: Sequence[SpecialisedValue],
+                    spec_ids: dict[int, str]) -> SignatureInfo:
+    from inspector.core.bodytext import line_text, signature_line
+    from inspector.core.signature import call_signature
+
+    sig = call_signature(call)
+    line = signature_line(sig, specialised)
+    linked: dict[str, list[str]] = {}
+    for s in specialised:
+        for link in s.links:
+            ids = linked.setdefault(link.parameter, [])
+            if spec_ids[id(s)] not in ids:
+                ids.append(spec_ids[id(s)])
+    args = [
+        ArgumentInfo(b.parameter.name, b.parameter.type, json_safe(_arg_value(b.value)), _arg_text(b.value),
+                     b.is_default, b.provided, linked.get(b.parameter.name, []))
+        for b in sig.bound
+    ]
+    return SignatureInfo(sig.schema.target if sig.schema else None, line_text(line), _spans(line, spec_ids),
+                         sig.problem, args)
+
+
+def _arg_value(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return [_arg_value(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)  # TensorRef -> "%name", symbols, devices ...
+
+
+def _arg_text(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_arg_text(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return repr(value)
+
+
+def category(spec: SpecialisedValue) -> str:
+    if spec.literal.kind == "parametric":
+        return "parametric"
+    if spec.varies:
+        return "varies"
+    return "linked" if spec.links else "lone"
+
+
+def _where(spec: SpecialisedValue) -> str:
+    lit = spec.literal
+    if lit.kind == "initializer":
+        return f"constant {lit.name}" + (f" (read by {lit.op_type})" if lit.op_type else "")
+    return f"{lit.op_type}.{lit.name}" if lit.op_type else lit.name
+
+
+def describe(spec: SpecialisedValue) -> str:
+    """Plain text for a tooltip: what the value is, what varies, where it came from (as the app says it)."""
+    lit = spec.literal
+    if lit.kind == "parametric":
+        return f"{lit.op_type}.{lit.name} is parametric: bound to function attribute @{lit.ref}"
+    lines = [f"{_where(spec)} = {value_text(lit.value)}"]
+    if spec.varies:
+        lines.append("varies across the family: " + " | ".join(value_text(v) for v in spec.family_values))
+    for link in spec.links:
+        lines.append(f"from aten argument {link.parameter}={value_text(link.value)}: {link.rule}")
+    if not spec.varies and not spec.links:
+        lines.append("literal of a body with no sibling to compare with")
+    return "\n".join(lines)
+
+
+def _spec_info(sid: str, s: SpecialisedValue) -> SpecialisedInfo:
+    lit = s.literal
+    return SpecialisedInfo(
+        id=sid, category=category(s), where=_where(s),
+        node="/".join(str(p) for p in lit.path) if lit.path else None, op_type=lit.op_type or None,
+        kind=lit.kind, name=lit.name, value=json_safe(lit.value), value_text=value_text(lit.value),
+        varies=s.varies, family_values=[json_safe(v) for v in s.family_values],
+        links=[ArgumentLink(a.parameter, json_safe(_arg_value(a.value)), a.rule) for a in s.links],
+        refers_to=lit.ref, description=describe(s),
+    )
+
+
+# --- graphs -----------------------------------------------------------------------------------------------------
+
+
+def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str, object], lim: Limits,
+                notes: list[str]) -> str:
+    """Inline SVGs for function bodies and the first aten bodies; 'unavailable' without pygraphviz."""
+    wanted: list[tuple[BodyInfo, object]] = []
+    aten = function = 0
+    for fam_info in families:
+        for body in fam_info.bodies:
+            scope = scopes.get(body.id)
+            if isinstance(scope, AtenCall):
+                if aten >= lim.aten_graphs:
+                    continue
+                aten += 1
+            elif isinstance(scope, FunctionKey):
+                if function >= lim.function_graphs:
+                    continue
+                function += 1
+            else:
+                continue
+            wanted.append((body, scope))
+    if not wanted:
+        return "none"
+    try:
+        import pygraphviz  # noqa: F401  (only to know whether graphs can be laid out)
+
+        from inspector.render.layout import layout_scene, to_svg
+        from inspector.render.scene import build_scene
+    except ImportError:
+        notes.append("Graphs are omitted: pygraphviz (Graphviz) is not installed.")
+        return "unavailable"
+    start = time.monotonic()
+    drawn = 0
+    for body, scope in wanted:
+        if time.monotonic() - start > lim.graph_seconds:
+            body.graph_note = "graph omitted: the report's time budget for graphs was used up"
+            continue
+        try:
+            scene = build_scene(index, scope, max_nodes=lim.graph_nodes)
+            body.svg = to_svg(scene, layout_scene(scene))
+            drawn += 1
+        except Exception as e:  # Graphviz failures must not cost the whole report
+            body.graph_note = f"graph omitted: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    skipped = len(wanted) - drawn
+    if skipped:
+        notes.append(f"{skipped} graphs could not be drawn (see the bodies concerned).")
+    total_bodies = sum(len(f.bodies) for f in families)
+    if total_bodies > len(wanted):
+        notes.append(f"Graphs are drawn for {len(wanted)} of {total_bodies} bodies shown (at most "
+                     f"{lim.function_graphs} function and {lim.aten_graphs} aten bodies).")
+    return "included"
+
+
+# --- diffs ------------------------------------------------------------------------------------------------------
+
+
+def diff_info(compare: object, max_changes: int = 2000) -> DiffInfo:
+    """A generic view of a diff result: ``compare.to_json()`` if it has one, else a mapping (or dataclass).
+
+    Recognised members (those of ``inspector.core.diff.diff_dict``): ``equal``, ``equivalent`` (bools),
+    ``summary`` or ``explanation`` (text), ``other``/``b`` (the compared model), ``changes``: a list of
+    ``{"kind", "where", "family", "old", "new", "detail"}`` plus optional ``section`` and ``sites`` (missing
+    members are empty; ``where`` may be a list, shown joined by " / "). Properties of the object itself
+    (``compare.equal``) fill in what its JSON lacks.
+    """
+    data: Any
+    to_json = getattr(compare, "to_json", None)
+    if callable(to_json):
+        data = to_json()
+    elif dataclasses.is_dataclass(compare) and not isinstance(compare, type):
+        data = dataclasses.asdict(compare)
+    else:
+        data = compare
+    if not isinstance(data, Mapping):
+        data = {"summary": str(data)}
+    safe = json_safe(dict(data))
+    for name in ("equal", "equivalent"):
+        if name not in safe and isinstance(getattr(compare, name, None), bool):
+            safe[name] = getattr(compare, name)
+    raw_changes = safe.get("changes") if isinstance(safe.get("changes"), list) else []
+    changes = [_change(c) for c in raw_changes[:max_changes]]
+    other = next((safe[k] for k in ("other", "b", "right", "new") if isinstance(safe.get(k), str)), None)
+    if other is None:
+        models = safe.get("models")
+        if isinstance(models, Mapping):
+            cand = models.get("b") or models.get("new") or models.get("other")
+            other = cand if isinstance(cand, str) else (cand.get("path") if isinstance(cand, Mapping) else None)
+    return DiffInfo(
+        other=other if isinstance(other, str) else None,
+        equal=_bool_or_none(safe.get("equal")),
+        equivalent=_bool_or_none(safe.get("equivalent")),
+        summary=next((safe[k] for k in ("summary", "explanation") if isinstance(safe.get(k), str)), None),
+        changes=changes,
+        changes_omitted=max(len(raw_changes) - max_changes, 0),
+        data=safe,
+    )
+
+
+def _bool_or_none(v: object) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+def _change(c: object) -> ChangeInfo:
+    if not isinstance(c, Mapping):
+        return ChangeInfo("change", "", "", None, None, str(c))
+    where = c.get("where", "")
+    if isinstance(where, list):
+        where = " / ".join(str(w) for w in where)
+    sites = c.get("sites")
+    return ChangeInfo(str(c.get("kind", "change")), str(where or ""), str(c.get("family") or ""),
+                      c.get("old"), c.get("new"), str(c.get("detail") or ""), str(c.get("section") or ""),
+                      len(sites) if isinstance(sites, list) else 0)
+
+
+# --- values -----------------------------------------------------------------------------------------------------
+
+MAX_VALUE_TEXT = 160
+
+
+def json_safe(v: Any, depth: int = 0) -> Any:
+    """``v`` as JSON can carry it: non-finite floats as text, tuples as lists, other objects as their repr."""
+    if depth > 64:
+        return "…"
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x, depth + 1) for x in v]
+    if isinstance(v, Mapping):
+        return {str(k): json_safe(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, FunctionKey):
+        return str(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return json_safe(dataclasses.asdict(v), depth + 1)
+    item = getattr(v, "item", None)  # numpy scalars
+    if callable(item):
+        try:
+            return json_safe(item(), depth + 1)
+        except Exception:
+            pass
+    return repr(v)
+
+
+def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
+    """A value as one short line of text (strings quoted, long values cut with an ellipsis)."""
+    text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
+    text = " ".join(text.split()) if "\n" in text else text
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Model text made safe to show: control and bidi-override characters (which can disguise what a reader
+    sees) become visible escapes, lone surrogates become U+FFFD. Tabs and newlines are kept."""
+    return _CONTROL.sub(_visible, text)
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group()
+    code = ord(c)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(text: str, width: int = 0) -> str:
+    """``text`` on one line (newlines shown as ⏎), cut to ``width`` characters when ``width`` > 0."""
+    s = clean_text(str(text)).replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s

@@ -1,0 +1,192 @@
+"""The JSON report: a versioned object described by ``resources/report.schema.json``.
+
+``{"format": "onnx-inspector/report", "version": 1, ...}``. The model facts, families/overloads, op histogram and
+findings have the shapes of ``summary --json`` (``resources/summary.schema.json``); specialised values extend
+the summary's with an ``id``, a ``category``, a ``description`` and their ``review``. Graphs (SVG) are not part
+of it. Bump ``REPORT_VERSION`` on any incompatible change; additive fields keep the version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inspector.report.data import (
+    BodyInfo,
+    FamilyInfo,
+    Report,
+    ReviewInfo,
+    SignatureInfo,
+    SpecialisedInfo,
+    json_safe,
+)
+
+REPORT_FORMAT = "onnx-inspector/report"
+REPORT_VERSION = 1
+
+
+def render_json(report: Report) -> str:
+    """The report as indented JSON text (``allow_nan=False``: every value is JSON-safe)."""
+    return json.dumps(report_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    r = report
+    m = r.model
+    return {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "generator": r.generator,
+        "model": {
+            "path": m.path,
+            "file_name": m.file_name,
+            "file_format": m.file_format,
+            "file_size": m.file_size,
+            "ir_version": m.ir_version,
+            "opsets": dict(m.opsets),
+            "producer_name": m.producer_name,
+            "producer_version": m.producer_version,
+            "domain": m.domain,
+            "model_version": m.model_version,
+            "graph_name": m.graph_name,
+            "doc_string": m.doc_string,
+            "node_count": m.node_count,
+            "total_node_count": m.total_node_count,
+            "function_count": m.function_count,
+            "initializer_count": m.initializer_count,
+            "parameter_count": m.parameter_count,
+            "parameter_bytes": m.parameter_bytes,
+            "external_data_bytes": m.external_data_bytes,
+            "inputs": list(m.inputs),
+            "outputs": list(m.outputs),
+            "metadata": dict(m.metadata),
+        },
+        "reviews": {
+            "available": r.reviews.available,
+            "sidecar": r.reviews.sidecar,
+            "error": r.reviews.error,
+            "counts": dict(r.reviews.counts),
+        },
+        "findings": [{"kind": x.kind, "severity": x.severity, "message": x.message, "where": list(x.where)}
+                     for x in r.findings],
+        "findings_omitted": r.findings_omitted,
+        "op_histogram": [{"domain": o.domain, "op_type": o.op_type, "count": o.count} for o in r.op_histogram],
+        "families": [_family(f) for f in r.families],
+        "families_omitted": r.families_omitted,
+        "diff": _diff(r),
+        "graphs": r.graphs,
+        "notes": list(r.notes),
+    }
+
+
+def _family(f: FamilyInfo) -> dict[str, Any]:
+    return {
+        "id": f.id,
+        "kind": f.kind,
+        "domain": f.domain,
+        "name": f.name,
+        "label": f.label,
+        "calls": f.calls,
+        "torchscript_variants": f.torchscript_variants,
+        "detailed": f.detailed,
+        "overloads": [
+            {
+                "overload": ov.overload,
+                "label": ov.label,
+                "calls": ov.calls,
+                "function": ({"domain": ov.function[0], "name": ov.function[1], "overload": ov.function[2]}
+                             if ov.function is not None else None),
+                "target": ov.target,
+                "nodes": ov.nodes,
+                "bodies": list(ov.body_ids),
+            }
+            for ov in f.overloads
+        ],
+        "body_count": f.body_count,
+        "bodies": [_body(b) for b in f.bodies],
+        "bodies_omitted": f.bodies_omitted,
+        "specialised_count": f.specialised_count,
+        "review_counts": dict(f.review_counts),
+    }
+
+
+def _body(b: BodyInfo) -> dict[str, Any]:
+    return {
+        "id": b.id,
+        "title": b.title,
+        "overloads": list(b.overloads),
+        "fingerprint": b.fingerprint,
+        "template": b.template,
+        "calls": b.calls,
+        "nodes": b.node_count,
+        "members": list(b.members),
+        "members_omitted": b.members_omitted,
+        "signature": _signature(b.signature) if b.signature is not None else None,
+        "lines": ["".join(s.text for s in line) for line in b.lines],
+        "lines_omitted": b.lines_omitted,
+        "specialised": [_spec(s) for s in b.specialised],
+        "review": _review(b.review),
+        "graph": b.svg is not None,
+    }
+
+
+def _signature(s: SignatureInfo) -> dict[str, Any]:
+    return {
+        "target": s.target,
+        "text": s.text,
+        "problem": s.problem,
+        "arguments": [
+            {"parameter": a.parameter, "type": a.type, "value": json_safe(a.value), "text": a.text,
+             "is_default": a.is_default, "provided": a.provided, "specialised": list(a.specialised)}
+            for a in s.arguments
+        ],
+    }
+
+
+def _spec(s: SpecialisedInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": s.id,
+        "category": s.category,
+        "where": s.where,
+        "node": s.node,
+        "op_type": s.op_type,
+        "kind": s.kind,
+        "attribute" if s.kind in ("attribute", "constant", "parametric") else "constant": s.name,
+        "value": json_safe(s.value),
+        "varies": s.varies,
+        "family_values": json_safe(s.family_values),
+        "aten_arguments": [{"parameter": a.parameter, "value": json_safe(a.value), "rule": a.rule} for a in s.links],
+        "description": s.description,
+        "line": s.line,
+        "review": _review(s.review),
+    }
+    if s.refers_to:
+        out["refers_to"] = s.refers_to
+    return out
+
+
+def _review(r: ReviewInfo | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    out: dict[str, Any] = {"status": r.status, "note": r.note, "updated": r.updated}
+    if r.previous_status:
+        out["previous"] = {"status": r.previous_status, "note": r.previous_note}
+    return out
+
+
+def _diff(r: Report) -> dict[str, Any] | None:
+    d = r.diff
+    if d is None:
+        return None
+    return {
+        "other": d.other,
+        "equal": d.equal,
+        "equivalent": d.equivalent,
+        "summary": d.summary,
+        "changes": [{"kind": c.kind, "section": c.section, "where": c.where, "family": c.family,
+                     "old": json_safe(c.old), "new": json_safe(c.new), "detail": c.detail, "sites": c.sites}
+                    for c in d.changes],
+        "changes_omitted": d.changes_omitted,
+        # the diff's own object, without its change list (given above, capped)
+        "data": {k: json_safe(v) for k, v in d.data.items() if k != "changes"},
+    }
