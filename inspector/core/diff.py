@@ -55,6 +55,7 @@ from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_ta
 from inspector.core.signature import call_signature
 from inspector.core.specialise import link_literal
 from inspector.core.tensors import dtype_name
+from inspector.core.values import type_text
 from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs, subgraphs
 
 DIFF_FORMAT = "onnx-inspector/diff"
@@ -1129,18 +1130,18 @@ class _Differ:
         for k, v in enumerate(va):
             found = vmap.get(k)
             if found is None:
-                self.add(Change(f"{section}_removed", section, "", v.name, _type_text(v.type), None,
-                                f"{v.name}: {_type_text(v.type)}", [v.name]))
+                self.add(Change(f"{section}_removed", section, "", v.name, type_text(v.type), None,
+                                f"{v.name}: {type_text(v.type)}", [v.name]))
                 continue
-            ta, tb = _type_text(v.type), _type_text(vb[found].type)
+            ta, tb = type_text(v.type), type_text(vb[found].type)
             if ta != tb:
                 self.add(Change(f"{section}_retyped", section, "", v.name, ta, tb,
                                 f"{_renamed(v.name, vb[found].name)}: {ta} -> {tb}", [v.name]))
         mapped = set(vmap.values())
         for kb, v in enumerate(vb):
             if kb not in mapped:
-                self.add(Change(f"{section}_added", section, "", v.name, None, _type_text(v.type),
-                                f"{v.name}: {_type_text(v.type)}", [v.name]))
+                self.add(Change(f"{section}_added", section, "", v.name, None, type_text(v.type),
+                                f"{v.name}: {type_text(v.type)}", [v.name]))
         renamed = sum(1 for k, kb in vmap.items() if va[k].name != vb[kb].name)
         self.matched[f"{section}s"] = MatchCount(len(vmap), len(va) - len(vmap), len(vb) - len(vmap), renamed)
         return vmap
@@ -1586,23 +1587,6 @@ def _tensor_summary(t: TensorProto) -> Any:
         value, _key = tensor_value(t)
         return _unwrap(value)
     return {"dtype": dtype_name(t.data_type), "shape": [int(d) for d in t.dims], "digest": content_digest(t)[:16]}
-
-
-def _type_text(tp: onnx.TypeProto) -> str:
-    which = tp.WhichOneof("value")
-    if which == "tensor_type" or which == "sparse_tensor_type":
-        tt = getattr(tp, which)
-        dims = "?" if not tt.HasField("shape") else ", ".join(
-            str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim)
-        prefix = "sparse " if which == "sparse_tensor_type" else ""
-        return f"{prefix}{dtype_name(tt.elem_type)}[{dims}]"
-    if which == "sequence_type":
-        return f"seq({_type_text(tp.sequence_type.elem_type)})"
-    if which == "optional_type":
-        return f"optional({_type_text(tp.optional_type.elem_type)})"
-    if which == "map_type":
-        return f"map({dtype_name(tp.map_type.key_type)}, {_type_text(tp.map_type.value_type)})"
-    return which or "?"
 
 
 def _renamed(a: str, b: str) -> str:

@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.index import Family, ModelIndex
+from inspector.core.units import human_size
 
 if TYPE_CHECKING:
     from inspector.core.specialise import FamilyAnalysis
@@ -114,14 +115,14 @@ def summary_text(data: dict[str, Any]) -> str:
     m = data["model"]
     lines = [
         f"model        {m['path']}",
-        f"format       {m['file_format']}, {_size(m['file_size'])}",
+        f"format       {m['file_format']}, {human_size(m['file_size'])}",
         f"ir_version   {m['ir_version']}",
         "opsets       " + (", ".join(f"{d or 'ai.onnx'}={v}" for d, v in m["opsets"].items()) or "-"),
         f"producer     {m['producer_name'] or '-'} {m['producer_version']}".rstrip(),
         f"nodes        {m['node_count']} in the main graph, {m['total_node_count']} in all",
         f"functions    {m['function_count']}",
         f"parameters   {m['parameter_count']:,} in {m['initializer_count']} initializers, "
-        f"{_size(m['parameter_bytes'])}",
+        f"{human_size(m['parameter_bytes'])}",
     ]
     fams = [f for f in data["families"] if f["kind"] == "function"]
     lines.append("")
@@ -194,10 +195,3 @@ def _printable(line: str) -> str:
     return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in line)
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"

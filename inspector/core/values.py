@@ -9,25 +9,44 @@ import onnx
 from inspector.core.tensors import dtype_name
 
 
-def type_text(t: onnx.TypeProto) -> str:
-    """``FLOAT[1,8,batch]`` for tensors; a short form for sequences, maps and optionals."""
-    which = t.WhichOneof("value")
-    if which == "tensor_type" or which == "sparse_tensor_type":
-        tt = t.tensor_type if which == "tensor_type" else t.sparse_tensor_type
-        dtype = dtype_name(tt.elem_type) if tt.elem_type else "?"
-        if not tt.HasField("shape"):
-            return dtype
-        dims = []
-        for d in tt.shape.dim:
-            dims.append(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?"))
-        return f"{dtype}[{','.join(dims)}]"
-    if which == "sequence_type":
-        return f"seq({type_text(t.sequence_type.elem_type)})"
-    if which == "optional_type":
-        return f"optional({type_text(t.optional_type.elem_type)})"
-    if which == "map_type":
-        return f"map({dtype_name(t.map_type.key_type)},{type_text(t.map_type.value_type)})"
-    return "?"
+def _dim(d: onnx.TensorShapeProto.Dimension) -> str:
+    if d.HasField("dim_value"):
+        return str(d.dim_value)
+    return d.dim_param or "?"
+
+
+def type_text(tp: onnx.TypeProto, max_depth: int = 8) -> str:
+    """``FLOAT[1,8,16]``, ``INT64[batch,?]``, ``seq(FLOAT[2])``; "" when the type is unknown.
+
+    Iterative with a depth bound: a hostile model may nest sequence types arbitrarily deep.
+    """
+    opened: list[str] = []
+    base = ""
+    for _ in range(max_depth):
+        which = tp.WhichOneof("value")
+        if which in ("tensor_type", "sparse_tensor_type"):
+            t = tp.tensor_type if which == "tensor_type" else tp.sparse_tensor_type
+            base = dtype_name(t.elem_type) if t.elem_type else "?"
+            if which == "sparse_tensor_type":
+                base = "sparse " + base
+            if t.HasField("shape"):
+                base += "[" + ",".join(_dim(d) for d in t.shape.dim) + "]"
+            break
+        if which == "sequence_type":
+            opened.append("seq(")
+            tp = tp.sequence_type.elem_type
+        elif which == "optional_type":
+            opened.append("opt(")
+            tp = tp.optional_type.elem_type
+        elif which == "map_type":
+            opened.append(f"map({dtype_name(tp.map_type.key_type)},")
+            tp = tp.map_type.value_type
+        else:
+            base = "?" if opened else ""
+            break
+    else:
+        base = "…"
+    return "".join(opened) + base + ")" * len(opened)
 
 
 def value_types(infos: Iterable[onnx.ValueInfoProto], initializers: Iterable[onnx.TensorProto] = ()) -> dict[str, str]:

@@ -32,6 +32,7 @@ from inspector.core.body import node_reads
 from inspector.core.keys import MAIN, FunctionKey, MainGraph, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.tensors import dtype_name
+from inspector.core.values import type_text
 from inspector.core.walk import NodePath, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
 
 if TYPE_CHECKING:
@@ -521,43 +522,6 @@ def _types(infos: Iterable[onnx.ValueInfoProto], needed: set[str]) -> dict[str, 
             if text:
                 out[name] = text
     return out
-
-
-def _dim(d: onnx.TensorShapeProto.Dimension) -> str:
-    if d.HasField("dim_value"):
-        return str(d.dim_value)
-    return d.dim_param or "?"
-
-
-def type_text(tp: onnx.TypeProto, max_depth: int = 8) -> str:
-    """``FLOAT[1,8,16]``, ``INT64[batch,?]``, ``seq(FLOAT[2])``; "" when the type is unknown."""
-    opened: list[str] = []
-    base = ""
-    for _ in range(max_depth):
-        which = tp.WhichOneof("value")
-        if which in ("tensor_type", "sparse_tensor_type"):
-            t = tp.tensor_type if which == "tensor_type" else tp.sparse_tensor_type
-            base = dtype_name(t.elem_type) if t.elem_type else "?"
-            if which == "sparse_tensor_type":
-                base = "sparse " + base
-            if t.HasField("shape"):
-                base += "[" + ",".join(_dim(d) for d in t.shape.dim) + "]"
-            break
-        if which == "sequence_type":
-            opened.append("seq(")
-            tp = tp.sequence_type.elem_type
-        elif which == "optional_type":
-            opened.append("opt(")
-            tp = tp.optional_type.elem_type
-        elif which == "map_type":
-            opened.append(f"map({dtype_name(tp.map_type.key_type)},")
-            tp = tp.map_type.value_type
-        else:
-            base = "?" if opened else ""
-            break
-    else:
-        base = "…"
-    return "".join(opened) + base + ")" * len(opened)
 
 
 def constant_text(t: onnx.TensorProto, width: int = 48) -> str:

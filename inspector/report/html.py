@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from inspector.core.units import human_size
 from inspector.report.data import (
     CATEGORY_TEXT,
     COLOURS,
@@ -159,7 +160,8 @@ class _Writer:
     def model(self) -> str:
         m = self.r.model
         rows = [
-            ("File", f"{esc(m.file_name)} <span class='muted'>({esc(m.file_format)}, {_size(m.file_size)})</span>"),
+            ("File", f"{esc(m.file_name)} <span class='muted'>({esc(m.file_format)}, "
+                     f"{human_size(m.file_size)})</span>"),
             ("IR version", str(m.ir_version)),
             ("Opsets", ", ".join(f"{esc(d or 'ai.onnx')}={v}" for d, v in m.opsets.items()) or "-"),
             ("Producer", f"{esc(m.producer_name) or '-'} {esc(m.producer_version)}"),
@@ -167,8 +169,9 @@ class _Writer:
             ("Graph", esc(m.graph_name) or "-"),
             ("Nodes", f"{m.node_count:,} in the main graph, {m.total_node_count:,} in all"),
             ("Functions", f"{m.function_count:,}"),
-            ("Parameters", f"{m.parameter_count:,} in {m.initializer_count:,} initializers, {_size(m.parameter_bytes)}"
-             + (f" ({_size(m.external_data_bytes)} as external data, not read)" if m.external_data_bytes else "")),
+            ("Parameters", f"{m.parameter_count:,} in {m.initializer_count:,} initializers, "
+                           f"{human_size(m.parameter_bytes)}"
+             + (f" ({human_size(m.external_data_bytes)} as external data, not read)" if m.external_data_bytes else "")),
             ("Inputs", _names(m.inputs)),
             ("Outputs", _names(m.outputs)),
         ]
@@ -508,10 +511,3 @@ def _val(v: object) -> str:
     return value_text(v, 300) if not isinstance(v, str) else one_line(v, 300)
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"

@@ -14,6 +14,7 @@ import html as _html
 import re
 from pathlib import PurePath
 
+from inspector.core.units import human_size
 from inspector.report.data import (
     CATEGORY_TEXT,
     STATUSES,
@@ -120,11 +121,11 @@ def _title(r: Report) -> str:
 def _model(r: Report) -> str:
     m = r.model
     opsets = ", ".join(f"{md(d or 'ai.onnx', 60)}={v}" for d, v in m.opsets.items()) or "-"
-    params = f"{m.parameter_count:,} in {m.initializer_count:,} initializers, {_size(m.parameter_bytes)}"
+    params = f"{m.parameter_count:,} in {m.initializer_count:,} initializers, {human_size(m.parameter_bytes)}"
     if m.external_data_bytes:
-        params += f" ({_size(m.external_data_bytes)} external, not read)"
+        params += f" ({human_size(m.external_data_bytes)} external, not read)"
     rows = [
-        ("File", f"{md(m.file_name, CELL)} ({m.file_format}, {_size(m.file_size)})"),
+        ("File", f"{md(m.file_name, CELL)} ({m.file_format}, {human_size(m.file_size)})"),
         ("IR version", str(m.ir_version)),
         ("Opsets", opsets),
         ("Producer", f"{md(m.producer_name, CELL) or '-'} {md(m.producer_version, 60)}".rstrip()),
@@ -355,10 +356,3 @@ def _val(v: object) -> str:
     return v if isinstance(v, str) else value_text(v, 200)
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"

@@ -1,0 +1,13 @@
+"""Human-readable quantities shared by the text, Markdown and HTML outputs."""
+
+from __future__ import annotations
+
+
+def human_size(n: int) -> str:
+    """``118644`` -> ``115.9 KiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
