@@ -88,8 +88,45 @@ def main(argv: list[str] | None = None) -> int:
         settle()
         window.grab().save(str(out / "05-review.png"))
     QThreadPool.globalInstance().waitForDone(60000)
+    # two exports side by side: head count 2 vs 4
+    from inspector.gui.compare import CompareWindow
+
+    fixtures = ROOT / "tests" / "fixtures"
+    compare = CompareWindow()
+    compare.resize(1600, 900)
+    compare.show()
+    wait_for(compare.pair_loaded, lambda: compare.open_pair(fixtures / "dynamo_block.onnx",
+                                                            fixtures / "dynamo_block_h4.onnx"))
+    group = compare.changes.topLevelItem(0)
+    if group is not None and group.childCount():
+        wait_for(compare.change_shown, lambda: compare.changes.setCurrentItem(group.child(group.childCount() - 1)))
+    QThreadPool.globalInstance().waitForDone(60000)
+    settle()
+    compare.grab().save(str(out / "06-compare.png"))
+    compare.close()
+    report_screenshot(out)
     print("wrote", ", ".join(sorted(p.name for p in out.glob("*.png"))), "to", out)
     return 0
+
+
+def report_screenshot(out: Path) -> None:
+    """The HTML report of the sample, as a person sees it in a browser (headless Chromium)."""
+    from inspector.cli import main as cli
+
+    html = out / "report.html"
+    cli(["report", str(SAMPLE), "--format", "html", "-o", str(html)])
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("chromium not found: skipped the report screenshot", file=sys.stderr)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={profile}", "--window-size=1300,2000",
+                        f"--screenshot={out / '07-report.png'}", html.as_uri()],
+                       capture_output=True, timeout=120, check=False)
 
 
 if __name__ == "__main__":

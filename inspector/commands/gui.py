@@ -9,7 +9,7 @@ from collections.abc import Sequence
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector", description=__doc__)
     p.add_argument("model", nargs="?", help="a model to open")
-    p.add_argument("other", nargs="?", help="a second model to compare with (later versions)")
+    p.add_argument("other", nargs="?", help="a second model: open both side by side with their differences")
     return p
 
 

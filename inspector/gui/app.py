@@ -7,9 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from PySide6.QtCore import QThreadPool
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMainWindow
 
 from inspector.core.errors import InspectorError
+from inspector.gui.compare import CompareWindow
 from inspector.gui.main_window import MainWindow
 from inspector.gui.theme import apply_theme
 
@@ -21,10 +22,19 @@ def run(paths: Sequence[str]) -> int:
     app.setApplicationName("ONNX Inspector")
     app.setOrganizationName("onnx-inspector")
     apply_theme(app)
-    window = MainWindow()
-    window.show()
-    if paths:
-        window.open_path(paths[0])
+    window: QMainWindow
+    if len(paths) >= 2:  # onnx-inspector A B: side by side
+        compare = CompareWindow()
+        compare.show()
+        compare.open_pair(paths[0], paths[1])
+        window = compare
+    else:
+        main = MainWindow()
+        main.show()
+        if paths:
+            main.open_path(paths[0])
+        window = main
+    window.raise_()
     code = int(app.exec())
     QThreadPool.globalInstance().waitForDone(10000)  # let running jobs finish before Python tears down
     return code

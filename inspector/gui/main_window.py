@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from PySide6.QtCore import QModelIndex, QSettings, QThreadPool, QUrl, Signal
+from PySide6.QtCore import QModelIndex, QSettings, Qt, QThreadPool, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -40,6 +40,7 @@ from inspector.core.values import graph_value_types
 from inspector.core.walk import resolve_path
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, Selection
+from inspector.gui.compare import CompareWindow
 from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.module_model import ModuleModel, object_of
@@ -157,6 +158,10 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._refresh_recent()
         file_menu.addSeparator()
+        compare_action = QAction("&Compare with…", self)
+        compare_action.setShortcut(QKeySequence("Ctrl+Shift+O"))
+        compare_action.triggered.connect(self.compare_with)
+        file_menu.addAction(compare_action)
         export_action = QAction("&Export Report…", self)
         export_action.setShortcut(QKeySequence("Ctrl+E"))
         export_action.triggered.connect(self.export_report)
@@ -344,6 +349,25 @@ class MainWindow(QMainWindow):
         self.family_view.scrollTo(proxy)
         self.family_view.setCurrentIndex(proxy)
         return True
+
+    # comparing -------------------------------------------------------------------------------------------
+    def compare_with(self) -> None:
+        if self.index is None:
+            return
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with…", str(self.index.path.parent), FILE_FILTER)
+        if path:
+            self.open_compare(Path(path))
+
+    def open_compare(self, other: Path) -> CompareWindow | None:
+        """A side-by-side window: this model as A, ``other`` as B."""
+        if self.index is None:
+            return None
+        window = CompareWindow()
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._compare_windows = [w for w in getattr(self, "_compare_windows", []) if w.isVisible()] + [window]
+        window.show()
+        window.open_pair(self.index.path, other)
+        return window
 
     # reports ---------------------------------------------------------------------------------------------
     def export_report(self) -> None:

@@ -1,0 +1,118 @@
+"""Side by side: changes grouped by family, both graphs coloured, old beside new, sides kept in step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QSettings, Qt, QThreadPool
+
+from inspector.core.keys import FunctionKey
+from inspector.core.provenance import AtenCall
+from inspector.gui.compare import ADDED, CHANGED, REMOVED, CompareWindow
+from inspector.gui.main_window import MainWindow
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def compare(qtbot):
+    w = CompareWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    QThreadPool.globalInstance().waitForDone(30000)
+
+
+def _load(qtbot, w: CompareWindow, a: Path, b: Path) -> None:
+    with qtbot.waitSignal(w.pair_loaded, timeout=60000):
+        w.open_pair(a, b)
+
+
+def _rows(w: CompareWindow) -> list[tuple[str, object]]:
+    out = []
+    for i in range(w.changes.topLevelItemCount()):
+        group = w.changes.topLevelItem(i)
+        for j in range(group.childCount()):
+            out.append((group.text(0), group.child(j)))
+    return out
+
+
+def test_head_count_change_shows_the_scale_old_beside_new(qtbot, compare: CompareWindow):
+    _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
+    groups = {g for g, _row in _rows(compare)}
+    assert any("scaled_dot_product_attention" in g for g in groups) and any("aten::view" in g for g in groups)
+    sdpa_scale = next(row for g, row in _rows(compare) if "scaled_dot" in g and "0.594" in row.text(2))
+    assert "0.707" in sdpa_scale.text(2)
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(sdpa_scale)
+    assert isinstance(compare.side_a.current_scope(), AtenCall)
+    assert isinstance(compare.side_b.current_scope(), AtenCall)
+    details = compare.details.toPlainText()
+    assert "0.59460354" in details and "0.70710677" in details
+    marked_a = {i: it.mark for i, it in compare.side_a.graph.items_by_id.items() if it.mark}
+    marked_b = {i: it.mark for i, it in compare.side_b.graph.items_by_id.items() if it.mark}
+    assert marked_a and marked_b and set(marked_a.values()) == {CHANGED} == set(marked_b.values())
+
+
+def test_optimizer_differences_colour_added_and_removed_nodes(qtbot, compare: CompareWindow):
+    _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_noopt.onnx")
+    body = next(row for g, row in _rows(compare) if "scaled_dot" in g and "body" in row.text(0))
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(body)
+    colours_b = {it.mark for it in compare.side_b.graph.items_by_id.values() if it.mark}
+    colours_a = {it.mark for it in compare.side_a.graph.items_by_id.values() if it.mark}
+    assert ADDED in colours_b and REMOVED not in colours_b
+    assert ADDED not in colours_a
+
+
+def test_function_change_and_synchronised_selection(qtbot, compare: CompareWindow, tmp_path: Path):
+    import onnx
+
+    model = onnx.load(str(FIXTURES / "overloads.onnx"))
+    for f in model.functions:
+        if f.overload == "perm_0231":
+            for a in f.node[0].attribute:
+                if a.name == "perm":
+                    a.ints[:] = [0, 3, 2, 1]
+    changed = tmp_path / "changed.onnx"
+    onnx.save(model, str(changed))
+    _load(qtbot, compare, FIXTURES / "overloads.onnx", changed)
+    (group, row), = _rows(compare)
+    assert "local.tr" in group
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(row)
+    assert compare.side_a.current_scope() == FunctionKey("local", "tr", "perm_0231")
+    assert compare.side_a.graph.items_by_id["n:0"].mark == CHANGED
+    assert "[0, 2, 3, 1]" in compare.details.toPlainText() and "[0, 3, 2, 1]" in compare.details.toPlainText()
+    compare.side_a.graph.select("n:0")
+    assert compare.side_b.graph.selected().id == "n:0"
+    bar_a, bar_b = compare.side_a.graph.verticalScrollBar(), compare.side_b.graph.verticalScrollBar()
+    if bar_a.maximum() > 0 and bar_b.maximum() > 0:
+        bar_a.setValue(bar_a.maximum())
+        assert bar_b.value() == bar_b.maximum()
+
+
+def test_renamed_copy_is_equal(qtbot, compare: CompareWindow):
+    _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_renamed.onnx")
+    assert compare.changes.topLevelItemCount() == 0
+    assert "equal" in compare.summary.text()
+
+
+def test_compare_with_from_the_main_window(qtbot, tmp_path: Path):
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.model_loaded, timeout=30000):
+        w.open_path(FIXTURES / "dynamo_block.onnx")
+    compare = w.open_compare(FIXTURES / "dynamo_block_h4.onnx")
+    assert compare is not None
+    with qtbot.waitSignal(compare.pair_loaded, timeout=60000):
+        pass
+    assert compare.pair is not None and not compare.pair.diff.equal
+    assert "dynamo_block.onnx" in compare.windowTitle()
+    compare.close()
+    QThreadPool.globalInstance().waitForDone(30000)
+    _ = Qt
