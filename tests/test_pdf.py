@@ -21,3 +21,13 @@ def test_html_with_svg_becomes_a_pdf(tmp_path: Path):
     assert data.startswith(b"%PDF-") and b"%%EOF" in data[-1024:]
     assert data.count(b"/Type /Page\n") + data.count(b"/Type /Page ") + data.count(b"/Type/Page") >= 1
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_report_command_writes_a_pdf(tmp_path: Path):
+    from inspector.cli import main
+    from tests.conftest import FIXTURES
+
+    out = tmp_path / "overloads.pdf"
+    assert main(["report", str(FIXTURES / "overloads.onnx"), "--format", "pdf", "-o", str(out)]) == 0
+    data = out.read_bytes()
+    assert data.startswith(b"%PDF-") and len(data) > 10_000  # text and the graphs of the function bodies
