@@ -246,6 +246,16 @@ class DiffInfo:
     changes_omitted: int
     data: dict[str, Any]  # the diff's own JSON (JSON-safe), for the JSON report
 
+    @property
+    def verdict(self) -> str:
+        """``Not identical, equivalent (same bodies up to names)``; "" when the diff says neither."""
+        parts = []
+        if self.equal is not None:
+            parts.append("identical" if self.equal else "not identical")
+        if self.equivalent is not None:
+            parts.append("equivalent (same bodies up to names)" if self.equivalent else "not equivalent")
+        return ", ".join(parts).capitalize()
+
 
 @dataclass(slots=True)
 class ReviewSummary:

@@ -254,13 +254,8 @@ class _Writer:
         out = ['<section id="diff"><h2>Changes</h2>']
         if d.other:
             out.append(f"<p>Compared with <code>{esc(PurePath(d.other).name or d.other)}</code>.</p>")
-        verdict = []
-        if d.equal is not None:
-            verdict.append("identical" if d.equal else "not identical")
-        if d.equivalent is not None:
-            verdict.append("equivalent (same bodies up to names)" if d.equivalent else "not equivalent")
-        if verdict:
-            out.append(f"<p><b>{', '.join(verdict).capitalize()}.</b></p>")
+        if d.verdict:
+            out.append(f"<p><b>{esc(d.verdict)}.</b></p>")
         if d.summary:
             out.append(f"<p>{esc(d.summary)}</p>")
         if d.changes:

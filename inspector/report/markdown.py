@@ -200,13 +200,8 @@ def _diff(r: Report) -> str:
     out = [f"## Changes ({total})", ""]
     if d.other:
         out.append(f"Compared with {md(PurePath(d.other).name or d.other, 200)}.")
-    verdict = []
-    if d.equal is not None:
-        verdict.append("identical" if d.equal else "not identical")
-    if d.equivalent is not None:
-        verdict.append("equivalent (same bodies up to names)" if d.equivalent else "not equivalent")
-    if verdict:
-        out += ["", f"**{', '.join(verdict).capitalize()}.**"]
+    if d.verdict:
+        out += ["", f"**{d.verdict}.**"]
     if d.summary:
         out += ["", md(d.summary, 500)]
     if d.changes:
