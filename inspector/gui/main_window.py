@@ -231,7 +231,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Could not open {path.name}", 5000)
         self.load_failed.emit(reason)
         if QApplication.platformName() != "offscreen":
-            QMessageBox.critical(self, "Could not open model", reason)
+            show_message(self, QMessageBox.Icon.Critical, "Could not open model", reason)
 
     def set_index(self, index: ModelIndex) -> None:
         self.index = index
@@ -314,7 +314,7 @@ class MainWindow(QMainWindow):
         except (InspectorError, OSError, ValueError) as e:
             self.statusBar().showMessage(f"Review not saved: {e}")
             if QApplication.platformName() != "offscreen":
-                QMessageBox.warning(self, "Review not saved", str(e))
+                show_message(self, QMessageBox.Icon.Warning, "Review not saved", str(e))
             return
         review = self.reviews.get(item.key)
         self.review_bar.set_target(self.review_bar.target.text(), review)
@@ -708,6 +708,13 @@ def _badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) ->
             if review.status == "unreviewed":
                 c[1] += 1
     return {k: (v[0], v[1]) for k, v in counts.items()}
+
+
+def show_message(parent: QWidget, icon: QMessageBox.Icon, title: str, text: str) -> None:
+    """A message box that shows ``text`` literally (error messages can quote model text, which may hold markup)."""
+    box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.exec()
 
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:
