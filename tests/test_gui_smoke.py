@@ -90,3 +90,18 @@ def test_drag_and_drop_opens_a_model(window: MainWindow, qtbot):
     assert window.index is not None and window.index.path.name == "overloads.onnx"
     assert window.recent_files()[0].endswith("overloads.onnx")
     assert window.recent_menu.actions()[0].text().endswith("overloads.onnx")
+
+
+def test_external_tensor_values_are_read_only_when_asked(window: MainWindow, qtbot):
+    from PySide6.QtCore import QUrl
+
+    from inspector.core.keys import MAIN
+
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(FIXTURES / "external" / "model.onnx")
+    window.show_node(MAIN, (0,), "main/0")
+    text = window.details.toPlainText()
+    assert "load values" in text and "external: weights.bin" in text and "min " not in text
+    name = next(n for n in window.index.proto.graph.node[0].input if n in window._values[1])
+    window._details_link(QUrl(f"tensor:{name}"))
+    qtbot.waitUntil(lambda: "min " in window.details.toPlainText(), timeout=10000)

@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
         self.details.setOpenLinks(False)
         self.details.anchorClicked.connect(self._details_link)
         self._node_shown: tuple[Any, tuple[Any, ...], str] | None = None
+        self._values: tuple[dict[str, str], dict[str, onnx.TensorProto]] | None = None
         self.details.setHtml(_welcome())
         self.signature = SignaturePanel()
         self.signature.value_clicked.connect(self._review_value)
@@ -215,6 +216,7 @@ class MainWindow(QMainWindow):
         self.progress.setVisible(bool(self._jobs))
         self.set_index(opened.index)
         self.reviews = opened.reviews
+        self._values = opened.values
         self.search_panel.set_index(opened.search)
         if opened.review_error:
             self.statusBar().showMessage(f"Reviews disabled: {opened.review_error}")
@@ -434,19 +436,25 @@ class MainWindow(QMainWindow):
         """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
         if self.index is None:
             return
+        self._node_shown = (scope, path, where)
+        if self._render_node(scope, path, where, {}):
+            self.right.setCurrentWidget(self.details)
+
+    def _render_node(self, scope: Any, path: tuple[Any, ...], where: str, loaded: dict[str, str]) -> bool:
+        """Node details with previews of its inline initializers (and of external ones already ``loaded``)."""
+        if self.index is None or self._values is None:
+            return False
         nodes = self.index.proto.graph.node if scope == MAIN else self.index.functions.functions[scope].node
         try:
             node = resolve_path(nodes, path)
         except KeyError:
-            return
-        graph = self.index.proto.graph
-        types = graph_value_types(graph)
-        inits = {t.name: t for t in graph.initializer if t.name in set(node.input)}
-        previews = {name: self._preview(t, inline_only=True) for name, t in inits.items()}
-        self._node_shown = (scope, path, where)
+            return False
+        types, initializers = self._values
+        inits = {n: initializers[n] for n in node.input if n in initializers}
+        previews = {n: self._preview(t, inline_only=True) for n, t in inits.items()} | loaded
         self.details.setHtml(node_html(self.index, node, where, types, inits,
                                        {k: v for k, v in previews.items() if v}))
-        self.right.setCurrentWidget(self.details)
+        return True
 
     def _preview(self, tensor: Any, inline_only: bool) -> str:
         if inline_only and tensor.data_location == onnx.TensorProto.EXTERNAL:
@@ -462,7 +470,7 @@ class MainWindow(QMainWindow):
         if not text.startswith("tensor:") or self.index is None or self._node_shown is None:
             return
         name = text[len("tensor:"):]
-        tensor = next((t for t in self.index.proto.graph.initializer if t.name == name), None)
+        tensor = self._values[1].get(name) if self._values else None
         if tensor is None:
             return
         scope, path, where = self._node_shown
@@ -470,16 +478,8 @@ class MainWindow(QMainWindow):
 
         def done(preview: str, job: Job = job) -> None:
             self._jobs.remove(job)
-            if self.index is None:
-                return
-            nodes = self.index.proto.graph.node if scope == MAIN else self.index.functions.functions[scope].node
-            node = resolve_path(nodes, path)
-            graph = self.index.proto.graph
-            inits = {t.name: t for t in graph.initializer if t.name in set(node.input)}
-            previews = {n: self._preview(t, inline_only=True) for n, t in inits.items()}
-            previews[name] = preview
-            self.details.setHtml(node_html(self.index, node, where, graph_value_types(graph), inits,
-                                           {k: v for k, v in previews.items() if v}))
+            if self._node_shown == (scope, path, where):
+                self._render_node(scope, path, where, {name: preview})
 
         job.signals.finished.connect(done)
         job.signals.failed.connect(lambda _r, job=job: self._jobs.remove(job))
@@ -653,6 +653,7 @@ class Opened:
     reviews: ReviewStore | None
     review_error: str
     search: SearchIndex
+    values: tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
 
 
 def _open_for_display(path: Path) -> Opened:
@@ -668,7 +669,9 @@ def _open_for_display(path: Path) -> Opened:
         reviews.load()  # type: ignore[union-attr]
     except InspectorError as e:  # a sidecar we cannot read is left untouched, and reviewing is disabled
         reviews, error = None, str(e)
-    return Opened(index, reviews, error, search)
+    graph = index.proto.graph
+    values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
+    return Opened(index, reviews, error, search, values)
 
 
 def review_items(analyses: Analyses, store: ReviewStore
