@@ -23,6 +23,7 @@ from inspector.core.functions import FunctionIndex, build_function_index, scan_m
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.loader import LoadedModel, load_model
 from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
+from inspector.core.sanitize import sanitize_text
 from inspector.core.tensors import TENSOR_BITS, tensor_size
 
 
@@ -164,9 +165,27 @@ def open_index(path: str | os.PathLike[str]) -> ModelIndex:
     return build_index(load_model(path))
 
 
+# Below this size every model is checked for invalid-UTF-8 strings up front (a few ms); larger ones only when
+# indexing trips over one, so that ordinary large exports do not pay for a pass over every string.
+EAGER_TEXT_CHECK_NODES = 20_000
+
+
 def build_index(model: LoadedModel) -> ModelIndex:
+    repaired = 0
+    if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
+        repaired = sanitize_text(model.proto)
     with paused_gc():
-        return _build_index(model)
+        try:
+            index = _build_index(model)
+        except (TypeError, AttributeError, UnicodeError):
+            repaired = sanitize_text(model.proto)
+            if not repaired:
+                raise
+            index = _build_index(model)
+    if repaired:
+        index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
+                                      "UTF-8; they are shown with replacement characters"))
+    return index
 
 
 @contextlib.contextmanager

@@ -16,8 +16,9 @@ class FunctionKey(NamedTuple):
     overload: str = ""
 
     def __str__(self) -> str:
-        base = f"{self.domain}.{self.name}" if self.domain else self.name
-        return f"{base}:{self.overload}" if self.overload else base
+        domain, name, overload = (_text(x) for x in self)
+        base = f"{domain}.{name}" if domain else name
+        return f"{base}:{overload}" if overload else base
 
     @property
     def family(self) -> tuple[str, str]:
@@ -35,6 +36,10 @@ class MainGraph(NamedTuple):
 
 MAIN = MainGraph()
 Scope = MainGraph | FunctionKey
+
+
+def _text(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def is_identifier(text: str) -> bool:

@@ -17,7 +17,7 @@ import onnx
 from inspector.core.fx import FxNode, TensorRef, fx_head, fx_name_of, op_target, parse_fx_node, target_of
 from inspector.core.keys import Scope
 from inspector.core.scan import ScanResult
-from inspector.core.walk import NodePath
+from inspector.core.walk import NodePath, as_text
 
 NAMESPACE = "namespace"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -63,7 +63,8 @@ class AtenCall:
     def metadata(self) -> dict[str, str]:
         """The first node's ``metadata_props`` (the same for every node of the call), read on first use."""
         if self._meta is None:
-            self._meta = {p.key: p.value for p in self.first_node.metadata_props} if self.first_node else {}
+            props = self.first_node.metadata_props if self.first_node else ()
+            self._meta = {as_text(p.key): as_text(p.value) for p in props}
         return self._meta
 
     @property
@@ -189,7 +190,7 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
         if call._meta is not None or call.first_node is None:
             meta = call.metadata
         else:  # read only the three entries a module needs, not the long stack trace
-            meta = {p.key: p.value for p in call.first_node.metadata_props if p.key in _MODULE_KEYS}
+            meta = {p.key: as_text(p.value) for p in call.first_node.metadata_props if p.key in _MODULE_KEYS}
         module = _module_for(root, cache, meta)
         call._module_path = module.path
         module.calls.append(i)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from inspector.core.keys import Scope
-from inspector.core.walk import SUBGRAPH_OPS, NodePath, subgraphs
+from inspector.core.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
 FX_NODE = "pkg.torch.onnx.fx_node"
 RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
@@ -57,6 +57,9 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
             for i, node in enumerate(seq):
                 domain = node.domain
                 op = node.op_type
+                if op.__class__ is not str or domain.__class__ is not str:  # invalid UTF-8: repair in place
+                    node.op_type = op = as_text(op)
+                    node.domain = domain = as_text(domain)
                 hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
                 hist[hk] = hist.get(hk, 0) + 1
                 path: NodePath | None = (i,) if top else None
@@ -75,7 +78,8 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 if n == fast_len:
                     p = props[fast_pos]
                     if p.key == FX_NODE:
-                        key = (scope, p.value)
+                        value = p.value
+                        key = (scope, value if value.__class__ is str else as_text(value))
                         paths = groups.get(key)
                         if paths is None:
                             groups[key] = [path or (*prefix, i)]
@@ -88,9 +92,9 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 for j, p in enumerate(props):
                     k = p.key
                     if k == FX_NODE:
-                        fx_text, pos = p.value, j
+                        fx_text, pos = as_text(p.value), j
                     elif k == RULE_NAME:
-                        rule = p.value
+                        rule = as_text(p.value)
                 if fx_text is None:
                     without_fx += 1
                     continue

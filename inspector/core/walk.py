@@ -14,6 +14,11 @@ from onnx import AttributeProto
 
 NodePath = tuple[int | str, ...]
 
+
+def as_text(value: str | bytes) -> str:
+    """protobuf hands back ``bytes`` for string fields that are not valid UTF-8 (damaged or hostile models)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
 # Standard operators that carry graph attributes; other standard ops are not scanned for subgraphs,
 # which keeps a pass over a 100k-node export cheap.
 SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
@@ -82,9 +87,11 @@ def path_text(nodes: Sequence[onnx.NodeProto], path: NodePath, root: str) -> str
     i = 0
     while i < len(path):
         idx = path[i]
-        assert isinstance(idx, int)
+        if not isinstance(idx, int) or idx >= len(seq):  # a damaged model (e.g. two subgraphs of one name)
+            parts.append(f"?{idx}")
+            break
         node = seq[idx]
-        label = node.name or f"{node.op_type}#{idx}"
+        label = as_text(node.name) or f"{as_text(node.op_type)}#{idx}"
         i += 1
         if i < len(path):
             step = str(path[i])

@@ -245,8 +245,9 @@ class CompareWindow(QMainWindow):
         self.details.setHtml(f"<p>{esc(text)}</p><p>Select a change to see it in both graphs.</p>")
         self.statusBar().showMessage(f"{len(d.changes)} changes", 5000)
         first = self.changes.topLevelItem(0)
-        if first is not None and first.childCount():
-            self.changes.setCurrentItem(first.child(0))  # start on the first change, not on two main graphs
+        child = first.child(0) if first is not None and first.childCount() else None
+        if child is not None:
+            self.changes.setCurrentItem(child)  # start on the first change, not on two main graphs
 
     # showing a change ----------------------------------------------------------------------------------
     def _selected(self, item: QTreeWidgetItem | None) -> None:
