@@ -48,6 +48,7 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
     with_meta = without_fx = 0
     for scope, nodes in scopes:
         hist: dict[str | tuple[str, str], int] = {}
+        hist_get = hist.get
         count = 0
         stack: list[tuple[Sequence[onnx.NodeProto], NodePath]] = [(nodes, ())]
         while stack:
@@ -57,11 +58,9 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
             for i, node in enumerate(seq):
                 domain = node.domain
                 op = node.op_type
-                if op.__class__ is not str or domain.__class__ is not str:  # invalid UTF-8: repair in place
-                    node.op_type = op = as_text(op)
-                    node.domain = domain = as_text(domain)
+                # (strings that are not valid UTF-8 arrive as bytes; build_index repairs them and retries)
                 hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
-                hist[hk] = hist.get(hk, 0) + 1
+                hist[hk] = hist_get(hk, 0) + 1
                 path: NodePath | None = (i,) if top else None
                 if domain not in plain_domains:
                     path = path or (*prefix, i)
@@ -78,8 +77,7 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 if n == fast_len:
                     p = props[fast_pos]
                     if p.key == FX_NODE:
-                        value = p.value
-                        key = (scope, value if value.__class__ is str else as_text(value))
+                        key = (scope, p.value)
                         paths = groups.get(key)
                         if paths is None:
                             groups[key] = [path or (*prefix, i)]
