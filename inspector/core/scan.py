@@ -48,6 +48,8 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
     with_meta = without_fx = 0
     for scope, nodes in scopes:
         hist: dict[str | tuple[str, str], int] = {}
+        last_value: object = None  # fx text of the previous node in this scope, and its group's paths
+        last_paths: list[NodePath] = []
         hist_get = hist.get
         count = 0
         stack: list[tuple[Sequence[onnx.NodeProto], NodePath]] = [(nodes, ())]
@@ -77,13 +79,18 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 if n == fast_len:
                     p = props[fast_pos]
                     if p.key == FX_NODE:
-                        key = (scope, p.value)
+                        value = p.value
+                        if value == last_value:  # the nodes of one aten call are usually adjacent
+                            last_paths.append(path or (*prefix, i))
+                            continue
+                        key = (scope, value)
                         paths = groups.get(key)
                         if paths is None:
-                            groups[key] = [path or (*prefix, i)]
+                            paths = groups[key] = [path or (*prefix, i)]
                             first_node[key] = node
                         else:
                             paths.append(path or (*prefix, i))
+                        last_value, last_paths = value, paths
                         continue
                 fx_text = rule = None
                 pos = -1
