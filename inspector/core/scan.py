@@ -48,6 +48,7 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
     with_meta = without_fx = 0
     for scope, nodes in scopes:
         hist: dict[str | tuple[str, str], int] = {}
+        groups_get = groups.get
         last_value: object = None  # fx text of the previous node in this scope, and its group's paths
         last_paths: list[NodePath] = []
         hist_get = hist.get
@@ -63,13 +64,11 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 # (strings that are not valid UTF-8 arrive as bytes; build_index repairs them and retries)
                 hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
                 hist[hk] = hist_get(hk, 0) + 1
-                path: NodePath | None = (i,) if top else None
+                path: NodePath = (i,) if top else (*prefix, i)
                 if domain not in plain_domains:
-                    path = path or (*prefix, i)
                     r.candidates.append((scope, path, node))
                     stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
                 elif op in SUBGRAPH_OPS:
-                    path = path or (*prefix, i)
                     stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
                 props = node.metadata_props
                 n = len(props)
@@ -81,15 +80,15 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                     if p.key == FX_NODE:
                         value = p.value
                         if value == last_value:  # the nodes of one aten call are usually adjacent
-                            last_paths.append(path or (*prefix, i))
+                            last_paths.append(path)
                             continue
                         key = (scope, value)
-                        paths = groups.get(key)
+                        paths = groups_get(key)
                         if paths is None:
-                            paths = groups[key] = [path or (*prefix, i)]
+                            paths = groups[key] = [path]
                             first_node[key] = node
                         else:
-                            paths.append(path or (*prefix, i))
+                            paths.append(path)
                         last_value, last_paths = value, paths
                         continue
                 fx_text = rule = None
@@ -108,10 +107,10 @@ def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains
                 key = (scope, fx_text)
                 paths = groups.get(key)
                 if paths is None:
-                    groups[key] = [path or (*prefix, i)]
+                    groups[key] = [path]
                     first_node[key] = node
                 else:
-                    paths.append(path or (*prefix, i))
+                    paths.append(path)
                 if rule is not None:
                     seen = r.rules.setdefault(key, [])
                     if rule not in seen:
