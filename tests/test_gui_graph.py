@@ -11,10 +11,10 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QSettings, Qt, QThreadPool
 
+from inspector.core.categories import Category
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.gui.graph_view import DOWNSTREAM, UPSTREAM
 from inspector.gui.main_window import MainWindow
-from inspector.gui.signature_panel import VARIES
 from tests.conftest import FIXTURES
 
 
@@ -94,7 +94,7 @@ def test_overload_body_is_drawn_with_its_specialised_value_marked(qtbot, window:
         window.family_view.setCurrentIndex(ov)
     assert window.center.current_scope() == FunctionKey("local", "tr", "perm_0231")
     marked = {i: item for i, item in window.center.graph.items_by_id.items() if item.mark}
-    assert list(marked) == ["n:0"] and marked["n:0"].mark == VARIES
+    assert list(marked) == ["n:0"] and marked["n:0"].mark == Category.VARIES.colour
     assert "varies across the family" in marked["n:0"].toolTip()
 
 

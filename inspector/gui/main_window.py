@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.commands.report import write_atomically
+from inspector.core.categories import classify, explain
 from inspector.core.errors import InspectorError
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload, open_index
@@ -48,7 +49,7 @@ from inspector.gui.node_details import node_html, tensor_preview
 from inspector.gui.pdf import html_to_pdf
 from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
 from inspector.gui.search_panel import SearchPanel
-from inspector.gui.signature_panel import SignaturePanel, describe_spec, spec_colour
+from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.worker import Job, start
 from inspector.render.scene import SceneNode
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
@@ -572,8 +573,8 @@ class MainWindow(QMainWindow):
                 node_id = "n:" + "/".join(str(p) for p in graph_path)
             else:
                 continue
-            colour = spec_colour(spec)
-            note = describe_spec(spec)
+            colour = classify(spec).colour
+            note = explain(spec)
             if node_id in marks:
                 note = marks[node_id][1] + "\n\n" + note
             marks[node_id] = (colour, note)

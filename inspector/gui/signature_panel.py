@@ -10,35 +10,10 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
 from inspector.core.bodytext import Line, body_lines, signature_line
+from inspector.core.categories import TEXT_COLOUR, Category, classify, explain
 from inspector.core.signature import CallSignature
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.text import esc, tooltip
-
-VARIES = "#f6b26b"  # varies across the family
-LINKED = "#9fc5e8"  # derives from an aten argument
-LONE = "#ffe599"  # literal of a body with no sibling to compare with
-
-
-def spec_colour(spec: SpecialisedValue) -> str:
-    if spec.varies:
-        return VARIES
-    return LINKED if spec.links else LONE
-
-
-def describe_spec(spec: SpecialisedValue) -> str:
-    """Plain text for a tooltip: what the value is, what varies, where it came from."""
-    lit = spec.literal
-    where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"constant {lit.name} (read by {lit.op_type})"
-    lines = [f"{where} = {lit.value!r}"]
-    if lit.kind == "parametric":
-        lines = [f"{lit.op_type}.{lit.name} is parametric: bound to function attribute @{lit.ref}"]
-    if spec.varies:
-        lines.append("varies across the family: " + " | ".join(repr(v) for v in spec.family_values))
-    for link in spec.links:
-        lines.append(f"from aten argument {link.parameter}={link.value!r}: {link.rule}")
-    if not spec.varies and not spec.links and lit.kind != "parametric":
-        lines.append("literal of a body with no sibling to compare with")
-    return "\n".join(lines)
 
 
 class SignaturePanel(QWidget):
@@ -109,8 +84,8 @@ class SignaturePanel(QWidget):
             for seg in line:
                 if seg.spec is not None:
                     n = self._id(seg.spec)
-                    html.append(f"<a href='spec:{n}' style='background-color:{spec_colour(seg.spec)};"
-                                f"color:#000000;text-decoration:none'>{esc(seg.text)}</a>")
+                    html.append(f"<a href='spec:{n}' style='background-color:{classify(seg.spec).colour};"
+                                f"color:{TEXT_COLOUR};text-decoration:none'>{esc(seg.text)}</a>")
                 else:
                     html.append(esc(seg.text))
             out.append("".join(html))
@@ -126,7 +101,7 @@ class SignaturePanel(QWidget):
             where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
             links = "; ".join(f"{a.parameter}: {a.rule}" for a in s.links) or "-"
             state = "varies" if s.varies else ("parametric" if lit.kind == "parametric" else "same in family")
-            rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{spec_colour(s)};color:#000000'>"
+            rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{classify(s).colour};color:{TEXT_COLOUR}'>"
                         f"{esc(where)}</a></td><td>{esc(repr(lit.value))}</td><td>{esc(state)}</td>"
                         f"<td>{esc(links)}</td></tr>")
         return ("<p><b>Specialised values</b></p><table cellspacing='6'><tr><th align='left'>where</th>"
@@ -148,13 +123,12 @@ class SignaturePanel(QWidget):
     def _hover(self, url: QUrl) -> None:
         text = url.toString()
         if text.startswith("spec:") and text[5:].isdigit() and int(text[5:]) < len(self._specs):
-            QToolTip.showText(QCursor.pos(), tooltip(describe_spec(self._specs[int(text[5:])])), self.view)
+            QToolTip.showText(QCursor.pos(), tooltip(explain(self._specs[int(text[5:])])), self.view)
         else:
             QToolTip.hideText()
 
 
 def _legend() -> str:
-    return (f"<p><small><span style='background-color:{VARIES};color:#000'>&nbsp;varies in family&nbsp;</span> "
-            f"<span style='background-color:{LINKED};color:#000'>&nbsp;from an aten argument&nbsp;</span> "
-            f"<span style='background-color:{LONE};color:#000'>&nbsp;no sibling to compare&nbsp;</span> "
-            "— hover a value for details</small></p>")
+    keys = "".join(f"<span style='background-color:{c.colour};color:{TEXT_COLOUR}'>&nbsp;{esc(c.label)}&nbsp;</span> "
+                   for c in Category)
+    return f"<p><small>{keys}— hover a value for details</small></p>"
