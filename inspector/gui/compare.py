@@ -29,7 +29,7 @@ from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.text import esc
-from inspector.gui.worker import Job, start
+from inspector.gui.worker import Jobs
 
 ADDED, REMOVED, CHANGED = "#6aa84f", "#cc0000", "#e69138"
 
@@ -151,7 +151,7 @@ class CompareWindow(QMainWindow):
         self.resize(1500, 900)
         self.pair: Pair | None = None
         self._maps: dict[int, GraphMaps] = {}
-        self._jobs: list[Job] = []
+        self._jobs = Jobs()
         self.changes = QTreeWidget()
         self.changes.setHeaderLabels(["Change", "Where", "Old → new"])
         self.changes.currentItemChanged.connect(lambda cur, _prev: self._selected(cur))
@@ -199,22 +199,16 @@ class CompareWindow(QMainWindow):
     def open_pair(self, a: str | Path, b: str | Path) -> None:
         pa, pb = Path(a), Path(b)
         self.statusBar().showMessage(f"Comparing {pa.name} with {pb.name}…")
-        job = Job(lambda: _open_pair(pa, pb))
 
-        def done(pair: Pair, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(pair: Pair) -> None:
             self.set_pair(pair)
             self.pair_loaded.emit(pair)
 
-        def failed(reason: str, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def failed(reason: str) -> None:
             self.statusBar().showMessage(f"Could not compare: {reason}")
             self.load_failed.emit(reason)
 
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(failed)
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: _open_pair(pa, pb), done, failed)
 
     def set_pair(self, pair: Pair) -> None:
         self.pair = pair

@@ -18,7 +18,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.gui.graph_view import GraphView
-from inspector.gui.worker import Job, start
+from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache
 from inspector.render.scene import Scene, SceneNode, build_scene
 
@@ -92,7 +92,7 @@ class GraphPanel(QWidget):
         self._stack: list[View] = []
         self._current: View | None = None
         self._token = 0
-        self._jobs: list[Job] = []
+        self._jobs = Jobs()
         self._pending_focus: str | None = None
         self.scene: Scene | None = None
 
@@ -127,10 +127,7 @@ class GraphPanel(QWidget):
             scene = build_scene(index, view.scope, view.expanded, max_nodes=MAX_NODES)
             return scene, cache.get_or_compute(key, scene)
 
-        job = Job(work)
-
-        def done(result: tuple[Scene, Layout], job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(result: tuple[Scene, Layout]) -> None:
             if token != self._token:
                 return
             scene, layout = result
@@ -144,15 +141,11 @@ class GraphPanel(QWidget):
                 self.graph.select(self._pending_focus)
             self.view_shown.emit(view)
 
-        def failed(reason: str, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def failed(reason: str) -> None:
             if token == self._token:
                 self.info.setText(f"Could not lay out this scope: {reason}")
 
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(failed)
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(work, done, failed)
 
     def show_scope(self, scope: Any, expanded: frozenset[str] = frozenset(), focus: str | None = None) -> None:
         self.open_view(View(scope, expanded), focus=focus)

@@ -50,7 +50,7 @@ from inspector.gui.pdf import html_to_pdf
 from inspector.gui.review_panel import ReviewBar, ReviewItem, ReviewPanel
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
-from inspector.gui.worker import Job, start
+from inspector.gui.worker import Jobs
 from inspector.render.scene import SceneNode
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings or QSettings("onnx-inspector", "onnx-inspector")
         self.index: ModelIndex | None = None
-        self._jobs: list[Job] = []
+        self._jobs = Jobs()
         self.setWindowTitle("ONNX Inspector")
         self.setAcceptDrops(True)
         self.resize(1280, 800)
@@ -206,14 +206,9 @@ class MainWindow(QMainWindow):
         p = Path(path)
         self.statusBar().showMessage(f"Opening {p.name}…")
         self.progress.show()
-        job = Job(lambda: _open_for_display(p))
-        job.signals.finished.connect(lambda opened: self._loaded(job, opened))
-        job.signals.failed.connect(lambda reason, job=job: self._failed(job, p, reason))
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: _open_for_display(p), self._loaded, lambda reason: self._failed(p, reason))
 
-    def _loaded(self, job: Job, opened: Opened) -> None:
-        self._jobs.remove(job)
+    def _loaded(self, opened: Opened) -> None:
         self.progress.setVisible(bool(self._jobs))
         self.set_index(opened.index)
         self.reviews = opened.reviews
@@ -228,8 +223,7 @@ class MainWindow(QMainWindow):
         self._remember(opened.index.path)
         self.model_loaded.emit(opened.index)
 
-    def _failed(self, job: Job, path: Path, reason: str) -> None:
-        self._jobs.remove(job)
+    def _failed(self, path: Path, reason: str) -> None:
         self.progress.setVisible(bool(self._jobs))
         self.statusBar().showMessage(f"Could not open {path.name}", 5000)
         self.load_failed.emit(reason)
@@ -264,10 +258,8 @@ class MainWindow(QMainWindow):
         analyses, store = self.analyses, self.reviews
         if analyses is None or store is None:
             return
-        job = Job(lambda: review_items(analyses, store), priority=-1)  # after layouts and selections
 
-        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]], job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]]) -> None:
             self.progress.setVisible(bool(self._jobs))
             if analyses is not self.analyses:
                 return
@@ -276,14 +268,8 @@ class MainWindow(QMainWindow):
             self.families.set_badges(badges)
             self.reviews_listed.emit(len(items))
 
-        def failed(reason: str, job: Job = job) -> None:
-            self._jobs.remove(job)
-            self.statusBar().showMessage(reason)
-
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(failed)
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: review_items(analyses, store), done, self.statusBar().showMessage,
+                       priority=-1)  # after layouts and selections
 
     def _set_review_target(self, obj: Any) -> None:
         """Point the review bar at an overload body or a specialised value of the shown selection."""
@@ -391,11 +377,9 @@ class MainWindow(QMainWindow):
         if path.resolve() in (index.path, sidecar_path(index.path).resolve()):
             self.statusBar().showMessage("Refusing to overwrite the model or its review file")
             return
-        job = Job(lambda: render_report(index, reviews, fmt))
         self.statusBar().showMessage(f"Writing {path.name}…")
 
-        def done(text: str, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(text: str) -> None:
             try:
                 if fmt == "pdf":
                     html_to_pdf(text, path)
@@ -407,14 +391,10 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Wrote {path}", 5000)
             self.report_exported.emit(path)
 
-        def failed(reason: str, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def failed(reason: str) -> None:
             self.statusBar().showMessage(f"Report not written: {reason}")
 
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(failed)
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: render_report(index, reviews, fmt), done, failed)
 
     # search ----------------------------------------------------------------------------------------------
     def start_search(self) -> None:
@@ -475,17 +455,12 @@ class MainWindow(QMainWindow):
         if tensor is None:
             return
         scope, path, where = self._node_shown
-        job = Job(lambda: self._preview(tensor, inline_only=False))
 
-        def done(preview: str, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(preview: str) -> None:
             if self._node_shown == (scope, path, where):
                 self._render_node(scope, path, where, {name: preview})
 
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(lambda _r, job=job: self._jobs.remove(job))
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: self._preview(tensor, inline_only=False), done)
 
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         self.show_object(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
@@ -587,10 +562,8 @@ class MainWindow(QMainWindow):
             return
         self._selection_token += 1
         token = self._selection_token
-        job = Job(lambda: analyses.selection(obj))
 
-        def done(selection: Selection | None, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(selection: Selection | None) -> None:
             if token != self._selection_token:
                 return
             if selection is None:
@@ -606,30 +579,18 @@ class MainWindow(QMainWindow):
             if selection.target:
                 self._show_torchlib(selection.target)
 
-        def failed(reason: str, job: Job = job) -> None:
-            self._jobs.remove(job)
-            self.signature.clear(reason)
-
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(failed)
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: analyses.selection(obj), done, self.signature.clear)
 
     def _show_torchlib(self, target: str) -> None:
         if target in self._torchlib_cache:
             self.signature.show_source(target, self._torchlib_cache[target])
             return
-        job = Job(lambda: torchlib_functions(target))
 
-        def done(functions: Any, job: Job = job) -> None:
-            self._jobs.remove(job)
+        def done(functions: Any) -> None:
             self._torchlib_cache[target] = functions
             self.signature.show_source(target, functions)
 
-        job.signals.finished.connect(done)
-        job.signals.failed.connect(lambda _r, job=job: self._jobs.remove(job))
-        self._jobs.append(job)
-        start(job)
+        self._jobs.run(lambda: torchlib_functions(target), done)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Let running jobs finish (they report to this window) before it goes away."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from inspector.core.errors import InspectorError
+
+T = TypeVar("T")
 
 
 class _Box:
@@ -47,10 +49,9 @@ class Job(QRunnable):
     The pool deletes the runnable after run() returns; results reach the GUI thread as queued signals.
     """
 
-    def __init__(self, fn: Callable[[], Any], priority: int = 0) -> None:
+    def __init__(self, fn: Callable[[], Any]) -> None:
         super().__init__()
         self.fn = fn
-        self.priority = priority
         self.signals = JobSignals()
 
     def run(self) -> None:
@@ -64,6 +65,40 @@ class Job(QRunnable):
             self.signals.qt.finished.emit(_Box(result))
 
 
-def start(job: Job) -> None:
-    """Queue ``job``; higher priority runs first (background analysis uses a negative priority)."""
-    QThreadPool.globalInstance().start(job, job.priority)
+class Jobs:
+    """The running jobs of one owner (a window or a panel).
+
+    ``run`` queues a job and keeps a reference to it until it has reported (its signals must outlive the
+    queued delivery), then drops it before calling back; ``bool(jobs)`` says whether any is still running.
+    """
+
+    def __init__(self) -> None:
+        self._running: list[Job] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._running)
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def run(self, fn: Callable[[], T], done: Callable[[T], None], failed: Callable[[str], None] | None = None,
+            priority: int = 0) -> Job:
+        """Run ``fn`` on the global thread pool, then ``done(result)`` or ``failed(one-line reason)`` on the GUI
+        thread (a failure is dropped without ``failed``). Higher priority runs first (background analysis uses
+        a negative priority)."""
+        job = Job(fn)
+
+        def finished(result: T) -> None:
+            self._running.remove(job)
+            done(result)
+
+        def fail(reason: str) -> None:
+            self._running.remove(job)
+            if failed is not None:
+                failed(reason)
+
+        job.signals.finished.connect(finished)
+        job.signals.failed.connect(fail)
+        self._running.append(job)
+        QThreadPool.globalInstance().start(job, priority)
+        return job
