@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from inspector.core.findings import Finding
-from inspector.core.keys import MAIN, FunctionKey, Scope
+from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.scan import ScanResult, scan
 from inspector.core.walk import NodePath, iter_nodes, path_text
 
@@ -33,7 +33,7 @@ class CallSite:
     """A node that resolves to a local function."""
 
     callee: FunctionKey
-    caller: Scope
+    caller: GraphScope
     path: NodePath
     node_name: str
     where: str  # readable path, e.g. "main/If_0.then_branch/n3"
@@ -62,7 +62,7 @@ class FunctionIndex:
     functions: dict[FunctionKey, onnx.FunctionProto]
     families: dict[tuple[str, str], FunctionFamily]
     calls: dict[FunctionKey, list[CallSite]]
-    callees: dict[Scope, set[FunctionKey]]
+    callees: dict[GraphScope, set[FunctionKey]]
     findings: list[Finding]
     duplicate_keys: list[FunctionKey]
 
@@ -89,7 +89,7 @@ def local_functions(model: onnx.ModelProto) -> tuple[dict[FunctionKey, onnx.Func
     return functions, duplicates
 
 
-def model_scopes(model: onnx.ModelProto) -> list[tuple[Scope, Sequence[onnx.NodeProto]]]:
+def model_scopes(model: onnx.ModelProto) -> list[tuple[GraphScope, Sequence[onnx.NodeProto]]]:
     """The main graph and every function body, each a scope whose nodes a scan walks."""
     functions, _ = local_functions(model)
     return [(MAIN, model.graph.node), *((k, f.node) for k, f in functions.items())]
@@ -112,11 +112,11 @@ def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = No
     families = _families(functions)
     by_family: set[tuple[str, str]] = {k.family for k in functions}
     function_domains = {k.domain for k in functions}
-    scope_nodes: dict[Scope, Sequence[onnx.NodeProto]] = {MAIN: model.graph.node}
+    scope_nodes: dict[GraphScope, Sequence[onnx.NodeProto]] = {MAIN: model.graph.node}
     scope_nodes.update((k, f.node) for k, f in functions.items())
 
     calls: dict[FunctionKey, list[CallSite]] = {k: [] for k in functions}
-    callees: dict[Scope, set[FunctionKey]] = {scope: set() for scope in scope_nodes}
+    callees: dict[GraphScope, set[FunctionKey]] = {scope: set() for scope in scope_nodes}
     findings: list[Finding] = []
     seen_unresolved: set[tuple[str, str, str]] = set()
     for scope, path, node in sr.candidates:
@@ -211,18 +211,18 @@ def _variant_number(name: str) -> int:
     return int(m.group("n")) if m else -1
 
 
-def _recursion_findings(callees: dict[Scope, set[FunctionKey]]) -> list[Finding]:
+def _recursion_findings(callees: dict[GraphScope, set[FunctionKey]]) -> list[Finding]:
     """Cycles in the call graph (Tarjan's strongly connected components, iteratively)."""
-    index: dict[Scope, int] = {}
-    low: dict[Scope, int] = {}
-    on_stack: set[Scope] = set()
-    stack: list[Scope] = []
-    cycles: list[list[Scope]] = []
+    index: dict[GraphScope, int] = {}
+    low: dict[GraphScope, int] = {}
+    on_stack: set[GraphScope] = set()
+    stack: list[GraphScope] = []
+    cycles: list[list[GraphScope]] = []
     counter = 0
     for root in list(callees):
         if root in index:
             continue
-        work: list[tuple[Scope, list[FunctionKey]]] = [(root, sorted(callees.get(root, ())))]
+        work: list[tuple[GraphScope, list[FunctionKey]]] = [(root, sorted(callees.get(root, ())))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
@@ -230,7 +230,7 @@ def _recursion_findings(callees: dict[Scope, set[FunctionKey]]) -> list[Finding]
         while work:
             v, todo = work[-1]
             if todo:
-                w: Scope = todo.pop()
+                w: GraphScope = todo.pop()
                 if w not in index:
                     index[w] = low[w] = counter
                     counter += 1
@@ -245,7 +245,7 @@ def _recursion_findings(callees: dict[Scope, set[FunctionKey]]) -> list[Finding]
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
             if low[v] == index[v]:
-                comp: list[Scope] = []
+                comp: list[GraphScope] = []
                 while True:
                     w = stack.pop()
                     on_stack.discard(w)

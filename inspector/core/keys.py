@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
+
+if TYPE_CHECKING:
+    from inspector.core.provenance import AtenCall
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -35,7 +38,10 @@ class MainGraph(NamedTuple):
 
 
 MAIN = MainGraph()
-Scope = MainGraph | FunctionKey
+GraphScope: TypeAlias = MainGraph | FunctionKey
+"""A graph that holds nodes: the main graph or a local function's body (an aten call's ``scope``)."""
+Scope: TypeAlias = "MainGraph | FunctionKey | AtenCall"
+"""Anything shown, laid out or searched as one body: a graph, or the nodes of one aten call in a graph."""
 
 
 def _text(value: object) -> str:

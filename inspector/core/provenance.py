@@ -15,7 +15,7 @@ from functools import lru_cache
 import onnx
 
 from inspector.core.fx import FxNode, TensorRef, fx_head, fx_name_of, op_target, parse_fx_node, target_of
-from inspector.core.keys import Scope
+from inspector.core.keys import GraphScope
 from inspector.core.scan import ScanResult
 from inspector.core.walk import NodePath, as_text
 
@@ -33,7 +33,7 @@ class AtenCall:
     name: str  # FX node name, e.g. "transpose_2"
     raw_target: str  # "torch.ops.aten.transpose.int"
     target: str  # "aten::transpose.int", or the raw target when it is not a torch op
-    scope: Scope
+    scope: GraphScope
     node_paths: list[NodePath]
     first_node: onnx.NodeProto | None = field(default=None, repr=False)
     rule_names: tuple[str, ...] = ()

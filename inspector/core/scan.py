@@ -12,23 +12,23 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from inspector.core.keys import Scope
+from inspector.core.keys import GraphScope
 from inspector.core.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
 FX_NODE = "pkg.torch.onnx.fx_node"
 RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
-GroupKey = tuple[Scope, str]  # (scope, fx_node text)
+GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
 
 
 @dataclass(slots=True)
 class ScanResult:
     # (domain, op_type) -> count, per scope
-    histograms: dict[Scope, dict[tuple[str, str], int]] = field(default_factory=dict)
+    histograms: dict[GraphScope, dict[tuple[str, str], int]] = field(default_factory=dict)
     # the first scope in which each (domain, op_type) occurs
-    first_seen: dict[tuple[str, str], Scope] = field(default_factory=dict)
+    first_seen: dict[tuple[str, str], GraphScope] = field(default_factory=dict)
     # nodes that may call a local function (domain not a plain operator domain)
-    candidates: list[tuple[Scope, NodePath, onnx.NodeProto]] = field(default_factory=list)
-    node_counts: dict[Scope, int] = field(default_factory=dict)
+    candidates: list[tuple[GraphScope, NodePath, onnx.NodeProto]] = field(default_factory=list)
+    node_counts: dict[GraphScope, int] = field(default_factory=dict)
     # aten calls: fx_node text -> node paths, first node, rewriter rule names
     groups: dict[GroupKey, list[NodePath]] = field(default_factory=dict)
     first_node: dict[GroupKey, onnx.NodeProto] = field(default_factory=dict)
@@ -37,7 +37,7 @@ class ScanResult:
     nodes_without_fx: int = 0
 
 
-def scan(scopes: Sequence[tuple[Scope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str]) -> ScanResult:
+def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str]) -> ScanResult:
     """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators."""
     r = ScanResult()
     groups, first_node = r.groups, r.first_node

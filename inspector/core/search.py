@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import onnx
 
 from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey, Scope
+from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.walk import (
     STANDARD_DOMAINS,
@@ -52,7 +52,7 @@ class Hit:
 
     kind: str  # one of KINDS
     text: str  # the matched text, as stored in the model (not escaped)
-    scope: Scope | None  # MAIN or the FunctionKey whose body holds the node / aten call; None for function/module
+    scope: GraphScope | None  # MAIN or the FunctionKey whose body holds the node / aten call; None for function/module
     path: NodePath  # node path in ``scope`` for node and op_type hits, () otherwise
     where: str  # readable location, e.g. "main/If_0.then_branch/Add_3" or "local.f:ovl/Mul_1"
     ref: object  # what to jump to: node path (node, op_type), AtenCall, FunctionKey, or module path (str)
@@ -95,7 +95,7 @@ class SearchIndex:
         self.index = index
         self._lock = threading.Lock()
         self._built = False
-        self._scopes: list[Scope] = []
+        self._scopes: list[GraphScope] = []
         self._scope_nodes: list[Sequence[onnx.NodeProto]] = []
         self._scope_start: list[int] = []
         self._path: list[NodePath | None] = []
@@ -121,7 +121,7 @@ class SearchIndex:
         main = index.proto.graph.node
         # The index's op histogram of the main graph says whether its top level can hold subgraphs at all.
         flat_main = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in index.op_histogram)
-        scopes: list[tuple[Scope, Sequence[onnx.NodeProto]]] = [(MAIN, main)]
+        scopes: list[tuple[GraphScope, Sequence[onnx.NodeProto]]] = [(MAIN, main)]
         scopes.extend((k, f.node) for k, f in index.functions.functions.items())
         for scope, nodes in scopes:
             self._scopes.append(scope)

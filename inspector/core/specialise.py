@@ -12,15 +12,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
+from inspector.core.keys import FunctionKey
 from inspector.core.literals import Literal, body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
+
+Member: TypeAlias = FunctionKey | AtenCall
+"""What shares a body in a family: a function overload, or an aten call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,7 @@ class BodyAnalysis:
 
     fingerprints: Fingerprints
     body: Body
-    members: list[Any]  # FunctionKey or AtenCall
+    members: list[Member]
     literals: list[Literal]
     specialised: list[SpecialisedValue] = field(default_factory=list)
     bound: list[BoundArgument] = field(default_factory=list)
@@ -71,7 +75,7 @@ class FamilyAnalysis:
     family: Family
     bodies: list[BodyAnalysis]
 
-    def bodies_of(self, members: Sequence[Any]) -> list[BodyAnalysis]:
+    def bodies_of(self, members: Sequence[Member]) -> list[BodyAnalysis]:
         ids = {id(m) for m in members}
         return [b for b in self.bodies if any(id(m) in ids or m in members for m in b.members)]
 
@@ -94,7 +98,7 @@ class Specialiser:
         return group_body(call, self.maps)
 
     def analyse(self, family: Family) -> FamilyAnalysis:
-        members: list[tuple[Any, Body]] = []
+        members: list[tuple[Member, Body]] = []
         if family.kind == "function":
             for ov in family.overloads:
                 if ov.function is not None and ov.function in self.index.functions.functions:

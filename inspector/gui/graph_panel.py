@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.provenance import AtenCall
 from inspector.gui.graph_view import GraphView
 from inspector.gui.worker import Jobs
@@ -27,11 +26,11 @@ MAX_NODES = 300
 
 @dataclass(frozen=True, slots=True)
 class View:
-    scope: Any  # MAIN, a FunctionKey or an AtenCall
+    scope: Scope
     expanded: frozenset[str] = frozenset()
 
 
-def scope_label(scope: Any) -> str:
+def scope_label(scope: Scope) -> str:
     if scope == MAIN:
         return "main graph"
     if isinstance(scope, AtenCall):
@@ -39,7 +38,7 @@ def scope_label(scope: Any) -> str:
     return str(scope)
 
 
-def scope_key(scope: Any) -> tuple[str, ...]:
+def scope_key(scope: Scope) -> tuple[str, ...]:
     if isinstance(scope, AtenCall):
         return ("call", str(scope.scope), scope.name)
     if isinstance(scope, FunctionKey):
@@ -103,7 +102,7 @@ class GraphPanel(QWidget):
         self._current = None
         self.open_view(View(MAIN))
 
-    def current_scope(self) -> Any:
+    def current_scope(self) -> Scope | None:
         return self._current.scope if self._current else None
 
     def current_view(self) -> View | None:
@@ -147,7 +146,7 @@ class GraphPanel(QWidget):
 
         self._jobs.run(work, done, failed)
 
-    def show_scope(self, scope: Any, expanded: frozenset[str] = frozenset(), focus: str | None = None) -> None:
+    def show_scope(self, scope: Scope, expanded: frozenset[str] = frozenset(), focus: str | None = None) -> None:
         self.open_view(View(scope, expanded), focus=focus)
 
     def collapse_all(self) -> None:

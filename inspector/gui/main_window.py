@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.commands.report import write_atomically
 from inspector.core.categories import classify, explain
 from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload, open_index
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.keys import MAIN, FunctionKey, GraphScope, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.review import Review, ReviewStore, review_keys, sidecar_path
 from inspector.core.search import Hit, SearchIndex
@@ -107,7 +108,7 @@ class MainWindow(QMainWindow):
         self.details = QTextBrowser()
         self.details.setOpenLinks(False)
         self.details.anchorClicked.connect(self._details_link)
-        self._node_shown: tuple[Any, tuple[Any, ...], str] | None = None
+        self._node_shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
         self._values: tuple[dict[str, str], dict[str, onnx.TensorProto]] | None = None
         self.details.setHtml(_welcome())
         self.signature = SignaturePanel()
@@ -384,8 +385,8 @@ class MainWindow(QMainWindow):
                 if fmt == "pdf":
                     html_to_pdf(text, path)
                 else:
-                    write_atomically(path, text.encode("utf-8"))
-            except OSError as e:
+                    write_atomic(path, text.encode("utf-8"))
+            except (OSError, InspectorError) as e:
                 self.statusBar().showMessage(f"Report not written: {e}")
                 return
             self.statusBar().showMessage(f"Wrote {path}", 5000)
@@ -410,10 +411,10 @@ class MainWindow(QMainWindow):
         if hit.kind == "module":
             self.show_object(_module_node(self.index, str(hit.ref)))
             return
-        if hit.kind in ("node", "op_type") and isinstance(hit.path, tuple) and hit.path:
+        if hit.kind in ("node", "op_type") and hit.scope is not None and hit.path:
             self.show_node(hit.scope, hit.path, hit.where)
 
-    def show_node(self, scope: Any, path: tuple[Any, ...], where: str) -> None:
+    def show_node(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:
         """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
         if self.index is None:
             return
@@ -421,11 +422,12 @@ class MainWindow(QMainWindow):
         if self._render_node(scope, path, where, {}):
             self.right.setCurrentWidget(self.details)
 
-    def _render_node(self, scope: Any, path: tuple[Any, ...], where: str, loaded: dict[str, str]) -> bool:
+    def _render_node(self, scope: GraphScope, path: tuple[Any, ...], where: str, loaded: dict[str, str]) -> bool:
         """Node details with previews of its inline initializers (and of external ones already ``loaded``)."""
         if self.index is None or self._values is None:
             return False
-        nodes = self.index.proto.graph.node if scope == MAIN else self.index.functions.functions[scope].node
+        graph = self.index.proto.graph
+        nodes = self.index.functions.functions[scope].node if isinstance(scope, FunctionKey) else graph.node
         try:
             node = resolve_path(nodes, path)
         except KeyError:
@@ -490,7 +492,7 @@ class MainWindow(QMainWindow):
             opened = frozenset(c for c in chain[:-1])
             self.center.show_scope(MAIN, opened, focus=chain[-1])
 
-    def _graph_node_selected(self, scope: Any, node: SceneNode | None) -> None:
+    def _graph_node_selected(self, scope: Scope, node: SceneNode | None) -> None:
         if node is None or self.index is None:
             return
         if node.kind == "op" and isinstance(node.ref, tuple):
@@ -508,7 +510,7 @@ class MainWindow(QMainWindow):
             self.details.setHtml(details.describe(self.index, _module_node(self.index, str(node.ref))))
             self.right.setCurrentWidget(self.details)
 
-    def _scope_nodes(self, scope: Any) -> Any:
+    def _scope_nodes(self, scope: Scope) -> Sequence[onnx.NodeProto] | None:
         if self.index is None:
             return None
         if isinstance(scope, FunctionKey):
