@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-SEVERITIES = ("error", "warning", "info")
+Severity = Literal["error", "warning", "info"]
+FindingKind = Literal[
+    "missing_function",  # a call to a function the model does not define
+    "missing_overload",  # a call to an overload the model does not define (others of its family exist)
+    "custom_operator",  # neither a standard op nor a local function
+    "unknown_operator",  # a standard domain's op that is not in the ONNX operator set
+    "duplicate_function",  # two functions with one key
+    "recursion",  # functions that call themselves, directly or not
+    "invalid_text",  # string fields that were not valid UTF-8
+    "damaged_metadata",  # metadata that could not be parsed
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One thing worth a reviewer's attention, e.g. a call to a function that is not in the model."""
 
-    kind: str  # "missing_function", "missing_overload", "recursion", "unknown_operator", "custom_domain", ...
-    severity: str
+    kind: FindingKind
+    severity: Severity
     message: str
     where: tuple[str, ...] = field(default_factory=tuple)
 

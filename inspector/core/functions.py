@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from inspector.core.findings import Finding
+from inspector.core.findings import Finding, FindingKind, Severity
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.scan import ScanResult, scan
 from inspector.core.walk import NodePath, iter_nodes, path_text
@@ -169,14 +169,14 @@ class OperatorLookup:
         return hit
 
 
-def _note_unresolved(findings: list[Finding], seen: set[tuple[str, str, str]], kind: str,
+def _note_unresolved(findings: list[Finding], seen: set[tuple[str, str, str]], kind: FindingKind,
                      node: onnx.NodeProto, root: str) -> None:
     key = (node.domain, node.op_type, node.overload)
     shown = str(FunctionKey(*key))
     if key in seen:
         return
     seen.add(key)
-    messages = {
+    messages: dict[FindingKind, tuple[Severity, str]] = {
         "missing_function": ("error", f"call to {shown}, but the model defines no such function"),
         "missing_overload": ("error", f"call to overload {shown}, but the model defines only other overloads"),
         "custom_operator": ("info", f"operator {shown} is neither a standard op nor a local function (custom op?)"),

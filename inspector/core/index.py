@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import onnx
 
@@ -26,12 +27,14 @@ from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenanc
 from inspector.core.sanitize import sanitize_text
 from inspector.core.tensors import TENSOR_BITS, tensor_size
 
+FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
+
 
 @dataclass(slots=True)
 class Overload:
     """One member of a family: a function overload, or one aten overload (``int`` of ``aten::transpose``)."""
 
-    kind: str  # "function" or "aten_call"
+    kind: FamilyKind
     domain: str
     name: str
     overload: str  # as shown to a user ("" for the default)
@@ -57,7 +60,7 @@ class Overload:
 
 @dataclass(slots=True)
 class Family:
-    kind: str
+    kind: FamilyKind
     domain: str
     name: str
     overloads: list[Overload] = field(default_factory=list)
@@ -153,7 +156,7 @@ class ModelIndex:
         initializers = {t.name for t in g.initializer}
         return [n for n in self.facts.graph_inputs if n not in initializers]
 
-    def family(self, kind: str, domain: str, name: str) -> Family | None:
+    def family(self, kind: FamilyKind, domain: str, name: str) -> Family | None:
         for fam in self.families:
             if (fam.kind, fam.domain, fam.name) == (kind, domain, name):
                 return fam

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,12 @@ from inspector.core.body import Body, walk_body
 from inspector.core.tensors import dtype_name
 
 BodyPath = tuple[int | str, ...]
+LiteralKind = typing.Literal[
+    "attribute",  # a literal attribute of a node
+    "constant",  # the value of a Constant node
+    "initializer",  # a small initializer read by the body (baked in by trace_only code)
+    "parametric",  # an attribute bound through ref_attr_name: its value is at each call site
+]
 MAX_SHOWN_ELEMENTS = 16
 
 
@@ -25,7 +32,7 @@ class Literal:
     path: BodyPath  # node path in the body; () for a constant input
     op_type: str
     name: str  # attribute name, or the constant's (initializer) name
-    kind: str  # "attribute", "constant" (Constant node value), "initializer", "parametric"
+    kind: LiteralKind
     value: Any  # JSON-friendly value (None for parametric)
     key: str  # canonical text used to compare values across members
     ref: str | None = None  # the function attribute a parametric attribute refers to
@@ -114,7 +121,8 @@ def body_literals(body: Body) -> list[Literal]:
             if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
                 continue
             value, key = attribute_value(attr)
-            kind = "constant" if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else "attribute"
+            is_constant = node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+            kind: LiteralKind = "constant" if is_constant else "attribute"
             n_uses = sum(uses.get(o, 0) for o in node.output) if kind == "constant" else 1
             out.append(Literal(path, node.op_type, attr.name, kind, value, key, uses=n_uses))
     return out

@@ -25,6 +25,7 @@ import bisect
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import onnx
 
@@ -41,7 +42,8 @@ from inspector.core.walk import (
     subgraphs,
 )
 
-KINDS = ("function", "aten_target", "module", "op_type", "node")
+HitKind = Literal["function", "aten_target", "module", "op_type", "node"]
+KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
 _RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 DEFAULT_LIMIT = 500
 
@@ -50,7 +52,7 @@ DEFAULT_LIMIT = 500
 class Hit:
     """One search result."""
 
-    kind: str  # one of KINDS
+    kind: HitKind
     text: str  # the matched text, as stored in the model (not escaped)
     scope: GraphScope | None  # MAIN or the FunctionKey whose body holds the node / aten call; None for function/module
     path: NodePath  # node path in ``scope`` for node and op_type hits, () otherwise
@@ -180,7 +182,7 @@ class SearchIndex:
         if not self._built:
             self.build()
         # buckets[exact (0) / partial (1)][kind rank]: lazily materialised candidates, each in document order
-        buckets: list[list[list[tuple[str, int, int]]]] = [[[] for _ in KINDS] for _ in range(2)]
+        buckets: list[list[list[tuple[HitKind, int, int]]]] = [[[] for _ in KINDS] for _ in range(2)]
         for k, (_key, _text, text_cf) in enumerate(self._functions):
             if q in text_cf:
                 buckets[text_cf != q][0].append(("function", k, 0))
@@ -219,7 +221,7 @@ class SearchIndex:
                         hits.append(self._hit(cand, q, row is buckets[0]))
         return SearchResult(hits, total > len(hits), total)
 
-    def _hit(self, cand: tuple[str, int, int], q: str, exact: bool) -> Hit:
+    def _hit(self, cand: tuple[HitKind, int, int], q: str, exact: bool) -> Hit:
         kind, k, extra = cand
         if kind == "function":
             key, text, _cf = self._functions[k]
