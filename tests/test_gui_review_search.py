@@ -162,7 +162,7 @@ def test_export_report_carries_the_reviews_made_in_the_app(qtbot, make_window, t
     with qtbot.waitSignal(window.report_exported, timeout=60000):
         window.export_report_to(out)
     html = out.read_text()
-    assert "axis=1 is &lt;b&gt;intended&lt;/b&gt;" in html and "<b>intended</b>" not in html
+    assert "axis&#61;1 is &lt;b&gt;intended&lt;/b&gt;" in html and "<b>intended</b>" not in html
     assert "wrong" in html and "local.sm" in html
     pdf = tmp_path / "report.pdf"
     with qtbot.waitSignal(window.report_exported, timeout=60000):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
 
 from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 from inspector.core.fold import DEFAULT_DOMAIN, fold_model
 from inspector.core.index import open_index
 
@@ -44,7 +43,7 @@ def main(argv: Sequence[str]) -> int:
         except Exception as e:
             reason = " ".join(str(e).split())[:300]
             raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
-    _save_atomically(folded, Path(args.output))
+    write_atomic(Path(args.output), folded.SerializeToString(), make_parents=True)
     out = sys.stdout
     out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
               f"({report.families} families) in domain {args.domain}\n")
@@ -58,16 +57,3 @@ def main(argv: Sequence[str]) -> int:
             out.write(f"  … {len(report.left_flat) - len(shown)} more (-v lists all)\n")
     out.write(f"wrote {args.output}\n")
     return 0
-
-
-def _save_atomically(model: onnx.ModelProto, path: Path) -> None:
-    """Write next to the target and rename, so a failure never leaves half a model behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

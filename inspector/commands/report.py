@@ -9,19 +9,18 @@ highlighted specialised values, reviews from the model's sidecar (read only, nev
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from inspector.core.diff import ModelDiff, diff_models
 from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 from inspector.core.index import ModelIndex, open_index
 from inspector.report.render import FORMATS, SUFFIXES, render_text
 
-__all__ = ["FORMATS", "SUFFIXES", "main", "write_atomically"]
+__all__ = ["FORMATS", "SUFFIXES", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,9 +56,9 @@ def main(argv: Sequence[str]) -> int:
         sys.stdout.write(text)
         return 0
     if html_to_pdf is not None:
-        _write_pdf(html_to_pdf, text, output)
+        html_to_pdf(text, output)
     else:
-        write_atomically(output, text.encode("utf-8"))
+        write_atomic(output, text.encode("utf-8"))
     sys.stderr.write(f"wrote {output} ({fmt}, {output.stat().st_size:,} bytes)\n")
     return 0
 
@@ -100,74 +99,6 @@ def _reviews(index: ModelIndex) -> Any:
     return store
 
 
-def _compare(index: ModelIndex, other: str) -> Any:
-    """The diff of ``index`` against ``other`` (as ``inspector.core.diff`` reports it)."""
-    import importlib
-
-    try:
-        diff = importlib.import_module("inspector.core.diff")
-    except ImportError:
-        raise InspectorError("diff is not available") from None
-    diff_models = getattr(diff, "diff_models", None)
-    diff_files = getattr(diff, "diff_files", None)
-    if callable(diff_models):
-        result = diff_models(index, open_index(other))
-    elif callable(diff_files):
-        result = diff_files(index.path, other)
-    else:
-        raise InspectorError("diff is not available")
-    to_dict = getattr(diff, "diff_dict", None)
-    return to_dict(result) if callable(to_dict) else result
-
-
-def _write_pdf(html_to_pdf: Any, html: str, output: Path) -> None:
-    tmp = _temp_path(output)
-    try:
-        html_to_pdf(html, tmp)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, output)
-    except OSError as e:
-        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-
-
-def _temp_path(output: Path) -> Path:
-    fd, tmp = _mkstemp(output)
-    os.close(fd)
-    return Path(tmp)
-
-
-def _mkstemp(output: Path) -> tuple[int, str]:
-    folder = output.parent if str(output.parent) else Path(".")
-    try:
-        return tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
-
-
-def write_atomically(output: Path, payload: bytes) -> None:
-    """Write next to the target, then rename: a failure never leaves half a report (or harms an old one)."""
-    fd, tmp = _mkstemp(output)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, output)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise InspectorError(f"cannot write {output}: {e.strerror or e}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _compare(index: ModelIndex, other: str) -> ModelDiff:
+    """The diff of ``index`` against ``other``."""
+    return diff_models(index, open_index(other))

@@ -31,11 +31,7 @@ baked values changed and must be looked at again; ``ReviewStore.previous`` lists
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -43,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 from inspector.core.literals import Literal
 
 if TYPE_CHECKING:
@@ -271,62 +268,10 @@ class ReviewStore:
         doc: dict[str, Any] = dict(extra)
         doc.update(format=FORMAT, version=VERSION, model=self.model_path.name, reviews=entries)
         payload = (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        try:
-            _atomic_write(self.path, payload, keep_backup=True)
-        except OSError as e:
-            raise InspectorError(f"cannot save review file {self.path}: {e.strerror or e}") from e
+        write_atomic(self.path, payload, keep_backup=True, action="save review file")
         self._extra, self._entries = extra, entries
         self._dirty.clear()
         self._reindex()
-
-
-def _atomic_write(path: Path, payload: bytes, keep_backup: bool) -> None:
-    """Replace ``path`` by ``payload`` so that a crash leaves the old or the new file; ``<path>.bak`` keeps the old.
-
-    Every temporary file lives in ``path``'s folder (``os.replace`` is atomic only within one file system) and
-    is removed if anything fails.
-    """
-    folder = path.parent
-    temps: list[str] = []
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-        temps.append(tmp)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if keep_backup and path.exists():
-            fd_bak, bak_tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".bak.tmp")
-            os.close(fd_bak)
-            temps.append(bak_tmp)
-            shutil.copyfile(path, bak_tmp)
-            with open(bak_tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            os.replace(bak_tmp, path.with_name(path.name + ".bak"))
-            temps.remove(bak_tmp)
-        os.replace(tmp, path)
-        temps.remove(tmp)
-        _fsync_dir(folder)
-    finally:
-        for t in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(t)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the renames durable where the platform allows it (POSIX); best effort."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --- what there is to review -----------------------------------------------------------------------------------

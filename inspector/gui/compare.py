@@ -3,7 +3,6 @@ nodes coloured, changed specialised values old beside new, selection and scrolli
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.body import Body, GraphMaps, function_body, group_body, walk_body
-from inspector.core.diff import Change, ModelDiff, diff_models, group_title, show_value, sites_text, verdict
+from inspector.core.diff import Change, ModelDiff, align_nodes, diff_models, show_value
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.literals import attribute_value, tensor_value
@@ -30,6 +29,7 @@ from inspector.core.provenance import AtenCall
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.text import esc
 from inspector.gui.worker import Jobs
+from inspector.report.diff_text import group_title, kind_title, sites_text, verdict
 
 ADDED, REMOVED, CHANGED = "#6aa84f", "#cc0000", "#e69138"
 
@@ -76,39 +76,23 @@ def body_of(index: ModelIndex, scope: Any, maps: GraphMaps | None) -> Body | Non
     return None
 
 
-def _node_key(node: Any) -> tuple[str, str, str]:
-    return (node.domain, node.op_type, node.overload)
-
-
-def _attrs(node: Any) -> list[tuple[str, str]]:
-    out = []
-    for a in node.attribute:
-        if a.ref_attr_name:
-            out.append((a.name, "@" + a.ref_attr_name))
-        elif a.type not in (a.GRAPH, a.GRAPHS):
-            out.append((a.name, attribute_value(a)[1]))
-    return sorted(out)
-
-
 def body_marks(scope_a: Any, body_a: Body, scope_b: Any, body_b: Body
                ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
     """Scene-id marks for both sides: removed/changed nodes in A, added/changed in B, changed constants."""
     wa, wb = list(walk_body(body_a.nodes)), list(walk_body(body_b.nodes))
     marks_a: dict[str, tuple[str, str]] = {}
     marks_b: dict[str, tuple[str, str]] = {}
-    sm = difflib.SequenceMatcher(None, [_node_key(n) for _p, n in wa], [_node_key(n) for _p, n in wb],
-                                 autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
-        if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2)):
-                if _attrs(wa[i][1]) != _attrs(wb[j][1]):
-                    note = _attr_note(wa[i][1], wb[j][1])
-                    marks_a[_scene_id(scope_a, body_a, wa[i][0])] = (CHANGED, note)
-                    marks_b[_scene_id(scope_b, body_b, wb[j][0])] = (CHANGED, note)
-            continue
-        for i in range(i1, i2):
+    for op, i, j in align_nodes([n for _p, n in wa], [n for _p, n in wb]):
+        if op == "changed":
+            assert i is not None and j is not None
+            note = _attr_note(wa[i][1], wb[j][1])
+            marks_a[_scene_id(scope_a, body_a, wa[i][0])] = (CHANGED, note)
+            marks_b[_scene_id(scope_b, body_b, wb[j][0])] = (CHANGED, note)
+        elif op == "removed":
+            assert i is not None
             marks_a[_scene_id(scope_a, body_a, wa[i][0])] = (REMOVED, f"only in A: {wa[i][1].op_type}")
-        for j in range(j1, j2):
+        else:
+            assert j is not None
             marks_b[_scene_id(scope_b, body_b, wb[j][0])] = (ADDED, f"only in B: {wb[j][1].op_type}")
     ca, cb = list(body_a.constants.items()), list(body_b.constants.items())
     for (na, ta), (nb, tb) in zip(ca, cb):
@@ -228,7 +212,7 @@ class CompareWindow(QMainWindow):
             for c in changes:
                 old_new = ("" if c.old is None and c.new is None
                            else f"{show_value(c.old, 40)} → {show_value(c.new, 40)}")
-                row = QTreeWidgetItem([c.kind.replace("_", " "), c.where, old_new])
+                row = QTreeWidgetItem([kind_title(c.kind), c.where, old_new])
                 row.setToolTip(0, "")
                 row.setData(0, Qt.ItemDataRole.UserRole, c)
                 group.addChild(row)
@@ -311,7 +295,7 @@ class CompareWindow(QMainWindow):
 
 def change_html(c: Change) -> str:
     """Old beside new, and where (all call sites) — every model string escaped."""
-    rows = [f"<h3>{esc(c.kind.replace('_', ' '))} <small>{esc(c.family)}</small></h3>"]
+    rows = [f"<h3>{esc(kind_title(c.kind))} <small>{esc(c.family)}</small></h3>"]
     if c.detail:
         rows.append(f"<p>{esc(c.detail)}</p>")
     if c.old is not None or c.new is not None:

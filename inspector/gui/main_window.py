@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.commands.report import write_atomically
 from inspector.core.categories import classify, explain
 from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload, open_index
 from inspector.core.keys import MAIN, FunctionKey, GraphScope, Scope
@@ -385,8 +385,8 @@ class MainWindow(QMainWindow):
                 if fmt == "pdf":
                     html_to_pdf(text, path)
                 else:
-                    write_atomically(path, text.encode("utf-8"))
-            except OSError as e:
+                    write_atomic(path, text.encode("utf-8"))
+            except (OSError, InspectorError) as e:
                 self.statusBar().showMessage(f"Report not written: {e}")
                 return
             self.statusBar().showMessage(f"Wrote {path}", 5000)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
+
+from inspector.core.errors import InspectorError
+from inspector.core.fileio import write_atomic
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
 
@@ -27,9 +29,9 @@ def _application() -> object:
 
 
 def html_to_pdf(html: str, path: Path) -> None:
-    """Write ``html`` as a paginated A4 PDF to ``path`` (atomically: temp file, then rename)."""
+    """Write ``html`` as a paginated A4 PDF to ``path`` (atomically, with ``inspector.core.fileio.write_atomic``)."""
     _app = _application()
-    from PySide6.QtCore import QByteArray, QMarginsF, QSizeF, QUrl
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPainter, QPdfWriter, QTextDocument
     from PySide6.QtSvg import QSvgRenderer
 
@@ -56,21 +58,18 @@ def html_to_pdf(html: str, path: Path) -> None:
     for name, image in images:
         doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), image)
     doc.setHtml(body)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        writer = QPdfWriter(tmp)
-        writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
-        writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
-        writer.setResolution(96)
-        writer.setTitle("ONNX Inspector report")
-        doc.setPageSize(QSizeF(writer.width(), writer.height()))
-        doc.print_(writer)
-        del writer  # flushes the file
-        if os.path.getsize(tmp) == 0:
-            raise OSError("Qt wrote an empty PDF")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buffer)
+    writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
+    writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout.Unit.Millimeter)
+    writer.setResolution(96)
+    writer.setTitle("ONNX Inspector report")
+    doc.setPageSize(QSizeF(writer.width(), writer.height()))
+    doc.print_(writer)
+    del writer  # finishes the document
+    data = bytes(buffer.data().data())
+    buffer.close()
+    if not data:
+        raise InspectorError(f"cannot write {path}: Qt made an empty PDF")
+    write_atomic(path, data, make_parents=True)

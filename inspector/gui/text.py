@@ -1,13 +1,16 @@
-"""Safe text for Qt: model strings are untrusted, and Qt renders tooltips that look like markup as rich text."""
+"""Safe text for Qt: model strings are untrusted, and Qt renders tooltips that look like markup as rich text.
+The escaping itself is ``inspector.core.textsafe.html_text``, the one used by every HTML writer."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
+
+from inspector.core.textsafe import html_text
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as Qt rich text: shown literally (newlines kept for ``<pre>`` blocks)."""
+    return html_text(value, keep_newlines=True)
 
 
 def tooltip(value: Any) -> str:

@@ -12,13 +12,12 @@ pygraphviz is imported inside ``layout_scene`` only, and calls into Graphviz are
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from xml.sax.saxutils import escape, quoteattr
 
+from inspector.core.textsafe import xml_attr, xml_text
 from inspector.render.scene import (
     ATEN_CALL,
     CONSTANT,
@@ -260,22 +259,6 @@ class LayoutCache:
 # SVG
 # --------------------------------------------------------------------------------------------
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _clean(text: str) -> str:
-    """Characters XML 1.0 cannot carry become U+FFFD."""
-    return _NOT_XML.sub("\ufffd", text)
-
-
-def _t(text: str) -> str:
-    return escape(_clean(text))
-
-
-def _a(text: str) -> str:
-    return quoteattr(_clean(text))
-
-
 def _n(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
@@ -292,7 +275,7 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
         f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="monospace">',
-        f"<title>{_t(scene.title)}</title>",
+        f"<title>{xml_text(scene.title)}</title>",
         f'<rect x="0" y="0" width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
         f'<g transform="translate({_n(MARGIN)},{_n(MARGIN)})">',
     ]
@@ -320,7 +303,7 @@ def to_svg(scene: Scene, layout: Layout) -> str:
             edge_labels.append(f'<rect x="{_n(mx - text_width / 2 - 1)}" y="{_n(my - 4)}" '
                                f'width="{_n(text_width + 2)}" height="8" fill="#ffffff" fill-opacity="0.85"/>')
             edge_labels.append(f'<text x="{_n(mx)}" y="{_n(my + 2.5)}" text-anchor="middle" fill="#555555">'
-                               f"{_t(text)}</text>")
+                               f"{xml_text(text)}</text>")
     out.append("</g>")
     out.append('<g class="nodes">')
     for node_id, laid in layout.nodes.items():
@@ -332,8 +315,8 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
         tip = node.label + (f"\n{node.detail}" if node.detail else "")
         dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
-        out.append(f"<g class={_a(node.kind)}>")
-        out.append(f"<title>{_t(tip[:1000])}</title>")
+        out.append(f"<g class={xml_attr(node.kind)}>")
+        out.append(f"<title>{xml_text(tip[:1000])}</title>")
         out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
                    f'rx="{rx}" fill="{fill}" stroke="{stroke}"{dashed}/>')
         if node.detail:
@@ -342,11 +325,11 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         else:
             label_y, detail_y = laid.y + LABEL_FONT_SIZE * 0.35, 0.0
         out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
-                   f'text-anchor="middle" fill="#111111">{_t(elide(node.label, laid.width))}</text>')
+                   f'text-anchor="middle" fill="#111111">{xml_text(elide(node.label, laid.width))}</text>')
         if node.detail:
             out.append(f'<text x="{_n(laid.x)}" y="{_n(detail_y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
                        f'text-anchor="middle" fill="#555555">'
-                       f"{_t(elide(node.detail, laid.width, DETAIL_FONT_SIZE))}</text>")
+                       f"{xml_text(elide(node.detail, laid.width, DETAIL_FONT_SIZE))}</text>")
         out.append("</g>")
     out.append("</g>")
     if edge_labels:
@@ -355,7 +338,8 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         out.append("</g>")
     out.append("</g>")
     if note:
-        out.append(f'<text x="{_n(MARGIN)}" y="{_n(height - 8)}" font-size="9" fill="#aa3333">{_t(note)}</text>')
+        out.append(f'<text x="{_n(MARGIN)}" y="{_n(height - 8)}" font-size="9" fill="#aa3333">'
+                   f"{xml_text(note)}</text>")
     out.append("</svg>")
     if right > width:  # widen the canvas to show every edge label
         wide = _n(math.ceil(right + 4))

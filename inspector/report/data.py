@@ -7,24 +7,22 @@ Nothing here escapes anything: model strings are kept as they are, and each writ
 Large models: the per-family detail is capped (see ``Limits``); what was left out is counted (``*_omitted``) and
 said in ``Report.notes``. External data is never read (parameter sizes come from tensor metadata).
 
-Diffs are accepted generically (``compare``): an object with a ``to_json()`` method, or a dict, in the shape of
-``inspector.core.diff`` results or, at least, ``{"equal": bool, "equivalent": bool, "changes": [{"kind", "where",
-"family", "old", "new", "detail"}]}``; see ``diff_info``.
+With ``compare`` (a ``ModelDiff`` from ``inspector.core.diff``), the report has a comparison section; the writers
+render it with the diff's own renderers (``inspector.report.diff_markdown``, ``diff_html``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector import __version__
+from inspector.core.diff import Change, ModelDiff
 from inspector.core.errors import InspectorError
 from inspector.core.index import Family, ModelIndex
+from inspector.core.jsonsafe import json_safe
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
 
@@ -225,36 +223,25 @@ class FindingInfo:
 
 
 @dataclass(slots=True)
-class ChangeInfo:
-    kind: str
-    where: str
-    family: str
-    old: Any  # JSON-safe
-    new: Any
-    detail: str
-    section: str = ""  # model, function, aten_call, initializer, ... (inspector.core.diff.SECTIONS)
-    sites: int = 0  # how many call sites / values the change applies to, when the diff says
-
-
-@dataclass(slots=True)
 class DiffInfo:
-    other: str | None  # the compared model, as the diff names it
-    equal: bool | None
-    equivalent: bool | None
-    summary: str | None
-    changes: list[ChangeInfo]
+    """The comparison section: the diff, and how many of its changes a report lists."""
+
+    diff: ModelDiff
+    changes: list[Change]  # the first ``Limits.changes`` changes
     changes_omitted: int
-    data: dict[str, Any]  # the diff's own JSON (JSON-safe), for the JSON report
 
     @property
-    def verdict(self) -> str:
-        """``Not identical, equivalent (same bodies up to names)``; "" when the diff says neither."""
-        parts = []
-        if self.equal is not None:
-            parts.append("identical" if self.equal else "not identical")
-        if self.equivalent is not None:
-            parts.append("equivalent (same bodies up to names)" if self.equivalent else "not equivalent")
-        return ", ".join(parts).capitalize()
+    def other(self) -> str:
+        """The compared model, as the diff names it."""
+        return self.diff.b
+
+    @property
+    def equal(self) -> bool:
+        return self.diff.equal
+
+    @property
+    def equivalent(self) -> bool:
+        return self.diff.equivalent
 
 
 @dataclass(slots=True)
@@ -287,7 +274,7 @@ class Report:
 # --- building ---------------------------------------------------------------------------------------------------
 
 
-def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare: object | None = None,
+def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare: ModelDiff | None = None,
                  graphs: bool = True, limits: Limits | None = None) -> Report:
     """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there."""
     lim = limits or Limits()
@@ -636,62 +623,9 @@ def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str,
 # --- diffs ------------------------------------------------------------------------------------------------------
 
 
-def diff_info(compare: object, max_changes: int = 2000) -> DiffInfo:
-    """A generic view of a diff result: ``compare.to_json()`` if it has one, else a mapping (or dataclass).
-
-    Recognised members (those of ``inspector.core.diff.diff_dict``): ``equal``, ``equivalent`` (bools),
-    ``summary`` or ``explanation`` (text), ``other``/``b`` (the compared model), ``changes``: a list of
-    ``{"kind", "where", "family", "old", "new", "detail"}`` plus optional ``section`` and ``sites`` (missing
-    members are empty; ``where`` may be a list, shown joined by " / "). Properties of the object itself
-    (``compare.equal``) fill in what its JSON lacks.
-    """
-    data: Any
-    to_json = getattr(compare, "to_json", None)
-    if callable(to_json):
-        data = to_json()
-    elif dataclasses.is_dataclass(compare) and not isinstance(compare, type):
-        data = dataclasses.asdict(compare)
-    else:
-        data = compare
-    if not isinstance(data, Mapping):
-        data = {"summary": str(data)}
-    safe = json_safe(dict(data))
-    for name in ("equal", "equivalent"):
-        if name not in safe and isinstance(getattr(compare, name, None), bool):
-            safe[name] = getattr(compare, name)
-    raw_changes = safe.get("changes") if isinstance(safe.get("changes"), list) else []
-    changes = [_change(c) for c in raw_changes[:max_changes]]
-    other = next((safe[k] for k in ("other", "b", "right", "new") if isinstance(safe.get(k), str)), None)
-    if other is None:
-        models = safe.get("models")
-        if isinstance(models, Mapping):
-            cand = models.get("b") or models.get("new") or models.get("other")
-            other = cand if isinstance(cand, str) else (cand.get("path") if isinstance(cand, Mapping) else None)
-    return DiffInfo(
-        other=other if isinstance(other, str) else None,
-        equal=_bool_or_none(safe.get("equal")),
-        equivalent=_bool_or_none(safe.get("equivalent")),
-        summary=next((safe[k] for k in ("summary", "explanation") if isinstance(safe.get(k), str)), None),
-        changes=changes,
-        changes_omitted=max(len(raw_changes) - max_changes, 0),
-        data=safe,
-    )
-
-
-def _bool_or_none(v: object) -> bool | None:
-    return v if isinstance(v, bool) else None
-
-
-def _change(c: object) -> ChangeInfo:
-    if not isinstance(c, Mapping):
-        return ChangeInfo("change", "", "", None, None, str(c))
-    where = c.get("where", "")
-    if isinstance(where, list):
-        where = " / ".join(str(w) for w in where)
-    sites = c.get("sites")
-    return ChangeInfo(str(c.get("kind", "change")), str(where or ""), str(c.get("family") or ""),
-                      c.get("old"), c.get("new"), str(c.get("detail") or ""), str(c.get("section") or ""),
-                      len(sites) if isinstance(sites, list) else 0)
+def diff_info(compare: ModelDiff, max_changes: int = 2000) -> DiffInfo:
+    """The comparison section of a report: ``compare`` with at most ``max_changes`` changes listed."""
+    return DiffInfo(compare, compare.changes[:max_changes], max(len(compare.changes) - max_changes, 0))
 
 
 # --- values -----------------------------------------------------------------------------------------------------
@@ -699,58 +633,8 @@ def _change(c: object) -> ChangeInfo:
 MAX_VALUE_TEXT = 160
 
 
-def json_safe(v: Any, depth: int = 0) -> Any:
-    """``v`` as JSON can carry it: non-finite floats as text, tuples as lists, other objects as their repr."""
-    if depth > 64:
-        return "…"
-    if v is None or isinstance(v, (bool, int, str)):
-        return v
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, (list, tuple)):
-        return [json_safe(x, depth + 1) for x in v]
-    if isinstance(v, Mapping):
-        return {str(k): json_safe(x, depth + 1) for k, x in v.items()}
-    if isinstance(v, FunctionKey):
-        return str(v)
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return json_safe(dataclasses.asdict(v), depth + 1)
-    item = getattr(v, "item", None)  # numpy scalars
-    if callable(item):
-        try:
-            return json_safe(item(), depth + 1)
-        except Exception:
-            pass
-    return repr(v)
-
-
 def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
     """A value as one short line of text (strings quoted, long values cut with an ellipsis)."""
     text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
     text = " ".join(text.split()) if "\n" in text else text
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """Model text made safe to show: control and bidi-override characters (which can disguise what a reader
-    sees) become visible escapes, lone surrogates become U+FFFD. Tabs and newlines are kept."""
-    return _CONTROL.sub(_visible, text)
-
-
-def _visible(m: re.Match[str]) -> str:
-    c = m.group()
-    code = ord(c)
-    if 0xD800 <= code <= 0xDFFF:
-        return "\ufffd"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def one_line(text: str, width: int = 0) -> str:
-    """``text`` on one line (newlines shown as ⏎), cut to ``width`` characters when ``width`` > 0."""
-    s = clean_text(str(text)).replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
-    if width and len(s) > width:
-        s = s[: width - 1] + "…"
-    return s

@@ -9,11 +9,11 @@ not need. A strict Content-Security-Policy forbids scripts and every fetch even 
 
 from __future__ import annotations
 
-import html as _html
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from inspector.core.textsafe import html_text, one_line
 from inspector.core.units import human_size
 from inspector.report.data import (
     CATEGORY_TEXT,
@@ -25,10 +25,9 @@ from inspector.report.data import (
     ReviewInfo,
     Span,
     SpecialisedInfo,
-    clean_text,
-    one_line,
     value_text,
 )
+from inspector.report.diff_html import DIFF_CSS, changes_html, summary_html
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 MAX_METADATA = 500
@@ -86,7 +85,7 @@ _SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
 
 def esc(text: object) -> str:
     """Model text as HTML text or attribute value: nothing in it is ever markup or a URL."""
-    return _html.escape(clean_text(str(text)), quote=True).replace("://", "&#58;//")
+    return html_text(text, keep_newlines=True)
 
 
 def esc_line(text: object, width: int = 0) -> str:
@@ -116,7 +115,7 @@ class _Writer:
             '<meta name="referrer" content="no-referrer">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{esc(r.title)}</title>",
-            f"<style>{CSS}</style>",
+            f"<style>{CSS}{DIFF_CSS if self.r.diff is not None else ''}</style>",
             "</head>",
             "<body>",
             "<header>",
@@ -249,28 +248,13 @@ class _Writer:
         return "\n".join(out)
 
     def diff(self) -> str:
+        """The comparison section, drawn by the diff's own HTML renderer."""
         d = self.r.diff
         assert d is not None
-        out = ['<section id="diff"><h2>Changes</h2>']
-        if d.other:
-            out.append(f"<p>Compared with <code>{esc(PurePath(d.other).name or d.other)}</code>.</p>")
-        if d.verdict:
-            out.append(f"<p><b>{esc(d.verdict)}.</b></p>")
-        if d.summary:
-            out.append(f"<p>{esc(d.summary)}</p>")
-        if d.changes:
-            out.append("<table><tr><th>kind</th><th>family</th><th>where</th><th>old</th><th>new</th>"
-                       "<th>detail</th></tr>")
-            for c in d.changes:
-                sites = f" <span class='muted'>(at {c.sites:,} sites)</span>" if c.sites > 1 else ""
-                out.append(f"<tr><td>{esc(c.kind.replace('_', ' '))}</td>"
-                           f"<td>{esc_line(c.family or c.section, 200)}</td>"
-                           f"<td class='wrap mono'>{esc_line(c.where, 300)}</td>"
-                           f"<td class='wrap mono'>{esc(_val(c.old))}</td><td class='wrap mono'>{esc(_val(c.new))}</td>"
-                           f"<td class='wrap'>{esc_line(c.detail, 1000)}{sites}</td></tr>")
-            out.append("</table>")
-        elif d.equal is not False:
-            out.append("<p class='muted'>No changes.</p>")
+        out = ['<section id="diff" class="diff"><h2>Changes</h2>',
+               f"<p>Compared with <code>{esc(PurePath(d.other).name or d.other)}</code>.</p>"]
+        out += summary_html(d.diff)
+        out += changes_html(d.diff, len(d.changes), heading="h3")
         if d.changes_omitted:
             out.append(f"<p class='muted'>{d.changes_omitted} more changes not listed.</p>")
         out.append("</section>")
@@ -498,11 +482,3 @@ def _names(names: list[str], limit: int = 50) -> str:
         return "-"
     shown = ", ".join(f"<code>{esc_line(n, 200)}</code>" for n in names[:limit])
     return shown + (f" and {len(names) - limit:,} more" if len(names) > limit else "")
-
-
-def _val(v: object) -> str:
-    if v is None:
-        return ""
-    return value_text(v, 300) if not isinstance(v, str) else one_line(v, 300)
-
-

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from inspector.core.diff import diff_dict
+from inspector.core.jsonsafe import json_safe
 from inspector.report.data import (
     BodyInfo,
     FamilyInfo,
@@ -18,7 +20,6 @@ from inspector.report.data import (
     ReviewInfo,
     SignatureInfo,
     SpecialisedInfo,
-    json_safe,
 )
 
 REPORT_FORMAT = "onnx-inspector/report"
@@ -178,15 +179,16 @@ def _diff(r: Report) -> dict[str, Any] | None:
     d = r.diff
     if d is None:
         return None
+    data = diff_dict(d.diff)
     return {
         "other": d.other,
-        "equal": d.equal,
-        "equivalent": d.equivalent,
-        "summary": d.summary,
+        "equal": d.diff.equal,
+        "equivalent": d.diff.equivalent,
+        "summary": data["explanation"],
         "changes": [{"kind": c.kind, "section": c.section, "where": c.where, "family": c.family,
-                     "old": json_safe(c.old), "new": json_safe(c.new), "detail": c.detail, "sites": c.sites}
+                     "old": json_safe(c.old), "new": json_safe(c.new), "detail": c.detail, "sites": len(c.sites)}
                     for c in d.changes],
         "changes_omitted": d.changes_omitted,
         # the diff's own object, without its change list (given above, capped)
-        "data": {k: json_safe(v) for k, v in d.data.items() if k != "changes"},
+        "data": {k: v for k, v in data.items() if k != "changes"},
     }

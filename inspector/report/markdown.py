@@ -1,19 +1,21 @@
 """The Markdown report: sized for a GitHub comment (under 65,000 characters), model strings neutralised.
 
-Model text outside code blocks goes through ``md``: ``&``, ``<``, ``>`` become entities (so no HTML tag or
-autolink can form), and Markdown punctuation (``\\ ` * _ [ ] | ~ #``...) is backslash-escaped, so no emphasis,
-link, image or table cell can form either. Text inside ``<summary>`` (an HTML block, where Markdown is not
-parsed) is HTML-escaped. Bodies and signatures go in fenced code blocks whose fence is longer than any run of
-backticks in them. Sections are added in order of importance until the size budget is spent; what did not fit
-is said at the end.
+Model text outside code blocks goes through ``md`` (``inspector.core.textsafe.md_text``): ``&``, ``<``, ``>``
+and every Markdown punctuation character (``\\ ` * _ [ ] | ~ # @``...) become entities, and ``://`` is broken,
+so no HTML tag, emphasis, link, autolink, image, mention or table cell can form. Text inside ``<summary>`` (an
+HTML block, where Markdown is not parsed) is HTML-escaped. Bodies and signatures go in fenced code blocks whose
+fence is longer than any run of backticks in them. Sections are added in order of importance until the size budget
+is spent; what did not fit is said at the end.
 """
 
 from __future__ import annotations
 
-import html as _html
 import re
 from pathlib import PurePath
 
+from inspector.core.textsafe import html_text as _html_text
+from inspector.core.textsafe import md_text as md
+from inspector.core.textsafe import one_line, printable
 from inspector.core.units import human_size
 from inspector.report.data import (
     CATEGORY_TEXT,
@@ -22,15 +24,13 @@ from inspector.report.data import (
     FamilyInfo,
     Report,
     ReviewInfo,
-    clean_text,
-    one_line,
     value_text,
 )
+from inspector.report.diff_markdown import changes_markdown, summary_markdown
 
 MAX_CHARS = 65000
 RESERVE = 1500  # kept free for the closing notes
 MAX_FINDINGS = 50
-MAX_CHANGES = 100
 MAX_FAMILY_ROWS = 150
 MAX_OPS = 30
 MAX_BODY_LINES = 60
@@ -39,21 +39,12 @@ CELL = 160  # characters of model text per table cell
 ICON = {"varies": "🟧", "linked": "🟦", "lone": "🟨", "parametric": "▫️"}
 BADGE = {"unreviewed": "⚪ unreviewed", "ok": "✅ OK", "suspicious": "⚠️ suspicious", "wrong": "❌ wrong"}
 
-_MD_PUNCT = re.compile(r"([\\`*_\[\]{}|~#!$])")
 _BACKTICKS = re.compile(r"`+")
-
-
-def md(text: object, width: int = 0) -> str:
-    """Model text as inline Markdown text (one line): shown literally, never markup."""
-    s = one_line(str(text), width)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MD_PUNCT.sub(r"\\\1", s)
-    return s.replace("://", ":&#47;/")  # shown as "://", but the Markdown source holds no URL
 
 
 def html_text(text: object, width: int = 0) -> str:
     """Model text inside an HTML block (``<summary>``), where Markdown is not parsed."""
-    return _html.escape(one_line(str(text), width), quote=True)
+    return _html_text(one_line(text, width))
 
 
 def fence(text: str, info: str = "") -> str:
@@ -194,26 +185,13 @@ def _findings(r: Report) -> str:
 
 
 def _diff(r: Report) -> str:
+    """The comparison section, written by the diff's own Markdown renderer within a third of the budget."""
     d = r.diff
     assert d is not None
-    total = len(d.changes) + d.changes_omitted
-    out = [f"## Changes ({total})", ""]
-    if d.other:
-        out.append(f"Compared with {md(PurePath(d.other).name or d.other, 200)}.")
-    if d.verdict:
-        out += ["", f"**{d.verdict}.**"]
-    if d.summary:
-        out += ["", md(d.summary, 500)]
-    if d.changes:
-        out += ["", "| kind | family | where | old | new | detail |", "|---|---|---|---|---|---|"]
-        for c in d.changes[:MAX_CHANGES]:
-            sites = f" (at {c.sites:,} sites)" if c.sites > 1 else ""
-            out.append(f"| {md(c.kind.replace('_', ' '), 40)} | {md(c.family or c.section, 80)} | {md(c.where, 120)} "
-                       f"| {md(_val(c.old), 80)} | {md(_val(c.new), 80)} | {md(c.detail, CELL)}{sites} |")
-        if total > MAX_CHANGES:
-            out += ["", f"_{total - MAX_CHANGES} more changes not listed._"]
-    elif d.equal is not False:
-        out += ["", "No changes."]
+    total = len(d.diff.changes)
+    out = [f"## Changes ({total})", "", f"Compared with {md(PurePath(d.other).name or d.other, 200)}.", ""]
+    out += summary_markdown(d.diff)
+    out += changes_markdown(d.diff, MAX_CHARS // 3 - sum(len(line) + 1 for line in out))
     return "\n".join(out)
 
 
@@ -257,12 +235,12 @@ def _body(b: BodyInfo) -> str:
         out += [f"Calls: {md(', '.join(b.members), 600)}{more}", ""]
     if b.signature is not None:
         out += ["**Aten signature** (this call's values bound to parameter names)", "",
-                fence(clean_text(b.signature.text)), ""]
+                fence(printable(b.signature.text, keep_newlines=True)), ""]
         if b.signature.problem:
             out += [f"_{md(b.signature.problem, 300)}_", ""]
     lines = ["".join(s.text for s in line) for line in b.lines]
     cut = len(lines) - MAX_BODY_LINES + b.lines_omitted if len(lines) > MAX_BODY_LINES else b.lines_omitted
-    body = "\n".join(clean_text(line) for line in lines[:MAX_BODY_LINES])
+    body = "\n".join(printable(line, keep_newlines=True) for line in lines[:MAX_BODY_LINES])
     if cut:
         body += f"\n… {cut:,} more lines"
     out += ["**ONNX body**", "", fence(body), ""]
@@ -343,11 +321,3 @@ def _list(names: list[str], limit: int = 20) -> str:
         return "-"
     shown = ", ".join(md(n, 80) for n in names[:limit])
     return shown + (f" and {len(names) - limit:,} more" if len(names) > limit else "")
-
-
-def _val(v: object) -> str:
-    if v is None:
-        return ""
-    return v if isinstance(v, str) else value_text(v, 200)
-
-

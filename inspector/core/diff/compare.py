@@ -1,0 +1,334 @@
+"""Comparing matched pairs: functions, families, aten calls, function calls and other nodes, bodies and their
+baked constants. Every difference goes to one ``Recorder``, which merges identical changes at several sites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx
+
+from inspector.core.aten_schema import SchemaCatalogue
+from inspector.core.body import Body, function_body
+from inspector.core.diff.bodies import (
+    Delta,
+    attribute_detail,
+    attribute_keys,
+    count_nodes,
+    edits_summary,
+    function_signature,
+    literal_label,
+    node_edits,
+    op_label,
+    reader,
+    signature_detail,
+    subgraph_edits,
+    value_deltas,
+)
+from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
+from inspector.core.diff.units import Side, Unit, UnitPairs, aten_family
+from inspector.core.diff.values import content_digest, show_value, unwrap
+from inspector.core.fingerprint import Fingerprints, fingerprint
+from inspector.core.index import Family
+from inspector.core.keys import FunctionKey
+from inspector.core.literals import Literal, tensor_value
+from inspector.core.provenance import AtenCall
+
+
+class Recorder:
+    """The changes found so far, in the order found."""
+
+    def __init__(self) -> None:
+        self.changes: list[Change] = []
+        self._merged: dict[tuple[Any, ...], Change] = {}
+
+    def add(self, change: Change, merge: tuple[Any, ...] | None = None, site: str | None = None) -> None:
+        """Record a change; changes with the same ``merge`` key become one change with several sites."""
+        if merge is not None:
+            existing = self._merged.get(merge)
+            if existing is not None:
+                if site is not None and site not in existing.sites:
+                    existing.sites.append(site)
+                return
+            self._merged[merge] = change
+        if site is not None and site not in change.sites:
+            change.sites.append(site)
+        self.changes.append(change)
+
+
+class Comparer:
+    """Functions, families, aten calls, function calls and other main-graph nodes of matched pairs."""
+
+    def __init__(self, pairs: UnitPairs, recorder: Recorder, catalogue: SchemaCatalogue | None) -> None:
+        self.pairs = pairs
+        self.A, self.B = pairs.A, pairs.B
+        self.add = recorder.add
+        self.catalogue = catalogue
+        self._body_cache: dict[tuple[str, str, str], tuple[list[Delta], list[NodeEdit]]] = {}
+        self._constant_cache: dict[tuple[Any, ...], Delta] = {}
+
+    @property
+    def cat(self) -> SchemaCatalogue:
+        if self.catalogue is None:
+            self.catalogue = SchemaCatalogue.default()
+        return self.catalogue
+
+    def compare_functions(self, fmap: dict[FunctionKey, FunctionKey]) -> None:
+        A, B = self.A, self.B
+        for ka, kb in fmap.items():
+            family = A.family_of_key.get(ka, str(FunctionKey(ka.domain, ka.name)))
+            fa_proto, fb_proto = A.functions[ka], B.functions[kb]
+            if ka != kb:
+                self.add(Change("overload_renamed", "function", family, str(ka), str(ka), str(kb),
+                                f"{ka} is now {kb} (same template)", [str(ka)]))
+            sig_a, sig_b = function_signature(fa_proto), function_signature(fb_proto)
+            if sig_a != sig_b:
+                self.add(Change("signature_changed", "function", family, str(ka), sig_a, sig_b,
+                                signature_detail(sig_a, sig_b), [str(ka)]))
+            fpa, fpb = A.function_fp(ka), B.function_fp(kb)
+            if fpa.full == fpb.full:
+                continue
+            ba, bb = function_body(ka, fa_proto), function_body(kb, fb_proto)
+            self.report_bodies("function", family, str(ka), ba, fpa, bb, fpb, None, None)
+
+    def compare_families(self, fmap: dict[FunctionKey, FunctionKey], explained: set[FunctionKey]) -> None:
+        A, B = self.A, self.B
+        fams_a = {(f.kind, f.domain, f.name): f for f in A.index.families}
+        fams_b = {(f.kind, f.domain, f.name): f for f in B.index.families}
+        mapped_b = set(fmap.values())
+        for key, fam in fams_a.items():
+            if key not in fams_b:
+                if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
+                    continue
+                self.add(Change("family_removed", _section_of(fam), fam.label, fam.label, _family_json(fam), None,
+                                _family_detail(fam), [fam.label]))
+        for key, fam in fams_b.items():
+            if key not in fams_a:
+                if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
+                    continue
+                self.add(Change("family_added", _section_of(fam), fam.label, fam.label, None, _family_json(fam),
+                                _family_detail(fam), [fam.label]))
+        for key, fam_a in fams_a.items():
+            fam_b = fams_b.get(key)
+            if fam_b is None:
+                continue
+            if fam_a.kind == "function":
+                for ov in fam_a.overloads:
+                    if ov.function is not None and ov.function not in fmap and ov.function not in explained:
+                        self.add(Change("overload_removed", "function", fam_a.label, str(ov.function),
+                                        str(ov.function), None, f"{ov.function} ({ov.call_count} calls)",
+                                        [str(ov.function)]))
+                for ov in fam_b.overloads:
+                    if ov.function is not None and ov.function not in mapped_b and ov.function not in explained:
+                        self.add(Change("overload_added", "function", fam_b.label, str(ov.function), None,
+                                        str(ov.function), f"{ov.function} ({ov.call_count} calls)",
+                                        [str(ov.function)]))
+            else:
+                ovs_a = {o.overload: o for o in fam_a.overloads}
+                ovs_b = {o.overload: o for o in fam_b.overloads}
+                for name, ov in ovs_a.items():
+                    if name not in ovs_b:
+                        self.add(Change("overload_removed", "aten_call", fam_a.label, ov.label, ov.label, None,
+                                        f"{ov.label} ({ov.call_count} calls)", [ov.label]))
+                for name, ov in ovs_b.items():
+                    if name not in ovs_a:
+                        self.add(Change("overload_added", "aten_call", fam_b.label, ov.label, None, ov.label,
+                                        f"{ov.label} ({ov.call_count} calls)", [ov.label]))
+
+    # -- aten calls ---------------------------------------------------------------------------------------------------
+
+    def compare_aten(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
+        A, B = self.A, self.B
+        targets_a = {u.call.target for u in A.units if u.call is not None}
+        targets_b = {u.call.target for u in B.units if u.call is not None}
+        matched_b = set(umap.values())
+        for k, unit in enumerate(A.units):
+            if unit.kind != "aten_call":
+                continue
+            call = unit.call
+            assert call is not None
+            family = aten_family(call.target)
+            kb = umap.get(k)
+            if kb is None:
+                if call.target in targets_b:
+                    self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
+                                    f"{call.target} calls removed"), ("call_removed", call.target), call.name)
+                continue
+            ub = B.units[kb]
+            site = call.name
+            if unit.callee is not None and ub.callee is not None:
+                if fmap.get(unit.callee) != ub.callee:
+                    self.add(Change("call_changed", "aten_call", family, site, str(unit.callee), str(ub.callee),
+                                    f"calls {ub.callee} instead of {unit.callee}"),
+                             ("retarget", family, unit.callee, ub.callee), site)
+                self.compare_call_attributes(family, "aten_call", site, A.graph.node[unit.nodes[0]],
+                                             B.graph.node[ub.nodes[0]])
+                continue
+            if unit.callee is None and ub.callee is None:
+                changed = self.pairs.node_match(k, kb)
+                if changed is not None:  # same nodes: only baked constants can differ
+                    for name in changed:
+                        self.report_constant(family, site, unit, ub, name)
+                    continue
+                fpa, fpb = A.unit_fp(unit), B.unit_fp(ub)
+                if fpa.full == fpb.full:
+                    continue
+                self.report_bodies("aten_call", family, site, A.body(unit), fpa, B.body(ub), fpb, (A, call),
+                                   (B, ub.call))
+                continue
+            # one side folded: the flat group against the called function's body
+            if unit.callee is None:
+                assert ub.callee is not None
+                ba = A.fold_form(unit)
+                fpa = fingerprint(ba)
+                bb = function_body(ub.callee, B.functions[ub.callee])
+                fpb = B.function_fp(ub.callee)
+            else:
+                ba = function_body(unit.callee, A.functions[unit.callee])
+                fpa = A.function_fp(unit.callee)
+                bb = B.fold_form(ub)
+                fpb = fingerprint(bb)
+            if fpa.full != fpb.full:
+                self.report_bodies("aten_call", family, site, ba, fpa, bb, fpb, (A, call), (B, ub.call))
+        for kb, unit in enumerate(B.units):
+            if unit.kind == "aten_call" and kb not in matched_b:
+                call = unit.call
+                assert call is not None
+                if call.target in targets_a:
+                    self.add(Change("call_added", "aten_call", aten_family(call.target), call.name, None,
+                                    call.target, f"{call.target} calls added"), ("call_added", call.target), call.name)
+
+    def compare_call_attributes(self, family: str, section: Section, site: str, na: onnx.NodeProto,
+                                nb: onnx.NodeProto) -> None:
+        attrs_a, attrs_b = attribute_keys(na), attribute_keys(nb)
+        if attrs_a == attrs_b:
+            return
+        detail = attribute_detail(attrs_a, attrs_b)
+        self.add(Change("call_changed", section, family, site, {k: v[0] for k, v in attrs_a.items()},
+                        {k: v[0] for k, v in attrs_b.items()}, detail), ("call_attrs", family, detail), site)
+
+    # -- function calls and other nodes -------------------------------------------------------------------------------
+
+    def compare_calls(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
+        A, B = self.A, self.B
+        matched_b = set(umap.values())
+        for k, u in enumerate(A.units):
+            if u.kind != "function_call" or u.callee is None:
+                continue
+            family = A.family_of_key.get(u.callee, str(u.callee))
+            kb = umap.get(k)
+            if kb is None:
+                if u.callee in fmap:
+                    self.add(Change("call_removed", "function", family, u.label, str(u.callee), None,
+                                    f"calls of {u.callee} removed"), ("fcall_removed", u.callee), u.label)
+                continue
+            self.compare_call_attributes(family, "function", u.label, A.graph.node[u.nodes[0]],
+                                         B.graph.node[B.units[kb].nodes[0]])
+        mapped = set(fmap.values())
+        for kb, u in enumerate(B.units):
+            if u.kind == "function_call" and u.callee is not None and kb not in matched_b and u.callee in mapped:
+                family = B.family_of_key.get(u.callee, str(u.callee))
+                self.add(Change("call_added", "function", family, u.label, None, str(u.callee),
+                                f"calls of {u.callee} added"), ("fcall_added", u.callee), u.label)
+
+    def compare_nodes(self, umap: dict[int, int]) -> None:
+        A, B = self.A, self.B
+        matched_b = set(umap.values())
+        for k, u in enumerate(A.units):
+            if u.kind != "node":
+                continue
+            node = A.graph.node[u.nodes[0]]
+            label = op_label(node)
+            kb = umap.get(k)
+            if kb is None:
+                self.add(Change("node_removed", "node", label, u.label, label, None, f"{label} node {u.label}",
+                                [u.label]))
+                continue
+            other = B.graph.node[B.units[kb].nodes[0]]
+            attrs_a, attrs_b = attribute_keys(node), attribute_keys(other)
+            parts = []
+            if attrs_a != attrs_b:
+                parts.append(attribute_detail(attrs_a, attrs_b))
+            if len(node.input) != len(other.input) or len(node.output) != len(other.output):
+                parts.append(f"{len(node.input)}->{len(other.input)} inputs, "
+                             f"{len(node.output)}->{len(other.output)} outputs")
+            if parts:
+                edits = subgraph_edits(node, other, attrs_a, attrs_b)
+                self.add(Change("node_changed", "node", label, u.label, {k: v[0] for k, v in attrs_a.items()},
+                                {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [u.label],
+                                edits[:MAX_EDITS]))
+        for kb, u in enumerate(B.units):
+            if u.kind == "node" and kb not in matched_b:
+                label = op_label(B.graph.node[u.nodes[0]])
+                self.add(Change("node_added", "node", label, u.label, None, label, f"{label} node {u.label}",
+                                [u.label]))
+
+    def report_bodies(self, section: Section, family: str, site: str, ba: Body, fpa: Fingerprints, bb: Body,
+                      fpb: Fingerprints, call_a: tuple[Side, AtenCall] | None,
+                      call_b: tuple[Side, AtenCall | None] | None) -> None:
+        """Value changes (same template) or node edits (different templates) of one body pair, merged across the
+        family's call sites."""
+        cache_key = (section, fpa.full, fpb.full)
+        hit = self._body_cache.get(cache_key)
+        if hit is None:
+            if fpa.template == fpb.template:
+                bound_a = call_a[0].bound(call_a[1], self.cat) if call_a is not None else []
+                bound_b = call_b[0].bound(call_b[1], self.cat) if call_b is not None and call_b[1] is not None \
+                    else []
+                hit = (value_deltas(ba, bb, bound_a, bound_b), [])
+            else:
+                hit = ([], node_edits(ba, bb))
+            self._body_cache[cache_key] = hit
+        deltas, edits = hit
+        if fpa.template == fpb.template:
+            for d in deltas:
+                self.add(Change("value_changed", section, family, site, d.old, d.new,
+                                f"{d.label}: {show_value(d.old)} -> {show_value(d.new)}"),
+                         ("value", section, family, d.label, d.old_key, d.new_key), site)
+            if not deltas:  # same template, different fingerprint, no literal differs: wiring inside the body
+                self.add(Change("body_changed", section, family, site, {"fingerprint": fpa.full},
+                                {"fingerprint": fpb.full}, "same operators and values, wired differently"),
+                         ("body", section, family, fpa.full, fpb.full), site)
+            return
+        n_a, n_b = count_nodes(ba), count_nodes(bb)
+        self.add(Change("body_changed", section, family, site, {"nodes": n_a, "fingerprint": fpa.full},
+                        {"nodes": n_b, "fingerprint": fpb.full}, f"{n_a} -> {n_b} nodes: {edits_summary(edits)}",
+                        edits=edits[:MAX_EDITS]),
+                 ("body", section, family, fpa.full, fpb.full), site)
+
+
+    def report_constant(self, family: str, site: str, ua: Unit, ub: Unit, name: str) -> None:
+        """A baked constant of two otherwise identical calls changed: report it without building bodies. The label
+        (reader slot, aten parameter) is worked out once per family, slot and value pair."""
+        ta, tb = ua.constants[name], ub.constants[name]
+        nodes_a = [self.A.graph.node[i] for i in ua.nodes]
+        slot, uses = reader(nodes_a, name)
+        key = (family, slot, uses, content_digest(ta), content_digest(tb))
+        hit = self._constant_cache.get(key)
+        if hit is None:
+            va, ka = tensor_value(ta)
+            vb, kb = tensor_value(tb)
+            lit = Literal((), slot.partition(".")[0], name, "initializer", va, ka, uses=uses)
+            other = Literal((), slot.partition(".")[0], name, "initializer", vb, kb, uses=uses)
+            assert ua.call is not None and ub.call is not None
+            label = literal_label(slot, lit, self.A.bound(ua.call, self.cat)) or \
+                literal_label(slot, other, self.B.bound(ub.call, self.cat))
+            hit = self._constant_cache[key] = Delta(label, unwrap(va), unwrap(vb), ka, kb)
+        self.add(Change("value_changed", "aten_call", family, site, hit.old, hit.new,
+                        f"{hit.label}: {show_value(hit.old)} -> {show_value(hit.new)}"),
+                 ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key), site)
+
+
+def _family_json(fam: Family) -> dict[str, Any]:
+    return {"kind": fam.kind, "domain": fam.domain, "name": fam.name,
+            "overloads": [o.overload for o in fam.overloads], "calls": fam.call_count}
+
+
+def _family_detail(fam: Family) -> str:
+    n = len(fam.overloads)
+    shown = ", ".join(o.overload or "(default)" for o in fam.overloads[:6]) + (", …" if n > 6 else "")
+    return f"{fam.label}: {n} overload{'s' if n != 1 else ''} ({shown}), {fam.call_count} calls"
+
+
+def _section_of(fam: Family) -> Section:
+    """A family's changes sit in the section named by its kind."""
+    return "function" if fam.kind == "function" else "aten_call"

@@ -1,0 +1,188 @@
+"""Comparing what is not a body: model facts, initializers, graph inputs and outputs, and the wiring of matched
+units (each must read from the matched producers, at the same positions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import onnx
+
+from inspector.core.diff.bodies import op_label
+from inspector.core.diff.compare import Recorder
+from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount, Section
+from inspector.core.diff.units import Side, Unit, UnitPairs, aten_family, baked_constants
+from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
+from inspector.core.keys import FunctionKey
+from inspector.core.values import type_text
+
+# added, removed, retyped
+_VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {
+    "input": ("input_added", "input_removed", "input_retyped"),
+    "output": ("output_added", "output_removed", "output_retyped"),
+}
+
+
+class GraphComparer:
+    """Model facts, initializers, graph inputs and outputs, wiring."""
+
+    def __init__(self, pairs: UnitPairs, recorder: Recorder, matched: dict[str, MatchCount]) -> None:
+        self.pairs = pairs
+        self.A, self.B = pairs.A, pairs.B
+        self.add = recorder.add
+        self.matched = matched  # graph inputs and outputs are matched while compared
+
+    def compare_model_facts(self, fold: FoldRelation | None, explained: set[FunctionKey]) -> None:
+        fa, fb = self.A.index.facts, self.B.index.facts
+        fold_domains = {k.domain for k in explained}
+        if fa.ir_version != fb.ir_version:
+            flat_ir, folded_ir = (fa.ir_version, fb.ir_version) if fold is None or fold.folded == "b" else \
+                (fb.ir_version, fa.ir_version)
+            if fold is None or folded_ir != max(flat_ir, 10):  # fold raises the IR version to 10 (overloads)
+                self.add(Change("ir_version", "model", "", "ir_version", fa.ir_version, fb.ir_version,
+                                f"ir_version {fa.ir_version} -> {fb.ir_version}", ["ir_version"]))
+        for domain in sorted(set(fa.opsets) | set(fb.opsets)):
+            shown = domain or "ai.onnx"
+            va, vb = fa.opsets.get(domain), fb.opsets.get(domain)
+            if va == vb or domain in fold_domains:
+                continue
+            kind: ChangeKind = "opset_added" if va is None else "opset_removed" if vb is None else "opset_changed"
+            self.add(Change(kind, "model", "", f"opset {shown}", va, vb, f"opset {shown}: {va} -> {vb}",
+                            [f"opset {shown}"]))
+        for name in ("producer_name", "producer_version"):
+            va, vb = getattr(fa, name), getattr(fb, name)
+            if va != vb:
+                self.add(Change("producer", "model", "", name, va, vb, f"{name}: {va!r} -> {vb!r}", [name]))
+        for name in ("domain", "model_version"):
+            va, vb = getattr(fa, name), getattr(fb, name)
+            if va != vb:
+                self.add(Change("model_field", "model", "", name, va, vb, f"{name}: {va!r} -> {vb!r}", [name]))
+        for key in sorted(set(fa.metadata) | set(fb.metadata)):
+            ma, mb = fa.metadata.get(key), fb.metadata.get(key)
+            if ma == mb:
+                continue
+            meta: ChangeKind = "metadata_added" if ma is None else "metadata_removed" if mb is None \
+                else "metadata_changed"
+            self.add(Change(meta, "model", "", f"metadata {key}", ma, mb,
+                            f"metadata {key!r}: {short(ma)} -> {short(mb)}", [f"metadata {key}"]))
+
+    def compare_initializers(self, tmap: dict[int, int]) -> None:
+        A, B = self.A, self.B
+        inits_a, inits_b = A.graph.initializer, B.graph.initializer
+        baked_a, baked_b = baked_constants(A), baked_constants(B)
+        for ka, t in enumerate(inits_a):
+            kb = tmap.get(ka)
+            if t.name in baked_a:
+                continue
+            if kb is None:
+                self.add(Change("initializer_removed", "initializer", "", t.name, tensor_summary(t), None,
+                                f"{t.name} {tensor_type(t)}", [t.name]))
+                continue
+            u = inits_b[kb]
+            if u.name in baked_b:
+                continue
+            if t.data_type != u.data_type or list(t.dims) != list(u.dims):
+                self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}", [t.name]))
+            elif not same_content(t, u):
+                old, new = tensor_summary(t), tensor_summary(u)
+                self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}: {show_value(old)} -> "
+                                f"{show_value(new)}", [t.name]))
+        matched_b = set(tmap.values())
+        for kb, u in enumerate(inits_b):
+            if kb not in matched_b and u.name not in baked_b:
+                self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),
+                                f"{u.name} {tensor_type(u)}", [u.name]))
+
+    def compare_values(self, section: Literal["input", "output"], va: Sequence[onnx.ValueInfoProto],
+                       vb: Sequence[onnx.ValueInfoProto]) -> dict[int, int]:
+        """Graph inputs or outputs: matched by name, then position; types compared."""
+        added, removed, retyped = _VALUE_KINDS[section]
+        pos_b = {v.name: k for k, v in enumerate(vb)}
+        vmap = {k: pos_b[v.name] for k, v in enumerate(va) if v.name in pos_b}
+        left_b = [k for k in range(len(vb)) if k not in set(vmap.values())]
+        for k, kb in zip([k for k in range(len(va)) if k not in vmap], left_b):
+            vmap[k] = kb
+        for k, v in enumerate(va):
+            found = vmap.get(k)
+            if found is None:
+                self.add(Change(removed, section, "", v.name, type_text(v.type), None,
+                                f"{v.name}: {type_text(v.type)}", [v.name]))
+                continue
+            ta, tb = type_text(v.type), type_text(vb[found].type)
+            if ta != tb:
+                self.add(Change(retyped, section, "", v.name, ta, tb,
+                                f"{renamed_text(v.name, vb[found].name)}: {ta} -> {tb}", [v.name]))
+        mapped = set(vmap.values())
+        for kb, v in enumerate(vb):
+            if kb not in mapped:
+                self.add(Change(added, section, "", v.name, None, type_text(v.type),
+                                f"{v.name}: {type_text(v.type)}", [v.name]))
+        renamed = sum(1 for k, kb in vmap.items() if va[k].name != vb[kb].name)
+        self.matched[f"{section}s"] = MatchCount(len(vmap), len(va) - len(vmap), len(vb) - len(vmap), renamed)
+        return vmap
+
+    def check_wiring(self, umap: dict[int, int], tmap: dict[int, int], imap: dict[int, int],
+                     omap: dict[int, int]) -> None:
+        """Matched units must read from matched producers, at the same positions; graph outputs likewise."""
+        A, B = self.A, self.B
+
+        def mapped(src: tuple[Any, ...]) -> tuple[Any, ...] | None:
+            kind = src[0]
+            if kind == "unit":
+                kb = umap.get(src[1])
+                return None if kb is None else ("unit", kb, src[2])
+            if kind == "input":
+                k = imap.get(src[1])
+                return None if k is None else ("input", k)
+            if kind == "init":
+                k = tmap.get(src[1])
+                return None if k is None else ("init", k)
+            return src if kind == "none" else None
+
+        for ka, kb in umap.items():
+            ua, ub = A.units[ka], B.units[kb]
+            if len(ua.reads) != len(ub.reads):
+                continue
+            if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
+                continue  # body changes already explain different inputs
+            for pos, (ra, rb) in enumerate(zip(ua.reads, ub.reads)):
+                sa = A.source(ra)
+                want = mapped(sa)
+                if want is None:
+                    continue
+                sb = B.source(rb)
+                if want != sb and not self._same_source(sa, want, sb):
+                    section, family = self._unit_place(A, ua)
+                    self.add(Change("rewired", section, family, ua.label, A.describe(sa), B.describe(sb),
+                                    f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
+        outs_a, outs_b = A.graph.output, B.graph.output
+        for k, kb in omap.items():
+            sa = A.source(outs_a[k].name)
+            want = mapped(sa)
+            if want is None:
+                continue
+            sb = B.source(outs_b[kb].name)
+            if want != sb and not self._same_source(sa, want, sb):
+                self.add(Change("rewired", "output", "", outs_a[k].name, A.describe(sa), B.describe(sb),
+                                f"{outs_a[k].name}: was {A.describe(sa)}, now {B.describe(sb)}", [outs_a[k].name]))
+
+    def _same_source(self, sa: tuple[Any, ...], want: tuple[Any, ...], sb: tuple[Any, ...]) -> bool:
+        """Differences that are not rewiring: two initializers with the same content (an optimizer shares one
+        where the other export keeps copies), or another output of a producer whose body changed anyway."""
+        if want[0] == "init" and sb[0] == "init":
+            return same_content(self.A.graph.initializer[sa[1]], self.B.graph.initializer[sb[1]])
+        if want[0] == "unit" and sb[0] == "unit" and want[1] == sb[1]:
+            ua, ub = self.A.units[sa[1]], self.B.units[sb[1]]
+            if len(ua.outputs) != len(ub.outputs):
+                return True
+            return ua.kind == "aten_call" and not self.pairs.same_template(sa[1], sb[1])
+        return False
+
+    def _unit_place(self, side: Side, unit: Unit) -> tuple[Section, str]:
+        if unit.kind == "aten_call" and unit.call is not None:
+            return "aten_call", aten_family(unit.call.target)
+        if unit.kind == "function_call" and unit.callee is not None:
+            return "function", side.family_of_key.get(unit.callee, str(unit.callee))
+        return "node", op_label(side.graph.node[unit.nodes[0]])

@@ -1,0 +1,164 @@
+"""The diff's data: what ``diff_models`` returns, and its versioned JSON form (``onnx-inspector/diff`` v1).
+
+Kinds and sections are ``Literal`` types; their values are the JSON strings. How a report words them (titles,
+the verdict) is presentation and lives in ``inspector.report.diff_text``. ``Change.detail`` and
+``FoldRelation.explanation`` are part of the JSON format, so they are made here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from inspector.core.jsonsafe import json_safe
+
+DIFF_FORMAT = "onnx-inspector/diff"
+DIFF_VERSION = 1
+
+# Sections, in the order reports show them. "function" and "aten_call" are the family kinds of
+# ``inspector.core.index.Family`` (a change of a family sits in the section of its kind).
+Section = Literal["model", "function", "aten_call", "initializer", "input", "output", "node"]
+SECTIONS: tuple[Section, ...] = get_args(Section)
+ChangeKind = Literal[
+    "folded",
+    "ir_version", "opset_added", "opset_removed", "opset_changed", "producer", "model_field",
+    "metadata_added", "metadata_removed", "metadata_changed",
+    "family_added", "family_removed", "overload_added", "overload_removed", "overload_renamed",
+    "signature_changed", "call_added", "call_removed", "call_changed",
+    "value_changed", "body_changed", "rewired",
+    "initializer_added", "initializer_removed", "initializer_reshaped", "initializer_revalued",
+    "input_added", "input_removed", "input_retyped", "output_added", "output_removed", "output_retyped",
+    "node_added", "node_removed", "node_changed",
+]
+CHANGE_KINDS: tuple[ChangeKind, ...] = get_args(ChangeKind)
+EditOp = Literal["added", "removed", "changed"]
+EQUIVALENT_KINDS: frozenset[ChangeKind] = frozenset({"folded"})  # differences that leave the computation the same
+MAX_EDITS = 200  # node edits kept per body change
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEdit:
+    """One step of the node-level alignment of two bodies whose templates differ."""
+
+    op: EditOp
+    node: str  # op label, e.g. "Reshape", "com.microsoft::Gelu", or "constant FLOAT[3]"
+    index_a: int | None  # position in A's body (walk order); None when added
+    index_b: int | None
+    detail: str = ""  # for "changed": the attributes that differ
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "node": self.node, "index_a": self.index_a, "index_b": self.index_b,
+                "detail": self.detail}
+
+
+@dataclass(slots=True)
+class Change:
+    """One difference. ``sites`` lists every call site / function / value it applies to (identical changes at
+    several call sites of one family are one change); ``where`` is the first of them."""
+
+    kind: ChangeKind
+    section: Section
+    family: str  # family label ("aten::view", "local.tr"), op label for nodes, "" elsewhere
+    where: str
+    old: Any = None  # JSON-friendly
+    new: Any = None
+    detail: str = ""  # one readable line
+    sites: list[str] = field(default_factory=list)
+    edits: list[NodeEdit] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind, "section": self.section, "family": self.family, "where": self.where,
+            "old": json_safe(self.old), "new": json_safe(self.new), "detail": self.detail, "sites": list(self.sites),
+        }
+        if self.edits:
+            out["edits"] = [e.to_json() for e in self.edits]
+        return out
+
+
+@dataclass(slots=True)
+class FoldRelation:
+    """One side is the other folded: its aten calls are calls of local functions with the same bodies."""
+
+    folded: Literal["a", "b"]  # the side whose calls are function calls
+    calls: int  # aten calls that are flat on one side and a function call on the other
+    functions: int  # distinct functions those calls call
+    domains: list[str]
+    identical: int  # calls whose flat body equals the called function's body
+
+    @property
+    def explanation(self) -> str:
+        flat, folded = ("A", "B") if self.folded == "b" else ("B", "A")
+        domains = ", ".join(self.domains)
+        same = "bodies identical" if self.identical == self.calls else \
+            f"{self.calls - self.identical} of {self.calls} bodies differ (listed below)"
+        return (f"{folded} is {flat} folded: {self.calls} aten calls became calls of {self.functions} local "
+                f"functions in {domains}; {same}")
+
+
+@dataclass(slots=True)
+class MatchCount:
+    matched: int = 0
+    only_a: int = 0
+    only_b: int = 0
+    renamed: int = 0  # matched pairs whose names differ
+
+    def to_json(self) -> dict[str, int]:
+        return {"matched": self.matched, "only_a": self.only_a, "only_b": self.only_b, "renamed": self.renamed}
+
+
+@dataclass(slots=True)
+class ModelDiff:
+    a: str
+    b: str
+    changes: list[Change]
+    fold: FoldRelation | None = None
+    matched: dict[str, MatchCount] = field(default_factory=dict)  # functions, aten_calls, ... -> counts
+
+    @property
+    def equal(self) -> bool:
+        """Nothing changed (names aside)."""
+        return not self.changes
+
+    @property
+    def equivalent(self) -> bool:
+        """Same computation: equal, or different only in ways that keep it (a fold)."""
+        return all(c.kind in EQUIVALENT_KINDS for c in self.changes)
+
+    @property
+    def renamed(self) -> int:
+        """Matched items whose names differ (information, never a change)."""
+        return sum(m.renamed for m in self.matched.values())
+
+    def grouped(self) -> list[tuple[Section, str, list[Change]]]:
+        """``(section, family, changes)`` in report order: model, families by label, then the rest."""
+        groups: dict[tuple[Section, str], list[Change]] = {}
+        for c in self.changes:
+            groups.setdefault((c.section, c.family), []).append(c)
+        order = {s: k for k, s in enumerate(SECTIONS)}
+        keys = sorted(groups, key=lambda k: (order.get(k[0], len(order)), k[1]))
+        return [(s, f, groups[(s, f)]) for s, f in keys]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.changes:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return out
+
+
+def diff_dict(d: ModelDiff) -> dict[str, Any]:
+    """The versioned JSON object (``onnx-inspector/diff`` version 1)."""
+    return {
+        "format": DIFF_FORMAT,
+        "version": DIFF_VERSION,
+        "a": d.a,
+        "b": d.b,
+        "equal": d.equal,
+        "equivalent": d.equivalent,
+        "explanation": d.fold.explanation if d.fold else None,
+        "counts": d.counts(),
+        "matched": {k: m.to_json() for k, m in d.matched.items()},
+        "renamed": d.renamed,
+        "changes": [c.to_json() for c in d.changes],
+    }
+

@@ -1,0 +1,58 @@
+"""The run: match, detect a fold, compare, check the wiring, in that order."""
+
+from __future__ import annotations
+
+import os
+
+from inspector.core.aten_schema import SchemaCatalogue
+from inspector.core.diff.compare import Comparer, Recorder
+from inspector.core.diff.facts import GraphComparer
+from inspector.core.diff.fold import detect_fold, explained_functions
+from inspector.core.diff.matching import Matcher
+from inspector.core.diff.model import Change, ModelDiff
+from inspector.core.diff.units import Side, UnitPairs
+from inspector.core.index import ModelIndex, open_index, paused_gc
+
+
+def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str]) -> ModelDiff:
+    """Open, index and diff two model files."""
+    return diff_models(open_index(path_a), open_index(path_b))
+
+
+def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None) -> ModelDiff:
+    """The structural diff of two indexed models."""
+    with paused_gc():
+        return _run(a, b, catalogue)
+
+
+def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None) -> ModelDiff:
+    A, B = Side(a), Side(b)
+    pairs = UnitPairs(A, B)
+    matcher = Matcher(pairs)
+    recorder = Recorder()
+    comparer = Comparer(pairs, recorder, catalogue)
+    graph = GraphComparer(pairs, recorder, matcher.matched)
+    fmap = matcher.match_functions()
+    umap: dict[int, int] = {}  # unit of A -> unit of B
+    matcher.match_aten(umap)
+    matcher.match_calls(fmap, umap)
+    matcher.match_nodes(umap)
+    fold = detect_fold(A, B, umap)
+    explained = explained_functions(A, B, fold, umap)
+    if fold is not None:
+        flat = "a" if fold.folded == "b" else "b"
+        recorder.add(Change("folded", "model", "", "model", {"flat": flat},
+                            {"folded": fold.folded, "calls": fold.calls, "functions": fold.functions,
+                             "domains": fold.domains, "identical": fold.identical}, fold.explanation))
+    graph.compare_model_facts(fold, explained)
+    comparer.compare_families(fmap, explained)
+    comparer.compare_functions(fmap)
+    comparer.compare_aten(umap, fmap)
+    comparer.compare_calls(umap, fmap)
+    comparer.compare_nodes(umap)
+    tmap = matcher.match_initializers(umap)
+    graph.compare_initializers(tmap)
+    imap = graph.compare_values("input", A.inputs, B.inputs)
+    omap = graph.compare_values("output", list(A.graph.output), list(B.graph.output))
+    graph.check_wiring(umap, tmap, imap, omap)
+    return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched)

@@ -1,0 +1,349 @@
+"""The two sides of a diff: each model's main graph cut into *units* (what matching works on), with what each
+unit reads and produces, its body and fingerprints built on first use."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import onnx
+from onnx import TensorProto
+
+from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
+from inspector.core.body import (
+    INPUT_KIND,
+    SMALL_CONSTANT_ELEMENTS,
+    Body,
+    GraphMaps,
+    captured_names,
+    function_body,
+    group_body,
+    node_reads,
+)
+from inspector.core.diff.bodies import function_form, key_of
+from inspector.core.diff.values import is_number, same_content
+from inspector.core.fingerprint import Fingerprints, fingerprint
+from inspector.core.index import ModelIndex
+from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
+from inspector.core.signature import call_signature
+from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
+
+# What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
+# function ("function_call"), or any other node.
+UnitKind = Literal["aten_call", "function_call", "node"]
+
+
+class Unit:
+    """What main-graph matching works on: an aten call group, a function call node, or another node.
+    (A plain class: a 100k-node export has tens of thousands of these, and a dataclass with factories is slower.)"""
+
+    __slots__ = ("body", "call", "callee", "constants", "fp", "kind", "label", "module", "nodes",
+                 "outputs", "reads")
+
+    def __init__(self, kind: UnitKind, nodes: list[int], label: str, reads: list[str] | None = None,
+                 outputs: list[str] | None = None, call: AtenCall | None = None, callee: FunctionKey | None = None,
+                 module: str = "") -> None:
+        self.kind = kind
+        self.nodes = nodes
+        self.label = label  # FX node name for aten calls, node name (or op#index) otherwise
+        self.reads: list[str] = reads if reads is not None else []  # values read from outside, first use first
+        self.outputs: list[str] = outputs if outputs is not None else []
+        self.call = call
+        self.callee = callee  # the local function a single call node calls
+        self.constants: dict[str, TensorProto] = {}  # small initializers baked into an aten call
+        self.module = module  # the module chain of an aten call (its name scopes without the FX name)
+        self.body: Body | None = None
+        self.fp: Fingerprints | None = None
+
+
+class Side:
+    def __init__(self, index: ModelIndex) -> None:
+        self.index = index
+        self.graph = index.proto.graph
+        self._maps: GraphMaps | None = None
+        self.producer: dict[str, int] = {}
+        self.out_pos: dict[str, int] = {}  # value -> its position among its unit's outputs
+        self._scopes_pos = -1
+        self.functions = index.functions.functions
+        initializers = {t.name for t in self.graph.initializer}
+        self.inputs = [v for v in self.graph.input if v.name not in initializers]
+        self.input_pos = {v.name: k for k, v in enumerate(self.inputs)}
+        self.init_pos = {t.name: k for k, t in enumerate(self.graph.initializer)}
+        self.units: list[Unit] = []
+        self.unit_of_node = [-1] * len(self.graph.node)
+        self.family_of_key: dict[FunctionKey, str] = {}
+        for fam in index.families:
+            if fam.kind == "function":
+                for ov in fam.overloads:
+                    if ov.function is not None:
+                        self.family_of_key[ov.function] = fam.label
+        self._function_fp: dict[FunctionKey, Fingerprints] = {}
+        self._bound: dict[int, list[BoundArgument]] = {}
+        self._build_units()
+
+    @property
+    def maps(self) -> GraphMaps:
+        """Producers, consumers and parameters as ``inspector.core.body`` builds them; only fold comparisons and
+        node matching need them."""
+        if self._maps is None:
+            self._maps = GraphMaps(self.graph)
+        return self._maps
+
+    def _build_units(self) -> None:
+        """Units of the main graph; what each aten call group reads, produces and bakes in, in one pass over the
+        graph (no FX text is parsed and no Body is built: those are made only for pairs that differ)."""
+        nodes = self.graph.node
+        unit_of_node = self.unit_of_node
+        producer = self.producer
+        for i, node in enumerate(nodes):
+            for name in node.output:
+                if name:
+                    producer[name] = i
+        for call in self.index.provenance.calls:
+            if call.scope != MAIN:
+                continue
+            top: list[int] = [p[0] for p in call.node_paths if len(p) == 1]  # type: ignore[misc]
+            if not top:
+                continue
+            if len(top) > 1:
+                top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
+            callee = None
+            if len(top) == 1:
+                key = key_of(nodes[top[0]])
+                if key in self.functions:
+                    callee = key
+            uid = len(self.units)
+            self.units.append(Unit("aten_call", top, call.name, call=call, callee=callee,
+                                   module=self._module_key(call)))
+            for i in top:
+                unit_of_node[i] = uid
+        for i, node in enumerate(nodes):
+            if unit_of_node[i] != -1:
+                continue
+            reads = list(node.input)
+            if may_have_subgraphs(node):
+                reads.extend(captured_names(node))
+            label = node.name or f"{node.op_type}#{i}"
+            key = key_of(node)
+            kind: UnitKind = "function_call" if key in self.functions else "node"
+            unit_of_node[i] = len(self.units)
+            self.units.append(Unit(kind, [i], label, reads, list(node.output),
+                                   callee=key if kind == "function_call" else None))
+        small = self._small_constants()
+        read_outside: set[str] = set()  # values some unit other than their producer's reads
+        plain, subgraph_ops = STANDARD_DOMAINS, SUBGRAPH_OPS
+        for uid, unit in enumerate(self.units):
+            if unit.kind != "aten_call" or unit.callee is not None:
+                if unit.callee is not None and unit.kind == "aten_call":
+                    node = nodes[unit.nodes[0]]
+                    unit.reads = self._callee_reads(node, unit.callee)
+                    unit.outputs = list(node.output)
+                read_outside.update(name for name in unit.reads if name in producer)
+                continue
+            group_reads: list[str] = []
+            constants: dict[str, TensorProto] = {}
+            for i in unit.nodes:
+                node = nodes[i]
+                names = node.input if node.domain in plain and node.op_type not in subgraph_ops else node_reads(node)
+                for name in names:
+                    if not name or name in group_reads or name in constants:
+                        continue
+                    p = producer.get(name)
+                    if p is not None:
+                        if unit_of_node[p] != uid:
+                            read_outside.add(name)
+                            group_reads.append(name)
+                        continue
+                    t = small.get(name)
+                    if t is not None:
+                        constants[name] = t
+                    else:
+                        group_reads.append(name)
+            unit.reads, unit.constants = group_reads, constants
+        graph_outputs = {v.name for v in self.graph.output}
+        out_pos = self.out_pos
+        for unit in self.units:
+            if unit.kind == "aten_call" and unit.callee is None:
+                unit.outputs = [o for i in unit.nodes for o in nodes[i].output
+                                if o and (o in read_outside or o in graph_outputs)]
+            for k, o in enumerate(unit.outputs):
+                if o:
+                    out_pos[o] = k
+
+    def _small_constants(self) -> dict[str, TensorProto]:
+        """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants."""
+        small = {t.name: t for t in self.graph.initializer if t.name not in self.input_pos and is_small(t)}
+        if small:
+            for v in (*self.graph.input, *self.graph.value_info):
+                if v.name in small:
+                    for p in v.metadata_props:
+                        if p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                            del small[v.name]
+                            break
+        return small
+
+    def _module_key(self, call: AtenCall) -> str:
+        """The module chain of a call as its metadata spells it, without the call's own (FX) name. Exporters
+        write metadata keys in one order, so the position of the name scopes is looked up once."""
+        node = call.first_node
+        if node is None:
+            return ""
+        props = node.metadata_props
+        pos = self._scopes_pos
+        if 0 <= pos < len(props):
+            p = props[pos]
+            if p.key == NAME_SCOPES:
+                return cut_last(p.value, ",")
+        namespace = ""
+        for j, p in enumerate(props):
+            if p.key == NAME_SCOPES:
+                self._scopes_pos = j
+                return cut_last(p.value, ",")
+            if p.key == NAMESPACE:
+                namespace = p.value
+        return cut_last(namespace, "/") if "/" in namespace else ""
+
+    def body(self, unit: Unit) -> Body:
+        """The body of a flat aten call unit, as the diff compares it (constants: small non-parameter initializers;
+        inputs in first-use order). Built on first use."""
+        if unit.body is None:
+            nodes = self.graph.node
+            unit.body = Body(unit.label, [nodes[i] for i in unit.nodes], list(unit.reads), list(unit.outputs),
+                             dict(unit.constants), [(i,) for i in unit.nodes], list(unit.reads))
+        return unit.body
+
+    def fold_form(self, unit: Unit) -> Body:
+        """A flat aten call as ``fold`` turns it into a function body (its group body, inputs in aten order)."""
+        assert unit.call is not None
+        return function_form(group_body(unit.call, self.maps))
+
+    def _callee_reads(self, node: onnx.NodeProto, key: FunctionKey) -> list[str]:
+        """The call's actual inputs in the order the function body first reads the formal ones (as a group body
+        orders what it reads), so a folded call lines up with the flat group it came from."""
+        f = self.functions[key]
+        actual = {formal: (node.input[k] if k < len(node.input) else "") for k, formal in enumerate(f.input)}
+        produced = {o for n in f.node for o in n.output if o}
+        out: list[str] = []
+        seen: set[str] = set()
+        for n in f.node:
+            for name in node_reads(n):
+                if name in produced or name in seen or name not in actual:
+                    continue
+                seen.add(name)
+                out.append(actual[name])
+        out.extend(actual[formal] for formal in f.input if formal not in seen)
+        return out
+
+    def function_fp(self, key: FunctionKey) -> Fingerprints:
+        fp = self._function_fp.get(key)
+        if fp is None:
+            fp = self._function_fp[key] = fingerprint(function_body(key, self.functions[key]))
+        return fp
+
+    def unit_fp(self, unit: Unit) -> Fingerprints:
+        if unit.fp is None:
+            if unit.callee is not None:
+                unit.fp = self.function_fp(unit.callee)
+            elif unit.kind == "aten_call":
+                unit.fp = fingerprint(self.body(unit))
+            else:
+                unit.fp = Fingerprints("", "")  # single nodes are compared attribute by attribute
+        return unit.fp
+
+    def bound(self, call: AtenCall, catalogue: SchemaCatalogue) -> list[BoundArgument]:
+        """Non-tensor aten arguments (and numbers passed to Tensor parameters), as the specialiser uses them."""
+        got = self._bound.get(id(call))
+        if got is None:
+            sig = call_signature(call, catalogue)
+            got = [x for x in sig.bound if not x.parameter.is_tensor or is_number(x.value)]
+            self._bound[id(call)] = got
+        return got
+
+    def source(self, name: str) -> tuple[Any, ...]:
+        """Where a value read by a unit comes from: a unit's output, a graph input, an initializer."""
+        if not name:
+            return ("none",)
+        p = self.producer.get(name)
+        if p is not None:
+            return ("unit", self.unit_of_node[p], self.out_pos.get(name, -1))
+        k = self.input_pos.get(name)
+        if k is not None:
+            return ("input", k)
+        k = self.init_pos.get(name)
+        if k is not None:
+            return ("init", k)
+        return ("outer", name)
+
+    def describe(self, src: tuple[Any, ...]) -> str:
+        kind = src[0]
+        if kind == "unit":
+            unit = self.units[src[1]]
+            what = "aten call" if unit.kind == "aten_call" else "node"
+            return f"{what} {unit.label}" + (f" output {src[2]}" if len(unit.outputs) > 1 else "")
+        if kind == "input":
+            return f"input {self.inputs[src[1]].name}"
+        if kind == "init":
+            return f"initializer {self.graph.initializer[src[1]].name}"
+        if kind == "none":
+            return "nothing"
+        return f"value {src[1]}"
+
+
+def is_small(t: TensorProto) -> bool:
+    return t.data_location != TensorProto.EXTERNAL and math.prod(t.dims) <= SMALL_CONSTANT_ELEMENTS
+
+
+def cut_last(text: str, sep: str) -> str:
+    cut = text.rfind(sep)
+    return text[:cut] if cut > 0 else text
+
+
+def node_match(A: Side, ua: Unit, B: Side, ub: Unit) -> list[str] | None:
+    """For two flat groups that are node for node the same, names included (so the same template): the baked
+    constants whose content differs (empty: identical bodies). None when the nodes differ in any way."""
+    if len(ua.nodes) != len(ub.nodes) or ua.reads != ub.reads or ua.outputs != ub.outputs \
+            or list(ua.constants) != list(ub.constants):
+        return None
+    na_all, nb_all = A.graph.node, B.graph.node
+    for i, j in zip(ua.nodes, ub.nodes):
+        na, nb = na_all[i], nb_all[j]
+        if na.op_type != nb.op_type or na.domain != nb.domain or na.overload != nb.overload \
+                or na.input != nb.input or na.output != nb.output or na.attribute != nb.attribute:
+            return None
+    return [name for name, t in ua.constants.items() if not same_content(t, ub.constants[name])]
+
+
+def aten_family(target: str) -> str:
+    ns, name, _overload = split_target(target)
+    return name if ns == "python" else f"{ns}::{name}"
+
+
+
+def baked_constants(side: Side) -> set[str]:
+    """Initializers compared as part of aten call bodies (small constants baked in at export time)."""
+    out: set[str] = set()
+    for u in side.units:
+        if u.kind == "aten_call" and u.callee is None:
+            out.update(u.constants)
+    return out
+
+class UnitPairs:
+    """Questions about matched unit pairs that several steps ask, answered once."""
+
+    def __init__(self, A: Side, B: Side) -> None:
+        self.A, self.B = A, B
+        self._node_match: dict[int, list[str] | None] = {}
+
+    def node_match(self, ka: int, kb: int) -> list[str] | None:
+        """``node_match`` of two matched flat aten calls (cached)."""
+        if ka in self._node_match:
+            return self._node_match[ka]
+        ua, ub = self.A.units[ka], self.B.units[kb]
+        hit = node_match(self.A, ua, self.B, ub) if ua.callee is None and ub.callee is None else None
+        self._node_match[ka] = hit
+        return hit
+
+    def same_template(self, ka: int, kb: int) -> bool:
+        return self.node_match(ka, kb) is not None or self.A.unit_fp(self.A.units[ka]).template == \
+            self.B.unit_fp(self.B.units[kb]).template

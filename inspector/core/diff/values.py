@@ -1,0 +1,110 @@
+"""Values as the diff stores and words them: tensor digests and summaries, and ``show_value``, the one-line form
+of a value that ``Change.detail`` (part of the JSON format) and every diff renderer use."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from inspector.core.literals import tensor_value
+from inspector.core.tensors import dtype_name
+
+
+def same_content(t: TensorProto, u: TensorProto) -> bool:
+    """Same dtype, shape and content (external data compared by location/offset/length; never read)."""
+    if t.data_type != u.data_type or t.dims != u.dims:
+        return False
+    if t.raw_data and u.raw_data:
+        return bool(t.raw_data == u.raw_data)
+    if t.data_location == TensorProto.EXTERNAL and u.data_location == TensorProto.EXTERNAL \
+            and t.external_data == u.external_data:
+        return True
+    return content_digest(t) == content_digest(u)
+
+
+def content_digest(t: TensorProto) -> str:
+    """Digest of a tensor's content: its raw bytes, or the decoded values; for external data the location,
+    offset and length (the file is never read)."""
+    if t.data_location == TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in t.external_data}
+        return "ext:" + "|".join(f"{k}={info.get(k, '')}" for k in ("location", "offset", "length"))
+    if t.raw_data:
+        return hashlib.blake2b(t.raw_data, digest_size=12).hexdigest()
+    try:
+        data = np.ascontiguousarray(onnx.numpy_helper.to_array(t)).tobytes()
+    except Exception:
+        copy = TensorProto()
+        copy.CopyFrom(t)
+        copy.name = ""
+        copy.doc_string = ""
+        data = copy.SerializeToString(deterministic=True)
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def tensor_type(t: TensorProto) -> str:
+    return f"{dtype_name(t.data_type)}[{', '.join(str(d) for d in t.dims)}]"
+
+
+def tensor_summary(t: TensorProto) -> Any:
+    """Small tensors as values; larger ones as dtype, shape and digest (external ones: where the data is)."""
+    if t.data_location == TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in t.external_data}
+        return {"dtype": dtype_name(t.data_type), "shape": [int(d) for d in t.dims], "external": info}
+    numel = math.prod(t.dims)
+    if numel <= 16:
+        value, _key = tensor_value(t)
+        return unwrap(value)
+    return {"dtype": dtype_name(t.data_type), "shape": [int(d) for d in t.dims], "digest": content_digest(t)[:16]}
+
+
+def renamed_text(a: str, b: str) -> str:
+    return a if a == b else f"{a} (now {b})"
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def unwrap(v: Any) -> Any:
+    """One-element tensors read as scalars: ``[0.59460354]`` -> ``0.59460354``."""
+    while isinstance(v, list) and len(v) == 1 and not isinstance(v[0], dict):
+        v = v[0]
+    return v
+
+
+def short(v: Any, width: int = 60) -> str:
+    text = "(none)" if v is None else repr(v)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def show_value(v: Any, width: int = 80) -> str:
+    """A value as one short line: floats with 8 significant digits, lists in brackets, summaries compact."""
+    text = _show(v)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "(none)"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.8g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    if isinstance(v, dict):
+        if "dtype" in v and "shape" in v:
+            extra = ""
+            if "digest" in v:
+                extra = f" #{str(v['digest'])[:8]}"
+            elif "external" in v and isinstance(v["external"], dict):
+                ext = v["external"]
+                extra = f" @{ext.get('location', '?')}+{ext.get('offset', '0')}"
+            return f"{v['dtype']}[{', '.join(str(d) for d in v['shape'])}]{extra}"
+        return "{" + ", ".join(f"{k}: {_show(x)}" for k, x in v.items()) + "}"
+    return str(v)

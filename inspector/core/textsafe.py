@@ -1,0 +1,84 @@
+"""Model strings made safe to show: the one place that decides how untrusted text reaches a terminal, HTML,
+Markdown, SVG or a Qt widget.
+
+Names, doc strings and metadata of a model file are untrusted: they may hold control characters (a terminal
+obeys escape sequences), bidi overrides (which make a reader see other text than is there), markup, Markdown
+syntax, mentions and URLs. Every writer goes through these functions:
+
+- ``printable``: every character ``str.isprintable`` rejects (controls, bidi overrides, other format characters,
+  lone surrogates) becomes a visible escape ``\\xNN`` / ``\\uNNNN``; tabs stay, newlines stay when asked to.
+- ``one_line``: ``printable`` with newlines shown as ``⏎``, cut to a width.
+- ``html_text``: HTML text or attribute value (``& < > " ' =`` as entities, so no tag and no attribute-like
+  text survive verbatim); ``://`` becomes ``&#58;//``, so the page holds no URL.
+- ``md_text``: inline Markdown (GitHub flavour) that stays inert: every character Markdown or inline HTML could
+  read as syntax becomes an entity: no markup, links, autolinks, code spans, table breaks or mentions.
+- ``xml_text`` / ``xml_attr``: SVG text and attributes (characters XML 1.0 cannot carry become U+FFFD).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from xml.sax.saxutils import escape as _xml_escape
+from xml.sax.saxutils import quoteattr as _xml_quoteattr
+
+__all__ = ["html_text", "md_text", "one_line", "printable", "xml_attr", "xml_text"]
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every non-printable character (controls, bidi overrides, lone surrogates) made a visible
+    escape; tabs are kept, and newlines when ``keep_newlines``."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\t" or (keep_newlines and c == "\n")
+                   else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}" for c in text)
+
+
+def one_line(text: object, width: int = 0) -> str:
+    """``text`` on one printable line (newlines shown as ⏎, tabs as spaces), cut to ``width`` characters when
+    ``width`` > 0."""
+    s = printable(str(text), keep_newlines=True).replace("\n", " ⏎ ").replace("\t", " ")
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s
+
+
+def html_text(text: object, *, keep_newlines: bool = False) -> str:
+    """``text`` as HTML text or attribute value: nothing in it is ever markup or a URL."""
+    return _html.escape(printable(str(text), keep_newlines=keep_newlines), quote=True) \
+        .replace("=", "&#61;").replace("://", "&#58;//")
+
+
+# Every character Markdown (GitHub flavour) or inline HTML could read as syntax becomes an entity.
+_MD_ESCAPES = str.maketrans({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;", "*": "&#42;",
+    "_": "&#95;", "[": "&#91;", "]": "&#93;", "#": "&#35;", "@": "&#64;", "~": "&#126;", "!": "&#33;",
+    "$": "&#36;", "{": "&#123;", "}": "&#125;", "=": "&#61;", "\t": " ",
+})
+
+
+def md_text(text: object, width: int = 0) -> str:
+    """``text`` as inert inline Markdown (one line, cut to ``width`` when > 0): shown literally, never markup,
+    link, autolink, code span, table break or mention."""
+    s = printable(str(text))
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s.translate(_MD_ESCAPES).replace("://", ":&#47;/")
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_clean(text: str) -> str:
+    """Characters XML 1.0 cannot carry become U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def xml_text(text: str) -> str:
+    """``text`` as XML (SVG) character data."""
+    return _xml_escape(_xml_clean(text))
+
+
+def xml_attr(text: str) -> str:
+    """``text`` as a quoted XML (SVG) attribute value, quotes included."""
+    return _xml_quoteattr(_xml_clean(text))

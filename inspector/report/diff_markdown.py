@@ -1,0 +1,120 @@
+"""A diff as Markdown for a GitHub comment (``onnx-inspector diff --format md``, and the comparison section of the
+Markdown report): the verdict, a summary table, then one collapsed block per group, cut to a character budget
+(GitHub refuses comments over 65,536) with a note of what was left out. Every model string goes through
+``inspector.core.textsafe.md_text``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspector.core.diff import Change, ModelDiff, Section
+from inspector.core.textsafe import md_text as md
+from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
+
+__all__ = ["MD_BUDGET", "changes_markdown", "render_markdown", "sites_shown", "summary_markdown"]
+
+MAX_SITES = 12  # sites listed per change in md/html (all of them are in the JSON)
+MAX_EDITS = 40
+MD_BUDGET = 60_000  # characters: GitHub refuses comments over 65,536
+MAX_SUMMARY_ROWS = 60
+
+
+def sites_shown(c: Change) -> tuple[list[str], int]:
+    """The sites listed for a change (at most ``MAX_SITES``) and how many more there are."""
+    sites = c.sites or ([c.where] if c.where else [])
+    return sites[:MAX_SITES], max(0, len(sites) - MAX_SITES)
+
+
+def edit_at(index_a: int | None, index_b: int | None) -> str:
+    """``A#3 B#4``: where a node edit sits on each side."""
+    return " ".join(x for x in (f"A#{index_a}" if index_a is not None else "",
+                                f"B#{index_b}" if index_b is not None else "") if x)
+
+
+def render_markdown(d: ModelDiff, budget: int = MD_BUDGET) -> str:
+    """The whole diff as one Markdown comment of at most ``budget`` characters."""
+    out = [f"### ONNX diff: {md(Path(d.a).name)} → {md(Path(d.b).name)}", ""]
+    out.append(f"<b>A</b> <code>{md(d.a)}</code><br>")
+    out.append(f"<b>B</b> <code>{md(d.b)}</code>")
+    out.append("")
+    out += summary_markdown(d)
+    used = sum(len(line) + 1 for line in out)
+    return "\n".join(out + changes_markdown(d, budget - used)) + "\n"
+
+
+def summary_markdown(d: ModelDiff) -> list[str]:
+    """The verdict line, the renamed count and the fold explanation."""
+    mark = "✅" if d.equal else "🟰" if d.equivalent else "❌"
+    out = [f"**{mark} {md(verdict(d))}** · matched: {md(matched_line(d))}"]
+    if d.renamed:
+        out.append("")
+        out.append(f"{d.renamed} matched items have different names (names are not changes).")
+    if d.fold is not None:
+        out.append("")
+        out.append(f"> {md(d.fold.explanation)}")
+    return out
+
+
+def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
+    """The summary table and the collapsed groups, in at most ``budget`` characters."""
+    groups = d.grouped()
+    if not groups:
+        return []
+    out = ["", "| Group | Changes |", "|---|---:|"]
+    for k, (section, family, changes) in enumerate(groups):
+        if k == MAX_SUMMARY_ROWS:
+            out.append(f"| … {len(groups) - k} more groups | {sum(len(g[2]) for g in groups[k:])} |")
+            break
+        out.append(f"| {md(group_title(section, family))} | {len(changes)} |")
+    used = sum(len(line) + 1 for line in out)
+    for k, (section, family, changes) in enumerate(groups):
+        room = budget - 400 - used  # keep room for the note below
+        block = _markdown_group(section, family, changes, room) if room > 1000 else ""
+        if not block:
+            left = groups[k:]
+            out += ["", f"*{len(left)} more groups ({sum(len(g[2]) for g in left)} changes) are not shown here: "
+                        "use `--format json` or `--format html` for the full list.*"]
+            break
+        out.append(block)
+        used += len(block) + 1
+    return out
+
+
+def _markdown_group(section: Section, family: str, changes: list[Change], room: int) -> str:
+    """One collapsed group, at most ``room`` characters (rows that do not fit are counted, not shown)."""
+    head = ["", f"<details><summary><b>{md(group_title(section, family))}</b>: {len(changes)} "
+                f"change{'s' if len(changes) != 1 else ''}</summary>", "", "| Change | Detail | Where |",
+            "|---|---|---|"]
+    tail = ["", "</details>"]
+    size = sum(len(x) + 1 for x in head + tail) + 120
+    rows: list[str] = []
+    shown: list[Change] = []
+    for c in changes:
+        sites, more = sites_shown(c)
+        where = ", ".join(md(s) for s in sites) + (f", … {more} more" if more else "")
+        row = f"| {md(kind_title(c.kind))} | {md(c.detail)} | {where} |"
+        if size + len(row) + 1 > room:
+            break
+        rows.append(row)
+        shown.append(c)
+        size += len(row) + 1
+    if not rows:
+        return ""
+    if len(shown) < len(changes):
+        rows.append(f"| … | {len(changes) - len(shown)} more changes in this group | |")
+    notes: list[str] = []
+    for c in shown:
+        if not c.edits:
+            continue
+        lines = ["", f"Node edits ({md(c.where)}):", ""]
+        for e in c.edits[:MAX_EDITS]:
+            at = edit_at(e.index_a, e.index_b)
+            lines.append(f"- {md(e.op)} <code>{md(e.node)}</code> {md(at)}" + (f": {md(e.detail)}" if e.detail else ""))
+        if len(c.edits) > MAX_EDITS:
+            lines.append(f"- … {len(c.edits) - MAX_EDITS} more")
+        extra = sum(len(x) + 1 for x in lines)
+        if size + extra > room:
+            break
+        notes += lines
+        size += extra
+    return "\n".join(head + rows + notes + tail)

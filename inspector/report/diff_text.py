@@ -1,0 +1,100 @@
+"""How diffs read: section and change-kind titles, the one verdict text, and the plain-text diff (a terminal's
+``onnx-inspector diff``). The Markdown and HTML renderers (``diff_markdown``, ``diff_html``) use these, and so do
+the report's comparison section and the app's compare window, so every path words a diff the same way."""
+
+from __future__ import annotations
+
+from inspector.core.diff import Change, ChangeKind, ModelDiff, Section
+from inspector.core.textsafe import printable
+
+__all__ = ["KIND_TITLES", "SECTION_TITLES", "diff_text", "group_title", "kind_title", "matched_line", "sites_text",
+           "verdict"]
+
+SECTION_TITLES: dict[Section, str] = {
+    "model": "model", "function": "local functions", "aten_call": "aten calls", "initializer": "initializers",
+    "input": "graph inputs", "output": "graph outputs", "node": "other main-graph nodes",
+}
+# Change kinds and how a report names them.
+KIND_TITLES: dict[ChangeKind, str] = {
+    "folded": "folded",
+    "ir_version": "ir_version", "opset_added": "opset added", "opset_removed": "opset removed",
+    "opset_changed": "opset changed", "producer": "producer", "model_field": "model field",
+    "metadata_added": "metadata added", "metadata_removed": "metadata removed", "metadata_changed": "metadata changed",
+    "family_added": "family added", "family_removed": "family removed",
+    "overload_added": "overload added", "overload_removed": "overload removed", "overload_renamed": "overload renamed",
+    "signature_changed": "signature changed",
+    "call_added": "call added", "call_removed": "call removed", "call_changed": "call changed",
+    "value_changed": "value changed", "body_changed": "body changed", "rewired": "rewired",
+    "initializer_added": "added", "initializer_removed": "removed", "initializer_reshaped": "reshaped",
+    "initializer_revalued": "re-valued",
+    "input_added": "added", "input_removed": "removed", "input_retyped": "retyped",
+    "output_added": "added", "output_removed": "removed", "output_retyped": "retyped",
+    "node_added": "node added", "node_removed": "node removed", "node_changed": "node changed",
+}
+
+
+def kind_title(kind: ChangeKind) -> str:
+    """How a report names a change kind (``initializer_revalued`` -> ``re-valued``)."""
+    return KIND_TITLES[kind]
+
+
+def verdict(d: ModelDiff) -> str:
+    """The one verdict text: ``equal``, ``equivalent (...)`` or ``different: N changes``."""
+    if d.equal:
+        return "equal"
+    if d.equivalent:
+        return "equivalent (structure differs, computation identical)"
+    n = len(d.changes)
+    return f"different: {n} change{'s' if n != 1 else ''}"
+
+
+def matched_line(d: ModelDiff) -> str:
+    parts = []
+    for key, title in (("aten_calls", "aten calls"), ("functions", "functions"), ("function_calls", "function calls"),
+                       ("nodes", "other nodes"), ("initializers", "initializers"), ("inputs", "inputs"),
+                       ("outputs", "outputs")):
+        m = d.matched.get(key)
+        if m is None or (m.matched == 0 and m.only_a == 0 and m.only_b == 0):
+            continue
+        extra = f" (+{m.only_b} -{m.only_a})" if m.only_a or m.only_b else ""
+        parts.append(f"{m.matched} {title}{extra}")
+    return ", ".join(parts) or "nothing to match"
+
+
+def group_title(section: Section, family: str) -> str:
+    if section in ("function", "aten_call", "node") and family:
+        kind = {"function": "function", "aten_call": "aten", "node": "node"}[section]
+        return f"{family}  [{kind}]"
+    return SECTION_TITLES[section]
+
+
+def sites_text(c: Change, limit: int = 8) -> str:
+    if len(c.sites) <= 1:
+        return ""
+    shown = ", ".join(c.sites[:limit])
+    more = f", … {len(c.sites) - limit} more" if len(c.sites) > limit else ""
+    return f"at {len(c.sites)} sites: {shown}{more}"
+
+
+def diff_text(d: ModelDiff) -> str:
+    """Plain text for a terminal, grouped by section and family; model strings made printable."""
+    lines = [f"A  {d.a}", f"B  {d.b}", f"result   {verdict(d)}", f"matched  {matched_line(d)}"]
+    if d.renamed:
+        lines.append(f"renamed  {d.renamed} matched items have different names (not a change)")
+    for section, family, changes in d.grouped():
+        lines.append("")
+        lines.append(group_title(section, family))
+        for c in changes:
+            where = "" if len(c.sites) > 1 or c.where in c.detail or c.section == "model" else f"  ({c.where})"
+            lines.append(f"  {kind_title(c.kind):<18} {c.detail}{where}")
+            sites = sites_text(c)
+            if sites:
+                lines.append(f"  {'':<18} {sites}")
+            for e in c.edits[:12]:
+                at = f"#{e.index_a}" if e.index_a is not None else ""
+                at += ("->" if e.index_a is not None and e.index_b is not None else "") + \
+                    (f"#{e.index_b}" if e.index_b is not None else "")
+                lines.append(f"  {'':<18}   {e.op:<8} {e.node} {at}{(': ' + e.detail) if e.detail else ''}")
+            if len(c.edits) > 12:
+                lines.append(f"  {'':<18}   … {len(c.edits) - 12} more edits")
+    return "\n".join(printable(line) for line in lines) + "\n"
