@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector import __version__
+from inspector.core.categories import Category, classify, explain, value_text, where
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.errors import InspectorError
 from inspector.core.index import Family, ModelIndex
@@ -32,15 +33,6 @@ if TYPE_CHECKING:
     from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 
 STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
-CATEGORIES = ("varies", "linked", "lone", "parametric")
-# The app's highlight colours (inspector/gui/signature_panel.py), by category.
-COLOURS = {"varies": "#f6b26b", "linked": "#9fc5e8", "lone": "#ffe599"}
-CATEGORY_TEXT = {
-    "varies": "varies in the family",
-    "linked": "from an aten argument",
-    "lone": "no sibling to compare",
-    "parametric": "parametric (bound to a function attribute)",
-}
 
 
 @dataclass(slots=True)
@@ -81,7 +73,7 @@ class ArgumentLink:
 @dataclass(slots=True)
 class SpecialisedInfo:
     id: str  # unique in the report ("f3-b0-s1"); generated, never model text
-    category: str  # one of CATEGORIES
+    category: Category
     where: str  # "Transpose.perm", "constant val_9 (read by Reshape)"
     node: str | None  # node path in the body ("0", "3/then_branch/1"); None for a constant input
     op_type: str | None
@@ -524,45 +516,15 @@ def _arg_text(value: object) -> str:
     return repr(value)
 
 
-def category(spec: SpecialisedValue) -> str:
-    if spec.literal.kind == "parametric":
-        return "parametric"
-    if spec.varies:
-        return "varies"
-    return "linked" if spec.links else "lone"
-
-
-def _where(spec: SpecialisedValue) -> str:
-    lit = spec.literal
-    if lit.kind == "initializer":
-        return f"constant {lit.name}" + (f" (read by {lit.op_type})" if lit.op_type else "")
-    return f"{lit.op_type}.{lit.name}" if lit.op_type else lit.name
-
-
-def describe(spec: SpecialisedValue) -> str:
-    """Plain text for a tooltip: what the value is, what varies, where it came from (as the app says it)."""
-    lit = spec.literal
-    if lit.kind == "parametric":
-        return f"{lit.op_type}.{lit.name} is parametric: bound to function attribute @{lit.ref}"
-    lines = [f"{_where(spec)} = {value_text(lit.value)}"]
-    if spec.varies:
-        lines.append("varies across the family: " + " | ".join(value_text(v) for v in spec.family_values))
-    for link in spec.links:
-        lines.append(f"from aten argument {link.parameter}={value_text(link.value)}: {link.rule}")
-    if not spec.varies and not spec.links:
-        lines.append("literal of a body with no sibling to compare with")
-    return "\n".join(lines)
-
-
 def _spec_info(sid: str, s: SpecialisedValue) -> SpecialisedInfo:
     lit = s.literal
     return SpecialisedInfo(
-        id=sid, category=category(s), where=_where(s),
+        id=sid, category=classify(s), where=where(s),
         node="/".join(str(p) for p in lit.path) if lit.path else None, op_type=lit.op_type or None,
         kind=lit.kind, name=lit.name, value=json_safe(lit.value), value_text=value_text(lit.value),
         varies=s.varies, family_values=[json_safe(v) for v in s.family_values],
         links=[ArgumentLink(a.parameter, json_safe(_arg_value(a.value)), a.rule) for a in s.links],
-        refers_to=lit.ref, description=describe(s),
+        refers_to=lit.ref, description=explain(s),
     )
 
 
@@ -629,12 +591,3 @@ def diff_info(compare: ModelDiff, max_changes: int = 2000) -> DiffInfo:
 
 
 # --- values -----------------------------------------------------------------------------------------------------
-
-MAX_VALUE_TEXT = 160
-
-
-def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
-    """A value as one short line of text (strings quoted, long values cut with an ellipsis)."""
-    text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
-    text = " ".join(text.split()) if "\n" in text else text
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -13,11 +13,10 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from inspector.core.categories import Category, value_text
 from inspector.core.textsafe import html_text, one_line
 from inspector.core.units import human_size
 from inspector.report.data import (
-    CATEGORY_TEXT,
-    COLOURS,
     STATUSES,
     BodyInfo,
     FamilyInfo,
@@ -25,10 +24,11 @@ from inspector.report.data import (
     ReviewInfo,
     Span,
     SpecialisedInfo,
-    value_text,
 )
 from inspector.report.diff_html import DIFF_CSS, changes_html, summary_html
 
+# Categories drawn on their colour; a parametric value is generic in the body and only outlined.
+_HIGHLIGHTED = [c for c in Category if c is not Category.PARAMETRIC]
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 MAX_METADATA = 500
 MAX_DOC_CHARS = 20000
@@ -62,7 +62,7 @@ details.family > summary { font-size: 1.1em; font-weight: 600; }
 nav#toc { background: var(--panel); border: 1px solid var(--border); border-radius: 6px; padding: .4em 1.2em; }
 nav#toc ol { margin: .2em 0; padding-left: 1.4em; } nav#toc li { margin: .1em 0; }
 .spec { color: #000000; border-radius: 3px; padding: 0 2px; text-decoration: none; }
-.spec.varies { background: #f6b26b; } .spec.linked { background: #9fc5e8; } .spec.lone { background: #ffe599; }
+""" + " ".join(f".spec.{c} {{ background: {c.colour}; }}" for c in _HIGHLIGHTED) + """
 .spec.parametric { color: inherit; border: 1px dashed var(--muted); }
 a.spec:hover { outline: 2px solid var(--link); }
 .param { color: var(--muted); }
@@ -390,7 +390,7 @@ class _Writer:
                 if len(s.family_values) > 12:
                     family += f" | … ({len(s.family_values)} values)"
             else:
-                family = esc(CATEGORY_TEXT[s.category]) if s.category == "lone" else "same in every body"
+                family = esc(s.category.label) if s.category is Category.LONE else "same in every body"
             links = "<br>".join(
                 (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
                  if a.parameter in params else esc(a.parameter))
@@ -420,7 +420,7 @@ class _Writer:
         return f'<section id="notes"><h2>Notes</h2><ul>{items}</ul></section>'
 
     def legend(self) -> str:
-        parts = [f"<span><span class='spec {c}'>&nbsp;{esc(CATEGORY_TEXT[c])}&nbsp;</span></span>" for c in COLOURS]
+        parts = [f"<span><span class='spec {c}'>&nbsp;{esc(c.label)}&nbsp;</span></span>" for c in _HIGHLIGHTED]
         parts += [f"<span>{_badge(s)}</span>" for s in STATUSES]
         return ("<footer><h2>Legend</h2><p class='legend'>" + " ".join(parts)
                 + "</p><p class='muted'>Hover a highlighted value for what varies and which aten argument it came "

@@ -13,18 +13,17 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+from inspector.core.categories import Category, value_text
 from inspector.core.textsafe import html_text as _html_text
 from inspector.core.textsafe import md_text as md
 from inspector.core.textsafe import one_line, printable
 from inspector.core.units import human_size
 from inspector.report.data import (
-    CATEGORY_TEXT,
     STATUSES,
     BodyInfo,
     FamilyInfo,
     Report,
     ReviewInfo,
-    value_text,
 )
 from inspector.report.diff_markdown import changes_markdown, summary_markdown
 
@@ -36,7 +35,6 @@ MAX_OPS = 30
 MAX_BODY_LINES = 60
 MAX_SPEC_ROWS = 30
 CELL = 160  # characters of model text per table cell
-ICON = {"varies": "🟧", "linked": "🟦", "lone": "🟨", "parametric": "▫️"}
 BADGE = {"unreviewed": "⚪ unreviewed", "ok": "✅ OK", "suspicious": "⚠️ suspicious", "wrong": "❌ wrong"}
 
 _BACKTICKS = re.compile(r"`+")
@@ -256,11 +254,11 @@ def _body(b: BodyInfo) -> str:
                 value = md(s.value_text, 80)
                 family = ("varies: " + " \\| ".join(md(value_text(v, 40)) for v in s.family_values[:8])
                           + (" \\| …" if len(s.family_values) > 8 else "")) if s.varies else (
-                    md(CATEGORY_TEXT["lone"]) if s.category == "lone" else "same in every body")
+                    md(s.category.label) if s.category is Category.LONE else "same in every body")
             links = "<br>".join(f"{md(a.parameter, 40)}={md(value_text(a.value, 40))}: {md(a.rule, 120)}"
                                 for a in s.links) or "-"
             review = f" {_review_text(s.review)} |" if with_reviews and s.review else (" |" if with_reviews else "")
-            out.append(f"| {ICON[s.category]} | {value} | {md(s.where, 80)} | {family} | {links} |{review}")
+            out.append(f"| {s.category.icon} | {value} | {md(s.where, 80)} | {family} | {links} |{review}")
         if len(b.specialised) > MAX_SPEC_ROWS:
             out += ["", f"_{len(b.specialised) - MAX_SPEC_ROWS} more specialised values not listed._"]
         out.append("")
@@ -282,8 +280,7 @@ def _notes(r: Report, left_out: list[str]) -> str:
     if left_out:
         notes.append("Left out to fit a GitHub comment: " + "; ".join(left_out)
                      + ". The HTML and JSON reports have everything.")
-    legend = (f"{ICON['varies']} {CATEGORY_TEXT['varies']} · {ICON['linked']} {CATEGORY_TEXT['linked']} · "
-              f"{ICON['lone']} {CATEGORY_TEXT['lone']}")
+    legend = " · ".join(f"{c.icon} {c.label}" for c in Category if c is not Category.PARAMETRIC)
     out = ["---", "", legend]
     if notes:
         out += ["", "**Notes**", "", *[f"- {n}" for n in notes]]
