@@ -308,102 +308,11 @@ class _Writer:
                        f"<td class='num'>{'' if ov.nodes is None else f'{ov.nodes:,}'}</td><td>{links}</td></tr>")
         out.append("</table>")
         for b in f.bodies:
-            out.append(self.body(b))
+            out.append(_body_html(b, self.open_attr))
         if f.bodies_omitted:
             out.append(f"<p class='muted'>{f.bodies_omitted} more distinct bodies not shown.</p>")
         out.append("</details>")
         return "\n".join(out)
-
-    def body(self, b: BodyInfo) -> str:
-        specs = b.spec_by_id
-        status = b.review.status if b.review else None
-        calls = f"{b.calls:,} call{'s' if b.calls != 1 else ''}"
-        nodes = f"{b.node_count:,} node{'s' if b.node_count != 1 else ''}"
-        out = [f"<details class='body' id='{b.id}'{self.open_attr or ' open'}><summary><span class='mono'>"
-               f"{esc_line(b.title, 200)}</span> <span class='muted'>({calls}, {nodes}, "
-               f"{len(b.specialised)} specialised)</span>"
-               + (f" {_badge(status)}" if status else "") + "</summary>"]
-        r = b.review
-        if r is not None and (r.status != "unreviewed" or r.note or r.previous_status):
-            out.append(_review_block("Overload review", r))
-        out.append(f"<p class='muted'>fingerprint <code>{esc(b.fingerprint[:16])}</code>, template "
-                   f"<code>{esc(b.template[:16])}</code>")
-        if b.members and (len(b.members) > 1 or b.members[0] != b.title):
-            more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
-            out.append(f"; calls: <span class='mono'>{esc_line(', '.join(b.members), 2000)}</span>{more}")
-        out.append("</p>")
-        if b.signature is not None:
-            sig = b.signature
-            out.append("<h4>Aten signature <small class='muted'>(this call's values bound to parameter names)</small>"
-                       "</h4>")
-            out.append(f"<pre class='sig'>{self.spans(sig.spans, specs, b.id, signature=True)}</pre>")
-            if sig.problem:
-                out.append(f"<p class='note'>{esc(sig.problem)}</p>")
-        out.append("<h4>ONNX body</h4>")
-        lines = "\n".join(self.spans(line, specs, b.id) for line in b.lines)
-        more = f"\n… {b.lines_omitted:,} more lines" if b.lines_omitted else ""
-        out.append(f"<pre class='body'>{lines}{esc(more)}</pre>")
-        out.append(self.spec_table(b))
-        if b.svg:
-            out.append(f"<div class='graph'>{inline_svg(b.svg)}</div>")
-        elif b.graph_note:
-            out.append(f"<p class='muted'>{esc(b.graph_note)}</p>")
-        out.append("</details>")
-        return "\n".join(out)
-
-    def spans(self, spans: Iterable[Span], specs: dict[str, SpecialisedInfo], bid: str,
-              signature: bool = False) -> str:
-        html = []
-        named: set[str] = set()  # parameters whose "name=" span was seen: the next span is the value
-        for span in spans:
-            text = esc(span.text)
-            spec = specs.get(span.spec) if span.spec else None
-            anchor = ""
-            if signature and span.parameter:
-                if span.parameter not in named:
-                    named.add(span.parameter)
-                    html.append(f"<span class='param'>{text}</span>")
-                    continue
-                anchor = f" id='{bid}-a-{_param_id(span.parameter)}'"
-            if spec is not None:
-                html.append(f"<a class='spec {spec.category}'{anchor} href='#{spec.id}' "
-                            f"title='{esc(spec.description)}'>{text}</a>")
-            elif anchor:
-                html.append(f"<span{anchor}>{text}</span>")
-            else:
-                html.append(text)
-        return "".join(html)
-
-    def spec_table(self, b: BodyInfo) -> str:
-        if not b.specialised:
-            return "<p class='muted'>No specialised values.</p>"
-        with_reviews = any(s.review is not None for s in b.specialised)
-        head = ("<tr><th>value</th><th>where</th><th>in the family</th><th>aten arguments</th>"
-                + ("<th>review</th>" if with_reviews else "") + "</tr>")
-        params = {a.parameter for a in b.signature.arguments} if b.signature else set()
-        rows = []
-        for s in b.specialised:
-            if s.kind == "parametric":
-                family = f"parametric: @{esc(s.refers_to or '')}"
-            elif s.varies:
-                family = "varies: " + " | ".join(esc(value_text(v, 60)) for v in s.family_values[:12])
-                if len(s.family_values) > 12:
-                    family += f" | … ({len(s.family_values)} values)"
-            else:
-                family = esc(s.category.label) if s.category is Category.LONE else "same in every body"
-            links = "<br>".join(
-                (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
-                 if a.parameter in params else esc(a.parameter))
-                + f"={esc(value_text(a.value, 60))}: {esc(a.rule)}" for a in s.links) or "-"
-            review = ""
-            if with_reviews:
-                review = "<td>" + (_review_inline(s.review) if s.review else "") + "</td>"
-            value = esc(s.value_text) if s.kind != "parametric" else f"@{esc(s.refers_to or '')}"
-            rows.append(f"<tr id='{s.id}'><td class='mono'><span class='spec {s.category}' "
-                        f"title='{esc(s.description)}'>{value}</span></td>"
-                        f"<td class='mono'>{esc_line(s.where, 200)}</td><td class='mono'>{family}</td>"
-                        f"<td>{links}</td>{review}</tr>")
-        return "<h4>Specialised values</h4><table>" + head + "".join(rows) + "</table>"
 
     def op_histogram(self) -> str:
         ops = self.r.op_histogram
@@ -433,6 +342,98 @@ class _Writer:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _body_html(b: BodyInfo, open_attr: str) -> str:
+    specs = b.spec_by_id
+    status = b.review.status if b.review else None
+    calls = f"{b.calls:,} call{'s' if b.calls != 1 else ''}"
+    nodes = f"{b.node_count:,} node{'s' if b.node_count != 1 else ''}"
+    out = [f"<details class='body' id='{b.id}'{open_attr or ' open'}><summary><span class='mono'>"
+           f"{esc_line(b.title, 200)}</span> <span class='muted'>({calls}, {nodes}, "
+           f"{len(b.specialised)} specialised)</span>"
+           + (f" {_badge(status)}" if status else "") + "</summary>"]
+    r = b.review
+    if r is not None and (r.status != "unreviewed" or r.note or r.previous_status):
+        out.append(_review_block("Overload review", r))
+    out.append(f"<p class='muted'>fingerprint <code>{esc(b.fingerprint[:16])}</code>, template "
+               f"<code>{esc(b.template[:16])}</code>")
+    if b.members and (len(b.members) > 1 or b.members[0] != b.title):
+        more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
+        out.append(f"; calls: <span class='mono'>{esc_line(', '.join(b.members), 2000)}</span>{more}")
+    out.append("</p>")
+    if b.signature is not None:
+        sig = b.signature
+        out.append("<h4>Aten signature <small class='muted'>(this call's values bound to parameter names)</small>"
+                   "</h4>")
+        out.append(f"<pre class='sig'>{_spans(sig.spans, specs, b.id, signature=True)}</pre>")
+        if sig.problem:
+            out.append(f"<p class='note'>{esc(sig.problem)}</p>")
+    out.append("<h4>ONNX body</h4>")
+    lines = "\n".join(_spans(line, specs, b.id) for line in b.lines)
+    more = f"\n… {b.lines_omitted:,} more lines" if b.lines_omitted else ""
+    out.append(f"<pre class='body'>{lines}{esc(more)}</pre>")
+    out.append(_spec_table(b))
+    if b.svg:
+        out.append(f"<div class='graph'>{inline_svg(b.svg)}</div>")
+    elif b.graph_note:
+        out.append(f"<p class='muted'>{esc(b.graph_note)}</p>")
+    out.append("</details>")
+    return "\n".join(out)
+
+def _spans(spans: Iterable[Span], specs: dict[str, SpecialisedInfo], bid: str,
+          signature: bool = False) -> str:
+    html = []
+    named: set[str] = set()  # parameters whose "name=" span was seen: the next span is the value
+    for span in spans:
+        text = esc(span.text)
+        spec = specs.get(span.spec) if span.spec else None
+        anchor = ""
+        if signature and span.parameter:
+            if span.parameter not in named:
+                named.add(span.parameter)
+                html.append(f"<span class='param'>{text}</span>")
+                continue
+            anchor = f" id='{bid}-a-{_param_id(span.parameter)}'"
+        if spec is not None:
+            html.append(f"<a class='spec {spec.category}'{anchor} href='#{spec.id}' "
+                        f"title='{esc(spec.description)}'>{text}</a>")
+        elif anchor:
+            html.append(f"<span{anchor}>{text}</span>")
+        else:
+            html.append(text)
+    return "".join(html)
+
+def _spec_table(b: BodyInfo) -> str:
+    if not b.specialised:
+        return "<p class='muted'>No specialised values.</p>"
+    with_reviews = any(s.review is not None for s in b.specialised)
+    head = ("<tr><th>value</th><th>where</th><th>in the family</th><th>aten arguments</th>"
+            + ("<th>review</th>" if with_reviews else "") + "</tr>")
+    params = {a.parameter for a in b.signature.arguments} if b.signature else set()
+    rows = []
+    for s in b.specialised:
+        if s.kind == "parametric":
+            family = f"parametric: @{esc(s.refers_to or '')}"
+        elif s.varies:
+            family = "varies: " + " | ".join(esc(value_text(v, 60)) for v in s.family_values[:12])
+            if len(s.family_values) > 12:
+                family += f" | … ({len(s.family_values)} values)"
+        else:
+            family = esc(s.category.label) if s.category is Category.LONE else "same in every body"
+        links = "<br>".join(
+            (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
+             if a.parameter in params else esc(a.parameter))
+            + f"={esc(value_text(a.value, 60))}: {esc(a.rule)}" for a in s.links) or "-"
+        review = ""
+        if with_reviews:
+            review = "<td>" + (_review_inline(s.review) if s.review else "") + "</td>"
+        value = esc(s.value_text) if s.kind != "parametric" else f"@{esc(s.refers_to or '')}"
+        rows.append(f"<tr id='{s.id}'><td class='mono'><span class='spec {s.category}' "
+                    f"title='{esc(s.description)}'>{value}</span></td>"
+                    f"<td class='mono'>{esc_line(s.where, 200)}</td><td class='mono'>{family}</td>"
+                    f"<td>{links}</td>{review}</tr>")
+    return "<h4>Specialised values</h4><table>" + head + "".join(rows) + "</table>"
 
 
 def inline_svg(svg: str) -> str:
