@@ -28,6 +28,7 @@ pytest: venv
 lint: venv
 	$(VENV)/bin/ruff check inspector tests benchmarks scripts resources
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 sysdeps:
 	@scripts/sysdeps.sh $(SYS_PKGS)

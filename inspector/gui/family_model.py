@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
@@ -10,12 +10,13 @@ from inspector.core.index import Family, ModelIndex, Overload
 from inspector.gui.text import tooltip
 
 Index = QModelIndex | QPersistentModelIndex
+ItemKind = Literal["root", "family", "overload", "aten_call", "call_site"]  # KindRole's values
 
 
 class _Item:
     __slots__ = ("children", "count", "kind", "obj", "parent", "row", "text")
 
-    def __init__(self, parent: _Item | None, row: int, kind: str, obj: Any, text: str, count: str = "") -> None:
+    def __init__(self, parent: _Item | None, row: int, kind: ItemKind, obj: Any, text: str, count: str = "") -> None:
         self.parent, self.row, self.kind, self.obj, self.text, self.count = parent, row, kind, obj, text, count
         self.children: list[_Item] = []
 
