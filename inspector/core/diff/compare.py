@@ -99,13 +99,13 @@ class Comparer:
             if key not in fams_b:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
                     continue
-                self.add(Change("family_removed", _section_of(fam), fam.label, fam.label, _family_json(fam), None,
+                self.add(Change("family_removed", fam.kind, fam.label, fam.label, _family_json(fam), None,
                                 _family_detail(fam), [fam.label]))
         for key, fam in fams_b.items():
             if key not in fams_a:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
                     continue
-                self.add(Change("family_added", _section_of(fam), fam.label, fam.label, None, _family_json(fam),
+                self.add(Change("family_added", fam.kind, fam.label, fam.label, None, _family_json(fam),
                                 _family_detail(fam), [fam.label]))
         for key, fam_a in fams_a.items():
             fam_b = fams_b.get(key)
@@ -327,8 +327,3 @@ def _family_detail(fam: Family) -> str:
     n = len(fam.overloads)
     shown = ", ".join(o.overload or "(default)" for o in fam.overloads[:6]) + (", …" if n > 6 else "")
     return f"{fam.label}: {n} overload{'s' if n != 1 else ''} ({shown}), {fam.call_count} calls"
-
-
-def _section_of(fam: Family) -> Section:
-    """A family's changes sit in the section named by its kind."""
-    return "function" if fam.kind == "function" else "aten_call"

@@ -15,8 +15,8 @@ from inspector.core.jsonsafe import json_safe
 DIFF_FORMAT = "onnx-inspector/diff"
 DIFF_VERSION = 1
 
-# Sections, in the order reports show them. "function" and "aten_call" are the family kinds of
-# ``inspector.core.index.Family`` (a change of a family sits in the section of its kind).
+# Sections, in the order reports show them. "function" and "aten_call" are the family kinds
+# (``inspector.core.index.FamilyKind``): a change of a family sits in the section of its kind.
 Section = Literal["model", "function", "aten_call", "initializer", "input", "output", "node"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 ChangeKind = Literal[
