@@ -2,6 +2,10 @@
 
 ``build_report(index, reviews, compare)`` collects what a report shows; ``render_html``, ``render_markdown`` and
 ``render_json`` format it. The writers are imported lazily, so importing this package costs little.
+
+Diffs (``inspector.core.diff.ModelDiff``) have their own renderers, used by ``onnx-inspector diff`` and by the
+comparison section of reports alike: ``diff_text`` (titles, the verdict, plain text), ``diff_markdown`` and
+``diff_html``.
 """
 
 from __future__ import annotations
