@@ -14,7 +14,7 @@ import onnx
 
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
-from inspector.core.walk import NodePath, may_have_subgraphs, resolve_path, subgraphs
+from inspector.core.walk import NodePath, may_have_subgraphs, subgraphs
 
 SMALL_CONSTANT_ELEMENTS = 32
 ORIGINAL_NODE_NAME = "pkg.torch.onnx.original_node_name"
@@ -169,7 +169,3 @@ def walk_body(nodes: Sequence[onnx.NodeProto]) -> Iterator[tuple[tuple[int | str
                 for step, g in reversed(subs):
                     stack.append((g.node, (*path, step), 0))
                 break
-
-
-def node_at(body: Body, path: tuple[int | str, ...]) -> onnx.NodeProto:
-    return resolve_path(body.nodes, path)

@@ -44,7 +44,6 @@ from inspector.core.walk import (
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
-_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 DEFAULT_LIMIT = 500
 
 

@@ -6,7 +6,6 @@ Zoom with the wheel (Ctrl not needed), pan by dragging, F fits, click selects an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -333,8 +332,3 @@ class GraphView(QGraphicsView):
             return
         scene, layout = self.current
         path.write_text(to_svg(scene, layout), encoding="utf-8")
-
-
-def ids_of(scene: Scene, refs: Iterable[object]) -> list[str]:
-    wanted = list(refs)
-    return [n.id for n in scene.nodes if n.ref in wanted]
