@@ -14,7 +14,7 @@ GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libx
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
 SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
 
-.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas clean
+.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas zoo clean
 
 run: venv
 	@scripts/sysdeps.sh $(GUI_PKGS)
@@ -55,5 +55,18 @@ fixtures: venv
 schemas: venv
 	$(PY) scripts/gen_aten_schemas.py
 
+# The zoo of real exports under tests/zoo (see tests/zoo/README.md): needs torch and transformers, so it runs in
+# its own virtualenv; `make test` never needs it.
+ZOO_VENV := .venv-zoo
+ZOO_PKGS := torch==2.13.0 onnxscript transformers onnx onnxruntime
+
+$(ZOO_VENV)/.installed:
+	@test -x $(ZOO_VENV)/bin/python || $(PYTHON) -m venv $(ZOO_VENV) || { scripts/sysdeps.sh python3-venv && rm -rf $(ZOO_VENV) && $(PYTHON) -m venv $(ZOO_VENV); }
+	$(ZOO_VENV)/bin/pip install -q $(ZOO_PKGS)
+	@touch $@
+
+zoo: $(ZOO_VENV)/.installed
+	$(ZOO_VENV)/bin/python scripts/gen_zoo.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots
+	rm -rf $(VENV) $(ZOO_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots
