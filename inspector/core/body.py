@@ -35,6 +35,12 @@ class Body:
     # first use for groups (their declared order depends on matching FX names, which a rename breaks).
     canonical_inputs: list[str] | None = None
 
+    def graph_path(self, path: NodePath) -> NodePath:
+        """Where the node at ``path`` in this body sits in its graph (the main graph or the function body)."""
+        first = path[0]
+        assert isinstance(first, int)
+        return self.node_paths[first] + path[1:]
+
 
 def function_body(key: FunctionKey, f: onnx.FunctionProto) -> Body:
     return Body(str(key), list(f.node), list(f.input), list(f.output), {}, [(i,) for i in range(len(f.node))])

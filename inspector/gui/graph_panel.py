@@ -13,9 +13,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from inspector.core.body import Body
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.provenance import AtenCall
+from inspector.core.walk import NodePath
 from inspector.gui.graph_view import GraphView
 from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache
@@ -44,6 +46,11 @@ def scope_key(scope: Scope) -> tuple[str, ...]:
     if isinstance(scope, FunctionKey):
         return ("function", *scope)
     return ("main",)
+
+
+def scene_id(body: Body, path: NodePath) -> str:
+    """The scene id of the node at ``path`` in ``body`` (as ``inspector.render.scene`` names nodes)."""
+    return "n:" + "/".join(str(p) for p in body.graph_path(path))
 
 
 class GraphPanel(QWidget):

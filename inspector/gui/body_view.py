@@ -1,0 +1,93 @@
+"""The main window's body view: the body behind a tree item analysed off the GUI thread, shown in the signature
+panel with its torchlib source, and its specialised values marked in the graph."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from inspector.core.categories import classify, explain
+from inspector.core.keys import FunctionKey
+from inspector.core.provenance import AtenCall
+from inspector.core.torchlib import torchlib_functions
+from inspector.gui.analysis import Selection
+from inspector.gui.graph_panel import scene_id
+
+if TYPE_CHECKING:
+    from inspector.gui.main_window import MainWindow
+
+
+class BodyView:
+    """``selection`` is the body shown; a newer request makes the results of older ones stale."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.w = window
+        self.selection: Selection | None = None
+        self._token = 0
+        self._torchlib: dict[str, Any] = {}
+
+    def show(self, obj: Any) -> None:
+        """Analyse the family of ``obj`` off the GUI thread, then show its body; stale results are dropped."""
+        w = self.w
+        analyses = w.analyses
+        if analyses is None:
+            return
+        self._token += 1
+        token = self._token
+
+        def done(selection: Selection | None) -> None:
+            if token != self._token:
+                return
+            if selection is None:
+                w.signature.clear("No ONNX body for this item.")
+                return
+            w.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note)
+            w.right.setCurrentWidget(w.signature)
+            self.selection = selection
+            self.mark_graph()
+            pending, w.reviewing.pending_obj = w.reviewing.pending_obj, None
+            w.reviewing.set_target(pending if pending is not None else selection.analysis)
+            w.selection_shown.emit(selection)
+            if selection.target:
+                self._show_torchlib(selection.target)
+
+        w.jobs.run(lambda: analyses.selection(obj), done, w.signature.clear)
+
+    def _show_torchlib(self, target: str) -> None:
+        signature = self.w.signature
+        if target in self._torchlib:
+            signature.show_source(target, self._torchlib[target])
+            return
+
+        def done(functions: Any) -> None:
+            self._torchlib[target] = functions
+            signature.show_source(target, functions)
+
+        self.w.jobs.run(lambda: torchlib_functions(target), done)
+
+    def mark_graph(self) -> None:
+        """Highlight, in the graph, the nodes of the shown body that carry specialised values."""
+        center = self.w.center
+        sel, scene, view = self.selection, center.scene, center.current_view()
+        if sel is None or scene is None or view is None:
+            center.graph.mark({})
+            return
+        scope = view.scope
+        same = (isinstance(scope, FunctionKey) and scope in sel.analysis.members) or (
+            isinstance(scope, AtenCall) and any(m is scope for m in sel.analysis.members))
+        if not same:
+            center.graph.mark({})
+            return
+        marks: dict[str, tuple[str, str]] = {}
+        for spec in sel.analysis.specialised:
+            lit = spec.literal
+            if lit.kind == "initializer":
+                node_id = f"const:{lit.name}"
+            elif lit.path:
+                node_id = scene_id(sel.analysis.body, lit.path)
+            else:
+                continue
+            note = explain(spec)
+            if node_id in marks:
+                note = marks[node_id][1] + "\n\n" + note
+            marks[node_id] = (classify(spec).colour, note)
+        center.graph.mark(marks)

@@ -1,0 +1,122 @@
+"""The main window's node details: a node's attributes, types, metadata, operator docs and tensor previews in the
+Details tab, for a search hit or a box clicked in the graph. External tensor data is read only on request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import onnx
+from PySide6.QtCore import QUrl
+
+from inspector.core.errors import InspectorError
+from inspector.core.index import ModelIndex
+from inspector.core.keys import MAIN, FunctionKey, GraphScope, Scope
+from inspector.core.provenance import AtenCall, ModuleNode
+from inspector.core.tensors import read_tensor
+from inspector.core.walk import resolve_path
+from inspector.gui import details
+from inspector.gui.graph_panel import scope_label
+from inspector.gui.node_details import node_html, tensor_preview
+from inspector.render.scene import SceneNode
+
+if TYPE_CHECKING:
+    from inspector.gui.main_window import MainWindow
+
+Values = tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
+
+
+class NodeView:
+    """Shows nodes of the window's model; ``values`` come with the model (prepared off the GUI thread)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.w = window
+        self.values: Values | None = None
+        self.shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
+
+    def show(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:
+        """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
+        if self.w.index is None:
+            return
+        self.shown = (scope, path, where)
+        if self._render(scope, path, where, {}):
+            self.w.right.setCurrentWidget(self.w.details)
+
+    def _render(self, scope: GraphScope, path: tuple[Any, ...], where: str, loaded: dict[str, str]) -> bool:
+        """Node details with previews of its inline initializers (and of external ones already ``loaded``)."""
+        index = self.w.index
+        if index is None or self.values is None:
+            return False
+        graph = index.proto.graph
+        nodes = index.functions.functions[scope].node if isinstance(scope, FunctionKey) else graph.node
+        try:
+            node = resolve_path(nodes, path)
+        except KeyError:
+            return False
+        types, initializers = self.values
+        inits = {n: initializers[n] for n in node.input if n in initializers}
+        previews = {n: self._preview(t, inline_only=True) for n, t in inits.items()} | loaded
+        self.w.details.setHtml(node_html(index, node, where, types, inits, {k: v for k, v in previews.items() if v}))
+        return True
+
+    def _preview(self, tensor: Any, inline_only: bool) -> str:
+        if inline_only and tensor.data_location == onnx.TensorProto.EXTERNAL:
+            return ""
+        try:
+            return tensor_preview(read_tensor(tensor, self.w.index.path.parent if self.w.index else Path(".")))
+        except InspectorError as e:
+            return f"cannot read: {e}"
+
+    def link_clicked(self, url: QUrl) -> None:
+        """'load values' links read external tensor data on demand (only from inside the model's folder)."""
+        text = url.toString()
+        if not text.startswith("tensor:") or self.w.index is None or self.shown is None:
+            return
+        name = text[len("tensor:"):]
+        tensor = self.values[1].get(name) if self.values else None
+        if tensor is None:
+            return
+        scope, path, where = self.shown
+
+        def done(preview: str) -> None:
+            if self.shown == (scope, path, where):
+                self._render(scope, path, where, {name: preview})
+
+        self.w.jobs.run(lambda: self._preview(tensor, inline_only=False), done)
+
+    def graph_node_selected(self, scope: Scope, node: SceneNode | None) -> None:
+        """A box clicked in the graph: an op or a function call shows its node, others describe themselves."""
+        index, w = self.w.index, self.w
+        if node is None or index is None:
+            return
+        graph_scope = scope if not isinstance(scope, AtenCall) else MAIN
+        if node.kind == "op" and isinstance(node.ref, tuple):
+            if _scope_nodes(index, scope) is not None:
+                self.show(graph_scope, node.ref, f"{scope_label(scope)} / {node.detail or node.label}")
+        elif node.kind == "aten_call" and isinstance(node.ref, AtenCall):
+            w.details.setHtml(details.describe(index, node.ref))
+            w.right.setCurrentWidget(w.details)
+        elif node.kind == "function_call" and isinstance(node.ref, tuple):
+            self.show(graph_scope, node.ref[1], f"{scope_label(scope)} / call of {node.ref[0]}")
+        elif node.kind == "module":
+            w.details.setHtml(details.describe(index, module_node(index, str(node.ref))))
+            w.right.setCurrentWidget(w.details)
+
+
+def _scope_nodes(index: ModelIndex, scope: Scope) -> Sequence[onnx.NodeProto] | None:
+    if isinstance(scope, FunctionKey):
+        f = index.functions.functions.get(scope)
+        return f.node if f is not None else None
+    return index.proto.graph.node
+
+
+def module_node(index: ModelIndex, path: str) -> ModuleNode | None:
+    """The module-tree node at ``path`` ("" for the root)."""
+    stack = [index.provenance.module_root]
+    while stack:
+        m = stack.pop()
+        if m.path == path:
+            return m
+        stack.extend(m.children.values())
+    return None
