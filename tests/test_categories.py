@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.categories import Category, classify, explain, value_text, where
+from inspector.core.categories import Category, classify, explain, short_where, value_text, where
 from inspector.core.index import open_index
 from inspector.core.specialise import Specialiser
 from tests.conftest import FIXTURES
@@ -34,7 +34,7 @@ def test_colours_labels_icons():
 def test_varies_and_its_explanation():
     (spec, *_) = _specs(FIXTURES / "overloads.onnx", "function", "local", "sm")
     assert classify(spec) is Category.VARIES
-    assert where(spec) == "Softmax.axis"
+    assert where(spec) == short_where(spec) == "Softmax.axis"
     text = explain(spec)
     assert text.startswith("Softmax.axis = ") and "\nvaries across the family: " in text
 
@@ -57,3 +57,13 @@ def test_value_text_is_one_short_line():
     assert value_text(0.1 + 0.2) == "0.3" and value_text("a") == "'a'"
     assert value_text(list(range(100)), 10) == "[0, 1, 2,…"
     assert value_text({"a": "x\ny"}) == "{'a': 'x\\ny'}"
+
+
+def test_where_a_constant_sits():
+    index = open_index(FIXTURES / "dynamo_block.onnx")
+    fam = index.family("aten_call", "aten", "scaled_dot_product_attention")
+    assert fam is not None
+    spec = next(s for b in Specialiser(index).analyse(fam).bodies for s in b.specialised
+                if s.literal.kind == "initializer")
+    name, op = spec.literal.name, spec.literal.op_type
+    assert op and where(spec) == f"constant {name} (read by {op})" and short_where(spec) == f"{name} ({op})"

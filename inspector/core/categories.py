@@ -86,6 +86,12 @@ def where(spec: SpecialisedValue) -> str:
     return f"{lit.op_type}.{lit.name}" if lit.op_type else lit.name
 
 
+def short_where(spec: SpecialisedValue) -> str:
+    """Where the value sits, in short for the app's lists: ``Op.attribute``, or ``NAME (Op)`` for a constant."""
+    lit = spec.literal
+    return f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
+
+
 def explain(spec: SpecialisedValue) -> str:
     """Plain text for a tooltip: what the value is, what varies, which aten argument it came from and why."""
     lit = spec.literal

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.categories import short_where
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewKey
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
@@ -56,9 +57,7 @@ class ReviewItem:
     @property
     def label(self) -> str:
         if isinstance(self.obj, SpecialisedValue):
-            lit = self.obj.literal
-            where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
-            return f"{where} = {lit.value!r}  — {self.owner}"
+            return f"{short_where(self.obj)} = {self.obj.literal.value!r}  — {self.owner}"
         return f"body of {self.owner}"
 
 

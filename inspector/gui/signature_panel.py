@@ -10,7 +10,7 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
 from inspector.core.bodytext import Line, body_lines, signature_line
-from inspector.core.categories import TEXT_COLOUR, Category, classify, explain
+from inspector.core.categories import TEXT_COLOUR, Category, classify, explain, short_where
 from inspector.core.signature import CallSignature
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.text import esc, tooltip
@@ -98,7 +98,7 @@ class SignaturePanel(QWidget):
         for s in specs:
             n = self._id(s)
             lit = s.literal
-            where = f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"{lit.name} ({lit.op_type})"
+            where = short_where(s)
             links = "; ".join(f"{a.parameter}: {a.rule}" for a in s.links) or "-"
             state = "varies" if s.varies else ("parametric" if lit.kind == "parametric" else "same in family")
             rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{classify(s).colour};color:{TEXT_COLOUR}'>"
