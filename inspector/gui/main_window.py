@@ -130,6 +130,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.split)
         self.analyses: Analyses | None = None
         self.reviews: ReviewStore | None = None
+        self._compare_windows: list[CompareWindow] = []  # kept referenced while open
 
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(160)
@@ -232,7 +233,7 @@ class MainWindow(QMainWindow):
             return None
         window = CompareWindow()
         window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self._compare_windows = [w for w in getattr(self, "_compare_windows", []) if w.isVisible()] + [window]
+        self._compare_windows = [w for w in self._compare_windows if w.isVisible()] + [window]
         window.show()
         window.open_pair(self.index.path, other)
         return window
