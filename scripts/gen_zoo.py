@@ -466,7 +466,43 @@ def fx_truth(ep: torch.export.ExportedProgram) -> list[dict[str, Any]]:
                 continue
             stack = module_stack(node)
             out.append({"graph": gname, "name": node.name, "target": target_name(node.target),
-                        "module": stack[-1] if stack else "", "module_stack": stack})
+                        "module": stack[-1] if stack else "", "module_stack": stack, "args": bound_args(node)})
+    return out
+
+
+def encode(v: Any) -> Any:
+    """An FX argument as JSON: other FX nodes (tensors, symbolic sizes) as {"node": name}."""
+    if isinstance(v, torch.fx.Node):
+        return {"node": v.name}
+    if isinstance(v, (list, tuple)):
+        return [encode(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)  # dtype, device, layout, memory format ...
+
+
+def bound_args(node: torch.fx.Node) -> dict[str, Any] | None:
+    """This FX node's arguments keyed by the aten schema's parameter names (torch's own schema binding: position
+    i of args is schema argument i, then kwargs by name, then the schema's defaults, whose names are listed under
+    "(defaults)"); None for targets without a schema."""
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return None
+    params = node.target._schema.arguments
+    out: dict[str, Any] = {}
+    defaulted = []
+    for i, a in enumerate(params):
+        if i < len(node.args):
+            out[a.name] = encode(node.args[i])
+        elif a.name in node.kwargs:
+            out[a.name] = encode(node.kwargs[a.name])
+        elif a.has_default_value():
+            out[a.name] = encode(a.default_value)
+            defaulted.append(a.name)
+    out["(defaults)"] = defaulted
+    unknown = set(node.kwargs) - {a.name for a in params}
+    assert not unknown and len(node.args) <= len(params), (node.format_node(), unknown)
     return out
 
 
