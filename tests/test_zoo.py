@@ -12,7 +12,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from inspector.cli import main
 from inspector.core.index import ModelIndex, open_index
@@ -208,6 +210,30 @@ def test_module_functions_have_one_family_per_class_with_its_instance_calls(name
             assert fn["domain"] == mf["domain"]
             assert fn["name"] == mf["name"] or fn["name"].startswith(mf["name"] + ".")
     assert summary(name)["aten_targets"] == []
+
+
+@pytest.mark.parametrize("name", names_of("torchscript-functions"))
+def test_module_function_call_sites_carry_each_instance_hyperparameters(name: str):
+    """The index's call sites of each module function, in graph order, are the instances in the order forward
+    called them: each call passes that instance's eps (Block) or heads (Attention, as the reshape shape
+    [1, seq, heads, d/heads]) through its `inferred::` attributes (the body reads them by ref_attr_name)."""
+    t = truth(name)
+    idx = index(name)
+    d, seq = t["config"]["d"], t["inputs"][0]["shape"][1]
+    for mf in t["module_functions"]:
+        sites = sorted((c for key, cs in idx.functions.calls.items()
+                        if key.domain == mf["domain"] and key.name.split(".")[0] == mf["name"] for c in cs),
+                       key=lambda c: c.path)
+        assert len(sites) == len(mf["instances"])
+        for site, inst in zip(sites, mf["instances"]):
+            node = idx.proto.graph.node[site.path[0]]
+            attrs = {a.name: (numpy_helper.to_array(a.t).tolist() if a.type == onnx.AttributeProto.TENSOR
+                              else onnx.helper.get_attribute_value(a)) for a in node.attribute}
+            if "eps" in inst:
+                assert attrs == {"inferred::LayerNormalization_epsilon": pytest.approx(inst["eps"], rel=1e-6)}
+            else:
+                shape = [1, seq, inst["heads"], d // inst["heads"]]
+                assert attrs and all(v == shape for v in attrs.values()), (inst, attrs)
 
 
 @pytest.mark.parametrize("name", names_of("torchscript", "torchscript-functions"))
