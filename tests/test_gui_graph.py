@@ -107,3 +107,19 @@ def test_export_svg_and_png(qtbot, window: MainWindow, tmp_path: Path):
     ET.fromstring(text)  # well-formed XML
     assert "<script" not in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
+
+
+def test_every_aten_call_of_a_body_has_its_own_nodes_marked(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "dynamo_block.onnx")
+    fam = window.index.family("aten_call", "aten", "scaled_dot_product_attention")
+    assert fam is not None
+    nodes_per_call, consts_per_call = [], []
+    for call in fam.overloads[0].aten_calls[:2]:  # two calls, one body
+        with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
+            window.show_object(call)
+        marked = {i for i, item in window.center.graph.items_by_id.items() if item.mark}
+        nodes_per_call.append({i for i in marked if i.startswith("n:")})
+        consts_per_call.append({i for i in marked if i.startswith("const:")})
+    assert len(nodes_per_call[0]) == len(nodes_per_call[1]) == 4  # each call marks its own four nodes
+    assert nodes_per_call[0] != nodes_per_call[1]
+    assert len(consts_per_call[0]) == len(consts_per_call[1]) >= 1

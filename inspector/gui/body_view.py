@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from inspector.core.categories import classify, explain
 from inspector.core.keys import FunctionKey
+from inspector.core.literals import body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.torchlib import torchlib_functions
 from inspector.gui.analysis import Selection
@@ -77,13 +78,20 @@ class BodyView:
         if not same:
             center.graph.mark({})
             return
+        # The analysis holds its first member's body; another aten call of the same body has its own nodes and
+        # constants, whose literals line up one for one with the analysis's (the bodies are equal).
+        body, here = sel.analysis.body, {id(lit): lit for lit in sel.analysis.literals}
+        analyses = self.w.analyses
+        if isinstance(scope, AtenCall) and analyses is not None and scope is not sel.analysis.members[0]:
+            body = analyses.specialiser.body_of_call(scope)
+            here = dict(zip((id(lit) for lit in sel.analysis.literals), body_literals(body), strict=True))
         marks: dict[str, tuple[str, str]] = {}
         for spec in sel.analysis.specialised:
-            lit = spec.literal
+            lit = here[id(spec.literal)]
             if lit.kind == "initializer":
                 node_id = f"const:{lit.name}"
             elif lit.path:
-                node_id = scene_id(sel.analysis.body, lit.path)
+                node_id = scene_id(body, lit.path)
             else:
                 continue
             note = explain(spec)
