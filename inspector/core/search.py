@@ -56,7 +56,7 @@ class Hit:
     scope: GraphScope | None  # MAIN or the FunctionKey whose body holds the node / aten call; None for function/module
     path: NodePath  # node path in ``scope`` for node and op_type hits, () otherwise
     where: str  # readable location, e.g. "main/If_0.then_branch/Add_3" or "local.f:ovl/Mul_1"
-    ref: object  # what to jump to: node path (node, op_type), AtenCall, FunctionKey, or module path (str)
+    ref: NodePath | AtenCall | FunctionKey | str  # node path (node, op_type), the call, the function, module path
     exact: bool = False  # the whole text equals the query (case-insensitively)
 
 

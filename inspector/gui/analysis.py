@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import FunctionKey
-from inspector.core.provenance import AtenCall
+from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.signature import CallSignature, call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
+
+TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
+"""What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +44,7 @@ class Analyses:
                 hit = self._cache[id(fam)] = self.specialiser.analyse(fam)
             return hit
 
-    def family_of(self, obj: Any) -> Family | None:
+    def family_of(self, obj: TreeObject) -> Family | None:
         if isinstance(obj, Family):
             return obj
         for fam in self.index.families:
@@ -58,7 +60,7 @@ class Analyses:
                 return fam
         return None
 
-    def selection(self, obj: Any) -> Selection | None:
+    def selection(self, obj: TreeObject) -> Selection | None:
         """The body to show for a tree object (None for things without one, e.g. modules)."""
         fam = self.family_of(obj)
         if fam is None:

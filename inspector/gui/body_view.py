@@ -10,7 +10,7 @@ from inspector.core.keys import FunctionKey
 from inspector.core.literals import body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.torchlib import torchlib_functions
-from inspector.gui.analysis import Selection
+from inspector.gui.analysis import Selection, TreeObject
 from inspector.gui.graph_panel import scene_id
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class BodyView:
         self._token = 0
         self._torchlib: dict[str, Any] = {}
 
-    def show(self, obj: Any) -> None:
+    def show(self, obj: TreeObject) -> None:
         """Analyse the family of ``obj`` off the GUI thread, then show its body; stale results are dropped."""
         w = self.w
         analyses = w.analyses

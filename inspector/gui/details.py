@@ -12,10 +12,11 @@ from inspector.core.keys import MAIN
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.signature import call_signature
 from inspector.core.walk import resolve_path
+from inspector.gui.analysis import TreeObject
 from inspector.gui.text import esc
 
 
-def describe(index: ModelIndex, obj: Any) -> str:
+def describe(index: ModelIndex, obj: TreeObject) -> str:
     if isinstance(obj, Family):
         return _family(obj)
     if isinstance(obj, Overload):

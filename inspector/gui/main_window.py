@@ -35,7 +35,7 @@ from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import Hit, SearchIndex
 from inspector.core.values import graph_value_types
 from inspector.gui import details
-from inspector.gui.analysis import Analyses
+from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView
 from inspector.gui.compare import CompareWindow
 from inspector.gui.dialogs import show_message
@@ -202,7 +202,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))
 
-    def select_in_tree(self, member: Any) -> bool:
+    def select_in_tree(self, member: TreeObject) -> bool:
         """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload."""
         target = member
         if isinstance(member, FunctionKey) and self.index is not None:
@@ -284,7 +284,7 @@ class MainWindow(QMainWindow):
     def jump_to_hit(self, hit: Hit) -> None:
         if self.index is None:
             return
-        if hit.kind in ("aten_target", "function") and self.select_in_tree(hit.ref):
+        if isinstance(hit.ref, (AtenCall, FunctionKey)) and self.select_in_tree(hit.ref):
             self.search_panel.box.setFocus()
             return
         if hit.kind == "module":
@@ -300,14 +300,14 @@ class MainWindow(QMainWindow):
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         self.show_object(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
 
-    def show_object(self, obj: Any) -> None:
+    def show_object(self, obj: TreeObject) -> None:
         if self.index is None:
             return
         self.details.setHtml(details.describe(self.index, obj))
         self.bodies.show(obj)
         self._show_graph_for(obj)
 
-    def _show_graph_for(self, obj: Any) -> None:
+    def _show_graph_for(self, obj: TreeObject) -> None:
         """Show the scope a tree item lives in: a function body, an aten call, or a module inside main."""
         if isinstance(obj, Family) and obj.overloads:
             obj = obj.overloads[0]

@@ -96,5 +96,5 @@ class ModuleModel(QAbstractItemModel):
         return None
 
 
-def object_of(index: QModelIndex) -> Any:
+def object_of(index: QModelIndex) -> ModuleNode | None:
     return index.siblingAtColumn(0).data(ObjectRole) if index.isValid() else None
