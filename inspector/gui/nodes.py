@@ -60,7 +60,7 @@ class NodeView:
         self.w.details.setHtml(node_html(index, node, where, types, inits, {k: v for k, v in previews.items() if v}))
         return True
 
-    def _preview(self, tensor: Any, inline_only: bool) -> str:
+    def _preview(self, tensor: onnx.TensorProto, inline_only: bool) -> str:
         if inline_only and tensor.data_location == onnx.TensorProto.EXTERNAL:
             return ""
         try:

@@ -3,7 +3,7 @@ and saving a review to the sidecar at once."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -11,6 +11,7 @@ from inspector.core.errors import InspectorError
 from inspector.core.index import ModelIndex
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewStore, review_keys
+from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.analysis import Analyses
 from inspector.gui.dialogs import show_message
 from inspector.gui.review_panel import ReviewItem
@@ -18,14 +19,16 @@ from inspector.gui.review_panel import ReviewItem
 if TYPE_CHECKING:
     from inspector.gui.main_window import MainWindow
 
+Reviewable = BodyAnalysis | SpecialisedValue  # an overload's body, or one specialised value
+
 
 class Reviewing:
     """Reviews of the window's model: ``window.reviews`` is the store (None when reviewing is disabled)."""
 
     def __init__(self, window: MainWindow) -> None:
         self.w = window
-        self.target: tuple[ReviewItem, Any] | None = None
-        self.pending_obj: Any = None  # the value to target once its body is shown (a jump from the panel)
+        self.target: ReviewItem | None = None
+        self.pending_obj: Reviewable | None = None  # to target once its body is shown (a jump from the panel)
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
 
     def list_all(self) -> None:
@@ -47,7 +50,7 @@ class Reviewing:
         w.jobs.run(lambda: review_items(analyses, store), done, w.statusBar().showMessage,
                    priority=-1)  # after layouts and selections
 
-    def set_target(self, obj: Any) -> None:
+    def set_target(self, obj: Reviewable) -> None:
         """Point the review bar at an overload body or a specialised value of the shown selection."""
         w = self.w
         sel, store, analyses = w.bodies.selection, w.reviews, w.analyses
@@ -61,7 +64,7 @@ class Reviewing:
         for key, thing in review_keys(family_analysis):
             if thing is obj:
                 item = ReviewItem(key, thing, family_analysis)
-                self.target = (item, obj)
+                self.target = item
                 w.review_bar.set_target(item.label if key.kind == "value" else f"overload {sel.title}",
                                         store.get(key))
                 return
@@ -72,7 +75,7 @@ class Reviewing:
         w = self.w
         if self.target is None or w.reviews is None:
             return
-        item, _obj = self.target
+        item = self.target
         try:
             w.reviews.set(item.key, status, note)
         except (InspectorError, OSError, ValueError) as e:
