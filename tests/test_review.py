@@ -302,3 +302,110 @@ def test_two_stores_on_one_model_keep_each_others_reviews(tmp_path):
     b.set(keys[1], "wrong")
     fresh = ReviewStore(model)
     assert (fresh.get(keys[0]).status, fresh.get(keys[1]).status) == ("ok", "wrong")
+
+
+# --- concurrency, stale temporary files, hostile sidecars ----------------------------------------------------------
+
+def _save_many(model: str, prefix: str, count: int) -> None:
+    """One writer: ``count`` reviews, each saved on its own (as clicks in a window would)."""
+    store = ReviewStore(Path(model))
+    for i in range(count):
+        store.set(ReviewKey("overload", "local.fam", "tmpl", f"{prefix}{i}"), "ok", f"{prefix} note {i}")
+
+
+def test_two_writer_processes_lose_no_review(tmp_path):
+    import multiprocessing
+
+    model = _copy(tmp_path, "overloads.onnx")
+    ctx = multiprocessing.get_context("spawn")
+    count = 150
+    procs = [ctx.Process(target=_save_many, args=(str(model), prefix, count)) for prefix in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    fingerprints = {k.fingerprint for k, _r in ReviewStore(model).items()}
+    assert fingerprints == {f"{prefix}{i}" for prefix in ("a", "b") for i in range(count)}
+
+
+def test_two_windows_in_one_process_lose_no_review(tmp_path):
+    import threading
+
+    model = _copy(tmp_path, "overloads.onnx")
+    threads = [threading.Thread(target=_save_many, args=(str(model), prefix, 100)) for prefix in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(ReviewStore(model)) == 200
+
+
+def test_stale_temporary_files_of_a_killed_save_are_removed(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.tr")[0][0]
+    stale = [tmp_path / ".overloads.onnx.review.json.k3j_x9q2.tmp",
+             tmp_path / ".overloads.onnx.review.json.ab12cd34.bak.tmp"]
+    others = [tmp_path / ".overloads.onnx.review.json.mine.tmp", tmp_path / "notes.tmp",
+              tmp_path / ".other.onnx.review.json.ab12cd34.tmp"]
+    for p in stale + others:
+        p.write_bytes(b"{half")
+    ReviewStore(model).set(key, "ok")
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in others)
+
+
+@pytest.mark.parametrize("content", [
+    b'{"format": "onnx-inspector/review", "version": 1.0, "reviews": {}}',
+    b'{"format": "onnx-inspector/review", "version": true, "reviews": {}}',
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {"k": {"status": "ok", "x": NaN}}}',
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {}, "n": -Infinity}',
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {}, "n": 1e999}',
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {}, "n": ' + b"7" * 5001 + b"}",
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {"k": {"status": "ok", "note": "\\ud800"}}}',
+    b'{"format": "onnx-inspector/review", "version": 1, "reviews": {"\\udfff": {"status": "ok"}}}',
+])
+def test_hostile_sidecar_values_are_refused_and_left_untouched(tmp_path, content):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.tr")[0][0]
+    store = ReviewStore(model)
+    store.path.write_bytes(content)
+    with pytest.raises(InspectorError) as err:
+        store.load()
+    assert "\n" not in str(err.value) and "review file" in str(err.value)
+    with pytest.raises(InspectorError):
+        store.set(key, "ok")
+    assert store.path.read_bytes() == content
+
+
+def test_a_note_that_is_not_valid_unicode_is_refused(tmp_path):
+    model = _copy(tmp_path, "overloads.onnx")
+    key = _keys(open_index(model), "local.tr")[0][0]
+    with pytest.raises(ValueError):
+        ReviewStore(model).set(key, "ok", "half \ud800 pair")
+    assert not ReviewStore(model).path.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_sidecar_never_blocks(tmp_path):
+    import threading
+
+    model = _copy(tmp_path, "overloads.onnx")
+    store = ReviewStore(model)
+    os.mkfifo(store.path)
+    errors: list[str] = []
+
+    def load() -> None:
+        try:
+            store.load()
+        except InspectorError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    t.join(5)
+    if t.is_alive():  # unblock the reader so the test run can end
+        fd = os.open(store.path, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        pytest.fail("loading a FIFO sidecar blocked")
+    assert len(errors) == 1 and "not a regular file" in errors[0]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspector.core.diff import ModelDiff, diff_dict, diff_files
-from inspector.core.fileio import write_atomic
+from inspector.core.fileio import check_output, write_atomic
 from inspector.report.diff_html import render_html
 from inspector.report.diff_markdown import render_markdown
 from inspector.report.diff_text import diff_text, verdict
@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
+    if args.output:
+        check_output(args.output, (args.a, args.b), "the diff")
     d = diff_files(args.a, args.b)
     text = render(d, args.format)
     if args.output:

@@ -16,7 +16,7 @@ from typing import Any
 
 from inspector.core.diff import ModelDiff, diff_models
 from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
+from inspector.core.fileio import check_output, write_atomic
 from inspector.core.index import ModelIndex, open_index
 from inspector.report.render import FORMATS, SUFFIXES, render_text
 
@@ -44,7 +44,7 @@ def main(argv: Sequence[str]) -> int:
     index = open_index(args.model)
     output = None if to_stdout else Path(args.output)
     if output is not None:
-        _check_output(output, index)
+        check_output(output, [index.path, *([args.compare] if args.compare else [])], "the report")
     compare = _compare(index, args.compare) if args.compare else None
     store = _reviews(index)
 
@@ -70,18 +70,6 @@ def _pdf_writer() -> Any:
         raise InspectorError(f"PDF reports need the desktop extra (PySide6): {e.name or e}; "
                              "use --format html and print it from a browser") from None
     return html_to_pdf
-
-
-def _check_output(output: Path, index: ModelIndex) -> None:
-    """Never overwrite the model or its review sidecar with a report."""
-    from inspector.core.review import sidecar_path
-
-    target = output.resolve()
-    protected = {index.path.resolve(), sidecar_path(index.path).resolve()}
-    if target in protected:
-        raise InspectorError(f"refusing to overwrite {output} with the report; choose another output file")
-    if output.is_dir():
-        raise InspectorError(f"{output} is a folder; give a file name")
 
 
 def _reviews(index: ModelIndex) -> Any:

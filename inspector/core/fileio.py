@@ -7,19 +7,30 @@ would leave ``0o600``), and is renamed over the target; the folder is fsynced wh
 failure removes the temporary file and raises ``InspectorError`` with a one-line message. ``keep_backup`` first
 copies the old file to ``<path>.bak`` (atomically too), as review sidecars want. Missing folders are created only
 when asked (``make_parents``): for a report, a mistyped path is an error, not a new folder.
+
+Only a regular file is ever replaced: a FIFO, device, socket, folder or symlink at the target is refused with a
+one-line error (``-o /dev/null`` must not turn ``/dev/null`` into a file). Temporary files a killed write left
+behind (our own name pattern only, older than a minute) are removed on the next write to the same target.
+``check_output`` is the one check that an output path is none of a command's inputs or their review sidecars.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import stat
 import tempfile
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from inspector.core.errors import InspectorError
 
-__all__ = ["write_atomic"]
+__all__ = ["check_output", "clean_stale_temps", "write_atomic"]
+
+STALE_SECONDS = 60.0
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, keep_backup: bool = False,
@@ -29,9 +40,11 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, keep_backup: bool
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     temps: list[str] = []
+    _check_replaceable(target)
     try:
         if make_parents:
             folder.mkdir(parents=True, exist_ok=True)
+        clean_stale_temps(target)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
         temps.append(tmp)
         with os.fdopen(fd, "wb") as fh:
@@ -57,6 +70,79 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, keep_backup: bool
         for t in temps:
             with contextlib.suppress(OSError):
                 os.unlink(t)
+
+
+def _check_replaceable(target: Path) -> None:
+    """Refuse a target that exists and is not a regular file (checked without following a symlink)."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise InspectorError(f"cannot write {target}: {e.strerror or e}") from None
+    if stat.S_ISREG(st.st_mode):
+        return
+    what = ("a folder; give a file name" if stat.S_ISDIR(st.st_mode)
+            else "a symbolic link; give the real file" if stat.S_ISLNK(st.st_mode)
+            else "not a regular file (a FIFO, device or socket)")
+    raise InspectorError(f"refusing to write {target}: it is {what}")
+
+
+def clean_stale_temps(target: str | os.PathLike[str], older_than: float = STALE_SECONDS) -> int:
+    """Remove temporary files ``write_atomic`` left next to ``target`` (a killed write), when older than
+    ``older_than`` seconds; only names of our own pattern (``.<name>.XXXXXXXX[.bak].tmp``) are touched.
+    Returns how many were removed; best effort."""
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    pattern = re.compile(re.escape(f".{target.name}.") + r"[A-Za-z0-9_]{8}(\.bak)?\.tmp")
+    removed = 0
+    now = time.time()
+    try:
+        names = [n for n in os.listdir(folder) if pattern.fullmatch(n)]
+    except OSError:
+        return 0
+    for name in names:
+        path = folder / name
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than:
+                os.unlink(path)
+                removed += 1
+    return removed
+
+
+def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]],
+                 what: str = "the output") -> None:
+    """Refuse an output path that is one of ``inputs`` or an input's review sidecar (or its ``.bak``/``.lock``),
+    by resolved path and by device/inode (hard links); also refuse a folder or a non-regular file."""
+    out = Path(output)
+    protected: list[Path] = []
+    for p in inputs:
+        p = Path(p)
+        protected += [p, p.with_name(p.name + ".review.json"), p.with_name(p.name + ".review.json.bak"),
+                      p.with_name(p.name + ".review.json.lock")]
+    try:
+        resolved = out.resolve()
+    except (OSError, RuntimeError) as e:
+        raise InspectorError(f"cannot write {out}: {getattr(e, 'strerror', None) or e}") from None
+    out_id = _file_id(out)
+    for p in protected:
+        try:
+            same = p.resolve() == resolved
+        except (OSError, RuntimeError):
+            same = False
+        if same or (out_id is not None and _file_id(p) == out_id):
+            raise InspectorError(f"refusing to overwrite {out} (an input model or its reviews) with {what}; "
+                                 "choose another output file")
+    _check_replaceable(out)
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _umask() -> int:

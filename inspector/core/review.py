@@ -15,13 +15,15 @@ Unknown top-level members and unknown members of an entry are kept as they are w
 so are entries this version cannot read. Notes are user text, stored as typed (escaping is the displayer's
 job).
 
-Safety: a sidecar that cannot be read (bad JSON, another format, a newer version) is never overwritten:
+Safety: a sidecar that cannot be read (bad JSON, another format, a newer version, not a regular file, ``NaN``,
+a huge integer, a lone surrogate, a ``version`` other than the integer 1) is never overwritten:
 ``load`` raises a one-line ``InspectorError`` and leaves the file byte for byte as it was, and ``set``/``save``
 refuse to write while it stays unreadable. ``save`` writes a temporary file in the same folder, flushes and
 fsyncs it, keeps the previous sidecar as ``<sidecar>.bak``, then ``os.replace``-s the new file into place, so
 a crash leaves either the old or the new file, never a partial one. It also re-reads the sidecar first and
-writes back every entry it finds there, changing only the entries set through this store, so two windows on
-one model do not drop each other's reviews.
+writes back every entry it finds there, changing only the entries set through this store, all under an
+advisory lock on ``<sidecar>.lock``, so two windows or two processes on one model never drop each other's
+reviews.
 
 Matching after a re-export (``ReviewStore.get``): the exact key first; otherwise a review of the same kind and
 slot on a body with the same *full* fingerprint applies even when the family label differs (a renamed
@@ -31,7 +33,12 @@ baked values changed and must be looked at again; ``ReviewStore.previous`` lists
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
+from inspector.core.fileio import clean_stale_temps, write_atomic
 from inspector.core.literals import Literal
 
 if TYPE_CHECKING:
@@ -51,6 +58,8 @@ FORMAT = "onnx-inspector/review"
 VERSION = 1
 SUFFIX = ".review.json"
 MAX_SIDECAR_BYTES = 64 * 1024 * 1024
+MAX_INT_DIGITS = 20  # integers in a sidecar are small; a 5,000-digit one is damage, not data
+LOCK_TIMEOUT = 30.0  # seconds a save waits for another writer's lock before giving up
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,28 +147,32 @@ class ReviewStore:
         self._loaded = True
 
     def _read(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """``(unknown top-level members, entries)`` from disk; never modifies the file."""
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read(MAX_SIDECAR_BYTES + 1)
-        except FileNotFoundError:
+        """``(unknown top-level members, entries)`` from disk; never modifies the file.
+
+        Only a regular file is read (opened non-blocking, then checked with ``fstat``, so a FIFO or device
+        named like a sidecar never blocks); its JSON must be valid UTF-8 text without ``NaN``/``Infinity``,
+        lone surrogates or integers of more than ``MAX_INT_DIGITS`` digits, and ``version`` the integer 1."""
+        data = self._read_bytes()
+        if data is None:
             return {}, {}
-        except OSError as e:
-            raise self._error(e.strerror or str(e)) from e
-        if len(data) > MAX_SIDECAR_BYTES:
-            raise self._error(f"larger than {MAX_SIDECAR_BYTES // (1024 * 1024)} MiB")
         try:
-            doc = json.loads(data.decode("utf-8"))
+            doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant, parse_int=_bounded_int,
+                             parse_float=_finite_float)
         except UnicodeDecodeError as e:
             raise self._error("not UTF-8 text") from e
         except json.JSONDecodeError as e:
             raise self._error(f"not JSON ({e.msg} at line {e.lineno} column {e.colno})") from e
         except RecursionError as e:
             raise self._error("JSON nested too deeply") from e
+        except ValueError as e:  # from the parse_* hooks
+            raise self._error(str(e)) from e
+        bad = _bad_string(doc)
+        if bad is not None:
+            raise self._error(bad)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise self._error(f"not an {FORMAT} file")
         version = doc.get("version")
-        if version != VERSION or isinstance(version, bool):
+        if type(version) is not int or version != VERSION:
             raise self._error(f"unknown version {version!r} (this build reads version {VERSION})")
         reviews = doc.get("reviews", {})
         if not isinstance(reviews, dict):
@@ -171,6 +184,33 @@ class ReviewStore:
             entries[text] = entry
         extra = {k: v for k, v in doc.items() if k not in ("format", "version", "model", "reviews")}
         return extra, entries
+
+    def _read_bytes(self) -> bytes | None:
+        """The sidecar's bytes, ``None`` when there is none; only a regular file is read."""
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise self._error(e.strerror or str(e)) from e
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise self._error("not a regular file")
+            chunks, size = [], 0
+            while size <= MAX_SIDECAR_BYTES:
+                chunk = os.read(fd, min(1 << 20, MAX_SIDECAR_BYTES + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as e:
+            raise self._error(e.strerror or str(e)) from e
+        finally:
+            os.close(fd)
+        if size > MAX_SIDECAR_BYTES:
+            raise self._error(f"larger than {MAX_SIDECAR_BYTES // (1024 * 1024)} MiB")
+        return b"".join(chunks)
 
     def _error(self, reason: str) -> InspectorError:
         return InspectorError(f"cannot read review file {self.path}: {reason}; the file was left unchanged")
@@ -247,8 +287,8 @@ class ReviewStore:
             raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(STATUSES)}")
         if key.kind not in KINDS:
             raise ValueError(f"unknown review kind {key.kind!r}; expected one of {', '.join(KINDS)}")
-        if not isinstance(note, str):
-            raise ValueError("a review note must be text")
+        if not isinstance(note, str) or _bad_string(note) is not None:
+            raise ValueError("a review note must be valid Unicode text")
         self._ensure_loaded()
         text = key.to_text()
         entry = dict(self._entries.get(text, {}))  # keeps members this version does not know
@@ -259,19 +299,100 @@ class ReviewStore:
         self.save()
 
     def save(self) -> None:
-        """Write the sidecar atomically (see the module doc); ``InspectorError`` when it cannot be written."""
+        """Write the sidecar atomically (see the module doc); ``InspectorError`` when it cannot be written.
+
+        The whole read-merge-write runs under an advisory lock (``flock`` on ``<sidecar>.lock``), so two
+        processes, or two windows of one process, saving at once never drop each other's reviews; temporary
+        files left by a save that was killed are removed while the lock is held."""
         self._ensure_loaded()
-        # Re-read what is on disk now, so reviews saved by someone else since our load are kept.
-        extra, entries = self._read()
-        for text in self._dirty:
-            entries[text] = self._entries[text]
-        doc: dict[str, Any] = dict(extra)
-        doc.update(format=FORMAT, version=VERSION, model=self.model_path.name, reviews=entries)
-        payload = (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        write_atomic(self.path, payload, keep_backup=True, action="save review file")
+        with self._locked():
+            clean_stale_temps(self.path, older_than=0.0)  # under the lock no other save is writing one
+            # Re-read what is on disk now, so reviews saved by someone else since our load are kept.
+            extra, entries = self._read()
+            for text in self._dirty:
+                entries[text] = self._entries[text]
+            doc: dict[str, Any] = dict(extra)
+            doc.update(format=FORMAT, version=VERSION, model=self.model_path.name, reviews=entries)
+            payload = (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+                       + "\n").encode("utf-8")
+            write_atomic(self.path, payload, keep_backup=True, action="save review file")
         self._extra, self._entries = extra, entries
         self._dirty.clear()
         self._reindex()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold an exclusive ``flock`` on ``<sidecar>.lock`` (a no-op where ``fcntl`` does not exist)."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks; saves still merge, without the guarantee
+            yield
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o666)
+        except OSError as e:
+            raise InspectorError(f"cannot save review file {self.path}: cannot open lock file "
+                                 f"{lock_path.name}: {e.strerror or e}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InspectorError(f"cannot save review file {self.path}: {lock_path.name} is not a regular file")
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise InspectorError(f"cannot save review file {self.path}: another program has held "
+                                             f"{lock_path.name} for {LOCK_TIMEOUT:.0f} s") from None
+                    time.sleep(0.005)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a review file may hold")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _bad_string(doc: object) -> str | None:
+    """Why ``doc`` holds a string that is not valid Unicode (a lone surrogate), or ``None``."""
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            texts: Iterable[object] = (item,)
+        elif isinstance(item, dict):
+            texts = item.keys()
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            continue
+        else:
+            continue
+        for t in texts:
+            try:
+                str(t).encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds a lone surrogate (not valid Unicode)"
+    return None
 
 
 # --- what there is to review -----------------------------------------------------------------------------------
