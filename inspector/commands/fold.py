@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 
 from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
+from inspector.core.fileio import check_output, write_atomic
 from inspector.core.fold import DEFAULT_DOMAIN, fold_model
 from inspector.core.index import open_index
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     index = open_index(args.model)
+    check_output(args.output, [index.path], "the folded model")
     if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
                              "folder so that their locations stay valid")
