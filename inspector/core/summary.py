@@ -85,6 +85,8 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
         ],
     }
     if analysis is not None:
+        from inspector.core.specialise import member_key
+
         overloads_json: list[dict[str, Any]] = out["overloads"]
         for ov, ov_json in zip(fam.overloads, overloads_json):
             members: list[Any] = [ov.function] if ov.function is not None else list(ov.aten_calls)
@@ -92,9 +94,10 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
             ov_json["fingerprint"] = bodies[0].fingerprints.full if len(bodies) == 1 else None
             templates = {b.fingerprints.template for b in bodies}
             ov_json["template"] = templates.pop() if len(templates) == 1 else None
+            mine = set(map(member_key, members))  # a set, never list membership over the calls
             ov_json["bodies"] = [
                 {"fingerprint": b.fingerprints.full, "template": b.fingerprints.template,
-                 "calls": sum(1 for m in b.members if m in members or any(m is x for x in members)),
+                 "calls": sum(1 for m in b.members if member_key(m) in mine),
                  "nodes": len(b.body.nodes),
                  "specialised": [s.to_json() for s in b.specialised]}
                 for b in bodies
