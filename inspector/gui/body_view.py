@@ -26,6 +26,11 @@ class BodyView:
         self._token = 0
         self._torchlib: dict[str, Any] = {}
 
+    def reset(self) -> None:
+        """Forget the shown body and drop the results of requests still running (another model was opened)."""
+        self._token += 1
+        self.selection = None
+
     def show(self, obj: TreeObject) -> None:
         """Analyse the family of ``obj`` off the GUI thread, then show its body; stale results are dropped."""
         w = self.w
@@ -36,7 +41,7 @@ class BodyView:
         token = self._token
 
         def done(selection: Selection | None) -> None:
-            if token != self._token:
+            if token != self._token or analyses is not w.analyses:
                 return
             if selection is None:
                 w.signature.clear("No ONNX body for this item.")

@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
 
     def _loaded(self, opened: Opened) -> None:
         self.progress.setVisible(bool(self.jobs))
+        self.reset_model_state()
         self.set_index(opened.index)
         self.reviews = opened.reviews
         self.nodes.values = opened.values
@@ -179,6 +180,18 @@ class MainWindow(QMainWindow):
         self.load_failed.emit(reason)
         if QApplication.platformName() != "offscreen":
             show_message(self, QMessageBox.Icon.Critical, "Could not open model", reason)
+
+    def reset_model_state(self) -> None:
+        """Forget everything that belonged to the previous model: review target, search, filter, selection,
+        graph history, node details. Called before another model is shown."""
+        self.reviews = None
+        self.reviewing.reset()
+        self.bodies.reset()
+        self.nodes.shown = None
+        self.filter_box.clear()
+        self.search_panel.set_index(None)
+        self.search_panel.box.clear()
+        self.family_view.clearSelection()
 
     def set_index(self, index: ModelIndex) -> None:
         self.index = index

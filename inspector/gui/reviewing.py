@@ -3,6 +3,7 @@ and saving a review to the sidecar at once."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -22,14 +23,31 @@ if TYPE_CHECKING:
 Reviewable = BodyAnalysis | SpecialisedValue  # an overload's body, or one specialised value
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the review bar marks, bound to the model (its index and review store) it was chosen in."""
+
+    item: ReviewItem
+    index: ModelIndex
+    store: ReviewStore
+
+
 class Reviewing:
     """Reviews of the window's model: ``window.reviews`` is the store (None when reviewing is disabled)."""
 
     def __init__(self, window: MainWindow) -> None:
         self.w = window
-        self.target: ReviewItem | None = None
+        self.target: Target | None = None
         self.pending_obj: Reviewable | None = None  # to target once its body is shown (a jump from the panel)
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
+
+    def reset(self) -> None:
+        """Forget the target and everything pending: called when another model is opened."""
+        self.target = None
+        self.pending_obj = None
+        self.listing_pending = False
+        self.w.review_bar.set_target(None, None)
+        self.w.review_panel.set_items([])
 
     def list_all(self) -> None:
         """Analyse every family off the GUI thread; then fill the Review panel and the tree's badges."""
@@ -53,18 +71,20 @@ class Reviewing:
     def set_target(self, obj: Reviewable) -> None:
         """Point the review bar at an overload body or a specialised value of the shown selection."""
         w = self.w
-        sel, store, analyses = w.bodies.selection, w.reviews, w.analyses
-        if sel is None or store is None or analyses is None:
+        sel, store, analyses, index = w.bodies.selection, w.reviews, w.analyses, w.index
+        self.target = None
+        if sel is None or store is None or analyses is None or index is None or analyses.index is not index:
             w.review_bar.set_target(None, None)
             return
         fam = analyses.family_of(sel.analysis.members[0]) if sel.analysis.members else None
         family_analysis = analyses.family(fam) if fam is not None else None
         if family_analysis is None:
+            w.review_bar.set_target(None, None)
             return
         for key, thing in review_keys(family_analysis):
             if thing is obj:
                 item = ReviewItem(key, thing, family_analysis)
-                self.target = item
+                self.target = Target(item, index, store)
                 w.review_bar.set_target(item.label if key.kind == "value" else f"overload {sel.title}",
                                         store.get(key))
                 return
@@ -73,19 +93,22 @@ class Reviewing:
     def set_review(self, status: str, note: str) -> None:
         """Record a review and save the sidecar at once (atomically); a failure is shown, never swallowed."""
         w = self.w
-        if self.target is None or w.reviews is None:
+        target = self.target
+        if target is None or target.store is not w.reviews or target.index is not w.index:
+            self.target = None  # a target from another model never writes (and the bar forgets it)
+            w.review_bar.set_target(None, None)
             return
-        item = self.target
+        item, store = target.item, target.store
         try:
-            w.reviews.set(item.key, status, note)
+            store.set(item.key, status, note)
         except (InspectorError, OSError, ValueError) as e:
             w.statusBar().showMessage(f"Review not saved: {e}")
             if QApplication.platformName() != "offscreen":
                 show_message(w, QMessageBox.Icon.Warning, "Review not saved", str(e))
             return
-        review = w.reviews.get(item.key)
+        review = store.get(item.key)
         w.review_bar.set_target(w.review_bar.target.text(), review)
-        items = [(i, w.reviews.get(i.key)) for i, _r in w.review_panel.items()]
+        items = [(i, store.get(i.key)) for i, _r in w.review_panel.items()]
         w.review_panel.set_items(items)
         w.families.set_badges(badges(items, w.index))
         w.statusBar().showMessage(f"Marked {status}: {item.label}", 4000)
