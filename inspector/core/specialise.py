@@ -75,9 +75,24 @@ class FamilyAnalysis:
     family: Family
     bodies: list[BodyAnalysis]
 
+    _where: dict[Any, int] | None = field(default=None, repr=False, compare=False)
+
     def bodies_of(self, members: Sequence[Member]) -> list[BodyAnalysis]:
-        ids = {id(m) for m in members}
-        return [b for b in self.bodies if any(id(m) in ids or m in members for m in b.members)]
+        """The bodies the given members use, in analysis order; linear in ``members``, not in the family."""
+        where = self._where
+        if where is None:
+            # aten calls by identity, function keys (tuples) by value; built once per analysis
+            where = self._where = {}
+            for i, b in enumerate(self.bodies):
+                for m in b.members:
+                    where.setdefault(member_key(m), i)
+        found = {where[k] for k in map(member_key, members) if k in where}
+        return [self.bodies[i] for i in sorted(found)]
+
+
+def member_key(m: Member) -> Any:
+    """A hashable stand-in for a member: aten calls by identity, function keys (tuples) by value."""
+    return m if isinstance(m, tuple) else id(m)
 
 
 class Specialiser:
