@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -129,3 +130,111 @@ def test_deeply_nested_file_loads_and_indexes(tmp_path: Path):
     p.write_bytes(deep_if_model(200).SerializeToString())
     index = build_index(load_model(p))
     assert index.facts.total_nodes == 200 * 2 + 1 + 1
+
+
+# --- the "load values" click path: hostile external data ---------------------------------------------------------
+
+def _external(tmp_path: Path, **entries: str) -> onnx.TensorProto:
+    t = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[4])
+    t.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in {"location": "w.bin", **entries}.items():
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    if not (tmp_path / "w.bin").exists():
+        (tmp_path / "w.bin").write_bytes(np.arange(4, dtype="<f4").tobytes())
+    return t
+
+
+@pytest.mark.parametrize("entries", [
+    {"length": "²"}, {"length": "-16"}, {"offset": "-4"}, {"length": "1e3"}, {"length": "1_6"}, {"length": " 16"},
+    {"length": "9" * 30}, {"offset": "9" * 19}, {"length": "16", "offset": "٣"}, {"length": "1073741824"},
+    {"length": "8"},
+])
+def test_bad_external_offsets_and_lengths_are_one_line_errors(tmp_path: Path, entries: dict[str, str]):
+    t = _external(tmp_path, **entries)
+    facts = tensor_facts(t)  # never raises, whatever the entries say
+    assert facts.nbytes >= 0
+    with pytest.raises(InspectorError) as err:
+        read_tensor(t, tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_external_data_reads_exactly_and_shares_its_buffer(tmp_path: Path):
+    t = _external(tmp_path, offset="4", length="12")
+    t.dims[:] = [3]
+    np.testing.assert_array_equal(read_tensor(t, tmp_path), np.array([1, 2, 3], dtype=np.float32))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("length", [None, "0", "16"])
+def test_external_data_in_a_fifo_never_blocks(tmp_path: Path, length: str | None):
+    import threading
+
+    os.mkfifo(tmp_path / "w.bin")
+    t = _external(tmp_path, **({"length": length} if length is not None else {}))
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            read_tensor(t, tmp_path)
+        except InspectorError as e:
+            errors.append(str(e))
+
+    th = threading.Thread(target=read, daemon=True)
+    th.start()
+    th.join(5)
+    if th.is_alive():
+        os.close(os.open(tmp_path / "w.bin", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading external data from a FIFO blocked")
+    assert len(errors) == 1 and "not a regular file" in errors[0]
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_caught(tmp_path: Path, monkeypatch):
+    import inspector.core.tensors as tensors
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "w.bin").write_bytes(b"SECRETSECRETSECR")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "sub").symlink_to(outside)  # what the folder holds at open time
+    t = _external(folder, location="sub/w.bin")
+    # the check ran while sub/ was a real folder inside: it said yes
+    monkeypatch.setattr(tensors, "resolve_external_path", lambda f, loc: folder / "sub" / "w.bin")
+    with pytest.raises(UnsafePathError):
+        read_tensor(t, folder)
+    # and a symlink as the last component is never followed
+    (folder / "w2.bin").symlink_to(outside / "w.bin")
+    monkeypatch.setattr(tensors, "resolve_external_path", lambda f, loc: folder / "w2.bin")
+    with pytest.raises(InspectorError):
+        read_tensor(t, folder)
+
+
+def test_a_symlink_loop_is_a_one_line_error(tmp_path: Path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(InspectorError) as err:
+        read_tensor(_external(tmp_path, location="loop/w.bin"), tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_negative_dims_count_no_elements():
+    t = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[-3, -5])
+    assert tensor_facts(t).numel == 0 and tensor_facts(t).nbytes == 0
+
+
+def test_tensor_statistics_use_bounded_memory_and_say_when_sampled():
+    import tracemalloc
+
+    from inspector.gui.node_details import tensor_preview
+
+    big = np.arange(8 << 20, dtype=np.float32)  # 32 MiB; a float64 copy would be 64 MiB
+    tracemalloc.start()
+    try:
+        text = tensor_preview(big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20
+    assert "a sample of 1,048,576 of 8,388,608 values" in text and text.startswith("[0, 1, 2,")
+    small = tensor_preview(np.array([1.0, 3.0], dtype=np.float32))
+    assert small == "[1, 3]  min 1  max 3  mean 2  std 1 (all 2 values)"
