@@ -13,6 +13,7 @@ from inspector.core.tensors import tensor_facts
 from inspector.gui.text import esc
 
 PREVIEW_ELEMENTS = 12
+STATS_SAMPLE = 1 << 20  # statistics over at most this many values (64 evenly spaced blocks of a larger tensor)
 
 
 def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
@@ -37,8 +38,15 @@ def tensor_preview(array: np.ndarray) -> str:
     more = " …" if flat.size > PREVIEW_ELEMENTS else ""
     stats = ""
     if flat.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
-        f = flat.astype(np.float64)
-        stats = f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g}"
+        if flat.size <= STATS_SAMPLE:
+            sample, over = flat, f"all {flat.size:,} values"
+        else:  # bounded memory: a float64 copy of a sample, never of the whole tensor
+            block = STATS_SAMPLE // 64
+            starts = np.linspace(0, flat.size - block, 64).astype(np.int64)
+            sample = np.concatenate([flat[s:s + block] for s in starts.tolist()])
+            over = f"a sample of {sample.size:,} of {flat.size:,} values"
+        f = sample.astype(np.float64)
+        stats = f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g} ({over})"
     return f"[{first}{more}]{stats}"
 
 
