@@ -1,9 +1,14 @@
-"""Shared test helpers: fixture paths and in-memory model builders."""
+"""Shared test helpers: fixture paths and in-memory model builders; GUI tests fail on any Qt warning or Python
+exception printed while they run."""
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,3 +22,44 @@ SAMPLE = ROOT / "resources" / "samples" / "sample_export.onnx"
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use Qt fail on a Qt warning (pytest-qt's capture, raised to WARNING for them). The offscreen
+    platform's notice that it cannot resize windows to their hints is about the test platform, not the app."""
+    for item in items:
+        if "qtbot" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+            item.add_marker(pytest.mark.qt_log_ignore(r"^This plugin does not support propagateSizeHints\(\)$"))
+
+
+@pytest.fixture(autouse=True)
+def no_printed_exceptions(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test when a Python exception escapes to a hook that would only print it: an exception in a Qt
+    slot or virtual method (sys.excepthook), in a thread (threading.excepthook) or in a destructor
+    (sys.unraisablehook). Jobs still running at the end are waited for, so their exceptions count too."""
+    seen: list[str] = []
+    old = sys.excepthook, threading.excepthook, sys.unraisablehook
+
+    def on_exception(kind: type[BaseException], value: BaseException, _tb: Any) -> None:
+        seen.append(f"{kind.__name__}: {value}")
+
+    def on_thread(args: Any) -> None:
+        seen.append(f"{args.exc_type.__name__} in thread: {args.exc_value}")
+
+    def on_unraisable(args: Any) -> None:
+        seen.append(f"{args.exc_type.__name__} (unraisable): {args.exc_value}")
+
+    sys.excepthook, threading.excepthook, sys.unraisablehook = on_exception, on_thread, on_unraisable
+    try:
+        yield
+        if "qtbot" in request.fixturenames:
+            from PySide6.QtCore import QThreadPool
+            from PySide6.QtWidgets import QApplication
+
+            QThreadPool.globalInstance().waitForDone(30000)
+            QApplication.processEvents()  # deliver the last results, whose slots may raise
+    finally:
+        sys.excepthook, threading.excepthook, sys.unraisablehook = old
+    if seen:
+        pytest.fail("exceptions printed during the test:\n" + "\n".join(seen), pytrace=False)

@@ -123,3 +123,21 @@ def test_every_aten_call_of_a_body_has_its_own_nodes_marked(qtbot, window: MainW
     assert len(nodes_per_call[0]) == len(nodes_per_call[1]) == 4  # each call marks its own four nodes
     assert nodes_per_call[0] != nodes_per_call[1]
     assert len(consts_per_call[0]) == len(consts_per_call[1]) >= 1
+
+
+def test_select_then_back_or_expand_redraws_without_touching_deleted_boxes(qtbot, window: MainWindow):
+    """Redrawing a scope while a box is selected deletes the selected box; the selection change that follows
+    must not reach it (it raised 'Internal C++ object (NodeItem) already deleted', which conftest turns into a
+    failure)."""
+    _open(qtbot, window, FIXTURES / "dynamo_block.onnx")
+    graph = window.center.graph
+    graph.select("mod:layers.0")
+    assert graph.selected() is not None
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:layers.0"].node)  # expand
+    assert graph.selected() is None and "mod:layers.0.attn" in graph.items_by_id
+    graph.select("mod:layers.0.attn")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.back()
+    assert graph.selected() is None and "mod:layers.0" in graph.items_by_id
+    assert not any(item.trace for item in graph.items_by_id.values())

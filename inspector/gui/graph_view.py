@@ -195,9 +195,12 @@ class GraphView(QGraphicsView):
 
     def show_layout(self, scene: Scene, layout: Layout) -> None:
         s = self.scene()
-        s.clear()
+        # forget the old boxes before deleting them: clearing a selection emits selectionChanged, whose handler
+        # must not reach deleted items
         self.items_by_id = {}
         self.edges = []
+        s.clearSelection()
+        s.clear()
         self.current = (scene, layout)
         edge_colour = self.palette().color(QPalette.ColorRole.Text)
         edge_colour.setAlpha(170)
