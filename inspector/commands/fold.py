@@ -33,7 +33,9 @@ def main(argv: Sequence[str]) -> int:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
                              "folder so that their locations stay valid")
     if not index.provenance.calls:
-        raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata)")
+        have = len(index.functions.functions)
+        already = f"; it has {have} local functions already (a TorchScript export?)" if have else ""
+        raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
     try:
         folded, report = fold_model(index, args.domain)
     except ValueError as e:

@@ -46,6 +46,22 @@ def function_body(key: FunctionKey, f: onnx.FunctionProto) -> Body:
     return Body(str(key), list(f.node), list(f.input), list(f.output), {}, [(i,) for i in range(len(f.node))])
 
 
+def function_body_by_use(key: FunctionKey, f: onnx.FunctionProto) -> Body:
+    """A function's body with its inputs numbered by first use, as a group body numbers what it reads: how a
+    folded function is compared with the flat group it came from (the declared order is the call's business)."""
+    body = function_body(key, f)
+    formals = set(f.input)
+    seen: set[str] = set()
+    order: list[str] = []
+    for n in f.node:
+        for name in node_reads(n):
+            if name in formals and name not in seen:
+                seen.add(name)
+                order.append(name)
+    body.canonical_inputs = order + [x for x in f.input if x not in seen]
+    return body
+
+
 class GraphMaps:
     """Producers, consumers and initializers of one graph, built once and shared by all its groups."""
 

@@ -1,14 +1,21 @@
 """Fold a flat dynamo export into aten-level local functions with overloads.
 
 Each aten call group becomes a call of a local function named after the aten op (domain ``pkg.torch.aten`` by
-default). The function's inputs are the call's tensor arguments (and whatever else the group reads); its
-attributes are the aten non-tensor parameters, declared with their schema defaults, and the call node passes
-this call's values, so the aten signature survives. Bodies that differ (specialised values) become separate
-overloads. Groups that cannot be folded safely stay flat and are reported.
+default). The function's inputs are bound by their *role* in the aten call: a value the group reads is the aten
+call's tensor argument k when the metadata says so (the value is the output of the group of the FX node that
+argument names, or a graph input / parameter whose ``original_node_name`` is that FX name); those come first, in
+argument order, named after the schema's parameters; whatever else the group reads follows in body order. Calls
+with one target and one body share a function only when their bindings agree, so every call passes its inputs in
+the order the function declares them. The function's attributes are the aten non-tensor parameters, declared
+with their schema defaults, and the call node passes this call's values, so the aten signature survives. Bodies
+that differ (specialised values) become separate overloads named by what differs. Groups that cannot be folded
+safely stay flat and are reported.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,16 +24,18 @@ import onnx
 from onnx import AttributeProto, helper
 
 from inspector.core.aten_schema import BoundArgument, Parameter
-from inspector.core.body import Body, GraphMaps, group_body, node_reads
+from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body, node_reads
 from inspector.core.fingerprint import fingerprint
-from inspector.core.fx import Symbol
+from inspector.core.fx import Symbol, TensorRef
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.literals import body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
-from inspector.core.specialise import Specialiser
+from inspector.core.walk import subgraphs
 
 DEFAULT_DOMAIN = "pkg.torch.aten"
+USER_INPUT = "USER_INPUT"
 
 
 @dataclass(slots=True)
@@ -48,6 +57,45 @@ class _Planned:
     body: Body
     fingerprint: str
     indices: list[int]
+    reads: list[str]  # what the group reads, in body (first-use) order
+    roles: list[int | None]  # per read: the tensor argument it is, by position in ``arg_names``
+    arg_names: list[str]  # the call's tensor arguments named by schema parameter (``tensors_1`` for lists)
+    bound: list[BoundArgument]  # non-tensor arguments
+
+
+@dataclass(slots=True)
+class _Class:
+    """Calls of one target and one body whose input bindings agree: one function."""
+
+    target: str
+    fingerprint: str
+    roles: dict[int, int]  # read position -> tensor argument position
+    plans: list[_Planned]
+    key: FunctionKey | None = None
+
+    def accepts(self, roles: list[int | None]) -> bool:
+        taken = {r: p for p, r in self.roles.items()}
+        for p, r in enumerate(roles):
+            if r is None:
+                continue
+            if self.roles.get(p, r) != r or taken.get(r, p) != p:
+                return False
+        return True
+
+    def add(self, plan: _Planned) -> None:
+        self.plans.append(plan)
+        for p, r in enumerate(plan.roles):
+            if r is not None:
+                self.roles[p] = r
+
+    def order(self) -> list[int]:
+        """Formal input order as read positions: bound roles by argument position, then the rest in body order."""
+        n = len(self.plans[0].reads)
+        bound = sorted(self.roles, key=lambda p: self.roles[p])
+        return bound + [p for p in range(n) if p not in self.roles]
+
+    def binding(self) -> str:
+        return ",".join(f"{p}:{r}" for p, r in sorted(self.roles.items()))
 
 
 def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.ModelProto, FoldReport]:
@@ -56,8 +104,8 @@ def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.Mo
     graph = proto.graph
     if any(k.domain == domain for k in index.functions.functions):
         raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
-    specialiser = Specialiser(index)
-    maps = specialiser.maps
+    maps = GraphMaps(graph)
+    evidence = _Evidence(index, maps)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[_Planned] = []
     claimed: set[int] = set()
@@ -68,25 +116,23 @@ def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.Mo
             indices = [int(p[0]) for p in body.node_paths]
             reason = _cycle_reason(indices, maps) or (None if body.outputs else "no output is used")
             if reason is None:
-                planned.append(_Planned(call, body, fingerprint(body).full, indices))
+                planned.append(_plan(call, body, indices, evidence))
                 claimed.update(indices)
                 continue
         report.left_flat.append((call.name, call.target, reason))
 
-    overload_names = _overload_names(specialiser, planned)
-    functions: dict[str, onnx.FunctionProto] = {}
+    classes = _classes(planned)
+    _name_overloads(classes, domain)
+    functions: list[onnx.FunctionProto] = []
     call_nodes: dict[int, onnx.NodeProto] = {}  # keyed by the group's last node index
     opsets = list(proto.opset_import)
-    for plan in planned:
-        sig = call_signature(plan.call)
-        bound = [b for b in sig.bound if not b.parameter.is_tensor]
-        op_name = _identifier(plan.call.family[1])
-        key = FunctionKey(domain, op_name, overload_names[plan.fingerprint])
-        if plan.fingerprint not in functions:
-            schema_text = sig.schema.text if sig.schema else ""
-            functions[plan.fingerprint] = _make_function(key, plan, bound, schema_text, opsets)
-        call_nodes[max(plan.indices)] = _make_call(key, plan, bound)
-        report.calls_folded += 1
+    for cls in classes:
+        assert cls.key is not None
+        order = cls.order()
+        functions.append(_make_function(cls.key, cls, order, opsets))
+        for plan in cls.plans:
+            call_nodes[max(plan.indices)] = _make_call(cls.key, plan, order)
+            report.calls_folded += 1
 
     folded = onnx.ModelProto()
     folded.CopyFrom(proto)
@@ -98,22 +144,97 @@ def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.Mo
             new_nodes.append(node)
     del folded.graph.node[:]
     folded.graph.node.extend(_topological(new_nodes, {v.name for v in graph.input} | set(maps.initializers)))
-    used = {n for node in folded.graph.node for n in (*node.input, *node.output)} | {v.name for v in graph.output}
+    # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
+    # info carries the parameter's metadata, e.g. original_node_name).
+    still_read = {r for node in folded.graph.node for r in node_reads(node)} | {v.name for v in graph.output}
+    used = still_read | {o for node in folded.graph.node for o in node.output}
     keep_vi = [v for v in folded.graph.value_info if v.name in used]
     del folded.graph.value_info[:]
     folded.graph.value_info.extend(keep_vi)
     moved = {name for plan in planned for name in plan.body.constants}
-    still_read = {r for node in folded.graph.node for r in node_reads(node)} | {v.name for v in graph.output}
     keep_init = [t for t in folded.graph.initializer if t.name not in moved or t.name in still_read]
     del folded.graph.initializer[:]
     folded.graph.initializer.extend(keep_init)
-    folded.functions.extend(functions.values())
+    folded.functions.extend(functions)
     if not any(o.domain == domain for o in folded.opset_import):
         folded.opset_import.append(helper.make_opsetid(domain, 1))
     folded.ir_version = max(folded.ir_version, 10)
-    report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions.values()]
+    report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
     report.nodes_after = len(folded.graph.node)
     return folded, report
+
+
+class _Evidence:
+    """Which FX node an ONNX value of the main graph is, from metadata only: the output of the group of that
+    FX node, or a graph input / parameter whose ``original_node_name`` (or, for user inputs, name) is it."""
+
+    def __init__(self, index: ModelIndex, maps: GraphMaps) -> None:
+        self.maps = maps
+        self.fx_of: dict[str, set[str]] = {}
+        for call in index.provenance.calls:
+            if call.scope != MAIN:
+                continue
+            for p in call.node_paths:
+                if len(p) == 1 and isinstance(p[0], int):
+                    for out in maps.graph.node[p[0]].output:
+                        if out:
+                            self.fx_of.setdefault(out, set()).add(call.name)
+        graph = maps.graph
+        for v in (*graph.input, *graph.value_info):
+            for prop in v.metadata_props:
+                if prop.key == ORIGINAL_NODE_NAME:
+                    self.fx_of.setdefault(v.name, set()).add(prop.value)
+        for v in graph.input:
+            kinds = {p.value for p in v.metadata_props if p.key == "pkg.torch.export.graph_signature.InputSpec.kind"}
+            if kinds <= {USER_INPUT} and v.name not in maps.initializers:
+                self.fx_of.setdefault(v.name, set()).add(v.name)  # user inputs are the FX placeholders
+
+    def roles(self, reads: list[str], args: list[str]) -> list[int | None]:
+        """Per read, the position of the tensor argument it is; None without evidence or when ambiguous."""
+        roles: list[int | None] = []
+        used: dict[int, int] = {}
+        for p, name in enumerate(reads):
+            names = self.fx_of.get(name, set())
+            role = next((k for k, a in enumerate(args) if a in names and k not in used), None)
+            if role is not None:
+                used[role] = p
+            roles.append(role)
+        return roles
+
+
+def _plan(call: AtenCall, body: Body, indices: list[int], evidence: _Evidence) -> _Planned:
+    sig = call_signature(call)
+    args: list[str] = []
+    arg_names: list[str] = []
+    if sig.bound:
+        for b in sig.bound:
+            items = b.value if isinstance(b.value, (list, tuple)) else [b.value]
+            refs = [x for x in items if isinstance(x, TensorRef)]
+            for j, ref in enumerate(refs):
+                args.append(ref.name)
+                arg_names.append(b.parameter.name if len(items) == 1 else f"{b.parameter.name}_{j}")
+    else:
+        args = call.tensor_args()
+        arg_names = [f"arg{k}" for k in range(len(args))]
+    reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
+    bound = [b for b in sig.bound if not b.parameter.is_tensor]
+    return _Planned(call, body, fingerprint(body).full, indices, reads, evidence.roles(reads, args), arg_names,
+                    bound)
+
+
+def _classes(planned: list[_Planned]) -> list[_Class]:
+    """Calls grouped by target, body and tensor parameters, split further where their input bindings disagree."""
+    by_key: dict[tuple[str, str, tuple[str, ...]], list[_Class]] = {}
+    out: list[_Class] = []
+    for plan in planned:
+        options = by_key.setdefault((plan.call.target, plan.fingerprint, tuple(plan.arg_names)), [])
+        cls = next((c for c in options if c.accepts(plan.roles)), None)
+        if cls is None:
+            cls = _Class(plan.call.target, plan.fingerprint, {}, [])
+            options.append(cls)
+            out.append(cls)
+        cls.add(plan)
+    return out
 
 
 def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
@@ -161,8 +282,6 @@ def _topological(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.
         have.update(n.output)
     if ok:
         return nodes
-    import heapq
-
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
     deps = [{producer[r] for r in node_reads(n) if r in producer and producer[r] != i} for i, n in enumerate(nodes)]
     users: list[list[int]] = [[] for _ in nodes]
@@ -183,34 +302,75 @@ def _topological(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.
     return out if len(out) == len(nodes) else nodes
 
 
-def _make_function(key: FunctionKey, plan: _Planned, bound: list[BoundArgument], schema_text: str,
+def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str]:
+    """Formal input names: the aten parameter a read is bound to (``self``, ``weight``), else ``in<k>``."""
+    plan = cls.plans[0]
+    names: list[str] = []
+    taken = set(internal)
+    for p in order:
+        role = cls.roles.get(p)
+        base = _identifier(plan.arg_names[role]) if role is not None else f"in{p}"
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _make_function(key: FunctionKey, cls: _Class, order: list[int],
                    opsets: list[onnx.OperatorSetIdProto]) -> onnx.FunctionProto:
+    plan = cls.plans[0]
+    body = plan.body
+    internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
+    formals = _formal_names(cls, order, internal)
+    rename = {plan.reads[p]: formals[k] for k, p in enumerate(order)}
     f = onnx.FunctionProto()
     f.domain, f.name, f.overload = key.domain, key.name, key.overload
-    f.input.extend(plan.body.inputs)
-    f.output.extend(plan.body.outputs)
-    for name, tensor in plan.body.constants.items():
-        const = helper.make_node("Constant", [], [name], value=tensor)
-        f.node.append(const)
-    for node in plan.body.nodes:
+    f.input.extend(formals)
+    f.output.extend(rename.get(o, o) for o in body.outputs)
+    for name, tensor in body.constants.items():
+        f.node.append(helper.make_node("Constant", [], [name], value=tensor))
+    for node in body.nodes:
         copy = f.node.add()
         copy.CopyFrom(node)
         del copy.metadata_props[:]  # the call node keeps the metadata
-    for b in bound:
+        _rename_reads(copy, rename)
+    for b in plan.bound:
         default = _attribute(b.parameter.name, b.parameter.default_value, b.parameter) if b.parameter.default else None
         if default is not None:
             f.attribute_proto.append(default)
         else:
             f.attribute.append(b.parameter.name)
     f.opset_import.extend(o for o in opsets if o.domain != key.domain)
-    f.doc_string = schema_text
+    sig = call_signature(plan.call)
+    f.doc_string = sig.schema.text if sig.schema else ""
     return f
 
 
-def _make_call(key: FunctionKey, plan: _Planned, bound: list[BoundArgument]) -> onnx.NodeProto:
-    node = helper.make_node(key.name, plan.body.inputs, plan.body.outputs, name=plan.call.name, domain=key.domain)
+def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
+    """Rename what ``node`` reads, inside its subgraphs too (values captured from the outer scope)."""
+    for k, name in enumerate(node.input):
+        if name in rename:
+            node.input[k] = rename[name]
+    stack = [g for _s, g in subgraphs(node)]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            for k, name in enumerate(n.input):
+                if name in rename:
+                    n.input[k] = rename[name]
+            stack.extend(sg for _s, sg in subgraphs(n))
+        for v in g.output:
+            if v.name in rename:
+                v.name = rename[v.name]
+
+
+def _make_call(key: FunctionKey, plan: _Planned, order: list[int]) -> onnx.NodeProto:
+    inputs = [plan.reads[p] for p in order]
+    node = helper.make_node(key.name, inputs, plan.body.outputs, name=plan.call.name, domain=key.domain)
     node.overload = key.overload
-    for b in bound:
+    for b in plan.bound:
         attr = _attribute(b.parameter.name, b.value, b.parameter) if b.provided else None
         if attr is not None:
             node.attribute.append(attr)
@@ -240,50 +400,42 @@ def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None
     return None
 
 
-def _overload_names(specialiser: Specialiser, planned: list[_Planned]) -> dict[str, str]:
-    """Readable, identifier-safe overload names: the aten overload, plus what varies when bodies differ."""
-    by_target: dict[str, list[str]] = {}
-    for p in planned:
-        fps = by_target.setdefault(p.call.target, [])
-        if p.fingerprint not in fps:
-            fps.append(p.fingerprint)
-    names: dict[str, str] = {}
+def _name_overloads(classes: list[_Class], domain: str) -> None:
+    """Readable, identifier-safe overload names: the aten overload, plus what sets the body apart from the other
+    bodies of its target (``default_reshape_1x8x2x8``); a short hash only to break ties."""
+    by_target: dict[str, list[_Class]] = {}
+    for cls in classes:
+        by_target.setdefault(cls.target, []).append(cls)
     taken: set[tuple[str, str]] = set()
-    calls_by_fp = {p.fingerprint: p.call for p in planned}
-    for fps in by_target.values():
-        _ns, op, aten_overload = calls_by_fp[fps[0]].family
-        base = _identifier(aten_overload)
-        descriptions: dict[str, str] = {}
-        if len(fps) > 1:
-            for fp in fps:
-                body = specialiser.body_of_call(calls_by_fp[fp])
-                descriptions[fp] = _describe(body, fps, calls_by_fp, specialiser)
-        for k, fp in enumerate(fps):
-            if len(fps) == 1:
+    for target, group in by_target.items():
+        _ns, op, aten_overload = group[0].plans[0].call.family
+        op_name, base = _identifier(op), _identifier(aten_overload)
+        literals = [body_literals(c.plans[0].body) for c in group]
+        wanted: list[str] = []
+        for k in range(len(group)):
+            if len(group) == 1:
+                wanted.append(base)
+                continue
+            words = _describe(literals[k], literals)
+            wanted.append(_identifier(f"{base}_{words}") if words else base)
+        for k, cls in enumerate(group):
+            name = wanted[k]
+            if len(name) > 48:
                 name = base
-            elif descriptions[fp]:
-                name = _identifier(f"{base}_{descriptions[fp]}")
-            else:
-                name = f"{base}_v{k + 1}"
-            if len(name) > 48 or (op, name) in taken:
-                name = f"{base}_v{k + 1}"
-            while (op, name) in taken:
+            if wanted.count(wanted[k]) > 1 or name != wanted[k] or (op_name, name) in taken:
+                digest = hashlib.blake2b(f"{target}|{cls.fingerprint}|{cls.binding()}".encode(), digest_size=3)
+                name = f"{name}_{digest.hexdigest()}"
+            while (op_name, name) in taken:
                 name += "_"
-            taken.add((op, name))
-            names[fp] = name
-    return names
+            taken.add((op_name, name))
+            cls.key = FunctionKey(domain, op_name, name)
 
 
-def _describe(body: Body, fps: list[str], calls_by_fp: dict[str, AtenCall], specialiser: Specialiser) -> str:
+def _describe(mine: list[Any], all_literals: list[list[Any]]) -> str:
     """Text of the literal values that set this body apart from the other bodies of its target."""
-    from inspector.core.literals import body_literals
-
-    mine = body_literals(body)
-    others = [body_literals(specialiser.body_of_call(calls_by_fp[fp])) for fp in fps]
     parts = []
     for pos, lit in enumerate(mine):
-        differs = any(len(o) == len(mine) and o[pos].key != lit.key for o in others)
-        if differs:
+        if any(len(o) == len(mine) and o[pos].key != lit.key for o in all_literals):
             label = lit.name if lit.kind != "initializer" else (lit.op_type.lower() or "const")
             parts.append(f"{label}_{_token(lit.value)}")
     return "_".join(parts[:2])

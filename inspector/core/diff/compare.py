@@ -8,7 +8,7 @@ from typing import Any
 import onnx
 
 from inspector.core.aten_schema import SchemaCatalogue
-from inspector.core.body import Body, function_body
+from inspector.core.body import Body, function_body, function_body_by_use
 from inspector.core.diff.bodies import (
     Delta,
     attribute_detail,
@@ -180,11 +180,11 @@ class Comparer:
                 assert ub.callee is not None
                 ba = A.fold_form(unit)
                 fpa = fingerprint(ba)
-                bb = function_body(ub.callee, B.functions[ub.callee])
-                fpb = B.function_fp(ub.callee)
+                bb = function_body_by_use(ub.callee, B.functions[ub.callee])
+                fpb = B.function_fp_by_use(ub.callee)
             else:
-                ba = function_body(unit.callee, A.functions[unit.callee])
-                fpa = A.function_fp(unit.callee)
+                ba = function_body_by_use(unit.callee, A.functions[unit.callee])
+                fpa = A.function_fp_by_use(unit.callee)
                 bb = B.fold_form(ub)
                 fpb = fingerprint(bb)
             if fpa.full != fpb.full:

@@ -33,7 +33,7 @@ def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:
         flat, call = (ua, ub) if folded == "b" else (ub, ua)
         assert call.callee is not None
         other = A if folded == "b" else B
-        if fingerprint(other.fold_form(flat)).full == side.function_fp(call.callee).full:
+        if fingerprint(other.fold_form(flat)).full == side.function_fp_by_use(call.callee).full:
             identical += 1
     domains = sorted({k.domain for k in callees if k is not None})
     return FoldRelation(folded, len(pairs), len(callees), domains, identical)

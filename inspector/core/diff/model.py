@@ -85,15 +85,23 @@ class FoldRelation:
     functions: int  # distinct functions those calls call
     domains: list[str]
     identical: int  # calls whose flat body equals the called function's body
+    other_changes: int = 0  # changes besides the fold itself (set when the run is over)
 
     @property
     def explanation(self) -> str:
+        """One account that agrees with the verdict: "bodies identical" only when nothing else differs."""
         flat, folded = ("A", "B") if self.folded == "b" else ("B", "A")
         domains = ", ".join(self.domains)
-        same = "bodies identical" if self.identical == self.calls else \
-            f"{self.calls - self.identical} of {self.calls} bodies differ (listed below)"
-        return (f"{folded} is {flat} folded: {self.calls} aten calls became calls of {self.functions} local "
-                f"functions in {domains}; {same}")
+        head = (f"{folded} is {flat} folded: {self.calls} aten calls became calls of {self.functions} local "
+                f"functions in {domains}; ")
+        if self.identical == self.calls and not self.other_changes:
+            return head + "bodies identical"
+        parts = []
+        if self.identical != self.calls:
+            parts.append(f"{self.calls - self.identical} of {self.calls} bodies differ")
+        if self.other_changes:
+            parts.append(f"{self.other_changes} change{'s' if self.other_changes != 1 else ''} besides the fold")
+        return head + " and ".join(parts) + ", so not equivalent (listed below)"
 
 
 @dataclass(slots=True)

@@ -55,4 +55,9 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None) -> Mod
     imap = graph.compare_values("input", A.inputs, B.inputs)
     omap = graph.compare_values("output", list(A.graph.output), list(B.graph.output))
     graph.check_wiring(umap, tmap, imap, omap)
+    if fold is not None:  # the explanation is written once everything else is known, so it agrees with it
+        fold.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
+        for c in recorder.changes:
+            if c.kind == "folded":
+                c.detail = fold.explanation
     return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched)

@@ -17,6 +17,7 @@ from inspector.core.body import (
     GraphMaps,
     captured_names,
     function_body,
+    function_body_by_use,
     group_body,
     node_reads,
 )
@@ -79,6 +80,7 @@ class Side:
                     if ov.function is not None:
                         self.family_of_key[ov.function] = fam.label
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
+        self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
         self._bound: dict[int, list[BoundArgument]] = {}
         self._build_units()
 
@@ -216,7 +218,10 @@ class Side:
     def fold_form(self, unit: Unit) -> Body:
         """A flat aten call as ``fold`` turns it into a function body (its group body, inputs in aten order)."""
         assert unit.call is not None
-        return function_form(group_body(unit.call, self.maps))
+        body = group_body(unit.call, self.maps)
+        form = function_form(body)
+        form.canonical_inputs = body.canonical_inputs  # numbered by first use, as function_fp_by_use numbers
+        return form
 
     def _callee_reads(self, node: onnx.NodeProto, key: FunctionKey) -> list[str]:
         """The call's actual inputs in the order the function body first reads the formal ones (as a group body
@@ -239,6 +244,13 @@ class Side:
         fp = self._function_fp.get(key)
         if fp is None:
             fp = self._function_fp[key] = fingerprint(function_body(key, self.functions[key]))
+        return fp
+
+    def function_fp_by_use(self, key: FunctionKey) -> Fingerprints:
+        """The function's fingerprint with inputs numbered by first use, to compare it with a flat group."""
+        fp = self._function_fp_by_use.get(key)
+        if fp is None:
+            fp = self._function_fp_by_use[key] = fingerprint(function_body_by_use(key, self.functions[key]))
         return fp
 
     def unit_fp(self, unit: Unit) -> Fingerprints:
