@@ -24,6 +24,22 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+@pytest.fixture
+def window(qtbot: Any, tmp_path: Path) -> Iterator[Any]:
+    """A shown main window with its own settings file; its jobs are finished before the next test."""
+    from PySide6.QtCore import QSettings, QThreadPool
+
+    from inspector.gui.main_window import MainWindow
+
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    w.activateWindow()
+    yield w
+    QThreadPool.globalInstance().waitForDone(30000)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use Qt fail on a Qt warning (pytest-qt's capture, raised to WARNING for them). The offscreen
     platform's notice that it cannot resize windows to their hints is about the test platform, not the app."""

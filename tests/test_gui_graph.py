@@ -9,23 +9,13 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool
+from PySide6.QtCore import Qt
 
 from inspector.core.categories import Category
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.gui.graph_view import DOWNSTREAM, UPSTREAM
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
-
-
-@pytest.fixture
-def window(qtbot, tmp_path: Path):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    QThreadPool.globalInstance().waitForDone(30000)
 
 
 def _open(qtbot, w: MainWindow, path: Path) -> None:
@@ -43,7 +33,7 @@ def test_main_graph_of_a_flat_export_starts_collapsed_and_expands(qtbot, window:
         graph.node_activated.emit(graph.items_by_id["mod:layers.0"].node)
     ids = set(graph.items_by_id)
     assert "mod:layers.0.attn" in ids and "mod:layers.0" not in ids
-    assert "1 open" in window.center.crumbs.text()
+    assert window.center.crumbs.full_text() == "main graph  (+1 open)"
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         graph.setFocus()
         qtbot.keyClick(graph, Qt.Key.Key_Backspace)
@@ -60,7 +50,8 @@ def test_enter_a_function_body_and_come_back(qtbot, window: MainWindow):
         graph.node_activated.emit(target)
     assert window.center.current_scope() == FunctionKey("local", "sm", "axis_1")
     assert [i.node.label for i in graph.items_by_id.values() if i.node.kind == "op"] == ["Softmax"]
-    assert "main graph" in window.center.crumbs.text() and "local.sm:axis_1" in window.center.crumbs.text()
+    assert window.center.crumbs.full_text() == "function local.sm:axis_1"  # where we are
+    assert window.center.history() == ["main graph"]  # where we came from, kept apart
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         graph.setFocus()
         qtbot.keyClick(graph, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)

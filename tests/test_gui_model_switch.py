@@ -9,23 +9,11 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool
+from PySide6.QtCore import Qt, QThreadPool
 
 from inspector.core.review import sidecar_path
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
-
-
-@pytest.fixture
-def window(qtbot, tmp_path: Path):
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(settings)
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    w.activateWindow()
-    yield w
-    QThreadPool.globalInstance().waitForDone(30000)
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:

@@ -71,7 +71,7 @@ def test_review_an_overload_and_a_value_then_reopen(qtbot, make_window, tmp_path
         qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
     # click the highlighted perm to target it, then mark it suspicious with the mouse
     window.signature.value_clicked.emit(perm)
-    assert "perm" in window.review_bar.target.text()
+    assert "perm" in window.review_bar.target.full_text()
     window.review_bar.note.setText("perm should be [0,2,1,3]?")
     with qtbot.waitSignal(window.review_saved, timeout=5000):
         window.review_bar.buttons["suspicious"].click()
@@ -97,7 +97,7 @@ def test_review_an_overload_and_a_value_then_reopen(qtbot, make_window, tmp_path
         again.review_panel.tree.itemActivated.emit(row, 0)
     item = row.data(0, Qt.ItemDataRole.UserRole)
     if isinstance(item.obj, SpecialisedValue):
-        assert item.obj.literal.name in again.review_bar.target.text()
+        assert item.obj.literal.name in again.review_bar.target.full_text()
 
 
 def test_corrupt_sidecar_disables_reviews_and_is_left_alone(qtbot, make_window, tmp_path: Path):

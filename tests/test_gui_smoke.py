@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool
+from PySide6.QtCore import Qt
 
 from inspector.core.index import open_index
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES, SAMPLE
-
-
-@pytest.fixture
-def window(qtbot, tmp_path: Path):
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(settings)
-    qtbot.addWidget(w)
-    yield w
-    QThreadPool.globalInstance().waitForDone(30000)
 
 
 def test_family_model_over_a_core_index():
@@ -38,7 +27,7 @@ def test_open_sample_in_background_and_select_a_call(window: MainWindow, qtbot):
     with qtbot.waitSignal(window.model_loaded, timeout=30000):
         window.open_path(SAMPLE)
     assert window.windowTitle().startswith("sample_export.onnx")
-    assert "aten calls" in window.counts.text()
+    assert "aten calls" in window.counts.full_text()
     proxy = window.family_filter
     window.filter_box.setText("transpose")
     assert proxy.rowCount() == 1

@@ -28,6 +28,7 @@ from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.text import esc
+from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.report.diff_text import group_title, kind_title, sites_text, verdict
 
@@ -132,7 +133,7 @@ class CompareWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Compare — ONNX Inspector")
-        self.resize(1500, 900)
+        fit_to_screen(self, 1500, 900)
         self.pair: Pair | None = None
         self._maps: dict[int, GraphMaps] = {}
         self._jobs = Jobs()
@@ -143,15 +144,12 @@ class CompareWindow(QMainWindow):
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.summary.setWordWrap(True)
         left = QWidget()
-        left.setMinimumWidth(340)
         lay = QVBoxLayout(left)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.summary)
         lay.addWidget(self.changes, 1)
         self.side_a, self.side_b = GraphPanel(), GraphPanel()
-        self.label_a, self.label_b = QLabel("A"), QLabel("B")
-        for label in (self.label_a, self.label_b):
-            label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label_a, self.label_b = ElidedLabel("A"), ElidedLabel("B")
         graphs = QSplitter()
         for label, side in ((self.label_a, self.side_a), (self.label_b, self.side_b)):
             box = QWidget()
@@ -199,8 +197,8 @@ class CompareWindow(QMainWindow):
         self._maps = {}
         d = pair.diff
         self.setWindowTitle(f"{pair.a.path.name} ↔ {pair.b.path.name} — ONNX Inspector")
-        self.label_a.setText(f"A  {pair.a.path}")
-        self.label_b.setText(f"B  {pair.b.path}")
+        self.label_a.set_full_text(f"A  {pair.a.path}")
+        self.label_b.set_full_text(f"B  {pair.b.path}")
         text = verdict(d)
         if d.fold is not None:
             text += "\n" + d.fold.explanation

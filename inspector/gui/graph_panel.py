@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from inspector.core.body import Body
 from inspector.core.index import ModelIndex
@@ -19,6 +19,7 @@ from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.provenance import AtenCall
 from inspector.core.walk import NodePath
 from inspector.gui.graph_view import GraphView
+from inspector.gui.widgets import ElidedLabel
 from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache
 from inspector.render.scene import Scene, SceneNode, build_scene
@@ -38,6 +39,22 @@ def scope_label(scope: Scope) -> str:
     if isinstance(scope, AtenCall):
         return f"{scope.target} ({scope.name})"
     return str(scope)
+
+
+def location(view: View) -> str:
+    """Where a view is, as a breadcrumb: the main graph, a function body, or an aten call inside its module."""
+    scope = view.scope
+    if isinstance(scope, FunctionKey):
+        parts = [f"function {scope}"]
+    elif isinstance(scope, AtenCall):
+        parts = ["main graph" if scope.scope == MAIN else f"function {scope.scope}"]
+        if scope.module_path:
+            parts.append(scope.module_path)
+        parts.append(f"{scope.target} ({scope.name})")
+    else:
+        parts = ["main graph"]
+    n = len(view.expanded)
+    return " › ".join(parts) + (f"  (+{n} open)" if n else "")
 
 
 def scope_key(scope: Scope) -> tuple[str, ...]:
@@ -62,20 +79,25 @@ class GraphPanel(QWidget):
         self.graph = GraphView()
         self.graph.node_selected.connect(lambda node: self.node_selected.emit(self.current_scope(), node))
         self.graph.node_activated.connect(self.activate)
-        self.back_button = QPushButton("◀ Back")
-        self.back_button.setToolTip("Back (Backspace, Alt+Left)")
+        self.back_button = QToolButton()
+        self.back_button.setText("◀ Back")
+        self.back_button.setToolTip("Back (Backspace, Alt+Left); hold or use the arrow for the history")
+        self.back_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         self.back_button.clicked.connect(self.back)
-        self.crumbs = QLabel()
-        self.crumbs.setTextFormat(Qt.TextFormat.RichText)
-        self.crumbs.linkActivated.connect(self._crumb)
-        self.info = QLabel()
-        self.info.setTextFormat(Qt.TextFormat.PlainText)
-        fit = QPushButton("Fit")
+        self.history_menu = QMenu(self.back_button)
+        self.back_button.setMenu(self.history_menu)
+        self.crumbs = ElidedLabel()  # the current location, elided in the middle
+        self.info = ElidedLabel(mode=Qt.TextElideMode.ElideRight)
+        fit = QToolButton()
+        fit.setText("Fit")
         fit.setToolTip("Fit the graph in the view (F)")
         fit.clicked.connect(self.graph.fit)
-        collapse = QPushButton("Collapse all")
+        collapse = QToolButton()
+        collapse.setText("Collapse")
+        collapse.setToolTip("Collapse all expanded boxes")
         collapse.clicked.connect(self.collapse_all)
-        export = QPushButton("Export…")
+        export = QToolButton()
+        export.setText("Export…")
         export.setToolTip("Save the view as SVG or PNG")
         export.clicked.connect(self.export_dialog)
         bar = QHBoxLayout()
@@ -127,7 +149,7 @@ class GraphPanel(QWidget):
         self._token += 1
         token, index, cache = self._token, self.index, self.cache
         key = (id(index), scope_key(view.scope), view.expanded)
-        self.info.setText(f"Laying out {scope_label(view.scope)}…")
+        self.info.set_full_text(f"Laying out {scope_label(view.scope)}…")
 
         def work() -> tuple[Scene, Layout]:
             scene = build_scene(index, view.scope, view.expanded, max_nodes=MAX_NODES)
@@ -141,7 +163,7 @@ class GraphPanel(QWidget):
             self.graph.show_layout(scene, layout)
             hidden = (f" · {scene.hidden_nodes} more not shown (expand less, or open a smaller scope)"
                       if scene.truncated else "")
-            self.info.setText(f"{len(scene.nodes)} boxes, {len(scene.edges)} edges{hidden} — double-click a "
+            self.info.set_full_text(f"{len(scene.nodes)} boxes, {len(scene.edges)} edges{hidden} — double-click a "
                               "module or aten call to expand it, a function call to enter it")
             if self._pending_focus:
                 self.graph.select(self._pending_focus)
@@ -149,7 +171,7 @@ class GraphPanel(QWidget):
 
         def failed(reason: str) -> None:
             if token == self._token:
-                self.info.setText(f"Could not lay out this scope: {reason}")
+                self.info.set_full_text(f"Could not lay out this scope: {reason}")
 
         self._jobs.run(work, done, failed)
 
@@ -178,20 +200,23 @@ class GraphPanel(QWidget):
             self.open_view(View(self._current.scope, frozenset(expanded)), push=True)
 
     def _update_crumbs(self) -> None:
-        parts = []
-        for k, v in enumerate(self._stack[-4:]):
-            n = len(self._stack) - min(len(self._stack), 4) + k
-            parts.append(f"<a href='{n}'>{_esc(scope_label(v.scope))}</a>")
-        if self._current is not None:
-            extra = f" (+{len(self._current.expanded)} open)" if self._current.expanded else ""
-            parts.append(f"<b>{_esc(scope_label(self._current.scope))}</b>{_esc(extra)}")
-        self.crumbs.setText(" › ".join(parts))
+        """The breadcrumb names where the view is; the Back button's menu lists where it has been."""
+        self.crumbs.set_full_text(location(self._current) if self._current is not None else "")
         self.back_button.setEnabled(bool(self._stack))
+        self.history_menu.clear()
+        for n in range(len(self._stack) - 1, max(len(self._stack) - 16, 0) - 1, -1):
+            action = self.history_menu.addAction(location(self._stack[n]))
+            action.triggered.connect(lambda _=False, k=n: self.go_back_to(k))
 
-    def _crumb(self, link: str) -> None:
-        if link.isdigit() and int(link) < len(self._stack):
-            target = self._stack[int(link)]
-            del self._stack[int(link):]
+    def history(self) -> list[str]:
+        """The Back history, most recent first, as the menu shows it."""
+        return [location(v) for v in reversed(self._stack)]
+
+    def go_back_to(self, n: int) -> None:
+        """Return to the ``n``-th view of the history (0: the oldest), dropping the ones after it."""
+        if 0 <= n < len(self._stack):
+            target = self._stack[n]
+            del self._stack[n:]
             self.open_view(target, push=False)
 
     def export_dialog(self) -> None:
@@ -205,8 +230,3 @@ class GraphPanel(QWidget):
         else:
             self.graph.export_svg(path)
 
-
-def _esc(text: str) -> str:
-    from inspector.gui.text import esc
-
-    return esc(text)

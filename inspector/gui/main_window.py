@@ -12,7 +12,6 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
-    QLabel,
     QLineEdit,
     QMainWindow,
     QMessageBox,
@@ -49,6 +48,7 @@ from inspector.gui.review_panel import ReviewBar, ReviewPanel
 from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
+from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
@@ -72,7 +72,7 @@ class MainWindow(QMainWindow):
         self.bodies = BodyView(self)
         self.setWindowTitle("ONNX Inspector")
         self.setAcceptDrops(True)
-        self.resize(1280, 800)
+        fit_to_screen(self, 1280, 800)
 
         self.families = FamilyModel()
         self.family_filter = FamilyFilter()
@@ -136,7 +136,7 @@ class MainWindow(QMainWindow):
         self.progress.setMaximumWidth(160)
         self.progress.setRange(0, 0)
         self.progress.hide()
-        self.counts = QLabel()
+        self.counts = ElidedLabel(mode=Qt.TextElideMode.ElideRight, min_chars=20)
         self.statusBar().addPermanentWidget(self.counts)
         self.statusBar().addPermanentWidget(self.progress)
         self.recent = build_file_menu(self)
@@ -210,7 +210,7 @@ class MainWindow(QMainWindow):
         self.module_view.selectionModel().currentChanged.connect(lambda cur, _prev: self.show_object(object_of(cur)))
         self.setWindowTitle(f"{index.path.name} — ONNX Inspector")
         f = index.facts
-        self.counts.setText(f"{f.total_nodes:,} nodes · {f.function_count} functions · "
+        self.counts.set_full_text(f"{f.total_nodes:,} nodes · {f.function_count} functions · "
                             f"{len(index.provenance.calls):,} aten calls · {len(index.findings)} findings")
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))

@@ -23,6 +23,7 @@ from inspector.core.categories import short_where
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewKey
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+from inspector.gui.widgets import ElidedLabel
 
 STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999"}
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
@@ -68,8 +69,7 @@ class ReviewBar(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.target = QLabel("Nothing to review selected")
-        self.target.setTextFormat(Qt.TextFormat.PlainText)
+        self.target = ElidedLabel("Nothing to review selected")
         self.status = QLabel("")
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.note = QLineEdit(placeholderText="Note (Enter saves it with the current status)")
@@ -101,7 +101,7 @@ class ReviewBar(QWidget):
         for b in self.buttons.values():
             b.setEnabled(enabled)
         self.note.setEnabled(enabled)
-        self.target.setText(label or "Select an overload or click a highlighted value to review it")
+        self.target.set_full_text(label or "Select an overload or click a highlighted value to review it")
         self._current = review.status if review else None
         self.status.setText(review.status if review else "")
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"

@@ -107,7 +107,7 @@ class Reviewing:
                 show_message(w, QMessageBox.Icon.Warning, "Review not saved", str(e))
             return
         review = store.get(item.key)
-        w.review_bar.set_target(w.review_bar.target.text(), review)
+        w.review_bar.set_target(w.review_bar.target.full_text(), review)
         items = [(i, store.get(i.key)) for i, _r in w.review_panel.items()]
         w.review_panel.set_items(items)
         w.families.set_badges(badges(items, w.index))

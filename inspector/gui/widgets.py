@@ -1,0 +1,59 @@
+"""Small widgets that keep windows inside the screen: a label that elides instead of widening its window, and
+sizing a top-level window to the screen it opens on."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QGuiApplication, QResizeEvent
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+from inspector.gui.text import tooltip
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text, elided (in the middle by default) to the width it is given; the whole text is in
+    the tooltip. Its minimum width is small, so a long text never makes its window wider."""
+
+    def __init__(self, text: str = "", mode: Qt.TextElideMode = Qt.TextElideMode.ElideMiddle,
+                 min_chars: int = 8) -> None:
+        super().__init__()
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._full = ""
+        self._mode = mode
+        self._min_chars = min_chars
+        self.set_full_text(text)
+
+    def set_full_text(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(tooltip(text) if text else "")
+        self._elide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().averageCharWidth() * self._min_chars, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        return QSize(min(self.fontMetrics().horizontalAdvance(self._full) + 4, 600), super().sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(self.width() - 2, 0)
+        first_line = self._full.split("\n", 1)[0]
+        self.setText(self.fontMetrics().elidedText(first_line, self._mode, width) if width else first_line)
+
+
+def fit_to_screen(window: QWidget, width: int, height: int) -> None:
+    """Resize ``window`` to ``width`` × ``height``, or to the available geometry of its screen when smaller."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        window.resize(width, height)
+        return
+    avail = screen.availableGeometry()
+    frame_w, frame_h = 16, 40  # room for the window manager's frame and title bar, unknown before showing
+    window.resize(min(width, avail.width() - frame_w), min(height, avail.height() - frame_h))

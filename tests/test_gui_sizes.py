@@ -1,0 +1,61 @@
+"""Windows fit the screen and never grow by themselves: long names are elided, not laid out at full width."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QSize, QThreadPool
+
+from inspector.gui.compare import CompareWindow
+from inspector.gui.main_window import MainWindow
+from tests.conftest import SAMPLE
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+SMALL_SCREEN = QSize(1024, 700)
+
+
+
+def _fits(hint: QSize, screen: QSize) -> bool:
+    return hint.width() <= screen.width() and hint.height() <= screen.height()
+
+
+@pytest.mark.parametrize("model", [SAMPLE, ZOO / "llama_gqa.onnx"], ids=lambda p: p.stem)
+def test_clicking_overloads_never_widens_the_window(qtbot, window: MainWindow, model: Path):
+    with qtbot.waitSignal(window.center.view_shown, timeout=60000):
+        window.open_path(model)
+    window.resize(SMALL_SCREEN)
+    qtbot.wait(10)
+    start = window.size()
+    assert start == SMALL_SCREEN and _fits(window.minimumSizeHint(), SMALL_SCREEN)
+    proxy = window.family_filter
+    clicked = []
+    for r in range(proxy.rowCount()):  # the first overload of every family, long aten names included
+        family = proxy.index(r, 0)
+        if not proxy.rowCount(family):
+            continue
+        with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
+            window.family_view.setCurrentIndex(proxy.index(0, 0, family))
+        clicked.append(family.data())
+        assert window.size() == start, f"grew after selecting {family.data()}"
+        assert _fits(window.minimumSizeHint(), SMALL_SCREEN), family.data()
+    assert "aten::scaled_dot_product_attention" in clicked
+    # the breadcrumb is the location, whatever its length; the whole text is kept for the tooltip
+    assert window.center.crumbs.full_text().endswith(")")
+    assert window.center.crumbs.width() <= window.center.width()
+
+
+def test_compare_window_fits_a_laptop_screen(qtbot):
+    window = CompareWindow()
+    qtbot.addWidget(window)
+    avail = window.screen().availableGeometry()
+    assert window.width() <= avail.width() and window.height() <= avail.height()
+    with qtbot.waitSignal(window.change_shown, timeout=60000):
+        window.show()
+        window.open_pair(ZOO / "pair_scale_a.onnx", ZOO / "pair_scale_b.onnx")
+    assert _fits(window.minimumSizeHint(), QSize(1366, 768))
+    assert window.width() <= avail.width()
+    QThreadPool.globalInstance().waitForDone(30000)
