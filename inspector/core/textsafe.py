@@ -11,7 +11,11 @@ syntax, mentions and URLs. Every writer goes through these functions:
 - ``html_text``: HTML text or attribute value (``& < > " ' =`` as entities, so no tag and no attribute-like
   text survive verbatim); ``://`` becomes ``&#58;//``, so the page holds no URL.
 - ``md_text``: inline Markdown (GitHub flavour) that stays inert: every character Markdown or inline HTML could
-  read as syntax becomes an entity: no markup, links, autolinks, code spans, table breaks or mentions.
+  read as syntax becomes an entity (no markup, links, images, code spans or table breaks), and ``unlink`` breaks
+  what GitHub links in plain text: entities do not help there (GitHub decodes ``&#64;`` back to ``@`` before it
+  looks for mentions, and cmark-gfm's autolink extension sees decoded text), so a WORD JOINER (U+2060, invisible)
+  goes after every ``@`` (mentions, e-mail, ``mailto:``/``xmpp:``), inside ``://`` and after ``www``.
+- ``md_html``: text for an HTML block inside Markdown (``<summary>``): ``html_text`` plus ``unlink``.
 - ``xml_text`` / ``xml_attr``: SVG text and attributes (characters XML 1.0 cannot carry become U+FFFD).
 """
 
@@ -22,7 +26,10 @@ import re
 from xml.sax.saxutils import escape as _xml_escape
 from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
-__all__ = ["html_text", "md_text", "one_line", "printable", "xml_attr", "xml_text"]
+__all__ = ["html_text", "md_html", "md_text", "one_line", "printable", "unlink", "xml_attr", "xml_text"]
+
+WORD_JOINER = "\u2060"
+_LINKABLE = re.compile(r"@|:(?=//)|(?i:www)(?=\.)")
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:
@@ -52,7 +59,7 @@ def html_text(text: object, *, keep_newlines: bool = False) -> str:
 # Every character Markdown (GitHub flavour) or inline HTML could read as syntax becomes an entity.
 _MD_ESCAPES = str.maketrans({
     "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;", "*": "&#42;",
-    "_": "&#95;", "[": "&#91;", "]": "&#93;", "#": "&#35;", "@": "&#64;", "~": "&#126;", "!": "&#33;",
+    "_": "&#95;", "[": "&#91;", "]": "&#93;", "#": "&#35;", "~": "&#126;", "!": "&#33;",
     "$": "&#36;", "{": "&#123;", "}": "&#125;", "=": "&#61;", "\t": " ",
 })
 
@@ -63,7 +70,18 @@ def md_text(text: object, width: int = 0) -> str:
     s = printable(str(text))
     if width and len(s) > width:
         s = s[: width - 1] + "…"
-    return s.translate(_MD_ESCAPES).replace("://", ":&#47;/")
+    return unlink(s.translate(_MD_ESCAPES))
+
+
+def unlink(text: str) -> str:
+    """``text`` with a WORD JOINER after every ``@``, ``:`` of ``://`` and ``www`` before a dot, so that neither
+    cmark-gfm's autolinks (``http://``, ``www.``, e-mail) nor GitHub's ``@mentions`` find anything to link."""
+    return _LINKABLE.sub(lambda m: m.group(0) + WORD_JOINER, text)
+
+
+def md_html(text: object, width: int = 0) -> str:
+    """Model text for an HTML block inside Markdown (``<summary>``), on one line, cut to ``width`` when > 0."""
+    return html_text(unlink(one_line(text, width)))
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

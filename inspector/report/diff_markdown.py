@@ -1,6 +1,7 @@
 """A diff as Markdown for a GitHub comment (``onnx-inspector diff --format md``, and the comparison section of the
 Markdown report): the verdict, a summary table, then one collapsed block per group, cut to a character budget
-(GitHub refuses comments over 65,536) with a note of what was left out. Every model string goes through
+(GitHub refuses comments over 65,536) with a note of what was left out; ``fit_markdown`` is the last guard of
+both Markdown writers (never more than 65,536 characters, and it says what it cut). Every model string goes through
 ``inspector.core.textsafe.md_text``."""
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from inspector.core.diff import Change, ModelDiff, Section
 from inspector.core.textsafe import md_text as md
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
-__all__ = ["MD_BUDGET", "changes_markdown", "render_markdown", "sites_shown", "summary_markdown"]
+__all__ = ["GITHUB_LIMIT", "MD_BUDGET", "changes_markdown", "fit_markdown", "render_markdown", "sites_shown",
+           "summary_markdown"]
 
 MAX_SITES = 12  # sites listed per change in md/html (all of them are in the JSON)
 MAX_EDITS = 40
 MD_BUDGET = 60_000  # characters: GitHub refuses comments over 65,536
 MAX_SUMMARY_ROWS = 60
+GITHUB_LIMIT = 65_536  # characters GitHub accepts in a comment
+TITLE = 200  # characters of model text in a title, a site or a name
+DETAIL = 400  # characters of model text in a change's detail
 
 
 def sites_shown(c: Change) -> tuple[list[str], int]:
@@ -33,13 +38,36 @@ def edit_at(index_a: int | None, index_b: int | None) -> str:
 
 def render_markdown(d: ModelDiff, budget: int = MD_BUDGET) -> str:
     """The whole diff as one Markdown comment of at most ``budget`` characters."""
-    out = [f"### ONNX diff: {md(Path(d.a).name)} → {md(Path(d.b).name)}", ""]
-    out.append(f"<b>A</b> <code>{md(d.a)}</code><br>")
-    out.append(f"<b>B</b> <code>{md(d.b)}</code>")
+    out = [f"### ONNX diff: {md(Path(d.a).name, TITLE)} → {md(Path(d.b).name, TITLE)}", ""]
+    out.append(f"<b>A</b> <code>{md(d.a, TITLE)}</code><br>")
+    out.append(f"<b>B</b> <code>{md(d.b, TITLE)}</code>")
     out.append("")
     out += summary_markdown(d)
     used = sum(len(line) + 1 for line in out)
-    return "\n".join(out + changes_markdown(d, budget - used)) + "\n"
+    return fit_markdown("\n".join(out + changes_markdown(d, budget - used)) + "\n")
+
+
+def fit_markdown(text: str, limit: int = GITHUB_LIMIT) -> str:
+    """``text`` when it has at most ``limit`` characters; otherwise cut at a line end, with open code fences and
+    ``<details>`` blocks closed and a last line saying how much was cut (the result has at most ``limit``)."""
+    if len(text) <= limit:
+        return text
+    kept = text[: max(0, limit - 600)].rsplit("\n", 1)[0]
+    tail: list[str] = []
+    fence = None
+    for line in kept.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("```"):
+            ticks = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+            fence = ticks if fence is None else (None if stripped.rstrip() == fence else fence)
+    if fence is not None:
+        tail.append(fence)
+    tail += ["</details>"] * max(0, kept.count("<details>") - kept.count("</details>"))
+    cut = len(text) - len(kept)
+    lines = text.count("\n") - kept.count("\n")
+    tail += ["", f"*Cut to fit a GitHub comment: the last {cut:,} characters ({lines:,} lines) are not shown; "
+                 "use `--format json` or `--format html` for everything.*", ""]
+    return kept + "\n" + "\n".join(tail)
 
 
 def summary_markdown(d: ModelDiff) -> list[str]:
@@ -65,7 +93,7 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
         if k == MAX_SUMMARY_ROWS:
             out.append(f"| … {len(groups) - k} more groups | {sum(len(g[2]) for g in groups[k:])} |")
             break
-        out.append(f"| {md(group_title(section, family))} | {len(changes)} |")
+        out.append(f"| {md(group_title(section, family), TITLE)} | {len(changes)} |")
     used = sum(len(line) + 1 for line in out)
     for k, (section, family, changes) in enumerate(groups):
         room = budget - 400 - used  # keep room for the note below
@@ -82,7 +110,7 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
 
 def _markdown_group(section: Section, family: str, changes: list[Change], room: int) -> str:
     """One collapsed group, at most ``room`` characters (rows that do not fit are counted, not shown)."""
-    head = ["", f"<details><summary><b>{md(group_title(section, family))}</b>: {len(changes)} "
+    head = ["", f"<details><summary><b>{md(group_title(section, family), TITLE)}</b>: {len(changes)} "
                 f"change{'s' if len(changes) != 1 else ''}</summary>", "", "| Change | Detail | Where |",
             "|---|---|---|"]
     tail = ["", "</details>"]
@@ -91,8 +119,8 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
     shown: list[Change] = []
     for c in changes:
         sites, more = sites_shown(c)
-        where = ", ".join(md(s) for s in sites) + (f", … {more} more" if more else "")
-        row = f"| {md(kind_title(c.kind))} | {md(c.detail)} | {where} |"
+        where = ", ".join(md(s, TITLE) for s in sites) + (f", … {more} more" if more else "")
+        row = f"| {md(kind_title(c.kind))} | {md(c.detail, DETAIL)} | {where} |"
         if size + len(row) + 1 > room:
             break
         rows.append(row)
@@ -106,10 +134,11 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
     for c in shown:
         if not c.edits:
             continue
-        lines = ["", f"Node edits ({md(c.where)}):", ""]
+        lines = ["", f"Node edits ({md(c.where, TITLE)}):", ""]
         for e in c.edits[:MAX_EDITS]:
             at = edit_at(e.index_a, e.index_b)
-            lines.append(f"- {md(e.op)} <code>{md(e.node)}</code> {md(at)}" + (f": {md(e.detail)}" if e.detail else ""))
+            lines.append(f"- {md(e.op)} <code>{md(e.node, TITLE)}</code> {md(at)}"
+                         + (f": {md(e.detail, DETAIL)}" if e.detail else ""))
         if len(c.edits) > MAX_EDITS:
             lines.append(f"- … {len(c.edits) - MAX_EDITS} more")
         extra = sum(len(x) + 1 for x in lines)

@@ -1,9 +1,10 @@
 """The Markdown report: sized for a GitHub comment (under 65,000 characters), model strings neutralised.
 
 Model text outside code blocks goes through ``md`` (``inspector.core.textsafe.md_text``): ``&``, ``<``, ``>``
-and every Markdown punctuation character (``\\ ` * _ [ ] | ~ # @``...) become entities, and ``://`` is broken,
-so no HTML tag, emphasis, link, autolink, image, mention or table cell can form. Text inside ``<summary>`` (an
-HTML block, where Markdown is not parsed) is HTML-escaped. Bodies and signatures go in fenced code blocks whose
+and every Markdown punctuation character (``\\ ` * _ [ ] | ~ #``...) become entities, and a word joiner goes
+after ``@``, inside ``://`` and after ``www``, so no HTML tag, emphasis, link, autolink, image, mention or table
+cell can form. Text inside ``<summary>`` (an HTML block, where Markdown is not parsed) is HTML-escaped and
+unlinked the same way (``md_html``). Bodies and signatures go in fenced code blocks whose
 fence is longer than any run of backticks in them. Sections are added in order of importance until the size budget
 is spent; what did not fit is said at the end.
 """
@@ -14,9 +15,8 @@ import re
 from pathlib import PurePath
 
 from inspector.core.categories import Category, value_text
-from inspector.core.textsafe import html_text as _html_text
+from inspector.core.textsafe import md_html, printable
 from inspector.core.textsafe import md_text as md
-from inspector.core.textsafe import one_line, printable
 from inspector.core.units import human_size
 from inspector.report.data import (
     STATUSES,
@@ -25,7 +25,7 @@ from inspector.report.data import (
     Report,
     ReviewInfo,
 )
-from inspector.report.diff_markdown import changes_markdown, summary_markdown
+from inspector.report.diff_markdown import changes_markdown, fit_markdown, summary_markdown
 
 MAX_CHARS = 65000
 RESERVE = 1500  # kept free for the closing notes
@@ -42,7 +42,7 @@ _BACKTICKS = re.compile(r"`+")
 
 def html_text(text: object, width: int = 0) -> str:
     """Model text inside an HTML block (``<summary>``), where Markdown is not parsed."""
-    return _html_text(one_line(text, width))
+    return md_html(text, width)
 
 
 def fence(text: str, info: str = "") -> str:
@@ -93,10 +93,7 @@ def render_markdown(report: Report, max_chars: int = MAX_CHARS) -> str:
     else:
         left_out.append("the op histogram")
     blocks.append(_notes(r, left_out))
-    text = "\n\n".join(blocks) + "\n"
-    if len(text) > max_chars:  # cannot happen with the reserve above; a last guard that keeps Markdown balanced
-        text = text[: max_chars - 200].rsplit("\n\n", 1)[0] + "\n\n_(report cut to fit)_\n"
-    return text
+    return fit_markdown("\n\n".join(blocks) + "\n", max_chars)  # a last guard; the reserve above keeps under
 
 
 # --- sections ---------------------------------------------------------------------------------------------------
