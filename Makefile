@@ -47,7 +47,7 @@ screenshots: venv
 	$(PY) scripts/screenshots.py --out screenshots
 
 bench: venv
-	$(PY) benchmarks/bench_index.py
+	$(PY) benchmarks/bench.py $(if $(SIZES),--sizes $(SIZES))
 
 fixtures: venv
 	$(PY) tests/make_fixtures.py

@@ -1,0 +1,203 @@
+"""The scaling benchmark: every operation on replicas of a real export at ~10k, 30k and 100k nodes.
+
+Models are built by ``benchmarks/replicate.py`` from a zoo export (default ``tests/zoo/llama_gqa.onnx``) and
+cached in ``benchmarks/_generated``. Each operation runs in its own process (so max RSS is per operation and
+nothing is warm); the time is measured inside it, from the path to the result, after imports. Printed per
+operation: time per size, t(largest)/t(smallest), the ratio to ``onnx.load(load_external_data=False)`` of the
+largest model in the same run, max RSS, and PASS/MISS against the targets of issue 11. Never asserted in tests.
+
+    python benchmarks/bench.py [--sizes 10000,30000,100000] [--source tests/zoo/llama_gqa.onnx] [--ops ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+GENERATED = HERE / "_generated"
+sys.path.insert(0, str(HERE))
+
+from replicate import build  # noqa: E402
+
+TASK = r"""
+import json, os, resource, sys, tempfile, time, io, contextlib
+op, paths = sys.argv[1], sys.argv[2:]
+out = {}
+def rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+if op == "onnx.load":
+    import onnx
+    t = time.perf_counter(); onnx.load(paths[0], load_external_data=False); out["t"] = time.perf_counter() - t
+elif op == "index":
+    from inspector.core.index import open_index
+    opened = []
+    sys.addaudithook(lambda ev, a: opened.append(a[0]) if ev == "open" and a and isinstance(a[0], str) else None)
+    t = time.perf_counter(); ix = open_index(paths[0]); out["t"] = time.perf_counter() - t
+    out["nodes"] = ix.facts.total_nodes; out["calls"] = len(ix.provenance.calls)
+    out["weights_opened"] = sum(p.endswith(".weights.bin") for p in opened)  # external data: never read
+elif op in ("summary", "fold", "diff", "report"):
+    from inspector.commands import summary, fold, diff, report
+    tmp = tempfile.mkdtemp()
+    fn, args = {"summary": lambda: (summary.main, [paths[0], "--json"]),
+                "fold": lambda: (fold.main, [paths[0], "-o", paths[0][:-5] + ".folded.onnx"]),  # beside its weights
+                "diff": lambda: (diff.main, [*paths[:2], "--format", "json", "-o", os.path.join(tmp, "d.json")]),
+                "report": lambda: (report.main, [paths[0], "--format", "html", "-o", os.path.join(tmp, "r.html")]),
+                }[op]()
+    sink = io.StringIO()
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(sink):
+        rc = fn(args)
+    out["t"] = time.perf_counter() - t
+    out["rc"] = rc
+elif op == "search":
+    from inspector.core.index import open_index
+    from inspector.core.search import SearchIndex
+    ix = open_index(paths[0])
+    t = time.perf_counter()
+    s = SearchIndex(ix)
+    hits = [len(s.search(q)) for q in ("transpose", "layers.7.self_attn", "node_MatMul", "aten::add", "rsqrt_3")]
+    out["t"] = time.perf_counter() - t
+    out["hits"] = hits
+elif op == "app":
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, QThreadPool, QTimer
+    from PySide6.QtWidgets import QApplication
+    app = QApplication([])
+    from inspector.gui.main_window import MainWindow
+    settings = QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.Format.IniFormat)
+    t0 = time.perf_counter()
+    w = MainWindow(settings); w.show()
+    marks = {}
+    loop = QEventLoop()
+    w.model_loaded.connect(lambda _ix: marks.setdefault("loaded", time.perf_counter()))
+    def shown(_view):
+        marks.setdefault("graph", time.perf_counter()); loop.quit()
+    w.center.view_shown.connect(shown)
+    w.load_failed.connect(lambda reason: (marks.setdefault("error", reason), loop.quit()))
+    # the longest stall of the GUI thread: gaps between ticks of a 10 ms timer
+    clock = QElapsedTimer(); clock.start(); last = [0]; stall = [0]
+    def tick():
+        now = clock.elapsed(); stall[0] = max(stall[0], now - last[0] - 10); last[0] = now
+    timer = QTimer(); timer.setInterval(10); timer.timeout.connect(tick); timer.start()
+    QTimer.singleShot(600_000, loop.quit)
+    w.open_path(paths[0])
+    loop.exec()
+    out["t"] = marks.get("graph", float("nan")) - t0
+    out["load"] = marks.get("loaded", float("nan")) - t0
+    out["after_load"] = marks.get("graph", float("nan")) - marks.get("loaded", float("nan"))
+    out["stall_ms"] = stall[0]
+    if "error" in marks: out["error"] = marks["error"]
+    QThreadPool.globalInstance().waitForDone(60000)
+out["rss_mb"] = rss()
+print(json.dumps(out))
+"""
+
+OPS = ("onnx.load", "index", "summary", "fold", "diff", "report", "search", "app")
+LABEL = {"onnx.load": "onnx.load(load_external_data=False)", "index": "load+index (open_index)",
+         "summary": "summary --json (specialisation)", "fold": "fold", "diff": "diff of A and B (few values differ)",
+         "report": "report --format html", "search": "search (SearchIndex, 5 queries)",
+         "app": "app: start to first drawn graph"}
+# ratio targets at the largest size: op -> (limit, what the ratio is to)
+TARGETS = {"summary": 8.0, "fold": 15.0, "diff": 5.0, "report": 10.0}
+LINEAR = 12.0  # t(100k)/t(10k)
+APP_AFTER_LOAD = 2.0
+
+
+def model_paths(source: Path, nodes: int) -> tuple[Path, Path]:
+    """(A, B): a replica and one with a few values changed; built once, kept in benchmarks/_generated."""
+    GENERATED.mkdir(exist_ok=True)
+    stamp = int((HERE / "replicate.py").stat().st_mtime) ^ int(source.stat().st_mtime)
+    a = GENERATED / f"{source.stem}_{nodes}.onnx"
+    b = GENERATED / f"{source.stem}_{nodes}_b.onnx"
+    tag = GENERATED / f"{source.stem}_{nodes}.stamp"
+    if not (a.exists() and b.exists() and tag.exists() and tag.read_text() == str(stamp)):
+        build(source, a, nodes)
+        build(source, b, nodes, perturb=3)
+        tag.write_text(str(stamp))
+    return a, b
+
+
+def run(op: str, paths: list[Path], timeout: float) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
+    try:
+        res = subprocess.run([sys.executable, "-c", TASK, op, *map(str, paths)], capture_output=True, text=True,
+                             env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"t": float("nan"), "error": f"timed out after {timeout:.0f} s"}  # type: ignore[dict-item]
+    lines = res.stdout.strip().splitlines()
+    if res.returncode != 0 or not lines:
+        return {"t": float("nan"), "error": (res.stderr.strip().splitlines() or ["?"])[-1]}  # type: ignore[dict-item]
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,30000,100000", help="node counts, comma-separated")
+    ap.add_argument("--source", default=str(ROOT / "tests" / "zoo" / "llama_gqa.onnx"))
+    ap.add_argument("--ops", default=",".join(OPS), help="operations, comma-separated: " + ", ".join(OPS))
+    ap.add_argument("--timeout", type=float, default=300.0, help="per operation and size, seconds")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    ops = [o for o in args.ops.split(",") if o]
+    if "onnx.load" not in ops:
+        ops.insert(0, "onnx.load")
+    source = Path(args.source)
+    t_start = time.perf_counter()
+    models = {n: model_paths(source, n) for n in sizes}
+    print(f"source {source.name}; models built in {time.perf_counter() - t_start:.1f} s; "
+          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs", flush=True)
+    res: dict[str, dict[int, dict[str, float]]] = {op: {} for op in ops}
+    for n in sizes:
+        a, b = models[n]
+        for op in ops:
+            res[op][n] = run(op, [a, b] if op == "diff" else [a], args.timeout)
+            r = res[op][n]
+            extra = {k: v for k, v in r.items() if k not in ("t", "rss_mb", "rc")}
+            print(f"  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s  {r.get('rss_mb', 0):7.0f} MB  "
+                  + " ".join(f"{k}={v}" for k, v in extra.items()), flush=True)
+    print()
+    print(_table(res, sizes, ops))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"sizes": sizes, "source": source.name, "results": res}, indent=1))
+    print(f"\nwhole run {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+def _table(res: dict[str, dict[int, dict[str, float]]], sizes: list[int], ops: list[str]) -> str:
+    big, small = max(sizes), min(sizes)
+    base = res["onnx.load"][big]["t"]
+    head = ["operation", *(f"{n // 1000}k" for n in sizes), f"t({big // 1000}k)/t({small // 1000}k)",
+            f"× onnx.load at {big // 1000}k", f"max RSS at {big // 1000}k", "verdict"]
+    rows = [head, ["---"] * len(head)]
+    for op in ops:
+        r = res[op]
+        times = [r[n].get("t", float("nan")) for n in sizes]
+        growth = times[-1] / times[0] if len(sizes) > 1 and times[0] > 0 else float("nan")
+        denom = 2 * base if op == "diff" else base
+        ratio = times[-1] / denom if denom else float("nan")
+        verdicts = []
+        if len(sizes) > 1 and op != "onnx.load" and big >= 10 * small:
+            verdicts.append(f"linear {'PASS' if growth <= LINEAR else 'MISS'}")
+        if op in TARGETS:
+            verdicts.append(f"≤{TARGETS[op]:g}× {'PASS' if ratio <= TARGETS[op] else 'MISS'}")
+        ratio_text = f"{ratio:.1f}" + (" (of loading both)" if op == "diff" else "")
+        if op == "app":
+            after = r[big].get("after_load", float("nan"))
+            verdicts.append(f"graph {after:.2f} s after load ≤{APP_AFTER_LOAD:g} s "
+                            f"{'PASS' if after <= APP_AFTER_LOAD else 'MISS'}; longest GUI stall "
+                            f"{r[big].get('stall_ms', float('nan')):.0f} ms")
+        rows.append([LABEL[op], *(f"{t:.3f} s" for t in times), f"{growth:.1f}", ratio_text,
+                     f"{r[big].get('rss_mb', float('nan')):.0f} MB", "; ".join(verdicts)])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

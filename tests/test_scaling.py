@@ -1,0 +1,100 @@
+"""Every pass over calls is linear: the work of summary, report, diff and search on an 8x replica of a real
+export is at most ~8x the work on the 1x replica.
+
+Work is counted, not timed: the number of Python function calls (``sys.setprofile`` "call" and "c_call"
+events) made by one operation, so the figure is the same on every machine. The replicas are built in this
+process from the zoo's dynamo Llama by ``benchmarks/replicate.py`` (its first decoder layer copied 8 and 64
+times, each copy a distinct set of aten calls in its own ``model.layers.K``). A list-membership test over a
+family's calls (``m in members``, a dataclass ``__eq__`` per element) makes the ratio grow with the size, and
+this test fail.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from inspector.core.diff.run import diff_models
+from inspector.core.index import ModelIndex, open_index
+from inspector.core.search import SearchIndex
+from inspector.core.summary import summary_dict
+from inspector.report.data import build_report
+from inspector.report.render import render_text
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from replicate import externalise, replicate
+
+LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"
+SMALL, FACTOR = 8, 8
+# 8x the layers may cost at most this many times the work (fixed costs make linear passes come out below 8)
+LIMIT = 8.5
+
+
+def _build(tmp: Path, copies: int, perturb: int = 0) -> ModelIndex:
+    model = replicate(onnx.load(str(LLAMA), load_external_data=False), copies, perturb)
+    out = tmp / f"llama_{copies}_{perturb}.onnx"
+    externalise(model, out)
+    onnx.save(model, str(out))
+    return open_index(out)
+
+
+def _work(fn: Callable[[], Any]) -> int:
+    """Python function calls made by ``fn()``."""
+    count = 0
+
+    def prof(_frame: Any, event: str, _arg: Any) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[ModelIndex, ModelIndex]]:
+    """Index pairs (A, B with a few values changed) by number of copies; 2 copies only warm shared caches."""
+    tmp = tmp_path_factory.mktemp("replicas")
+    return {n: (_build(tmp, n), _build(tmp, n, perturb=2)) for n in (2, SMALL, SMALL * FACTOR)}
+
+
+OPERATIONS: dict[str, Callable[[ModelIndex, ModelIndex], object]] = {
+    "summary": lambda a, _b: summary_dict(a, specialisation=True),
+    "report": lambda a, _b: render_text(build_report(a, graphs=False), "html"),
+    "diff": lambda a, b: diff_models(a, b),
+    "search": lambda a, _b: [SearchIndex(a).search(q) for q in ("transpose", "layers.3.mlp", "node_MatMul")],
+}
+
+
+def test_replicas_are_distinct_calls_of_distinct_modules(replicas: dict[int, tuple[ModelIndex, ModelIndex]]) -> None:
+    small, big = replicas[SMALL][0], replicas[SMALL * FACTOR][0]
+    per_layer = (len(big.provenance.calls) - len(small.provenance.calls)) // (SMALL * (FACTOR - 1))
+    assert len(big.provenance.calls) == len(small.provenance.calls) + per_layer * SMALL * (FACTOR - 1)
+    names = [c.name for c in big.provenance.calls]
+    assert len(set(names)) == len(names)
+    model = big.provenance.module_root.children["model"]
+    assert [p for p in model.children if p.startswith("model.layers.")] == \
+        [f"model.layers.{k}" for k in range(SMALL * FACTOR)]
+    assert {c.module_path.split(".")[2] for c in big.provenance.calls if c.module_path.startswith("model.layers.")} \
+        == {str(k) for k in range(SMALL * FACTOR)}
+    onnx.checker.check_model(str(big.path))
+
+
+@pytest.mark.parametrize("op", sorted(OPERATIONS))
+def test_work_grows_linearly_with_the_model(op: str, replicas: dict[int, tuple[ModelIndex, ModelIndex]]) -> None:
+    fn = OPERATIONS[op]
+    a1, b1 = replicas[SMALL]
+    a8, b8 = replicas[SMALL * FACTOR]
+    fn(*replicas[2])  # warm what all models share (schema catalogue, templates) on a third model
+    small, big = _work(lambda: fn(a1, b1)), _work(lambda: fn(a8, b8))
+    assert big <= LIMIT * small, f"{op}: {big:,} calls on {FACTOR}x the layers, {small:,} on 1x ({big / small:.1f}x)"
