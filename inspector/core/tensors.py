@@ -11,9 +11,11 @@ array then shares (no second copy for numpy's own types). Every failure is a one
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,15 +61,10 @@ PREVIEW_LIMIT = 256 * 1024 * 1024  # bytes of tensor data a preview reads at mos
 _DECIMAL = re.compile(r"[0-9]{1,19}")  # ASCII digits only ("²".isdigit() is True), below 10**19
 
 
-def element_count(dims: object) -> int:
+def element_count(dims: Sequence[int]) -> int:
     """Elements of a tensor with these dims; 0 when any dim is negative (a hostile or damaged file), so that
     counts and sums are never negative (two negative dims must not multiply to a positive count)."""
-    numel = 1
-    for d in dims:  # type: ignore[attr-defined]
-        if d < 0:
-            return 0
-        numel *= d
-    return numel
+    return math.prod(dims) if min(dims, default=0) >= 0 else 0
 
 
 def tensor_size(t: TensorProto) -> tuple[int, int]:
