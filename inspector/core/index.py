@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.loader import LoadedModel, load_model
 from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
 from inspector.core.sanitize import sanitize_text
-from inspector.core.tensors import TENSOR_BITS, tensor_size
+from inspector.core.tensors import TENSOR_BITS, element_count, tensor_size
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
 
@@ -110,7 +109,7 @@ def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
     external_code = onnx.TensorProto.EXTERNAL
     bits = TENSOR_BITS
     for t in g.initializer:
-        numel = math.prod(t.dims)
+        numel = element_count(t.dims)
         size = (numel * bits.get(t.data_type, 0) + 7) // 8
         params += numel
         nbytes += size
