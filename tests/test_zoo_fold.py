@@ -22,7 +22,9 @@ from onnx import numpy_helper
 from inspector.cli import main
 from inspector.core.diff import diff_files
 from inspector.core.fold import fold_model
+from inspector.core.fx import TensorRef
 from inspector.core.index import open_index
+from inspector.core.signature import function_call_signature
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -181,6 +183,48 @@ def test_inputs_are_bound_as_torch_bound_the_arguments(name: str):
     assert roles
     mixed = {f"{key[1]}:{key[2]} input {k}": sorted(ps) for (key, k), ps in roles.items() if len(ps) > 1}
     assert mixed == {}, "positions that receive different aten arguments at different calls"
+
+
+def same_value(ours: Any, torch_value: Any) -> bool:
+    """Our bound value against torch's: floats as float32 (ONNX float attributes), the rest exactly."""
+    if isinstance(torch_value, list) and isinstance(ours, list):
+        return len(ours) == len(torch_value) and all(same_value(a, b) for a, b in zip(ours, torch_value))
+    if isinstance(torch_value, float) and isinstance(ours, (int, float)) and not isinstance(ours, bool):
+        return bool(np.float32(ours) == np.float32(torch_value))
+    if isinstance(torch_value, str):
+        return str(ours) == torch_value
+    return bool(ours == torch_value and type(ours) is type(torch_value))
+
+
+@pytest.mark.parametrize("name", DYNAMO)
+def test_folded_calls_show_the_aten_signature_torch_bound(name: str):
+    """Selecting a folded call shows the aten signature as for a flat export: read from the function (its doc
+    string and declared defaults) and the call's attributes, every non-tensor argument equals what torch bound
+    (defaults included), and tensor arguments are the values the call passes."""
+    model = folded(name)
+    functions = {(f.domain, f.name, f.overload): f for f in model.functions}
+    fx_nodes = {f["name"]: f for f in truth(name)["fx_nodes"] if f["graph"] == ""}
+    compared = 0
+    for node in model.graph.node:
+        if node.domain != "pkg.torch.aten":
+            continue
+        fx = fx_of(node)
+        assert fx is not None
+        sig = function_call_signature(functions[(node.domain, node.op_type, node.overload)], node)
+        assert sig is not None and sig.schema is not None and sig.schema.target == fx[1]
+        args = fx_nodes[fx[0]]["args"]
+        for b in sig.bound:
+            want = args.get(b.parameter.name)
+            if isinstance(b.value, TensorRef):
+                assert b.value.name in node.input
+                continue
+            if isinstance(want, dict) or (isinstance(want, list) and any(isinstance(v, dict) for v in want)):
+                continue  # torch bound a tensor or symbolic size here: a function input, checked above
+            if b.parameter.name not in args:
+                continue
+            assert b.provided and same_value(b.value, want), (node.name, b.parameter.name, b.value, want)
+            compared += 1
+    assert compared > 0 or name == "cond"
 
 
 # ------------------------------------------------------------------------------------------------

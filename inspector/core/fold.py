@@ -217,7 +217,8 @@ def _plan(call: AtenCall, body: Body, indices: list[int], evidence: _Evidence) -
         args = call.tensor_args()
         arg_names = [f"arg{k}" for k in range(len(args))]
     reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
-    bound = [b for b in sig.bound if not b.parameter.is_tensor]
+    # non-tensor arguments, and numbers passed to Tensor parameters (``mul(x, 0.5)``): attributes of the call
+    bound = [b for b in sig.bound if not b.parameter.is_tensor or _is_number(b.value)]
     return _Planned(call, body, fingerprint(body).full, indices, reads, evidence.roles(reads, args), arg_names,
                     bound)
 
@@ -235,6 +236,10 @@ def _classes(planned: list[_Planned]) -> list[_Class]:
             out.append(cls)
         cls.add(plan)
     return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
@@ -337,7 +342,8 @@ def _make_function(key: FunctionKey, cls: _Class, order: list[int],
         del copy.metadata_props[:]  # the call node keeps the metadata
         _rename_reads(copy, rename)
     for b in plan.bound:
-        default = _attribute(b.parameter.name, b.parameter.default_value, b.parameter) if b.parameter.default else None
+        default = _attribute(b.parameter.name, b.parameter.default_value, b.parameter) \
+            if b.parameter.default and not b.parameter.is_tensor else None
         if default is not None:
             f.attribute_proto.append(default)
         else:
@@ -390,6 +396,9 @@ def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None
         return helper.make_attribute(name, value)
     if isinstance(value, Symbol):
         return helper.make_attribute(name, value.text)
+    if isinstance(value, (list, tuple)) and not value:  # ``size=[]``: an empty list of the parameter's type
+        kind = AttributeProto.FLOATS if "float" in param.type.lower() else AttributeProto.INTS
+        return helper.make_attribute(name, [], attr_type=kind)
     if isinstance(value, (list, tuple)) and value:
         if all(isinstance(v, bool) for v in value):
             return helper.make_attribute(name, [int(v) for v in value])
