@@ -14,26 +14,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import onnx
+
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
 from inspector.core.keys import FunctionKey
+from inspector.core.links import ArgLink, BodyFlow, Shape, graph_shapes, link, literal_place
 from inspector.core.literals import Literal, body_literals
+from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
+from inspector.core.walk import subgraphs
 
 Member: TypeAlias = FunctionKey | AtenCall
 """What shares a body in a family: a function overload, or an aten call."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArgLink:
-    """Evidence that a literal came from an aten argument."""
-
-    parameter: str
-    value: Any
-    rule: str  # human-readable reason, e.g. "perm swaps dims 1 and 2"
 
 
 @dataclass(slots=True)
@@ -53,8 +49,8 @@ class SpecialisedValue:
             "value": lit.value,
             "varies": self.varies,
             "family_values": self.family_values,
-            "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule}
-                               for a in self.links],
+            "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule,
+                                "place": a.place} for a in self.links],
         } | ({"refers_to": lit.ref} if lit.ref else {})
 
 
@@ -68,6 +64,8 @@ class BodyAnalysis:
     literals: list[Literal]
     specialised: list[SpecialisedValue] = field(default_factory=list)
     bound: list[BoundArgument] = field(default_factory=list)
+    # literals of a lone body not listed as specialised: attributes equal to their ONNX schema default
+    left_out: list[SpecialisedValue] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -102,12 +100,31 @@ class Specialiser:
         self.index = index
         self.catalogue = catalogue or SchemaCatalogue.default()
         self._maps: GraphMaps | None = None
+        self._shapes: dict[str, Shape] | None = None
+        self._opsets: dict[str, int] | None = None
 
     @property
     def maps(self) -> GraphMaps:
         if self._maps is None:
             self._maps = GraphMaps(self.index.proto.graph)
         return self._maps
+
+    @property
+    def shapes(self) -> dict[str, Shape]:
+        """Static shapes of the main graph's typed values (read once)."""
+        if self._shapes is None:
+            self._shapes = graph_shapes(self.index.proto.graph)
+        return self._shapes
+
+    def is_onnx_default(self, body: Body, lit: Literal) -> bool:
+        """True when the attribute literal equals its operator's schema default for the model's opset."""
+        if self._opsets is None:
+            self._opsets = model_opsets(self.index.proto)
+        node = node_at(body, lit.path)
+        if node is None:
+            return False
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        return is_default(node.op_type, domain, lit.name, lit.key, self._opsets.get(domain))
 
     def body_of_call(self, call: AtenCall) -> Body:
         return group_body(call, self.maps)
@@ -139,31 +156,49 @@ class Specialiser:
         for b in bodies.values():
             by_template.setdefault(b.fingerprints.template, []).append(b)
         for group in by_template.values():
-            _mark(group)
+            _mark(group, self)
         return FamilyAnalysis(family, list(bodies.values()))
 
     def analyse_all(self) -> list[FamilyAnalysis]:
         return [self.analyse(f) for f in self.index.families]
 
 
-def _mark(group: list[BodyAnalysis]) -> None:
-    """Align the bodies of one template slot by slot and record what varies and what links to arguments."""
+def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
+    """Align the bodies of one template slot by slot and record what varies and what links to arguments.
+
+    A slot is specialised when it varies, links to an aten argument, or sits in a body with no sibling; in such a
+    lone body, attributes equal to their ONNX schema default (for the model's opset) are left out (kept in
+    ``BodyAnalysis.left_out``) unless they vary or link.
+    """
     values_by_slot: dict[tuple[int, Any], dict[str, Any]] = {}
     for b in group:
         for pos, lit in enumerate(b.literals):
             values_by_slot.setdefault((pos, lit.slot), {}).setdefault(lit.key, lit.value)
     lone = len(group) == 1
     for b in group:
+        first = b.members[0] if b.members else None
+        target = first.target if isinstance(first, AtenCall) else ""
+        args = {x.parameter.name: x.value for x in b.bound if x.provided}
+        flow = BodyFlow(b.body, specialiser.shapes) if target and args else None
         for pos, lit in enumerate(b.literals):
             distinct = values_by_slot[(pos, lit.slot)]
             varies = len(distinct) > 1
-            links = link_literal(lit, b.bound) if b.bound and lit.kind != "parametric" else []
-            if varies or links or lone or lit.kind == "parametric":
+            links: list[ArgLink] = []
+            if flow is not None and lit.kind != "parametric":
+                place = literal_place(b.body, lit.path, lit.name, lit.kind, lit.op_type, flow)
+                links = link(target, args, lit.value, place, flow)
+            if varies or links or lit.kind == "parametric":
                 b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
                                                       links))
+            elif lone:
+                spec = SpecialisedValue(lit, False, [lit.value], [])
+                if lit.kind == "attribute" and specialiser.is_onnx_default(b.body, lit):
+                    b.left_out.append(spec)
+                else:
+                    b.specialised.append(spec)
 
 
-# --- linking literals to aten arguments -------------------------------------------------------------------------
+# --- name-level hints for diff labels ---------------------------------------------------------------------------
 
 _NAME_ALIASES = {
     "axis": {"dim"}, "axes": {"dim", "dims"}, "keepdims": {"keepdim"}, "perm": {"dims"}, "epsilon": {"eps"},
@@ -173,7 +208,8 @@ _REL = 1e-5
 
 
 def link_literal(lit: Literal, bound: Sequence[BoundArgument]) -> list[ArgLink]:
-    """Rules, each of which must hold exactly, that tie a literal to the aten arguments of its call."""
+    """Aten arguments a literal plausibly came from, by name and value only, for labelling a changed literal in a
+    diff (``scale (Mul.B)``). Not evidence: specialised values are linked by ``links.link``, which checks data flow."""
     args = {b.parameter.name: b.value for b in bound if b.provided}
     value = _scalar_or_list(lit.value)
     links: list[ArgLink] = []
@@ -226,10 +262,6 @@ def link_literal(lit: Literal, bound: Sequence[BoundArgument]) -> list[ArgLink]:
     return links
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _what(lit: Literal) -> str:
     return f"{lit.op_type}.{lit.name}" if lit.kind == "attribute" else f"constant {lit.name}"
 
@@ -250,6 +282,10 @@ def _close(a: float, b: float) -> bool:
     return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= _REL * max(1.0, abs(b))
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)  # JSON has no inf/nan
@@ -257,4 +293,26 @@ def _jsonable(v: Any) -> Any:
         return v
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
     return repr(v)
+
+
+def node_at(body: Body, path: Sequence[int | str]) -> onnx.NodeProto | None:
+    """The node at ``path`` in a body (subgraph steps are attribute names, ``name[k]`` for graph lists)."""
+    nodes: Sequence[onnx.NodeProto] = body.nodes
+    node: onnx.NodeProto | None = None
+    i = 0
+    while i < len(path):
+        step = path[i]
+        if not isinstance(step, int) or step >= len(nodes):
+            return None
+        node = nodes[step]
+        if i + 1 < len(path):
+            name = str(path[i + 1])
+            graphs = {s: g for s, g in subgraphs(node)}
+            if name not in graphs:
+                return None
+            nodes = graphs[name].node
+        i += 2
+    return node
