@@ -323,3 +323,30 @@ def test_torchscript_exports_are_refused_with_one_line(name: str, folded_dir: Pa
     if truth(name)["onnx"]["functions"]:
         assert f"it has {truth(name)['onnx']['functions']} local functions already" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", DYNAMO)
+def test_overloads_are_named_by_what_differs(name: str):
+    """Overload names are ONNX identifiers (the text parser takes nothing else at call sites); a target with one
+    body keeps its aten overload name; `view` overloads named by a Reshape shape name the size torch bound at
+    every call of that overload (`-1` written `m1`; the optimizer may have resolved torch's -1 to the size)."""
+    model = folded(name)
+    by_target: dict[str, set[str]] = {}
+    fx_nodes = {f["name"]: f for f in truth(name)["fx_nodes"] if f["graph"] == ""}
+    for node in model.graph.node:
+        if node.domain != "pkg.torch.aten":
+            continue
+        assert re.fullmatch(r"[A-Za-z_]\w*", node.overload), node.overload
+        fx = fx_of(node)
+        assert fx is not None
+        by_target.setdefault(fx[1], set()).add(node.overload)
+        shape = re.fullmatch(r"reshape_(m?\d+(?:xm?\d+)*)", node.overload)
+        if fx[1] == "aten::view" and shape:
+            size = fx_nodes[fx[0]]["args"]["size"]
+            dims = [int(d.replace("m", "-")) for d in shape.group(1).split("x")]
+            assert len(dims) == len(size), (node.name, size)
+            assert all(d == v or v == -1 for d, v in zip(dims, size)), (node.name, size)  # -1 may be resolved
+    for target, overloads in by_target.items():
+        if len(overloads) == 1:
+            aten_overload = target.partition(".")[2] or "default"
+            assert overloads == {aten_overload}, target

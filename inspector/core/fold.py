@@ -29,7 +29,7 @@ from inspector.core.fingerprint import fingerprint
 from inspector.core.fx import Symbol, TensorRef
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.literals import body_literals
+from inspector.core.literals import Literal, body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 from inspector.core.walk import subgraphs
@@ -410,8 +410,10 @@ def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None
 
 
 def _name_overloads(classes: list[_Class], domain: str) -> None:
-    """Readable, identifier-safe overload names: the aten overload, plus what sets the body apart from the other
-    bodies of its target (``default_reshape_1x8x2x8``); a short hash only to break ties."""
+    """Identifier-safe overload names in a reviewer's words: the aten overload alone when the target has one body;
+    else what sets this body apart from the target's other bodies (``view:reshape_1x8xm1x16``,
+    ``_to_copy:to_float``, ``transpose:int_perm_0x2x1x3``; ``m`` is a minus sign, ``p`` a decimal point, since the
+    ONNX text parser takes only identifiers as overloads); a short hash of the body only to break ties."""
     by_target: dict[str, list[_Class]] = {}
     for cls in classes:
         by_target.setdefault(cls.target, []).append(cls)
@@ -422,16 +424,16 @@ def _name_overloads(classes: list[_Class], domain: str) -> None:
         literals = [body_literals(c.plans[0].body) for c in group]
         wanted: list[str] = []
         for k in range(len(group)):
-            if len(group) == 1:
+            words = _describe(k, literals) if len(group) > 1 else ""
+            if not words:
                 wanted.append(base)
-                continue
-            words = _describe(literals[k], literals)
-            wanted.append(_identifier(f"{base}_{words}") if words else base)
+            elif base == "default" and not words[0].isdigit():
+                wanted.append(_identifier(words))
+            else:
+                wanted.append(_identifier(f"{base}_{words}"))
         for k, cls in enumerate(group):
-            name = wanted[k]
-            if len(name) > 48:
-                name = base
-            if wanted.count(wanted[k]) > 1 or name != wanted[k] or (op_name, name) in taken:
+            name = wanted[k] if len(wanted[k]) <= 48 else base
+            if len(group) > 1 and (wanted.count(wanted[k]) > 1 or name != wanted[k] or name == base):
                 digest = hashlib.blake2b(f"{target}|{cls.fingerprint}|{cls.binding()}".encode(), digest_size=3)
                 name = f"{name}_{digest.hexdigest()}"
             while (op_name, name) in taken:
@@ -440,14 +442,34 @@ def _name_overloads(classes: list[_Class], domain: str) -> None:
             cls.key = FunctionKey(domain, op_name, name)
 
 
-def _describe(mine: list[Any], all_literals: list[list[Any]]) -> str:
-    """Text of the literal values that set this body apart from the other bodies of its target."""
-    parts = []
-    for pos, lit in enumerate(mine):
-        if any(len(o) == len(mine) and o[pos].key != lit.key for o in all_literals):
-            label = lit.name if lit.kind != "initializer" else (lit.op_type.lower() or "const")
-            parts.append(f"{label}_{_token(lit.value)}")
-    return "_".join(parts[:2])
+def _describe(k: int, all_literals: list[list[Literal]]) -> str:
+    """Words for the literal values that set body ``k`` apart from the other bodies of its target: values in the
+    same slot that differ when the bodies share a shape, else values no other body has."""
+    mine = all_literals[k]
+    others = [o for j, o in enumerate(all_literals) if j != k]
+    aligned = [o for o in others if [x.slot for x in o] == [x.slot for x in mine]]
+    if aligned:
+        picked = [lit for pos, lit in enumerate(mine) if any(o[pos].key != lit.key for o in aligned)]
+    else:
+        elsewhere = {x.key for o in others for x in o}
+        picked = [lit for lit in mine if lit.key not in elsewhere]
+    return "_".join(_words(lit) for lit in picked[:2])
+
+
+def _words(lit: Literal) -> str:
+    """``reshape_1x8x2x8``, ``perm_0x2x1x3``, ``to_float``, ``eps_1em05``; a Constant's value needs no label."""
+    if lit.op_type == "Cast" and lit.name == "to" and isinstance(lit.value, int):
+        try:
+            return "to_" + onnx.TensorProto.DataType.Name(lit.value).lower()
+        except ValueError:
+            pass
+    if lit.kind == "initializer":
+        label = lit.op_type.lower() or "const"
+    elif lit.op_type == "Constant":
+        label = ""
+    else:
+        label = lit.name
+    return f"{label}_{_token(lit.value)}" if label else _token(lit.value)
 
 
 def _token(value: Any) -> str:
