@@ -238,3 +238,48 @@ def test_tensor_statistics_use_bounded_memory_and_say_when_sampled():
     assert "a sample of 1,048,576 of 8,388,608 values" in text and text.startswith("[0, 1, 2,")
     small = tensor_preview(np.array([1.0, 3.0], dtype=np.float32))
     assert small == "[1, 3]  min 1  max 3  mean 2  std 1 (all 2 values)"
+
+
+def _deep_if_bytes(depth: int) -> bytes:
+    """A valid model of ``depth`` nested If bodies, encoded by hand (protobuf cannot serialise such depth)."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out.append(b | 0x80 if n else b)
+            if not n:
+                return bytes(out)
+
+    def ld(num: int, size: int) -> bytes:  # tag and length of a length-delimited field
+        return varint(num << 3 | 2) + varint(size)
+
+    def text(num: int, s: str) -> bytes:
+        return ld(num, len(s)) + s.encode()
+
+    leaf = ld(1, len(text(1, "x") + text(2, "y") + text(4, "Identity"))) + text(1, "x") + text(2, "y") \
+        + text(4, "Identity") + text(2, "leaf")
+    prefixes, suffixes, size = [], [], len(leaf)
+    for i in range(depth):  # graph{node{input c, output y, op If, attribute{then_branch, type GRAPH, g}}, name}
+        attr = text(1, "then_branch") + varint(20 << 3) + varint(onnx.AttributeProto.GRAPH)
+        attr_size = len(attr) + len(ld(6, size)) + size
+        node = text(1, "c") + text(2, "y") + text(4, "If")
+        node_size = len(node) + len(ld(5, attr_size)) + attr_size
+        pre = ld(1, node_size) + node + ld(5, attr_size) + attr + ld(6, size)
+        suf = text(2, f"g{i}")
+        prefixes.append(pre)
+        suffixes.append(suf)
+        size += len(pre) + len(suf)
+    body = b"".join(reversed(prefixes)) + leaf + b"".join(suffixes)
+    return varint(1 << 3) + varint(10) + ld(8, 2) + varint(2 << 3) + varint(18) + ld(7, size) + body
+
+
+def test_nesting_beyond_protobufs_limit_says_what_the_limit_is(tmp_path: Path):
+    shallow = tmp_path / "deep200.onnx"
+    shallow.write_bytes(_deep_if_bytes(200))
+    assert build_index(load_model(shallow)).facts.total_nodes == 201  # the encoder makes valid models
+    deep = tmp_path / "deep30000.onnx"
+    deep.write_bytes(_deep_if_bytes(30_000))
+    with pytest.raises(ModelLoadError) as err:
+        load_model(deep)
+    assert "nested deeper than protobuf can read (65,535 message levels" in str(err.value)
+    assert "corrupt" not in str(err.value)

@@ -18,7 +18,10 @@ from inspector.core.errors import ModelLoadError
 
 TEXT_SUFFIXES = (".onnxtxt", ".onnxtext", ".txt")
 # upb refuses messages nested deeper than 100 levels; a model with ~33 nested If/Loop bodies already hits that.
+# With oversize protos allowed it reads up to 65,535 levels: each nested subgraph costs three (graph, node,
+# attribute), so about 21,800 nested If/Loop bodies.
 _DEEP_STACK_BYTES = 512 * 1024 * 1024
+MAX_MESSAGE_DEPTH = 65_535
 _deep_lock = threading.Lock()
 
 
@@ -136,7 +139,7 @@ def _parse_deep(data: bytes, label: str) -> onnx.ModelProto:
             proto.ParseFromString(data)
             result.append(proto)
         except Exception as e:
-            errors.append(type(e).__name__)
+            errors.append(str(e))
         finally:
             upb_message.SetAllowOversizeProtos(False)
 
@@ -152,6 +155,10 @@ def _parse_deep(data: bytes, label: str) -> onnx.ModelProto:
             threading.stack_size(old)
         t.join()
     if not result:
+        if any("MaxDepth" in e for e in errors):
+            raise ModelLoadError(
+                f"{label}: nested deeper than protobuf can read ({MAX_MESSAGE_DEPTH:,} message levels, about "
+                f"{MAX_MESSAGE_DEPTH // 3:,} nested subgraphs); the file may be valid, but it cannot be opened")
         raise ModelLoadError(f"{label}: not a valid ONNX protobuf (corrupt or truncated file)")
     return result[0]
 
