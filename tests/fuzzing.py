@@ -106,7 +106,7 @@ def _attribute(m: onnx.ModelProto, rng: random.Random) -> None:
     a = rng.choice(attrs)
     how = rng.randrange(5)
     if how == 0:
-        a.type = rng.choice([v for v in AttributeProto.AttributeType.values() if v != a.type] + [99])
+        a.type = rng.choice([v for v in AttributeProto.AttributeType.values() if v != a.type])
     elif how == 1:
         a.ints.extend([rng.choice([-(2**63), 2**63 - 1, 0]) for _ in range(rng.randint(1, 4))])
     elif how == 2:
@@ -205,9 +205,15 @@ def mutate(seed: Path, rng: random.Random) -> tuple[bytes, str]:
     names = []
     for _ in range(rng.randint(1, 3)):
         fn = rng.choice(FIELD_MUTATIONS)
-        fn(m, rng)
+        try:
+            fn(m, rng)
+        except (ValueError, TypeError, UnicodeError):  # protobuf refused the value: that mutation is moot
+            continue
         names.append(fn.__name__.strip("_"))
-    return m.SerializeToString(), "+".join(names)
+    try:
+        return m.SerializeToString(), "+".join(names)
+    except Exception:  # e.g. nesting protobuf cannot serialise: fall back to a byte flip
+        return _flip(data, rng), "flip"
 
 
 # --- running --------------------------------------------------------------------------------------------------
