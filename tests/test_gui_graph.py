@@ -79,7 +79,7 @@ def test_selecting_a_node_traces_inputs_and_outputs_and_shows_details(qtbot, win
 def test_overload_body_is_drawn_with_its_specialised_value_marked(qtbot, window: MainWindow):
     _open(qtbot, window, FIXTURES / "overloads.onnx")
     proxy = window.family_filter
-    window.filter_box.setText("local.tr")
+    window.filter_box.set_now("local.tr")
     ov = proxy.index(1, 0, proxy.index(0, 0))
     with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
         window.family_view.setCurrentIndex(ov)

@@ -23,7 +23,7 @@ def _open(qtbot, window: MainWindow, path: Path) -> None:
 
 def _overload_row(window: MainWindow, family: str, overload: str):
     proxy = window.family_filter
-    window.filter_box.setText(family)
+    window.filter_box.set_now(family)
     fam = next(proxy.index(r, 0) for r in range(proxy.rowCount()) if proxy.index(r, 0).data() == family)
     return next(proxy.index(r, 0, fam) for r in range(proxy.rowCount(fam))
                 if proxy.index(r, 0, fam).data() == overload)

@@ -43,7 +43,7 @@ def _open(qtbot, window: MainWindow, path: Path) -> None:
 
 def _select_overload(qtbot, window: MainWindow, family: str, overload: str) -> None:
     proxy = window.family_filter
-    window.filter_box.setText(family)
+    window.filter_box.set_now(family)
     fam = next(proxy.index(r, 0) for r in range(proxy.rowCount()) if proxy.index(r, 0).data() == family)
     ov = next(proxy.index(r, 0, fam) for r in range(proxy.rowCount(fam)) if proxy.index(r, 0, fam).data() == overload)
     with qtbot.waitSignal(window.selection_shown, timeout=30000):

@@ -29,7 +29,7 @@ def test_open_sample_in_background_and_select_a_call(window: MainWindow, qtbot):
     assert window.windowTitle().startswith("sample_export.onnx")
     assert "aten calls" in window.counts.full_text()
     proxy = window.family_filter
-    window.filter_box.setText("transpose")
+    window.filter_box.set_now("transpose")
     assert proxy.rowCount() == 1
     fam = proxy.index(0, 0)
     ov = proxy.index(0, 0, fam)
@@ -94,3 +94,23 @@ def test_external_tensor_values_are_read_only_when_asked(window: MainWindow, qtb
     name = next(n for n in window.index.proto.graph.node[0].input if n in window.nodes.values[1])
     window.nodes.link_clicked(QUrl(f"tensor:{name}"))
     qtbot.waitUntil(lambda: "min " in window.details.toPlainText(), timeout=10000)
+
+
+def test_the_filter_only_filters_and_waits_for_typing_to_pause(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(SAMPLE)
+    proxy = window.family_filter
+    families = proxy.rowCount()
+    linear = next(proxy.index(r, 0) for r in range(families) if proxy.index(r, 0).data() == "aten::linear")
+    with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
+        window.family_view.setCurrentIndex(proxy.index(0, 0, linear))
+    shown = window.center.current_view()
+    navigations: list[object] = []
+    window.selection_shown.connect(navigations.append)
+    window.center.view_shown.connect(navigations.append)
+    qtbot.keyClicks(window.filter_box, "transpose")
+    assert proxy.rowCount() == families  # nothing filtered while typing
+    qtbot.waitUntil(lambda: proxy.rowCount() == 1, timeout=2000)
+    assert proxy.index(0, 0).data() == "aten::transpose"
+    qtbot.wait(300)
+    assert navigations == [] and window.center.current_view() == shown  # the current row went away: no jump

@@ -14,10 +14,12 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from inspector.core.body import Body
-from inspector.core.index import ModelIndex
+from inspector.core.functions import CallSite
+from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import MAIN, FunctionKey, Scope
-from inspector.core.provenance import AtenCall
+from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.walk import NodePath
+from inspector.gui.analysis import TreeObject
 from inspector.gui.graph_view import GraphView
 from inspector.gui.widgets import ElidedLabel
 from inspector.gui.worker import Jobs
@@ -177,6 +179,21 @@ class GraphPanel(QWidget):
 
     def show_scope(self, scope: Scope, expanded: frozenset[str] = frozenset(), focus: str | None = None) -> None:
         self.open_view(View(scope, expanded), focus=focus)
+
+    def show_tree_object(self, obj: TreeObject) -> None:
+        """Show the scope a tree item lives in: a function body, an aten call, or a module inside main."""
+        if isinstance(obj, Family) and obj.overloads:
+            obj = obj.overloads[0]
+        if isinstance(obj, Overload):
+            obj = obj.function if obj.function is not None else (obj.aten_calls[0] if obj.aten_calls else None)
+        if isinstance(obj, CallSite):
+            obj = obj.callee
+        if isinstance(obj, (FunctionKey, AtenCall)):
+            self.show_scope(obj)
+        elif isinstance(obj, ModuleNode) and obj.path:
+            parts = obj.path.split(".")
+            chain = ["mod:" + ".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+            self.show_scope(MAIN, frozenset(chain[:-1]), focus=chain[-1])
 
     def collapse_all(self) -> None:
         if self._current is not None:

@@ -12,7 +12,6 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
-    QLineEdit,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -26,10 +25,9 @@ from PySide6.QtWidgets import (
 
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import write_atomic
-from inspector.core.functions import CallSite
-from inspector.core.index import Family, ModelIndex, Overload, open_index
-from inspector.core.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.provenance import AtenCall, ModuleNode
+from inspector.core.index import ModelIndex, open_index
+from inspector.core.keys import FunctionKey, GraphScope
+from inspector.core.provenance import AtenCall
 from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import Hit, SearchIndex
 from inspector.core.values import graph_value_types
@@ -39,6 +37,7 @@ from inspector.gui.body_view import BodyView
 from inspector.gui.compare import CompareWindow
 from inspector.gui.dialogs import show_message
 from inspector.gui.family_model import FamilyFilter, FamilyModel
+from inspector.gui.filtering import FilterBox
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, build_file_menu
 from inspector.gui.module_model import ModuleModel, object_of
@@ -77,9 +76,7 @@ class MainWindow(QMainWindow):
         self.families = FamilyModel()
         self.family_filter = FamilyFilter()
         self.family_filter.setSourceModel(self.families)
-        self.filter_box = QLineEdit(placeholderText="Filter functions, overloads, aten targets…")
-        self.filter_box.setClearButtonEnabled(True)
-        self.filter_box.textChanged.connect(self.family_filter.setFilterFixedString)
+        self.filter_box = FilterBox(self.family_filter)
         self.family_view = QTreeView()
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
@@ -188,7 +185,7 @@ class MainWindow(QMainWindow):
         self.reviewing.reset()
         self.bodies.reset()
         self.nodes.shown = None
-        self.filter_box.clear()
+        self.filter_box.set_now("")
         self.search_panel.set_index(None)
         self.search_panel.box.clear()
         self.family_view.clearSelection()
@@ -225,7 +222,7 @@ class MainWindow(QMainWindow):
             return False
         proxy = self.family_filter.mapFromSource(src)
         if not proxy.isValid():
-            self.filter_box.clear()
+            self.filter_box.set_now("")
             proxy = self.family_filter.mapFromSource(src)
         self.trees.setCurrentWidget(self.family_view)
         self.family_view.scrollTo(proxy)
@@ -311,6 +308,8 @@ class MainWindow(QMainWindow):
         self.nodes.show(scope, path, where)
 
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self.filter_box.filtering:  # rows came and went under the filter: not a choice of the user
+            return
         self.show_object(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
 
     def show_object(self, obj: TreeObject) -> None:
@@ -318,25 +317,7 @@ class MainWindow(QMainWindow):
             return
         self.details.setHtml(details.describe(self.index, obj))
         self.bodies.show(obj)
-        self._show_graph_for(obj)
-
-    def _show_graph_for(self, obj: TreeObject) -> None:
-        """Show the scope a tree item lives in: a function body, an aten call, or a module inside main."""
-        if isinstance(obj, Family) and obj.overloads:
-            obj = obj.overloads[0]
-        if isinstance(obj, Overload):
-            obj = obj.function if obj.function is not None else (obj.aten_calls[0] if obj.aten_calls else None)
-        if isinstance(obj, CallSite):
-            obj = obj.callee
-        if isinstance(obj, (FunctionKey, AtenCall)):
-            self.center.show_scope(obj)
-        elif isinstance(obj, ModuleNode) and obj.path:
-            chain, node = [], obj.path
-            parts = node.split(".")
-            for k in range(1, len(parts) + 1):
-                chain.append("mod:" + ".".join(parts[:k]))
-            opened = frozenset(c for c in chain[:-1])
-            self.center.show_scope(MAIN, opened, focus=chain[-1])
+        self.center.show_tree_object(obj)
 
     def _view_shown(self, _view: Any) -> None:
         self.bodies.mark_graph()
