@@ -350,3 +350,32 @@ def test_overloads_are_named_by_what_differs(name: str):
         if len(overloads) == 1:
             aten_overload = target.partition(".")[2] or "default"
             assert overloads == {aten_overload}, target
+
+
+@pytest.mark.parametrize("name", DYNAMO)
+def test_folded_model_reads_as_its_aten_families(name: str, folded_dir: Path):
+    """A folded model is read as the seed intended: each function family that stands for an aten op *is* that
+    aten family (labelled `aten::op`, one row per op; flat `aten_call` rows only for calls fold left flat), each
+    overload carries its aten target, and the aten targets count the calls torch made (rule A)."""
+    from inspector.core.summary import summary_dict
+
+    _model, report = fold_model(open_index(ZOO / f"{name}.onnx"))
+    index = open_index(save(folded(name), folded_dir / f"{name}.summary.onnx"))
+    data = summary_dict(index, specialisation=False)
+    folded_labels = [f["label"] for f in data["families"] if f["kind"] == "function"]
+    assert folded_labels and all(label.startswith("aten::") for label in folded_labels)
+    assert len(set(folded_labels)) == len(folded_labels)
+    # the only aten_call rows left are the calls fold left flat (cond: the calls inside the If branches)
+    flat_calls = {o["target"]: o["calls"] for f in data["families"] if f["kind"] == "aten_call" for o in f["overloads"]}
+    left: dict[str, int] = {}
+    for _fx, target, _reason in report.left_flat:
+        left[target] = left.get(target, 0) + 1
+    assert flat_calls == left
+    for fam in data["families"]:
+        if fam["kind"] == "function":
+            assert all(o["target"] and o["target"].startswith(fam["label"]) for o in fam["overloads"])
+    emitted: dict[str, int] = {}
+    for f in truth(name)["fx_nodes"]:
+        if f["onnx_nodes"] > 0:
+            emitted[f["target"]] = emitted.get(f["target"], 0) + 1
+    assert {a["target"]: a["calls"] for a in data["aten_targets"]} == emitted

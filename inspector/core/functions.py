@@ -65,6 +65,7 @@ class FunctionIndex:
     callees: dict[GraphScope, set[FunctionKey]]
     findings: list[Finding]
     duplicate_keys: list[FunctionKey]
+    _aten: dict[FunctionKey, str] | None = field(default=None, repr=False)
 
     def family_of(self, key: FunctionKey) -> FunctionFamily:
         for fam in self.families.values():
@@ -74,6 +75,19 @@ class FunctionIndex:
 
     def call_count(self, key: FunctionKey) -> int:
         return len(self.calls.get(key, ()))
+
+    def aten_target(self, key: FunctionKey) -> str | None:
+        """The aten target a local function stands for (``aten::view`` for a function ``fold`` made), else None."""
+        if self._aten is None:
+            from inspector.core.signature import folded_target
+
+            self._aten = {}
+            for k, f in self.functions.items():
+                if f.doc_string.startswith("aten::"):  # cheap test first: most functions carry no schema
+                    target = folded_target(f)
+                    if target is not None:
+                        self._aten[k] = target
+        return self._aten.get(key)
 
 
 def local_functions(model: onnx.ModelProto) -> tuple[dict[FunctionKey, onnx.FunctionProto], list[FunctionKey]]:

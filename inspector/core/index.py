@@ -40,12 +40,13 @@ class Overload:
     function: FunctionKey | None = None
     call_count: int = 0
     aten_calls: list[AtenCall] = field(default_factory=list)
+    aten_target: str | None = None  # for a function that stands for an aten overload (a fold's function)
 
     @property
     def target(self) -> str | None:
-        """``aten::transpose.int`` for aten overloads."""
+        """``aten::transpose.int`` for aten overloads and for functions that stand for one."""
         if self.kind != "aten_call":
-            return None
+            return self.aten_target
         if self.domain == "python":
             return self.name
         return f"{self.domain}::{self.name}" + ("" if self.overload == "default" else f".{self.overload}")
@@ -64,6 +65,7 @@ class Family:
     name: str
     overloads: list[Overload] = field(default_factory=list)
     torchscript_variants: bool = False
+    aten_family: str | None = None  # ``aten::view`` when every overload stands for an overload of that aten op
 
     @property
     def call_count(self) -> int:
@@ -71,6 +73,8 @@ class Family:
 
     @property
     def label(self) -> str:
+        if self.aten_family is not None:
+            return self.aten_family
         if self.kind == "aten_call":
             return f"{self.domain}::{self.name}" if self.domain != "python" else self.name
         return f"{self.domain}.{self.name}" if self.domain else self.name
@@ -210,7 +214,8 @@ def _build_index(model: LoadedModel) -> ModelIndex:
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
     total = sum(scanned.node_counts.values())
     main_nodes = len(proto.graph.node)
-    families = _function_families(fidx) + _aten_families(prov)
+    functions = _function_families(fidx)
+    families = functions + _aten_families(prov, _folded_calls(fidx, functions))
     findings = list(fidx.findings)
     if prov.damaged:
         findings.append(Finding("damaged_metadata", "warning",
@@ -220,18 +225,34 @@ def _build_index(model: LoadedModel) -> ModelIndex:
 
 
 def _function_families(fidx: FunctionIndex) -> list[Family]:
+    """Function families; one whose functions all stand for overloads of one aten op (a folded model) *is* that
+    aten family: labelled ``aten::view``, each overload with its aten target."""
     out: list[Family] = []
     for (domain, name), fam in sorted(fidx.families.items()):
         family = Family("function", domain, name, torchscript_variants=fam.torchscript_variants)
         for key in fam.members:
-            family.overloads.append(Overload("function", domain, name, fam.label(key), key, fidx.call_count(key)))
+            family.overloads.append(Overload("function", domain, name, fam.label(key), key, fidx.call_count(key),
+                                             aten_target=fidx.aten_target(key)))
+        ops = {split_target(o.aten_target)[:2] if o.aten_target else None for o in family.overloads}
+        if len(ops) == 1 and None not in ops:
+            ns, op = next(iter(o for o in ops if o is not None))
+            family.aten_family = f"{ns}::{op}"
         out.append(family)
     return out
 
 
-def _aten_families(prov: ProvenanceIndex) -> list[Family]:
+def _folded_calls(fidx: FunctionIndex, families: list[Family]) -> set[tuple[object, ...]]:
+    """Main-graph paths of the call nodes of functions that are aten families: their aten calls are shown there,
+    not a second time as flat aten calls."""
+    keys = {o.function for f in families if f.aten_family is not None for o in f.overloads if o.function}
+    return {tuple(site.path) for key in keys for site in fidx.calls.get(key, ()) if site.caller == MAIN}
+
+
+def _aten_families(prov: ProvenanceIndex, folded: set[tuple[object, ...]] | None = None) -> list[Family]:
     by_target: dict[str, list[AtenCall]] = {}
     for call in prov.calls:
+        if folded and call.scope == MAIN and len(call.node_paths) == 1 and tuple(call.node_paths[0]) in folded:
+            continue  # a call of a function that is this aten family (a folded model)
         calls = by_target.get(call.target)
         if calls is None:
             by_target[call.target] = [call]

@@ -95,15 +95,22 @@ class Comparer:
         fams_a = {(f.kind, f.domain, f.name): f for f in A.index.families}
         fams_b = {(f.kind, f.domain, f.name): f for f in B.index.families}
         mapped_b = set(fmap.values())
+        # a folded model reads its functions as aten families: the flat aten family lives on in them
+        folded_labels = {f.label for f in (*fams_a.values(), *fams_b.values()) if f.aten_family is not None
+                         and all(o.function in explained for o in f.overloads)}
         for key, fam in fams_a.items():
             if key not in fams_b:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
+                    continue
+                if fam.kind == "aten_call" and fam.label in folded_labels:
                     continue
                 self.add(Change("family_removed", fam.kind, fam.label, fam.label, _family_json(fam), None,
                                 _family_detail(fam), [fam.label]))
         for key, fam in fams_b.items():
             if key not in fams_a:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
+                    continue
+                if fam.kind == "aten_call" and fam.label in folded_labels:
                     continue
                 self.add(Change("family_added", fam.kind, fam.label, fam.label, None, _family_json(fam),
                                 _family_detail(fam), [fam.label]))
