@@ -80,9 +80,11 @@ class MainWindow(QMainWindow):
         self.family_view = QTreeView()
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
+        self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
         self.module_view = QTreeView()
         self.module_view.setUniformRowHeights(True)
+        self.module_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
 
         left = QWidget()
         lay = QVBoxLayout(left)
@@ -302,6 +304,7 @@ class MainWindow(QMainWindow):
             return
         if hit.kind in ("node", "op_type") and hit.scope is not None and hit.path:
             self.show_node(hit.scope, hit.path, hit.where)
+            self.nodes.reveal(hit.scope, hit.path, self.search_panel.owner(hit))
 
     def show_node(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:
         """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""

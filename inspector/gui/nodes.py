@@ -85,6 +85,17 @@ class NodeView:
 
         self.w.jobs.run(lambda: self._preview(tensor, inline_only=False), done)
 
+    def reveal(self, scope: GraphScope, path: tuple[Any, ...], call: AtenCall | None) -> None:
+        """Show the graph that holds a node and select its box there (the box of its top-level node when it sits
+        in a subgraph): the body of its aten call, the function body, or the main graph."""
+        first = path[0] if path else None
+        if not isinstance(first, int):
+            return
+        if call is not None:
+            self.w.center.show_scope(call, focus=f"n:{first}")
+        else:
+            self.w.center.show_scope(scope, focus=f"n:{first}")
+
     def graph_node_selected(self, scope: Scope, node: SceneNode | None) -> None:
         """A box clicked in the graph: an op or a function call shows its node, others describe themselves."""
         index, w = self.w.index, self.w

@@ -127,6 +127,7 @@ class ReviewPanel(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Status", "Item", "Note"])
         self.tree.setRootIsDecorated(True)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.tree.itemActivated.connect(self._activated)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)

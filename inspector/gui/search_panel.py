@@ -1,4 +1,7 @@
-"""Search (Ctrl+F) over node names, op types, aten targets, function names and module paths."""
+"""Search (Ctrl+F) over node names, op types, aten targets, function names and module paths.
+
+Each result is named by what tells it apart: the module path (and FX name) of the aten call a node belongs to,
+elided in the middle so the distinguishing end stays visible."""
 
 from __future__ import annotations
 
@@ -6,8 +9,12 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
+from inspector.core.keys import MAIN
+from inspector.core.provenance import AtenCall
 from inspector.core.search import Hit, SearchIndex
 from inspector.gui.text import tooltip
+
+KIND_TAGS = {"function": "fn", "aten_target": "aten", "module": "mod", "op_type": "op", "node": "node"}
 
 
 class SearchPanel(QWidget):
@@ -20,6 +27,9 @@ class SearchPanel(QWidget):
         self.box = QLineEdit(placeholderText="Search nodes, ops, aten targets, functions, modules…")
         self.box.setClearButtonEnabled(True)
         self.results = QListWidget()
+        self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.results.setUniformItemSizes(True)
         self.status = QLabel("")
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         lay = QVBoxLayout(self)
@@ -28,16 +38,19 @@ class SearchPanel(QWidget):
         lay.addWidget(self.status)
         lay.addWidget(self.results)
         self._index: SearchIndex | None = None
+        self._owners: dict[int, AtenCall] | None = None  # main-graph node -> its aten call, built on first use
         self._timer = QTimer(self, singleShot=True, interval=150)
         self._timer.timeout.connect(self.run)
         self.box.textChanged.connect(lambda _t: self._timer.start())
         self.box.returnPressed.connect(self._enter)
         self.box.installEventFilter(self)
         self.results.itemActivated.connect(self._activated)
-        self.results.currentItemChanged.connect(lambda cur, _prev: self._activated(cur) if cur else None)
+        self.results.itemClicked.connect(self._activated)  # Up/Down only move; Enter or a click jumps
 
     def set_index(self, index: SearchIndex | None) -> None:
         self._index = index
+        self._owners = None
+        self._timer.stop()
         self.results.clear()
         self.status.setText("")
 
@@ -52,12 +65,28 @@ class SearchPanel(QWidget):
             return
         result = self._index.search(self.box.text())
         for hit in result.hits:
-            item = QListWidgetItem(f"{hit.kind:<11} {hit.text}   — {hit.where}")
+            call = self.owner(hit)
+            place = f"{call.module_path or 'root'} › {call.name}" if call is not None else hit.where
+            item = QListWidgetItem(f"{KIND_TAGS[hit.kind]}  {hit.text}  ·  {place}")
             item.setData(Qt.ItemDataRole.UserRole, hit)
-            item.setToolTip(tooltip(hit.where))
+            item.setToolTip(tooltip(f"{hit.kind}: {hit.text}\n{hit.where}"
+                                    + (f"\nin {call.target} ({call.name}) of {call.module_path}" if call else "")))
             self.results.addItem(item)
-        more = f" (showing {len(result.hits)} of {result.total})" if result.truncated else ""
-        self.status.setText(f"{len(result.hits)} results{more}")
+        n = len(result.hits)
+        more = f" (showing {n} of {result.total})" if result.truncated else ""
+        self.status.setText(f"{n} result{'s' if n != 1 else ''}{more}")
+
+    def owner(self, hit: Hit) -> AtenCall | None:
+        """The aten call a hit belongs to: the call itself, or the call holding a main-graph node."""
+        if isinstance(hit.ref, AtenCall):
+            return hit.ref
+        if self._index is None or hit.kind not in ("node", "op_type") or hit.scope != MAIN or not hit.path:
+            return None
+        if self._owners is None:
+            self._owners = {p[0]: call for call in self._index.index.provenance.calls if call.scope == MAIN
+                            for p in call.node_paths if p and isinstance(p[0], int)}
+        first = hit.path[0]
+        return self._owners.get(first) if isinstance(first, int) else None
 
     def _enter(self) -> None:
         self._timer.stop()
