@@ -81,3 +81,45 @@ def test_links_only_when_the_evidence_holds():
     mul = _analysis(FIXTURES / "dynamo_rewritten.onnx", "aten_call", "aten", "mul")
     (spec,) = mul.bodies[0].specialised
     assert spec.links[0].parameter == "other"
+
+
+ZOO = FIXTURES.parent / "zoo"
+
+
+def test_lone_body_leaves_out_onnx_defaults_and_keeps_them_available() -> None:
+    # gpt2's SDPA body (one body, no sibling): Reshape.allowzero=0 (twice) and Softmax.axis=-1 equal their opset-20
+    # defaults; Transpose.perm=[0, 2, 1] does not (the default reverses the axes), so it stays a review item
+    analysis = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "scaled_dot_product_attention")
+    (body,) = analysis.bodies
+    left = sorted((s.literal.op_type, s.literal.name, s.literal.value) for s in body.left_out)
+    assert left == [("Reshape", "allowzero", 0), ("Reshape", "allowzero", 0), ("Softmax", "axis", -1)]
+    shown = {(s.literal.op_type, s.literal.name) for s in body.specialised if s.literal.kind == "attribute"}
+    assert shown == {("Transpose", "perm")}
+
+
+def test_defaults_that_link_stay_review_items() -> None:
+    # Softmax.axis=-1 is the ONNX default, but in aten::softmax.int it is the dim argument: linked, so listed
+    analysis = _analysis(ZOO / "t5_noopt.onnx", "aten_call", "aten", "softmax")
+    (body,) = analysis.bodies
+    (spec,) = body.specialised
+    assert (spec.literal.name, spec.literal.value) == ("axis", -1) and spec.links[0].parameter == "dim"
+    assert body.left_out == []
+
+
+def test_constants_read_inside_an_if_branch_name_the_branch_node() -> None:
+    import onnx
+
+    analysis = _analysis(ZOO / "cond.onnx", "aten_call", "higher_order", "cond")
+    (body,) = analysis.bodies
+    model = onnx.load(ZOO / "cond.onnx", load_external_data=False)
+    found = {}
+    for spec in body.specialised:
+        lit = spec.literal
+        if lit.kind != "initializer":
+            continue
+        i, branch, j = lit.reader
+        (attr,) = [a for a in model.graph.node[body.body.node_paths[int(i)][0]].attribute if a.name == branch]
+        node = attr.g.node[int(j)]
+        assert lit.name in node.input and node.op_type == lit.op_type
+        found[lit.name] = (branch, lit.op_type)
+    assert found == {"val_2": ("else_branch", "Sub"), "val_0_2": ("then_branch", "Mul")}

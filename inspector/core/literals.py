@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,8 @@ class Literal:
     key: str  # canonical text used to compare values across members
     ref: str | None = None  # the function attribute a parametric attribute refers to
     uses: int = 1  # how many node inputs in the body read this constant (the SDPA scale is read twice)
+    # for a constant input: the first node reading it, at any depth (inside an If branch); not part of its identity
+    reader: BodyPath = field(default=(), compare=False)
 
     @property
     def slot(self) -> tuple[BodyPath, str, str]:
@@ -103,15 +105,16 @@ def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
 def body_literals(body: Body) -> list[Literal]:
     """Every literal of a body, in a fixed order; constants (small initializers) first."""
     out: list[Literal] = []
-    readers: dict[str, str] = {}
+    readers: dict[str, tuple[BodyPath, str]] = {}
     uses: dict[str, int] = {}
-    for node in body.nodes:
+    for path, node in walk_body(body.nodes):  # subgraphs too: an If branch reads the constants it captures
         for name in node.input:
-            readers.setdefault(name, node.op_type)
+            readers.setdefault(name, (path, node.op_type))
             uses[name] = uses.get(name, 0) + 1
     for name, init in body.constants.items():
         value, key = tensor_value(init)
-        out.append(Literal((), readers.get(name, ""), name, "initializer", value, key, uses=uses.get(name, 0)))
+        where, op = readers.get(name, ((), ""))
+        out.append(Literal((), op, name, "initializer", value, key, uses=uses.get(name, 0), reader=where))
     for path, node in walk_body(body.nodes):
         for attr in node.attribute:
             if attr.ref_attr_name:

@@ -51,7 +51,8 @@ class SpecialisedValue:
             "family_values": self.family_values,
             "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule,
                                 "place": a.place} for a in self.links],
-        } | ({"refers_to": lit.ref} if lit.ref else {})
+        } | ({"refers_to": lit.ref} if lit.ref else {}) \
+            | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {})
 
 
 @dataclass(slots=True)
