@@ -130,3 +130,27 @@ def test_fold_command(tmp_path: Path, capsys):
     assert main(["fold", str(FIXTURES / "overloads.onnx"), "-o", str(tmp_path / "x.onnx")]) == 2
     assert "no aten calls to fold" in capsys.readouterr().err
     assert not (tmp_path / "x.onnx").exists()
+
+
+def _one_function_model(doc: str) -> onnx.ModelProto:
+    f = helper.make_function("pkg.torch.aten", "view", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                             [helper.make_opsetid("", 20)])
+    f.doc_string = doc
+    g = helper.make_graph([helper.make_node("view", ["x"], ["y"], domain="pkg.torch.aten")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("pkg.torch.aten", 1)],
+                             functions=[f])
+
+
+@pytest.mark.parametrize(("doc", "family"), [
+    ("aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", "aten::view"),  # as fold writes it
+    ("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", None),  # another op's schema
+    ("aten::no_such_op(Tensor self) -> Tensor", None),  # not in the catalogue
+    ("<b>aten::view</b>", None),
+])
+def test_a_function_is_an_aten_family_only_by_its_own_schema(doc: str, family: str | None):
+    index = build_index(LoadedModel(Path("hand.onnx"), _one_function_model(doc), "binary", 0))
+    (fam,) = index.families
+    assert fam.kind == "function" and fam.aten_family == family
+    assert fam.label == (family or "pkg.torch.aten.view")

@@ -83,7 +83,8 @@ class FunctionIndex:
 
             self._aten = {}
             for k, f in self.functions.items():
-                if f.doc_string.startswith("aten::"):  # cheap test first: most functions carry no schema
+                doc = f.doc_string  # bytes when the file holds invalid UTF-8
+                if isinstance(doc, str) and doc.startswith("aten::"):  # cheap test first: most carry no schema
                     target = folded_target(f)
                     if target is not None:
                         self._aten[k] = target
