@@ -81,3 +81,9 @@ def test_known_missing_links_are_still_missing(name: str) -> None:
     targets, _want, known = expected(name)
     got = set().union(*(found(name).get(t, set()) for t in targets))
     assert _sorted(got & known) == []
+
+
+def test_every_dynamo_model_that_links_has_a_links_file() -> None:
+    names = {p.name[: -len(".truth.json")] for p in ZOO.glob("*.truth.json")}
+    dynamo = {n for n in names if json.loads((ZOO / f"{n}.truth.json").read_text())["kind"].startswith("dynamo")}
+    assert sorted(n for n in dynamo - set(FILES) if found(n)) == []
