@@ -144,3 +144,21 @@ def test_damaged_sidecar_gives_a_warning_and_a_report_without_reviews(tmp_path, 
     text = out.read_text("utf-8")
     if fmt == "json":
         assert json.loads(text)["reviews"]["available"] is False
+
+
+def test_json_diff_is_written_in_pieces_not_held_whole(tmp_path: Path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from inspector.commands.diff import render_chunks
+    from inspector.core.diff import diff_dict, diff_files
+
+    nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"n{i}") for i in range(5000)]
+    big = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("v5000", TensorProto.FLOAT, [4])]), opset_imports=[helper.make_opsetid("", 18)])
+    onnx.save(big, str(tmp_path / "big.onnx"))
+    d = diff_files(tmp_path / "big.onnx", ZOO / "pair_eps_a.onnx")
+    sizes = [len(chunk) for chunk in render_chunks(d, "json")]
+    assert sum(sizes) > 1_000_000 and max(sizes) < 1 << 17  # the whole text is never held as one string
+    assert "".join(render_chunks(d, "json")) == json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"

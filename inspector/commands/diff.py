@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from inspector.core.diff import ModelDiff, diff_dict, diff_files
@@ -37,19 +37,38 @@ def main(argv: Sequence[str]) -> int:
     if args.output:
         check_output(args.output, (args.a, args.b), "the diff")
     d = diff_files(args.a, args.b)
-    text = render(d, args.format)
+    chunks = render_chunks(d, args.format)
     if args.output:
-        write_atomic(Path(args.output), text.encode("utf-8"), make_parents=True)
+        write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)
         sys.stdout.write(f"{verdict(d)}; wrote {args.output}\n")
     else:
-        sys.stdout.write(text)
+        for chunk in chunks:
+            sys.stdout.write(chunk)
     return 0 if d.equal else 1
+
+
+def render_chunks(d: ModelDiff, fmt: str) -> Iterator[str]:
+    """The diff in one of ``FORMATS``, in pieces: JSON is encoded as it is written, so that a diff of a large
+    model is never held as one string (on 200k removed nodes that string and its bytes doubled the peak)."""
+    if fmt != "json":
+        yield render(d, fmt)
+        return
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False)
+    buffered: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(diff_dict(d)):
+        buffered.append(piece)
+        size += len(piece)
+        if size > 1 << 16:
+            yield "".join(buffered)
+            buffered, size = [], 0
+    yield "".join(buffered) + "\n"
 
 
 def render(d: ModelDiff, fmt: str) -> str:
     """The diff in one of ``FORMATS``."""
     if fmt == "json":
-        return json.dumps(diff_dict(d), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return "".join(render_chunks(d, fmt))
     if fmt == "md":
         return render_markdown(d)
     if fmt == "html":

@@ -33,10 +33,11 @@ __all__ = ["check_output", "clean_stale_temps", "write_atomic"]
 STALE_SECONDS = 60.0
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, keep_backup: bool = False,
+def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, keep_backup: bool = False,
                  make_parents: bool = False, action: str = "write") -> None:
-    """Replace ``path`` by ``data`` atomically (see the module doc); ``make_parents`` creates missing folders.
-    ``action`` words the error: ``cannot {action} {path}: {reason}``."""
+    """Replace ``path`` by ``data`` (bytes, or an iterable of byte chunks, so a large output need not be held
+    whole) atomically (see the module doc); ``make_parents`` creates missing folders. ``action`` words the error:
+    ``cannot {action} {path}: {reason}``."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     temps: list[str] = []
@@ -48,7 +49,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, keep_backup: bool
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
         temps.append(tmp)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in ((data,) if isinstance(data, bytes | bytearray) else data):
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
