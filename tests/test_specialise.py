@@ -123,3 +123,70 @@ def test_constants_read_inside_an_if_branch_name_the_branch_node() -> None:
         assert lit.name in node.input and node.op_type == lit.op_type
         found[lit.name] = (branch, lit.op_type)
     assert found == {"val_2": ("else_branch", "Sub"), "val_0_2": ("then_branch", "Mul")}
+
+
+def _fx(name: str, target: str, args: str, kwargs: str = "{}") -> str:
+    head = f"%{name} : [num_users=1] = call_function[target=torch.ops.aten.{target}]"
+    return f"{head}(args = ({args}), kwargs = {kwargs})"
+
+
+def _hand_made(tmp_path):  # type: ignore[no-untyped-def]
+    """One call per argument kind, each lowered as torchlib does, with decoys of equal value in other places."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def node(op, ins, outs, fx, **attrs):  # type: ignore[no-untyped-def]
+        n = helper.make_node(op, ins, outs, name=outs[0], **attrs)
+        p = n.metadata_props.add()
+        p.key, p.value = "pkg.torch.onnx.fx_node", fx
+        return n
+
+    c = [helper.make_tensor(n, TensorProto.FLOAT, [], [v]) for n, v in (("four", 4.0), ("two", 2.0), ("zero", 0.0))]
+    nodes = [
+        node("Gelu", ["x"], ["gelu"], _fx("gelu", "gelu.default", "%x,", "{approximate: tanh}"), approximate="tanh"),
+        node("Mul", ["gelu", "four"], ["mul"], _fx("mul", "mul.Tensor", "%gelu, 4")),
+        # add(x, mul, alpha=2): torchlib multiplies other by alpha (a decoy: 2.0 is also alpha's value elsewhere)
+        node("Mul", ["mul", "two"], ["t"], _fx("add", "add.Tensor", "%x, %mul", "{alpha: 2}")),
+        node("Add", ["x", "t"], ["add"], _fx("add", "add.Tensor", "%x, %mul", "{alpha: 2}")),
+        node("Where", ["cond", "zero", "add"], ["where"], _fx("where", "where.self", "%cond, 0.0, %add")),
+        node("Softmax", ["where"], ["softmax"], _fx("softmax", "softmax.int", "%where, 2"), axis=-1),
+        node("Conv", ["img", "w"], ["conv"], _fx("conv", "conv2d.default", "%img, %w, None, [1, 1], [1, 1], [1, 1]"),
+             pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1], kernel_shape=[3, 3], group=1),
+        node("MaxPool", ["conv"], ["pool"], _fx("pool", "max_pool2d.default", "%conv, [2, 2], []"),
+             kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0]),
+    ]
+    vi = helper.make_tensor_value_info
+    inputs = [vi("x", TensorProto.FLOAT, [1, 2, 3]), vi("cond", TensorProto.BOOL, [1, 2, 3]),
+              vi("img", TensorProto.FLOAT, [1, 1, 8, 8]), vi("w", TensorProto.FLOAT, [1, 1, 3, 3])]
+    g = helper.make_graph(nodes, "g", inputs,
+                          [vi("softmax", TensorProto.FLOAT, [1, 2, 3]), vi("pool", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          initializer=c, value_info=[vi("where", TensorProto.FLOAT, [1, 2, 3])])
+    path = tmp_path / "kinds.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), path)
+    return path
+
+
+def test_every_argument_kind_links_where_the_lowering_puts_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    index = open_index(_hand_made(tmp_path))
+    specialiser = Specialiser(index)
+    got = set()
+    for fam in index.families:
+        for body in specialiser.analyse(fam).bodies:
+            for s in body.specialised:
+                for a in s.links:
+                    got.add((body.members[0].target, f"{s.literal.op_type}.{s.literal.name}", a.parameter,
+                             str(a.value)))
+    assert got == {
+        ("aten::gelu", "Gelu.approximate", "approximate", "tanh"),  # FX wrote tanh without quotes (a Symbol)
+        ("aten::mul.Tensor", "Mul.four", "other", "4"),
+        ("aten::add.Tensor", "Mul.two", "alpha", "2"),
+        ("aten::where.self", "Where.zero", "self", "0.0"),  # a Python scalar passed for a Tensor parameter
+        ("aten::softmax.int", "Softmax.axis", "dim", "2"),  # dim 2 of a rank-3 input is axis -1
+        ("aten::conv2d", "Conv.pads", "padding", "[1, 1]"),  # not dilations, though equal to padding
+        ("aten::conv2d", "Conv.strides", "stride", "[1, 1]"),
+        ("aten::conv2d", "Conv.dilations", "dilation", "[1, 1]"),
+        ("aten::conv2d", "Conv.group", "groups", "1"),  # schema default
+        ("aten::max_pool2d", "MaxPool.kernel_shape", "kernel_size", "[2, 2]"),
+        ("aten::max_pool2d", "MaxPool.strides", "stride", "[]"),  # empty stride: torch uses kernel_size
+        ("aten::max_pool2d", "MaxPool.pads", "padding", "[0, 0]"),  # schema default padding=0, as [0, 0]
+    }
