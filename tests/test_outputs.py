@@ -162,3 +162,13 @@ def test_json_diff_is_written_in_pieces_not_held_whole(tmp_path: Path):
     sizes = [len(chunk) for chunk in render_chunks(d, "json")]
     assert sum(sizes) > 1_000_000 and max(sizes) < 1 << 17  # the whole text is never held as one string
     assert "".join(render_chunks(d, "json")) == json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_sidecar_gives_a_warning_not_a_hang(tmp_path: Path, capsys):
+    model = tmp_path / "m.onnx"
+    shutil.copyfile(FIXTURES / "overloads.onnx", model)
+    os.mkfifo(tmp_path / "m.onnx.review.json")
+    assert main(["report", str(model), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    err = capsys.readouterr().err
+    assert "not a regular file" in err and "the report has no reviews" in err

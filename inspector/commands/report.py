@@ -9,6 +9,7 @@ highlighted specialised values, reviews from the model's sidecar (read only, nev
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,8 +77,8 @@ def _reviews(index: ModelIndex) -> Any:
     """The model's review store when its sidecar exists and reads; a warning (and no reviews) otherwise."""
     from inspector.core.review import ReviewStore, sidecar_path
 
-    if not sidecar_path(index.path).is_file():
-        return None
+    if not os.path.lexists(sidecar_path(index.path)):
+        return None  # no reviews yet; anything else by that name (a FIFO, a folder) is warned about below
     store = ReviewStore(index.path)
     try:
         store.load()  # reads only; the report never writes the sidecar
