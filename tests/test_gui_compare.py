@@ -45,8 +45,9 @@ def test_head_count_change_shows_the_scale_old_beside_new(qtbot, compare: Compar
     _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
     groups = {g for g, _row in _rows(compare)}
     assert any("scaled_dot_product_attention" in g for g in groups) and any("aten::view" in g for g in groups)
-    sdpa_scale = next(row for g, row in _rows(compare) if "scaled_dot" in g and "0.594" in row.text(2))
-    assert "0.707" in sdpa_scale.text(2)
+    sdpa_scale = next(row for g, row in _rows(compare) if "scaled_dot" in g and "0.594" in row.text(0))
+    assert sdpa_scale.text(0) == "scale (Mul.B): 0.59460354 → 0.70710677"  # names the value, old and new
+    assert sdpa_scale.text(1) == "scaled_dot_product_attention  +1"  # the first call, and how many more
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(sdpa_scale)
     assert isinstance(compare.side_a.current_scope(), AtenCall)
@@ -116,3 +117,42 @@ def test_compare_with_from_the_main_window(qtbot, tmp_path: Path):
     compare.close()
     QThreadPool.globalInstance().waitForDone(30000)
     _ = Qt
+
+
+@pytest.mark.parametrize(("keys", "name", "expected"), [
+    ("Ctrl+E", "d.md", "0.70710677"),
+    ("Ctrl+Shift+E", "r.html", "0.70710677"),
+    ("Ctrl+E", "d.json", '"value_changed"'),
+])
+def test_the_compare_menu_exports_the_diff_and_the_report(qtbot, compare: CompareWindow, tmp_path: Path,
+                                                         monkeypatch, keys, name, expected):
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QFileDialog
+
+    _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
+    menu = compare.menuBar().actions()[0].menu()
+    assert [a.text() for a in menu.actions() if a.text()] == [
+        "Export &Diff…", "Export &Report with the Diff…", "&Close"]
+    out = tmp_path / name
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        lambda _w, _t, suggested, _f: (asked.append(suggested), (str(out), ""))[1])
+    compare.changes.setFocus()
+    with qtbot.waitSignal(compare.exported, timeout=60000):
+        seq = QKeySequence(keys)
+        qtbot.keyClick(compare.changes, seq[0].key(), seq[0].keyboardModifiers())
+    assert asked[0].endswith("dynamo_block-vs-dynamo_block_h4." + ("diff" if keys == "Ctrl+E" else "report")
+                             + ".html")
+    assert expected in out.read_text()
+
+
+def test_the_compare_window_refuses_to_overwrite_an_input(qtbot, compare: CompareWindow, tmp_path: Path):
+    from inspector.gui.compare_export import export
+
+    a = tmp_path / "a.onnx"
+    a.write_bytes((FIXTURES / "dynamo_block.onnx").read_bytes())
+    _load(qtbot, compare, a, FIXTURES / "dynamo_block_h4.onnx")
+    before = a.read_bytes()
+    export(compare, "diff", a)
+    QThreadPool.globalInstance().waitForDone(30000)
+    assert a.read_bytes() == before and "refusing" in compare.statusBar().currentMessage()

@@ -114,3 +114,21 @@ def test_the_filter_only_filters_and_waits_for_typing_to_pause(window: MainWindo
     assert proxy.index(0, 0).data() == "aten::transpose"
     qtbot.wait(300)
     assert navigations == [] and window.center.current_view() == shown  # the current row went away: no jump
+
+
+@pytest.mark.parametrize("focus", ["filter", "search"])
+def test_ctrl_e_exports_the_report_from_the_text_boxes_too(window: MainWindow, qtbot, tmp_path, monkeypatch, focus):
+    from PySide6.QtWidgets import QFileDialog
+
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(SAMPLE)
+    out = tmp_path / "r.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(out), ""))
+    box = window.filter_box if focus == "filter" else window.search_panel.box
+    if focus == "search":
+        window.start_search()
+    box.setFocus()
+    box.setText("view")
+    with qtbot.waitSignal(window.report_exported, timeout=60000):
+        qtbot.keyClick(box, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert "aten::view" in out.read_text() and box.text() == "view"

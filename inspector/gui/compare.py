@@ -10,6 +10,7 @@ from typing import Any
 from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
+    QHeaderView,
     QLabel,
     QMainWindow,
     QSplitter,
@@ -26,8 +27,9 @@ from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
+from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
-from inspector.gui.text import esc
+from inspector.gui.text import esc, tooltip
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.report.diff_text import group_title, kind_title, sites_text, verdict
@@ -129,6 +131,7 @@ class CompareWindow(QMainWindow):
     pair_loaded = Signal(object)
     load_failed = Signal(str)
     change_shown = Signal(object)  # Change, once both graphs are drawn and marked
+    exported = Signal(object)  # Path of a diff or report written from the File menu
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -136,9 +139,15 @@ class CompareWindow(QMainWindow):
         fit_to_screen(self, 1500, 900)
         self.pair: Pair | None = None
         self._maps: dict[int, GraphMaps] = {}
-        self._jobs = Jobs()
+        self.jobs = Jobs()
         self.changes = QTreeWidget()
-        self.changes.setHeaderLabels(["Change", "Where", "Old → new"])
+        self.changes.setHeaderLabels(["Change", "Where"])
+        self.changes.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.changes.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(1, 150)
         self.changes.currentItemChanged.connect(lambda cur, _prev: self._selected(cur))
         self.summary = QLabel("")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
@@ -168,6 +177,7 @@ class CompareWindow(QMainWindow):
         split.addWidget(right)
         split.setSizes([420, 1080])
         self.setCentralWidget(split)
+        build_compare_menu(self)
         self._sync_scrolling()
         self.side_a.graph.node_selected.connect(lambda node: self._sync_selection(self.side_b, node.id))
         self.side_b.graph.node_selected.connect(lambda node: self._sync_selection(self.side_a, node.id))
@@ -190,7 +200,7 @@ class CompareWindow(QMainWindow):
             self.statusBar().showMessage(f"Could not compare: {reason}")
             self.load_failed.emit(reason)
 
-        self._jobs.run(lambda: _open_pair(pa, pb), done, failed)
+        self.jobs.run(lambda: _open_pair(pa, pb), done, failed)
 
     def set_pair(self, pair: Pair) -> None:
         self.pair = pair
@@ -208,14 +218,14 @@ class CompareWindow(QMainWindow):
             group = QTreeWidgetItem([group_title(section, family), "", ""])
             self.changes.addTopLevelItem(group)
             for c in changes:
-                old_new = ("" if c.old is None and c.new is None
-                           else f"{show_value(c.old, 40)} → {show_value(c.new, 40)}")
-                row = QTreeWidgetItem([kind_title(c.kind), c.where, old_new])
-                row.setToolTip(0, "")
+                more = f"  +{len(c.sites) - 1}" if len(c.sites) > 1 else ""
+                row = QTreeWidgetItem([change_line(c), c.where + more])
+                row.setToolTip(0, tooltip(f"{kind_title(c.kind)}: {change_line(c)}"))
+                row.setToolTip(1, tooltip(sites_text(c) or c.where))
                 row.setData(0, Qt.ItemDataRole.UserRole, c)
                 group.addChild(row)
+            group.setFirstColumnSpanned(True)
         self.changes.expandAll()
-        self.changes.resizeColumnToContents(0)
         self.side_a.set_index(pair.a)
         self.side_b.set_index(pair.b)
         self.details.setHtml(f"<p>{esc(text)}</p><p>Select a change to see it in both graphs.</p>")
@@ -291,6 +301,15 @@ class CompareWindow(QMainWindow):
         super().closeEvent(event)
 
 
+def change_line(c: Change) -> str:
+    """One readable line naming what changed and how: ``scale (Mul.B): 0.5946 → 0.5477``, ``removed: val_82 …``."""
+    if c.kind == "value_changed" and c.detail:
+        return c.detail.replace(" -> ", " → ")
+    if c.old is not None and c.new is not None and not c.detail:
+        return f"{kind_title(c.kind)}: {show_value(c.old, 40)} → {show_value(c.new, 40)}"
+    return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
+
+
 def change_html(c: Change) -> str:
     """Old beside new, and where (all call sites) — every model string escaped."""
     rows = [f"<h3>{esc(kind_title(c.kind))} <small>{esc(c.family)}</small></h3>"]
@@ -300,7 +319,7 @@ def change_html(c: Change) -> str:
         rows.append("<table cellspacing='6'><tr><th align='left'>A (old)</th><th align='left'>B (new)</th></tr>"
                     f"<tr><td><pre>{esc(show_value(c.old, 400))}</pre></td>"
                     f"<td><pre>{esc(show_value(c.new, 400))}</pre></td></tr></table>")
-    rows.append(f"<p><b>Where:</b> {esc(sites_text(c))}</p>")
+    rows.append(f"<p><b>Where:</b> {esc(sites_text(c) or c.where)}</p>")
     if c.edits:
         items = "".join(f"<li>{esc(e.op)} {esc(e.node)} {esc(e.detail)}</li>" for e in c.edits[:50])
         rows.append(f"<p><b>Node edits</b></p><ul>{items}</ul>")

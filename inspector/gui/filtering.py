@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QLineEdit
 
 from inspector.gui.family_model import FamilyFilter
+from inspector.gui.widgets import LineEdit
 
 DEBOUNCE_MS = 200
 
 
-class FilterBox(QLineEdit):
+class FilterBox(LineEdit):
     """Typing restarts a 200 ms timer; the filter is applied when it fires (or at once by ``apply``). While
     rows come and go, ``filtering`` is True, so the tree's current-row signal can be told from a user's choice."""
 

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import FunctionKey, GraphScope
 from inspector.core.provenance import AtenCall
@@ -42,7 +41,7 @@ from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, build_file_menu
 from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.nodes import NodeView, module_node
-from inspector.gui.pdf import html_to_pdf
+from inspector.gui.pdf import write_report
 from inspector.gui.review_panel import ReviewBar, ReviewPanel
 from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
@@ -273,10 +272,7 @@ class MainWindow(QMainWindow):
 
         def done(text: str) -> None:
             try:
-                if fmt == "pdf":
-                    html_to_pdf(text, path)
-                else:
-                    write_atomic(path, text.encode("utf-8"))
+                write_report(text, fmt, path)
             except (OSError, InspectorError) as e:
                 self.statusBar().showMessage(f"Report not written: {e}")
                 return

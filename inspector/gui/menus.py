@@ -43,15 +43,22 @@ class RecentFiles:
         self.menu.setEnabled(bool(self.paths()))
 
 
+def add_action(menu: QMenu, text: str, shortcut: QKeySequence | QKeySequence.StandardKey,
+               slot: Callable[[], object]) -> QAction:
+    """An action with a shortcut, in ``menu`` (its shortcut works anywhere in the menu's window)."""
+    action = QAction(text, menu.parentWidget() or menu)
+    action.setShortcut(shortcut)
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
 def build_file_menu(window: MainWindow) -> RecentFiles:
     """File: Open, Open Recent, Compare with, Export Report, Find, Quit."""
     file_menu = window.menuBar().addMenu("&File")
 
     def add(text: str, shortcut: QKeySequence | QKeySequence.StandardKey, slot: Callable[[], object]) -> None:
-        action = QAction(text, window)
-        action.setShortcut(shortcut)
-        action.triggered.connect(slot)
-        file_menu.addAction(action)
+        add_action(file_menu, text, shortcut, slot)
 
     add("&Open…", QKeySequence.StandardKey.Open, window.choose_file)
     recent = RecentFiles(window.settings, file_menu.addMenu("Open &Recent"), window.open_path)

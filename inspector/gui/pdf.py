@@ -73,3 +73,11 @@ def html_to_pdf(html: str, path: Path) -> None:
     if not data:
         raise InspectorError(f"cannot write {path}: Qt made an empty PDF")
     write_atomic(path, data, make_parents=True)
+
+
+def write_report(text: str, fmt: str, path: Path) -> None:
+    """Write rendered report text: printed by Qt for ``pdf`` (``text`` is then HTML), atomically otherwise."""
+    if fmt == "pdf":
+        html_to_pdf(text, path)
+    else:
+        write_atomic(path, text.encode("utf-8"))

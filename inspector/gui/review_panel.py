@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -23,7 +22,7 @@ from inspector.core.categories import short_where
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewKey
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
-from inspector.gui.widgets import ElidedLabel
+from inspector.gui.widgets import ElidedLabel, LineEdit
 
 STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999"}
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
@@ -72,7 +71,7 @@ class ReviewBar(QWidget):
         self.target = ElidedLabel("Nothing to review selected")
         self.status = QLabel("")
         self.status.setTextFormat(Qt.TextFormat.PlainText)
-        self.note = QLineEdit(placeholderText="Note (Enter saves it with the current status)")
+        self.note = LineEdit(placeholderText="Note (Enter saves it with the current status)")
         self.buttons: dict[str, QPushButton] = {}
         row = QHBoxLayout()
         for status in ("ok", "suspicious", "wrong", "unreviewed"):

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from inspector.core.keys import MAIN
 from inspector.core.provenance import AtenCall
 from inspector.core.search import Hit, SearchIndex
 from inspector.gui.text import tooltip
+from inspector.gui.widgets import LineEdit
 
 KIND_TAGS = {"function": "fn", "aten_target": "aten", "module": "mod", "op_type": "op", "node": "node"}
 
@@ -24,7 +25,7 @@ class SearchPanel(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.box = QLineEdit(placeholderText="Search nodes, ops, aten targets, functions, modules…")
+        self.box = LineEdit(placeholderText="Search nodes, ops, aten targets, functions, modules…")
         self.box.setClearButtonEnabled(True)
         self.results = QListWidget()
         self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)

@@ -1,11 +1,11 @@
-"""Small widgets that keep windows inside the screen: a label that elides instead of widening its window, and
-sizing a top-level window to the screen it opens on."""
+"""Small widgets: a label that elides instead of widening its window, sizing a top-level window to the screen it
+opens on, and a line edit that leaves the window's Ctrl shortcuts to the window."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QGuiApplication, QResizeEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QResizeEvent
+from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QWidget
 
 from inspector.gui.text import tooltip
 
@@ -57,3 +57,18 @@ def fit_to_screen(window: QWidget, width: int, height: int) -> None:
     avail = screen.availableGeometry()
     frame_w, frame_h = 16, 40  # room for the window manager's frame and title bar, unknown before showing
     window.resize(min(width, avail.width() - frame_w), min(height, avail.height() - frame_h))
+
+
+WINDOW_KEYS = {Qt.Key.Key_E, Qt.Key.Key_0, Qt.Key.Key_1, Qt.Key.Key_2, Qt.Key.Key_3}  # export, review
+
+
+class LineEdit(QLineEdit):
+    """A line edit that does not claim Ctrl+E (export) or Ctrl+0..3 (review): on X11, Qt's line edits take
+    Ctrl+E as "end of line", which would swallow the window's shortcut while the box has focus."""
+
+    def event(self, e: QEvent) -> bool:
+        if (e.type() == QEvent.Type.ShortcutOverride and isinstance(e, QKeyEvent)
+                and e.modifiers() == Qt.KeyboardModifier.ControlModifier and e.key() in WINDOW_KEYS):
+            e.ignore()
+            return False
+        return super().event(e)

@@ -1,0 +1,81 @@
+"""The compare window's File menu: export the diff or A's report with the diff (off the GUI thread), close."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QFileDialog
+
+from inspector.core.errors import InspectorError
+from inspector.core.fileio import check_output
+from inspector.gui.menus import add_action
+from inspector.gui.pdf import write_report
+from inspector.report.diff_render import DIFF_SUFFIXES, render_diff
+from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
+from inspector.report.render import render_text
+
+if TYPE_CHECKING:
+    from inspector.gui.compare import CompareWindow
+
+DIFF_FILTER = "HTML (*.html);;Markdown (*.md);;JSON (*.json);;Text (*.txt)"
+REPORT_FILTER = "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)"
+
+
+def build_compare_menu(window: CompareWindow) -> None:
+    """File: Export Diff (Ctrl+E), Export Report with the diff (Ctrl+Shift+E), Close (Ctrl+W)."""
+    menu = window.menuBar().addMenu("&File")
+    add_action(menu, "Export &Diff…", QKeySequence("Ctrl+E"), lambda: _ask(window, "diff"))
+    add_action(menu, "Export &Report with the Diff…", QKeySequence("Ctrl+Shift+E"), lambda: _ask(window, "report"))
+    menu.addSeparator()
+    add_action(menu, "&Close", QKeySequence.StandardKey.Close, window.close)
+
+
+def _ask(window: CompareWindow, what: str) -> None:
+    pair = window.pair
+    if pair is None:
+        return
+    a, b = pair.a.path, pair.b.path
+    suggested = a.with_name(f"{a.stem}-vs-{b.stem}.{'diff' if what == 'diff' else 'report'}.html")
+    path, _ = QFileDialog.getSaveFileName(window, f"Export {what}", str(suggested),
+                                          DIFF_FILTER if what == "diff" else REPORT_FILTER)
+    if path:
+        export(window, what, Path(path))
+
+
+def export(window: CompareWindow, what: str, path: Path) -> None:
+    """Write the diff (``what="diff"``) or A's report with the diff; the format follows the suffix."""
+    pair = window.pair
+    if pair is None:
+        return
+    status = window.statusBar()
+    try:
+        check_output(path, (pair.a.path, pair.b.path), f"the {what}")
+    except InspectorError as e:
+        status.showMessage(f"Not written: {e}")
+        return
+    if what == "diff":
+        fmt = DIFF_SUFFIXES.get(path.suffix.lower(), "html")
+
+        def work() -> str:
+            return render_diff(pair.diff, fmt)
+    else:
+        fmt = REPORT_SUFFIXES.get(path.suffix.lower(), "html")
+
+        def work() -> str:
+            from inspector.report.data import build_report
+
+            return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf")), fmt)
+
+    def done(text: str) -> None:
+        try:
+            write_report(text, fmt, path)
+        except (OSError, InspectorError) as e:
+            status.showMessage(f"Not written: {e}")
+            return
+        status.showMessage(f"Wrote {path}", 5000)
+        window.exported.emit(path)
+
+    status.showMessage(f"Writing {path.name}…")
+    window.jobs.run(work, done, lambda reason: status.showMessage(f"Not written: {reason}"))
