@@ -8,10 +8,11 @@ model is parsed, one field is changed in a way an exporter never would, and it i
 text, hostile FX text), external-data entries (escaping locations, ``"²"`` lengths, negative offsets), function keys
 (renamed, duplicated, recursive, overloads that do not exist), node domains and op types, opsets, ir_version.
 
-What a case must show: ``summary --json`` (and on some cases ``diff --format json`` against the seed and
-``report --format md``) exits 0, 1 or 2; exit 2 comes with exactly one line on stderr that is not an internal
-error; a summary that succeeds validates against ``resources/summary.schema.json``; nothing takes longer than
-``CASE_SECONDS``.
+What a case must show: ``summary --json`` (and on some cases ``diff`` against the seed and ``report``) exits 0,
+1 or 2; exit 2 comes with exactly one line on stderr that is not an internal error; a summary that succeeds
+validates against ``resources/summary.schema.json``; where external data or dims were mutated, the app's "load
+values" click (``read_tensor`` on every initializer) gives values or a one-line ``InspectorError``; nothing takes
+longer than ``CASE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -296,6 +297,33 @@ def check(code: int, out: str, err: str, command: str) -> str:
     return ""
 
 
+def _read_tensors(case: int, seed: Path, mutation: str, path: Path) -> Outcome:
+    """The app's "load values" click on every initializer: values or a one-line ``InspectorError``, nothing else."""
+    from inspector.core.errors import InspectorError
+    from inspector.core.loader import load_model
+    from inspector.core.tensors import read_tensor
+
+    start = time.perf_counter()
+    problem, code = "", 0
+    try:
+        with _deadline(CASE_SECONDS):
+            model = load_model(path)
+            for t in list(model.proto.graph.initializer)[:50]:
+                try:
+                    read_tensor(t, model.folder)
+                except InspectorError as e:
+                    if "\n" in str(e):
+                        problem = f"not a one-line error: {str(e)[:200]!r}"
+                    code = 2
+    except InspectorError:
+        code = 2
+    except _Timeout:
+        code, problem = -1, f"took longer than {CASE_SECONDS} s"
+    except Exception as e:  # what the click path must never raise
+        code, problem = 3, f"read_tensor raised {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    return Outcome(case, seed.name, mutation, "read_tensor", code, round(time.perf_counter() - start, 3), problem)
+
+
 def run_case(case: int, folder: Path, seed_files: list[Path], extra_commands: bool = True) -> list[Outcome]:
     """Case ``case``: mutate a seed (chosen by the case number) and run the commands on it."""
     rng = random.Random(case)
@@ -312,6 +340,8 @@ def run_case(case: int, folder: Path, seed_files: list[Path], extra_commands: bo
     for name, argv in commands:
         code, out, err, secs = run_cli(argv)
         outcomes.append(Outcome(case, seed.name, mutation, name, code, round(secs, 3), check(code, out, err, name)))
+    if "external" in mutation or "dims" in mutation:
+        outcomes.append(_read_tensors(case, seed, mutation, path))
     with contextlib.suppress(OSError):
         path.unlink()
     return outcomes
