@@ -190,3 +190,21 @@ def test_every_argument_kind_links_where_the_lowering_puts_it(tmp_path) -> None:
         ("aten::max_pool2d", "MaxPool.strides", "stride", "[]"),  # empty stride: torch uses kernel_size
         ("aten::max_pool2d", "MaxPool.pads", "padding", "[0, 0]"),  # schema default padding=0, as [0, 0]
     }
+
+
+def test_shape_specialised_values_say_which_shape_they_came_from() -> None:
+    # gpt2 (key FLOAT[1, 2, 8, 16]): torchlib reshapes the key to (-1, S, E) = [-1, 8, 16] and back to
+    # (1, 2, E, S) = [1, 2, 16, 8]; the optimizer baked both. view_8's size [-1, 32] became [8, 32] for an input of
+    # 256 elements. The scale 0.5 was passed explicitly (scale=0.25): not shape-specialised.
+    sdpa = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "scaled_dot_product_attention")
+    shaped = {str(s.literal.value): s.shape for b in sdpa.bodies for s in b.specialised}
+    assert shaped == {"[-1, 8, 16]": "[-1, 8, 16] = (-1, S, E) of key transpose [1, 2, 8, 16]",
+                      "[1, 2, 16, 8]": "[1, 2, 16, 8] = key's leading dims, then (E, S), of key transpose [1, 2, 8, 16]",
+                      "0.5": None, "[0, 2, 1]": None, "0.0": None}
+    view = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "view")
+    shaped = {str(s.literal.value): s.shape for b in view.bodies for s in b.specialised if s.shape}
+    assert shaped == {"[8, 32]": "[8, 32]: size[0]=-1 resolved from the static shape of transpose_3 [1, 8, 2, 16]"}
+    # the default scale depends on the query's head dim
+    pair = _analysis(ZOO / "pair_heads_b.onnx", "aten_call", "aten", "scaled_dot_product_attention")
+    (scale,) = [s for b in pair.bodies for s in b.specialised if s.links and s.links[0].parameter == "scale"]
+    assert scale.shape is not None and "head dim E=8" in scale.shape

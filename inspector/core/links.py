@@ -531,3 +531,74 @@ def literal_place(body: Body, path: Sequence[int | str], name: str, kind: str, o
         label = f"constant {node.output[0]}" if node.output else "constant"
         return Place(None, tuple(flow.uses(node.output[0])), label) if node.output else Place(None, ())
     return Place((path[0], op_type, name), ())
+
+
+# --- shape-specialised values ------------------------------------------------------------------------------------
+
+
+def explain_shape(target: str, args: Args, value: Any, place: Place, flow: BodyFlow) -> str | None:
+    """Why a constant shape is what it is, from the typed shapes of the values it is used with, when the lowering
+    computed it from an input shape at trace time (it would be wrong for another shape); None otherwise."""
+    v = value
+    if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return None
+    op = target.split("::", 1)[-1].split(".", 1)[0]
+    for use in place.uses:
+        if use.op_type != "Reshape" or use.slot != 1 or use.via:
+            continue
+        node = flow.body.nodes[use.node]
+        data = node.input[0] if node.input else ""
+        shape = flow.shapes.get(data)
+        if shape is None or None in shape:
+            continue
+        if op in ("view", "_unsafe_view", "reshape"):
+            text = _resolved_size(v, args.get("size", args.get("shape")), shape, data)
+        elif op == "scaled_dot_product_attention":
+            text = _key_reshape(v, shape, data, flow)
+        else:
+            text = None
+        if text:
+            return text
+    return None
+
+
+def _dims(shape: Sequence[int | None]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _resolved_size(v: list[int], size: Any, shape: Shape, data: str) -> str | None:
+    """``view(size)`` with -1 (or a symbolic size) where the baked shape has a number: resolved at trace time."""
+    if not isinstance(size, list) or len(size) != len(v):
+        return None
+    numel = math.prod(d for d in shape if d is not None)
+    unresolved = [i for i, s in enumerate(size) if not isinstance(s, int) or s == -1]
+    if not unresolved or any(v[i] == -1 for i in unresolved) or math.prod(v) != numel:
+        return None
+    if any(isinstance(size[i], int) and size[i] != v[i] for i in range(len(v)) if i not in unresolved):
+        return None
+    which = ", ".join(f"size[{i}]={size[i] if isinstance(size[i], int) else _plain(size[i])}" for i in unresolved)
+    return f"{_dims(v)}: {which} resolved from the static shape of {data} {_dims(shape)}"
+
+
+def _key_reshape(v: list[int], shape: Shape, data: str, flow: BodyFlow) -> str | None:
+    """torchlib's SDPA reshapes the key to (-1, S, E), transposes it, and reshapes it back to (..., E, S)."""
+    dims = [d for d in shape if d is not None]
+    if len(v) == 3 and len(dims) >= 2 and v[1:] == dims[-2:] and v[0] in (-1, math.prod(dims[:-2])):
+        return f"{_dims(v)} = (-1, S, E) of key {data} {_dims(shape)}" + (" (-1 resolved)" if v[0] != -1 else "")
+    # the reshape back: its data comes from Transpose(Reshape(key)); the key's leading dims, then E and S
+    producer = flow.producer.get(data)
+    if producer is None or flow.body.nodes[producer].op_type != "Transpose":
+        return None
+    before = flow.producer.get(flow.body.nodes[producer].input[0])
+    if before is None or flow.body.nodes[before].op_type != "Reshape":
+        return None
+    key = flow.body.nodes[before].input[0]
+    k = flow.shapes.get(key)
+    if k is None or None in k or len(k) < 2:
+        return None
+    kd = [d for d in k if d is not None]
+    if len(v) == len(kd) and v[:-2] == kd[:-2] and v[-2:] == [kd[-1], kd[-2]]:
+        return f"{_dims(v)} = key's leading dims, then (E, S), of key {key} {_dims(k)}"
+    if len(v) == 4 and len(kd) == 5 and v[-2:] == [kd[-1], kd[-2]] and math.prod(v[:-2]) == math.prod(kd[:-2]):
+        return f"{_dims(v)} = key's leading dims merged, then (E, S), of key {key} {_dims(k)}"
+    return None

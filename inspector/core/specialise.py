@@ -21,7 +21,7 @@ from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
 from inspector.core.keys import FunctionKey
-from inspector.core.links import ArgLink, BodyFlow, Shape, graph_shapes, link, literal_place
+from inspector.core.links import ArgLink, BodyFlow, Shape, explain_shape, graph_shapes, link, literal_place
 from inspector.core.literals import Literal, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
@@ -38,6 +38,8 @@ class SpecialisedValue:
     varies: bool  # differs between bodies of one template in this family
     family_values: list[Any]  # the distinct values this slot takes across the template's bodies
     links: list[ArgLink] = field(default_factory=list)
+    # shape-specialised: computed from an input shape at trace time (wrong for another shape), and how
+    shape: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         lit = self.literal
@@ -52,7 +54,8 @@ class SpecialisedValue:
             "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule,
                                 "place": a.place} for a in self.links],
         } | ({"refers_to": lit.ref} if lit.ref else {}) \
-            | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {})
+            | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {}) \
+            | ({"shape_specialised": self.shape} if self.shape else {})
 
 
 @dataclass(slots=True)
@@ -185,12 +188,15 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
             distinct = values_by_slot[(pos, lit.slot)]
             varies = len(distinct) > 1
             links: list[ArgLink] = []
+            shape: str | None = None
             if flow is not None and lit.kind != "parametric":
                 place = literal_place(b.body, lit.path, lit.name, lit.kind, lit.op_type, flow)
                 links = link(target, args, lit.value, place, flow)
-            if varies or links or lit.kind == "parametric":
+                shape = explain_shape(target, args, lit.value, place, flow) or next(
+                    (a.rule for a in links if a.parameter == "scale" and a.value is None), None)
+            if varies or links or shape or lit.kind == "parametric":
                 b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
-                                                      links))
+                                                      links, shape))
             elif lone:
                 spec = SpecialisedValue(lit, False, [lit.value], [])
                 if lit.kind == "attribute" and specialiser.is_onnx_default(b.body, lit):
