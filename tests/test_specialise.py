@@ -198,8 +198,9 @@ def test_shape_specialised_values_say_which_shape_they_came_from() -> None:
     # 256 elements. The scale 0.5 was passed explicitly (scale=0.25): not shape-specialised.
     sdpa = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "scaled_dot_product_attention")
     shaped = {str(s.literal.value): s.shape for b in sdpa.bodies for s in b.specialised}
-    assert shaped == {"[-1, 8, 16]": "[-1, 8, 16] = (-1, S, E) of key transpose [1, 2, 8, 16]",
-                      "[1, 2, 16, 8]": "[1, 2, 16, 8] = key's leading dims, then (E, S), of key transpose [1, 2, 8, 16]",
+    key = "of key transpose [1, 2, 8, 16]"
+    assert shaped == {"[-1, 8, 16]": f"[-1, 8, 16] = (-1, S, E) {key}",
+                      "[1, 2, 16, 8]": f"[1, 2, 16, 8] = key's leading dims, then (E, S), {key}",
                       "0.5": None, "[0, 2, 1]": None, "0.0": None}
     view = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "view")
     shaped = {str(s.literal.value): s.shape for b in view.bodies for s in b.specialised if s.shape}
