@@ -63,6 +63,7 @@ def test_a_review_target_never_follows_into_another_model(qtbot, window, tmp_pat
     assert window.bodies.selection is None and window.reviewing.target is None
     assert not window.review_bar.buttons["wrong"].isEnabled() and not window.review_bar.note.isEnabled()
     assert not window.family_view.currentIndex().isValid()
+    assert window.trees.currentWidget() is window.family_view  # not the previous model's search results
     assert not window.center.back_button.isEnabled()
     assert window.review_panel.items() and all(i.family.family in window.index.families
                                                for i, _r in window.review_panel.items())

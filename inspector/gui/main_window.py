@@ -190,6 +190,7 @@ class MainWindow(QMainWindow):
         self.search_panel.set_index(None)
         self.search_panel.box.clear()
         self.family_view.clearSelection()
+        self.trees.setCurrentWidget(self.family_view)
 
     def set_index(self, index: ModelIndex) -> None:
         self.index = index
