@@ -19,7 +19,10 @@ from typing import Any
 import onnx
 import pytest
 
+from inspector.core.body import GraphMaps, group_body
+from inspector.core.bodykey import group_key
 from inspector.core.diff.run import diff_models
+from inspector.core.fingerprint import fingerprint
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
@@ -98,3 +101,25 @@ def test_work_grows_linearly_with_the_model(op: str, replicas: dict[int, tuple[M
     fn(*replicas[2])  # warm what all models share (schema catalogue, templates) on a third model
     small, big = _work(lambda: fn(a1, b1)), _work(lambda: fn(a8, b8))
     assert big <= LIMIT * small, f"{op}: {big:,} calls on {FACTOR}x the layers, {small:,} on 1x ({big / small:.1f}x)"
+
+
+ZOO_AND_FIXTURES = [*sorted((ROOT / "tests" / "zoo").glob("*.onnx")),
+                    *sorted((ROOT / "tests" / "fixtures").glob("*.onnx"))]
+
+
+@pytest.mark.parametrize("path", ZOO_AND_FIXTURES, ids=lambda p: p.name)
+def test_calls_with_equal_group_keys_have_equal_bodies(path: Path) -> None:
+    """The specialiser builds one body per group key; that is only sound if equal keys mean equal fingerprints."""
+    index = open_index(path)
+    maps = GraphMaps(index.proto.graph)
+    by_key: dict[object, set[str]] = {}
+    fingerprints: set[str] = set()
+    for call in index.provenance.calls:
+        key = group_key(call, maps)
+        if key is None:
+            continue
+        fp = fingerprint(group_body(call, maps)).full
+        by_key.setdefault(key, set()).add(fp)
+        fingerprints.add(fp)
+    assert all(len(fps) == 1 for fps in by_key.values())
+    assert len(by_key) <= 2 * len(fingerprints) + 2  # strict, but not so strict that nothing is shared

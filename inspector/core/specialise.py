@@ -10,7 +10,7 @@ by explicit rules only (see ``link_literal``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -18,6 +18,7 @@ import onnx
 
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import Body, GraphMaps, function_body, group_body
+from inspector.core.bodykey import group_key
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
 from inspector.core.keys import FunctionKey
@@ -134,34 +135,46 @@ class Specialiser:
         return group_body(call, self.maps)
 
     def analyse(self, family: Family) -> FamilyAnalysis:
-        members: list[tuple[Member, Body]] = []
+        bodies: dict[str, BodyAnalysis] = {}
         if family.kind == "function":
             for ov in family.overloads:
                 if ov.function is not None and ov.function in self.index.functions.functions:
                     proto = self.index.functions.functions[ov.function]
-                    members.append((ov.function, function_body(ov.function, proto)))
+                    self._add(bodies, ov.function, function_body(ov.function, proto))
         else:
+            # Each distinct body is built and fingerprinted once: calls with an equal group key share it.
+            seen: dict[Hashable, Fingerprints] = {}
             for ov in family.overloads:
                 for call in ov.aten_calls:
-                    if all(len(p) == 1 for p in call.node_paths) and str(call.scope) == "main":
-                        members.append((call, self.body_of_call(call)))
-        bodies: dict[str, BodyAnalysis] = {}
-        for member, body in members:
-            fp = fingerprint(body)
-            b = bodies.get(fp.full)
-            if b is None:
-                b = bodies[fp.full] = BodyAnalysis(fp, body, [], body_literals(body))
-                if isinstance(member, AtenCall):
-                    sig = call_signature(member, self.catalogue)
-                    # Python scalars passed to Tensor parameters (mul.Tensor's other=0.35) are baked in too.
-                    b.bound = [x for x in sig.bound if not x.parameter.is_tensor or _is_number(x.value)]
-            b.members.append(member)
+                    if not (all(len(p) == 1 for p in call.node_paths) and str(call.scope) == "main"):
+                        continue
+                    key = group_key(call, self.maps)
+                    fp = seen.get(key) if key is not None else None
+                    if fp is not None:
+                        bodies[fp.full].members.append(call)
+                        continue
+                    fp = self._add(bodies, call, self.body_of_call(call))
+                    if key is not None:
+                        seen[key] = fp
         by_template: dict[str, list[BodyAnalysis]] = {}
         for b in bodies.values():
             by_template.setdefault(b.fingerprints.template, []).append(b)
         for group in by_template.values():
             _mark(group, self)
         return FamilyAnalysis(family, list(bodies.values()))
+
+    def _add(self, bodies: dict[str, BodyAnalysis], member: Member, body: Body) -> Fingerprints:
+        """Bind ``member`` to its body's analysis, analysing the body if it is the first of its fingerprint."""
+        fp = fingerprint(body)
+        b = bodies.get(fp.full)
+        if b is None:
+            b = bodies[fp.full] = BodyAnalysis(fp, body, [], body_literals(body))
+            if isinstance(member, AtenCall):
+                sig = call_signature(member, self.catalogue)
+                # Python scalars passed to Tensor parameters (mul.Tensor's other=0.35) are baked in too.
+                b.bound = [x for x in sig.bound if not x.parameter.is_tensor or _is_number(x.value)]
+        b.members.append(member)
+        return fp
 
     def analyse_all(self) -> list[FamilyAnalysis]:
         return [self.analyse(f) for f in self.index.families]
