@@ -39,3 +39,12 @@ def test_damaged_lines_are_skipped() -> None:
     version, table = _parse(["# onnxscript 9: x", "aten::a\tf\ttrace_only\treal\tx.py:1", "broken", "a\tb"])
     assert version == "onnxscript 9" and list(table) == ["aten::a"]
 
+
+def test_summary_names_the_lowering_of_each_aten_overload() -> None:
+    from inspector.core.index import open_index
+    from inspector.core.summary import summary_dict
+
+    data = summary_dict(open_index(ZOO / "gpt2.onnx"), specialisation=False)
+    by_target = {ov["target"]: ov["torchlib"] for f in data["families"] for ov in f["overloads"] if ov["target"]}
+    assert by_target["aten::transpose.int"]["function"] == "aten_transpose"
+    assert by_target["aten::scaled_dot_product_attention"]["trace_only"] is True

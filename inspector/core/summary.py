@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.index import Family, ModelIndex
+from inspector.core.torchlib_catalogue import torchlib_json
 from inspector.core.units import human_size
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
                 ),
                 "target": ov.target,
                 "nodes": sum(len(c.node_paths) for c in ov.aten_calls) if ov.aten_calls else None,
+                "torchlib": torchlib_json(ov.target) if ov.target else None,
             }
             for ov in fam.overloads
         ],
@@ -99,7 +101,7 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
                 {"fingerprint": b.fingerprints.full, "template": b.fingerprints.template,
                  "calls": sum(1 for m in b.members if member_key(m) in mine),
                  "nodes": len(b.body.nodes),
-                 "specialised": [s.to_json() for s in b.specialised]}
+                 "specialised": [s.to_json() for s in b.specialised], "left_out": len(b.left_out)}
                 for b in bodies
             ]
             ov_json["specialised"] = [s for b in ov_json["bodies"] for s in b["specialised"]]
