@@ -209,3 +209,11 @@ def test_shape_specialised_values_say_which_shape_they_came_from() -> None:
     pair = _analysis(ZOO / "pair_heads_b.onnx", "aten_call", "aten", "scaled_dot_product_attention")
     (scale,) = [s for b in pair.bodies for s in b.specialised if s.links and s.links[0].parameter == "scale"]
     assert scale.shape is not None and "head dim E=8" in scale.shape
+
+
+def test_values_of_trace_only_lowerings_name_the_function_that_baked_them() -> None:
+    analysis = _analysis(ZOO / "gpt2.onnx", "aten_call", "aten", "transpose")
+    (body,) = analysis.bodies
+    (perm,) = body.specialised
+    assert perm.baked_by == "aten_transpose"  # @torch_op("aten::transpose.int", trace_only=True) in onnxscript 0.7.2
+    assert perm.to_json()["baked_by"] == "torchlib aten_transpose (trace_only)"

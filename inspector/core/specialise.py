@@ -27,6 +27,7 @@ from inspector.core.literals import Literal, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
+from inspector.core.torchlib_catalogue import torchlib_for
 from inspector.core.walk import subgraphs
 
 Member: TypeAlias = FunctionKey | AtenCall
@@ -41,6 +42,8 @@ class SpecialisedValue:
     links: list[ArgLink] = field(default_factory=list)
     # shape-specialised: computed from an input shape at trace time (wrong for another shape), and how
     shape: str | None = None
+    # the trace_only torchlib function that computed the value at export time ("aten_transpose"), if known
+    baked_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         lit = self.literal
@@ -56,7 +59,8 @@ class SpecialisedValue:
                                 "place": a.place} for a in self.links],
         } | ({"refers_to": lit.ref} if lit.ref else {}) \
             | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {}) \
-            | ({"shape_specialised": self.shape} if self.shape else {})
+            | ({"shape_specialised": self.shape} if self.shape else {}) \
+            | ({"baked_by": f"torchlib {self.baked_by} (trace_only)"} if self.baked_by else {})
 
 
 @dataclass(slots=True)
@@ -197,6 +201,10 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
         target = first.target if isinstance(first, AtenCall) else ""
         args = {x.parameter.name: x.value for x in b.bound if x.provided}
         flow = BodyFlow(b.body, specialiser.shapes) if target and args else None
+        lowering = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
+        # not when the optimizer's rewriter rewrote the call's nodes (then it, not torchlib, made the values)
+        rewritten = isinstance(first, AtenCall) and bool(first.rule_names)
+        baked_by = lowering.function if lowering is not None and lowering.trace_only and not rewritten else None
         for pos, lit in enumerate(b.literals):
             distinct = values_by_slot[(pos, lit.slot)]
             varies = len(distinct) > 1
@@ -209,9 +217,9 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
                     (a.rule for a in links if a.parameter == "scale" and a.value is None), None)
             if varies or links or shape or lit.kind == "parametric":
                 b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
-                                                      links, shape))
+                                                      links, shape, baked_by))
             elif lone:
-                spec = SpecialisedValue(lit, False, [lit.value], [])
+                spec = SpecialisedValue(lit, False, [lit.value], [], None, baked_by)
                 if lit.kind == "attribute" and specialiser.is_onnx_default(b.body, lit):
                     b.left_out.append(spec)
                 else:
