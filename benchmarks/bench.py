@@ -31,6 +31,11 @@ import json, os, resource, sys, tempfile, time, io, contextlib
 op, paths = sys.argv[1], sys.argv[2:]
 out = {}
 def rss():
+    # VmHWM: the peak of this process's own memory (ru_maxrss would carry over the parent's across exec)
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if op == "onnx.load":
     import onnx
