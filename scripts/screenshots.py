@@ -65,7 +65,7 @@ class Shots:
                 loop.quit()
 
         connections = [s.connect(fired) for s in signals]
-        QTimer.singleShot(timeout_ms, loop.quit)
+        QTimer.singleShot(timeout_ms if signals else 0, loop.quit)
         action()
         loop.exec()
         for s, c in zip(signals, connections):
@@ -103,7 +103,6 @@ class Shots:
         # a local function family whose overloads differ only in a baked value, then what is left to review
         self.wait_for([window.reviews_listed], lambda: window.open_path(OVERLOADS))
         window.filter_box.set_now("local.tr")
-        self.wait_for([], lambda: None)  # let the debounced filter apply
         fam = proxy.index(0, 0)
         view.expand(fam)
         self.wait_for([window.selection_shown, window.center.view_shown],

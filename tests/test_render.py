@@ -379,3 +379,41 @@ def test_render_imports_and_builds_scenes_without_qt_or_pygraphviz():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def _label_boxes(scene: Scene, laid: Layout) -> list[tuple[float, float, float, float]]:
+    from inspector.render.layout import CHAR_WIDTH, EDGE_FONT_SIZE, edge_label_text
+
+    labels = {(e.source, e.target): e.label for e in scene.edges}
+    boxes = []
+    for edge in laid.edges:
+        text = edge_label_text(labels[(edge.source, edge.target)])
+        if text:
+            assert edge.label_at is not None
+            x, y = edge.label_at
+            w, h = len(text) * EDGE_FONT_SIZE * CHAR_WIDTH, EDGE_FONT_SIZE
+            boxes.append((x - w / 2, y - h / 2, x + w / 2, y + h / 2))
+    return boxes
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float], slack: float = 1.0) -> bool:
+    return a[0] + slack < b[2] and b[0] + slack < a[2] and a[1] + slack < b[3] and b[1] + slack < a[3]
+
+
+@pytest.mark.parametrize("model", ["dynamo_block.onnx", "overloads.onnx"])
+def test_edge_labels_are_placed_by_dot_and_overlap_no_label_and_no_box(block, model):
+    """Multi-input nodes (SDPA's Mul and MatMul) used to pile their input labels on each other."""
+    index = block if model == "dynamo_block.onnx" else open_index(FIXTURES / model)
+    scopes = [MAIN, *index.provenance.calls[:12], *index.functions.functions]
+    checked = 0
+    for scope in scopes:
+        scene = build_scene(index, scope)
+        laid = layout_scene(scene)
+        labels = _label_boxes(scene, laid)
+        boxes = [(n.x - n.width / 2, n.y - n.height / 2, n.x + n.width / 2, n.y + n.height / 2)
+                 for n in laid.nodes.values()]
+        for i, a in enumerate(labels):
+            assert not any(_overlap(a, b) for b in labels[i + 1:]), scope
+            assert not any(_overlap(a, b) for b in boxes), scope
+        checked += len(labels)
+    assert checked >= 10

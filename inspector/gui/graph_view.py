@@ -39,9 +39,11 @@ from PySide6.QtWidgets import (
 from inspector.gui.text import tooltip
 from inspector.render.layout import (
     DETAIL_FONT_SIZE,
+    EDGE_FONT_SIZE,
     KIND_COLOURS,
     LABEL_FONT_SIZE,
     Layout,
+    edge_label_text,
     elide,
     to_svg,
 )
@@ -130,7 +132,7 @@ class NodeItem(QGraphicsRectItem):
 
 class EdgeItem(QGraphicsPathItem):
     def __init__(self, source: str, target: str, points: tuple[tuple[float, float], ...], label: str,
-                 colour: QColor) -> None:
+                 colour: QColor, label_at: tuple[float, float] | None = None) -> None:
         path = QPainterPath()
         if points:
             path.moveTo(QPointF(*points[0]))
@@ -160,13 +162,16 @@ class EdgeItem(QGraphicsPathItem):
             self.arrow.setPen(QPen(colour, 1.0))
         if label:
             self.setToolTip(tooltip(label))
-            text = QGraphicsSimpleTextItem(label, self)
+            text = QGraphicsSimpleTextItem(edge_label_text(label), self)  # plain text: never markup
             f = QFont("monospace")
-            f.setPointSizeF(6.5)
+            f.setStyleHint(QFont.StyleHint.Monospace)
+            f.setPointSizeF(EDGE_FONT_SIZE * 0.75)  # as the boxes: points of the layout at 96 dpi
             text.setFont(f)
             text.setBrush(QBrush(colour.darker(130)))
-            mid = path.pointAtPercent(0.5)
-            text.setPos(mid + QPointF(4, -6))
+            br = text.boundingRect()
+            centre = QPointF(*label_at) if label_at is not None else path.pointAtPercent(0.5) + QPointF(
+                br.width() / 2 + 4, 0)
+            text.setPos(centre - QPointF(br.width() / 2, br.height() / 2))
 
     def set_trace(self, colour: str | None) -> None:
         c = QColor(colour) if colour else self.colour
@@ -214,7 +219,8 @@ class GraphView(QGraphicsView):
             self.items_by_id[node.id] = item
         labels = {(e.source, e.target): e.label for e in scene.edges}
         for e in layout.edges:
-            edge = EdgeItem(e.source, e.target, e.points, labels.get((e.source, e.target), ""), edge_colour)
+            edge = EdgeItem(e.source, e.target, e.points, labels.get((e.source, e.target), ""), edge_colour,
+                            e.label_at)
             s.addItem(edge)
             self.edges.append(edge)
         s.setSceneRect(QRectF(-20, -20, layout.width + 40, layout.height + 40))

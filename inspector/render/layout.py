@@ -1,7 +1,9 @@
 """Scene → geometry with Graphviz ``dot`` (through pygraphviz), a layout cache, and a standalone SVG writer.
 
 Graphviz never sees a model string: nodes are passed as generated ids (``v0``, ``v1`` …) with a fixed size and
-no label, so nothing in a model can break the DOT it is given. Sizes come from a monospace estimate of the
+no label, and an edge label as a run of ``X`` as long as the (elided) label, in a monospace font, so that dot
+reserves room for it and places it (``lp``) where it overlaps no other label or box; nothing in a model can
+break the DOT it is given. Sizes come from a monospace estimate of the
 label and detail lines (see ``node_size``), so whoever draws a node can fit its text with ``elide``.
 
 Coordinates are in points, origin top-left, y growing down (Qt's convention); node positions are centres.
@@ -39,6 +41,8 @@ LINE_HEIGHT = 1.3  # of the font size
 MIN_WIDTH = 48.0
 MAX_WIDTH = 320.0  # longer text is elided
 MARGIN = 16.0  # around the drawing in to_svg
+EDGE_FONT_SIZE = 7.0  # points, monospace: edge labels (value types and shapes)
+EDGE_LABEL_WIDTH = 160.0  # longer edge labels are elided (the whole label is in the tooltip)
 
 # (fill, stroke) per node kind; the GUI may use the same palette.
 KIND_COLOURS: dict[str, tuple[str, str]] = {
@@ -72,6 +76,7 @@ class LaidEdge:
     # arrowhead ('e,' / 's,' in "pos"), the chain ends (starts) with a straight segment to its tip, so the last
     # point is where the arrow points.
     points: tuple[tuple[float, float], ...]
+    label_at: tuple[float, float] | None = None  # centre of the edge's label, as dot placed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,11 @@ def elide(text: str, width: float, font_size: float = LABEL_FONT_SIZE) -> str:
     return line[: max(fits - 1, 0)] + "…"
 
 
+def edge_label_text(label: str) -> str:
+    """An edge label as drawn (and as dot reserved room for): one line, elided to ``EDGE_LABEL_WIDTH``."""
+    return elide(label, EDGE_LABEL_WIDTH, EDGE_FONT_SIZE) if label else ""
+
+
 def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
     """Lay out ``scene`` with ``dot``; node ids passed to Graphviz are generated, never model text."""
     if rankdir not in _RANKDIRS:
@@ -116,10 +126,10 @@ def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
     with _GRAPHVIZ_LOCK:  # Graphviz keeps global state: one layout at a time, and free the graph under the lock
         graph = pygraphviz.AGraph(directed=True, strict=False)
         try:
-            ranksep = "0.45" if rankdir in ("TB", "BT") else "0.8"  # room for an edge label along the edge
+            ranksep = "0.3" if rankdir in ("TB", "BT") else "0.5"  # labels get their own room from dot
             graph.graph_attr.update(rankdir=rankdir, nodesep="0.25", ranksep=ranksep, splines="spline")
             graph.node_attr.update(shape="box", fixedsize="true", label="", margin="0")
-            graph.edge_attr.update(arrowsize="0.7")
+            graph.edge_attr.update(arrowsize="0.7", fontname="Courier", fontsize=f"{EDGE_FONT_SIZE:g}")
             for k, node in enumerate(scene.nodes):
                 if node.id in gv_id:
                     continue
@@ -133,12 +143,17 @@ def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
                 if src is None or dst is None:
                     continue
                 key = f"e{k}"
-                graph.add_edge(src, dst, key=key)
+                text = edge_label_text(edge.label)
+                if text:
+                    graph.add_edge(src, dst, key=key, label="X" * (len(text) + 2))  # room (and a gap), never model text
+                else:
+                    graph.add_edge(src, dst, key=key)
                 edge_keys.append((src, dst, key, k))
             graph.layout(prog="dot")
             llx, lly, urx, ury = _floats(graph.graph_attr.get("bb") or "0,0,0,0", 4)
             node_pos = {sid: graph.get_node(name).attr.get("pos") or "" for sid, name in gv_id.items()}
-            edge_pos = [(k, graph.get_edge(src, dst, key).attr.get("pos") or "") for src, dst, key, k in edge_keys]
+            edge_pos = [(k, graph.get_edge(src, dst, key).attr.get("pos") or "",
+                         graph.get_edge(src, dst, key).attr.get("lp") or "") for src, dst, key, k in edge_keys]
         finally:
             graph.close()
 
@@ -151,13 +166,14 @@ def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
         w, h = sizes[sid]
         nodes[sid] = LaidNode(sid, x, y, w, h)
     edges: list[LaidEdge] = []
-    for k, pos in edge_pos:
+    for k, pos, lp in edge_pos:
         edge = scene.edges[k]
         points = _edge_points(pos, flip)
         if not points:  # no spline (should not happen with dot): a straight segment between the centres
             a, b = nodes[edge.source], nodes[edge.target]
             points = _line((a.x, a.y), (b.x, b.y))
-        edges.append(LaidEdge(edge.source, edge.target, points))
+        label_at = flip(*_floats(lp, 2)) if lp else None
+        edges.append(LaidEdge(edge.source, edge.target, points, label_at))
     return Layout(nodes, edges, round(urx - llx, 2), round(ury - lly, 2))
 
 
@@ -296,9 +312,9 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         out.append(_arrowhead(pts))
         scene_edge = labels.get((edge.source, edge.target))
         if scene_edge is not None and scene_edge.label:
-            mx, my = edge_label_point(pts)
-            text = elide(scene_edge.label, 160, 7)
-            text_width = len(text) * 7 * CHAR_WIDTH
+            mx, my = edge.label_at or edge_label_point(pts)
+            text = edge_label_text(scene_edge.label)
+            text_width = len(text) * EDGE_FONT_SIZE * CHAR_WIDTH
             right = max(right, MARGIN + mx + text_width / 2 + 2)
             edge_labels.append(f'<rect x="{_n(mx - text_width / 2 - 1)}" y="{_n(my - 4)}" '
                                f'width="{_n(text_width + 2)}" height="8" fill="#ffffff" fill-opacity="0.85"/>')
@@ -350,7 +366,7 @@ def to_svg(scene: Scene, layout: Layout) -> str:
 
 
 def edge_label_point(points: tuple[tuple[float, float], ...]) -> tuple[float, float]:
-    """Where an edge's label goes: the middle of its middle Bézier segment."""
+    """Where an edge's label goes when dot did not place it: the middle of its middle Bézier segment."""
     if len(points) < 4:
         return points[len(points) // 2] if points else (0.0, 0.0)
     seg = ((len(points) - 1) // 3 - 1) // 2
