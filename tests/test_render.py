@@ -417,3 +417,14 @@ def test_edge_labels_are_placed_by_dot_and_overlap_no_label_and_no_box(block, mo
             assert not any(_overlap(a, b) for b in boxes), scope
         checked += len(labels)
     assert checked >= 10
+
+
+def test_op_boxes_show_their_attribute_values_in_the_app_and_the_svg():
+    index = open_index(FIXTURES / "overloads.onnx")
+    scene = build_scene(index, FunctionKey("local", "tr", "perm_0231"))
+    (op,) = [n for n in scene.nodes if n.kind == "op"]
+    assert (op.label, op.attrs) == ("Transpose", "perm=[0,2,3,1]")
+    one_line = node_size(SceneNode("x", "Transpose", "op", (0,)))
+    assert node_size(op)[1] > one_line[1]  # room for the attribute line
+    svg = to_svg(scene, layout_scene(scene))
+    assert ">perm=[0,2,3,1]</text>" in svg

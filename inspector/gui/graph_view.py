@@ -45,6 +45,7 @@ from inspector.render.layout import (
     Layout,
     edge_label_text,
     elide,
+    small_lines,
     to_svg,
 )
 from inspector.render.scene import Scene, SceneNode
@@ -76,13 +77,13 @@ class NodeItem(QGraphicsRectItem):
         label.setFont(font)
         label.setBrush(QBrush(QColor("#000000")))
         lines = [label]
-        if node.detail:
-            small = QFont(font)
-            small.setPointSizeF(DETAIL_FONT_SIZE * 0.75)
-            detail = QGraphicsSimpleTextItem(elide(node.detail, rect.width(), DETAIL_FONT_SIZE), self)
-            detail.setFont(small)
-            detail.setBrush(QBrush(QColor("#444444")))
-            lines.append(detail)
+        small = QFont(font)
+        small.setPointSizeF(DETAIL_FONT_SIZE * 0.75)
+        for text in small_lines(node):  # attributes (ops), then the detail
+            line = QGraphicsSimpleTextItem(elide(text, rect.width(), DETAIL_FONT_SIZE), self)
+            line.setFont(small)
+            line.setBrush(QBrush(QColor("#1f4e8c" if text is node.attrs else "#444444")))
+            lines.append(line)
         total = sum(t.boundingRect().height() for t in lines)
         y = rect.center().y() - total / 2
         for t in lines:
@@ -90,13 +91,13 @@ class NodeItem(QGraphicsRectItem):
             t.setPos(rect.center().x() - br.width() / 2, y)
             y += br.height()
         extra = "\n(double-click to open)" if node.expandable else ""
-        self.setToolTip(tooltip(f"{node.label}\n{node.detail}{extra}".strip()))
+        self.setToolTip(tooltip("\n".join([node.label, *small_lines(node)]) + extra))
 
     def set_mark(self, colour: str | None, note: str = "") -> None:
         """A thick border in ``colour`` (specialised values), with the note added to the tooltip."""
         self.mark = colour
         if note:
-            self.setToolTip(tooltip(f"{self.node.label}\n{self.node.detail}\n\n{note}".strip()))
+            self.setToolTip(tooltip("\n".join([self.node.label, *small_lines(self.node)]) + f"\n\n{note}"))
         self._restyle()
 
     def set_trace(self, colour: str | None) -> None:

@@ -89,14 +89,16 @@ class Layout:
 
 def node_size(node: SceneNode) -> tuple[float, float]:
     """``(width, height)`` in points that fit the label (and detail line) in a monospace font."""
-    text_width = len(node.label) * LABEL_FONT_SIZE * CHAR_WIDTH
-    if node.detail:
-        text_width = max(text_width, len(node.detail) * DETAIL_FONT_SIZE * CHAR_WIDTH)
+    small = small_lines(node)
+    text_width = max([len(node.label) * LABEL_FONT_SIZE, *(len(t) * DETAIL_FONT_SIZE for t in small)]) * CHAR_WIDTH
     width = min(max(text_width + 2 * PADDING, MIN_WIDTH), MAX_WIDTH)
-    height = LABEL_FONT_SIZE * LINE_HEIGHT + 2 * 5.0
-    if node.detail:
-        height += DETAIL_FONT_SIZE * LINE_HEIGHT
+    height = LABEL_FONT_SIZE * LINE_HEIGHT + 2 * 5.0 + len(small) * DETAIL_FONT_SIZE * LINE_HEIGHT
     return round(width, 1), round(height, 1)
+
+
+def small_lines(node: SceneNode) -> list[str]:
+    """The lines under a box's label, in the small font: its attributes (ops), then its detail."""
+    return [t for t in (node.attrs, node.detail) if t]
 
 
 def elide(text: str, width: float, font_size: float = LABEL_FONT_SIZE) -> str:
@@ -329,23 +331,22 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         fill, stroke = KIND_COLOURS.get(node.kind, _DEFAULT_COLOURS)
         rx = {INPUT: 10, OUTPUT: 10, MODULE: 8, ATEN_CALL: 5, FUNCTION_CALL: 5}.get(node.kind, 2)
         x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
-        tip = node.label + (f"\n{node.detail}" if node.detail else "")
+        tip = "\n".join([node.label, *small_lines(node)])
         dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
         out.append(f"<g class={xml_attr(node.kind)}>")
         out.append(f"<title>{xml_text(tip[:1000])}</title>")
         out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
                    f'rx="{rx}" fill="{fill}" stroke="{stroke}"{dashed}/>')
-        if node.detail:
-            label_y = laid.y - DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
-            detail_y = label_y + DETAIL_FONT_SIZE * LINE_HEIGHT + 1
-        else:
-            label_y, detail_y = laid.y + LABEL_FONT_SIZE * 0.35, 0.0
+        small = small_lines(node)
+        label_y = laid.y - len(small) * DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
         out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
                    f'text-anchor="middle" fill="#111111">{xml_text(elide(node.label, laid.width))}</text>')
-        if node.detail:
-            out.append(f'<text x="{_n(laid.x)}" y="{_n(detail_y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
-                       f'text-anchor="middle" fill="#555555">'
-                       f"{xml_text(elide(node.detail, laid.width, DETAIL_FONT_SIZE))}</text>")
+        for k, line in enumerate(small):
+            y = label_y + (k + 1) * DETAIL_FONT_SIZE * LINE_HEIGHT + 1
+            colour = "#1f4e8c" if line is node.attrs else "#555555"
+            out.append(f'<text x="{_n(laid.x)}" y="{_n(y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
+                       f'text-anchor="middle" fill="{colour}">'
+                       f"{xml_text(elide(line, laid.width, DETAIL_FONT_SIZE))}</text>")
         out.append("</g>")
     out.append("</g>")
     if edge_labels:

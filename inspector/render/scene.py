@@ -30,6 +30,7 @@ from onnx import numpy_helper
 from inspector.core.body import is_small_constant as _is_small
 from inspector.core.body import node_reads
 from inspector.core.keys import MAIN, FunctionKey, MainGraph, Scope
+from inspector.core.literals import attribute_value
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.tensors import dtype_name
 from inspector.core.values import type_text
@@ -64,6 +65,7 @@ class SceneNode:
     ref: object
     detail: str = ""  # second line: node name, "transpose_2 (3 nodes)", class name, tensor type
     expandable: bool = False  # modules and aten calls open in place; function calls can be entered
+    attrs: str = ""  # third line of an op box: its literal attributes, e.g. "perm=[0,2,1,3]"; raw model text
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,10 +355,27 @@ def op_label(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in _STANDARD_DOMAINS else f"{node.domain}.{node.op_type}"
 
 
+def attrs_text(node: onnx.NodeProto, limit: int = 80) -> str:
+    """A node's literal attributes in one short line (``perm=[0,2,1,3], axis=-1``); subgraphs are left out and
+    attributes bound to a function attribute show ``@name``."""
+    parts = []
+    for a in node.attribute:
+        if a.ref_attr_name:
+            parts.append(f"{a.name}=@{a.ref_attr_name}")
+        elif a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            value, _key = attribute_value(a)
+            parts.append(f"{a.name}={value!r}".replace(", ", ",") if isinstance(value, list)
+                         else f"{a.name}={value}")
+        if sum(len(p) + 2 for p in parts) > limit:
+            break
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _node_box(node: onnx.NodeProto, i: int, callee: FunctionKey | None) -> SceneNode:
     if callee is not None:
         return SceneNode(f"n:{i}", str(callee), FUNCTION_CALL, (callee, (i,)), node.name, True)
-    return SceneNode(f"n:{i}", op_label(node), OP, (i,), node.name)
+    return SceneNode(f"n:{i}", op_label(node), OP, (i,), node.name, attrs=attrs_text(node))
 
 
 def _call_box(key: str, call: AtenCall) -> SceneNode:
@@ -458,7 +477,7 @@ def _call_scene(index: ModelIndex, call: AtenCall, max_nodes: int) -> Scene:
         if node.domain not in _STANDARD_DOMAINS and callee in functions:
             scene_nodes.append(SceneNode(key, str(callee), FUNCTION_CALL, (callee, p), node.name, True))
         else:
-            scene_nodes.append(SceneNode(key, op_label(node), OP, p, node.name))
+            scene_nodes.append(SceneNode(key, op_label(node), OP, p, node.name, attrs=attrs_text(node)))
     for v, key in output_keys.items():
         if key in kept:
             scene_nodes.append(SceneNode(key, v, OUTPUT, v, types.get(v, "")))
