@@ -39,7 +39,10 @@ def test_values_that_vary_between_overloads(name: str, attribute: str, values: l
 def test_ref_attr_name_is_parametric_not_specialised():
     analysis = _analysis(FIXTURES / "overloads.onnx", "function", "local", "par")
     (spec,) = analysis.bodies[0].specialised
-    assert spec.literal.kind == "parametric" and spec.literal.ref == "perm" and not spec.varies
+    assert spec.literal.kind == "parametric" and spec.literal.ref == "perm"
+    # the value sits at each call site (tests/make_fixtures.py: par_a passes perm=[0, 1, 3, 2], par_b [3, 2, 1, 0]),
+    # and differs between them
+    assert spec.call_values == [("main/par_a", [0, 1, 3, 2]), ("main/par_b", [3, 2, 1, 0])] and spec.varies
 
 
 def test_transpose_perm_linked_to_dims():
@@ -217,3 +220,30 @@ def test_values_of_trace_only_lowerings_name_the_function_that_baked_them() -> N
     (perm,) = body.specialised
     assert perm.baked_by == "aten_transpose"  # @torch_op("aten::transpose.int", trace_only=True) in onnxscript 0.7.2
     assert perm.to_json()["baked_by"] == "torchlib aten_transpose (trace_only)"
+
+
+def test_torchscript_call_sites_carry_each_instance_value_and_vary() -> None:
+    """TorchScript module functions read eps and shapes through ref_attr_name; each call site passes its instance's
+    value (truth: module_functions[].instances, in forward's call order; the reshape is [1, seq, heads, d/heads])."""
+    import json
+
+    import numpy as np
+
+    truth = json.loads((ZOO / "ts_functions.truth.json").read_text())
+    seq, d = truth["inputs"][0]["shape"][1], truth["config"]["d"]
+    index = open_index(ZOO / "ts_functions.onnx")
+    specialiser = Specialiser(index)
+    for mf in truth["module_functions"]:
+        fam = index.family("function", mf["domain"], mf["name"])
+        assert fam is not None
+        specs = [s for b in specialiser.analyse(fam).bodies for s in b.specialised if s.literal.kind == "parametric"]
+        assert specs
+        for spec in specs:
+            got = [v for _w, v in spec.call_values]
+            if mf["name"] == "Block":
+                want: list = [i["eps"] for i in mf["instances"]]
+                assert [round(v, 12) for v in got] == [round(float(np.float32(e)), 12) for e in want]
+            else:
+                assert got == [[1, seq, i["heads"], d // i["heads"]] for i in mf["instances"]]
+            assert spec.varies and len(spec.family_values) == 2
+            assert [c["call"] for c in spec.to_json()["call_sites"]] == [w for w, _v in spec.call_values]

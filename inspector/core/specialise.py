@@ -14,8 +14,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import onnx
-
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.bodykey import group_key
@@ -23,12 +21,12 @@ from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
 from inspector.core.keys import FunctionKey
 from inspector.core.links import ArgLink, BodyFlow, Shape, explain_shape, graph_shapes, link, literal_place
-from inspector.core.literals import Literal, body_literals
+from inspector.core.literals import Literal, attribute_value, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 from inspector.core.torchlib_catalogue import torchlib_for
-from inspector.core.walk import subgraphs
+from inspector.core.walk import resolve_path
 
 Member: TypeAlias = FunctionKey | AtenCall
 """What shares a body in a family: a function overload, or an aten call."""
@@ -44,6 +42,8 @@ class SpecialisedValue:
     shape: str | None = None
     # the trace_only torchlib function that computed the value at export time ("aten_transpose"), if known
     baked_by: str | None = None
+    # parametric: the value each call site passes, ``(where, value)`` in graph order (TorchScript's per-instance eps)
+    call_values: list[tuple[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         lit = self.literal
@@ -60,7 +60,9 @@ class SpecialisedValue:
         } | ({"refers_to": lit.ref} if lit.ref else {}) \
             | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {}) \
             | ({"shape_specialised": self.shape} if self.shape else {}) \
-            | ({"baked_by": f"torchlib {self.baked_by} (trace_only)"} if self.baked_by else {})
+            | ({"baked_by": f"torchlib {self.baked_by} (trace_only)"} if self.baked_by else {}) \
+            | ({"call_sites": [{"call": w, "value": _jsonable(v)} for w, v in self.call_values]}
+               if self.call_values else {})
 
 
 @dataclass(slots=True)
@@ -129,11 +131,32 @@ class Specialiser:
         """True when the attribute literal equals its operator's schema default for the model's opset."""
         if self._opsets is None:
             self._opsets = model_opsets(self.index.proto)
-        node = node_at(body, lit.path)
-        if node is None:
+        try:
+            node = resolve_path(body.nodes, lit.path)
+        except KeyError:
             return False
         domain = "" if node.domain == "ai.onnx" else node.domain
         return is_default(node.op_type, domain, lit.name, lit.key, self._opsets.get(domain))
+
+    def call_values(self, members: Sequence[Member], ref: str) -> list[tuple[str, Any, str]]:
+        """``(where, value, key)`` of the attribute ``ref`` at every call site of the function members, in order."""
+        out: list[tuple[str, Any, str]] = []
+        functions = self.index.functions
+        for key in members:
+            if isinstance(key, AtenCall):
+                continue
+            for site in functions.calls.get(key, ()):
+                caller = functions.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
+                nodes = caller.node if caller is not None else self.index.proto.graph.node
+                try:
+                    node = resolve_path(nodes, site.path)
+                except KeyError:
+                    continue
+                attr = next((a for a in node.attribute if a.name == ref), None)
+                if attr is not None and not attr.ref_attr_name:
+                    value, vkey = attribute_value(attr)
+                    out.append((site.where, value, vkey))
+        return out
 
     def body_of_call(self, call: AtenCall) -> Body:
         return group_body(call, self.maps)
@@ -215,6 +238,15 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
                 links = link(target, args, lit.value, place, flow)
                 shape = explain_shape(target, args, lit.value, place, flow) or next(
                     (a.rule for a in links if a.parameter == "scale" and a.value is None), None)
+            if lit.kind == "parametric" and lit.ref:
+                calls = specialiser.call_values(b.members, lit.ref)
+                seen: dict[str, Any] = {}
+                for _where, value, key in calls:
+                    seen.setdefault(key, value)
+                spec = SpecialisedValue(lit, len(seen) > 1, list(seen.values()), [],
+                                        call_values=[(w, v) for w, v, _k in calls])
+                b.specialised.append(spec)
+                continue
             if varies or links or shape or lit.kind == "parametric":
                 b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
                                                       links, shape, baked_by))
@@ -324,23 +356,3 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     return repr(v)
-
-
-def node_at(body: Body, path: Sequence[int | str]) -> onnx.NodeProto | None:
-    """The node at ``path`` in a body (subgraph steps are attribute names, ``name[k]`` for graph lists)."""
-    nodes: Sequence[onnx.NodeProto] = body.nodes
-    node: onnx.NodeProto | None = None
-    i = 0
-    while i < len(path):
-        step = path[i]
-        if not isinstance(step, int) or step >= len(nodes):
-            return None
-        node = nodes[step]
-        if i + 1 < len(path):
-            name = str(path[i + 1])
-            graphs = {s: g for s, g in subgraphs(node)}
-            if name not in graphs:
-                return None
-            nodes = graphs[name].node
-        i += 2
-    return node
