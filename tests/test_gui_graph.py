@@ -134,3 +134,39 @@ def test_select_then_back_or_expand_redraws_without_touching_deleted_boxes(qtbot
         window.center.back()
     assert graph.selected() is None and "mod:layers.0" in graph.items_by_id
     assert not any(item.trace for item in graph.items_by_id.values())
+
+
+def test_export_keeps_the_highlights_and_is_named_after_the_scope(qtbot, window: MainWindow, tmp_path: Path):
+    _open(qtbot, window, FIXTURES / "overloads.onnx")
+    proxy = window.family_filter
+    window.filter_box.set_now("local.tr")
+    with qtbot.waitSignals([window.selection_shown, window.center.view_shown], timeout=30000):
+        window.family_view.setCurrentIndex(proxy.index(1, 0, proxy.index(0, 0)))
+    assert window.center.export_name() == "local.tr_perm_0231"
+    svg = tmp_path / "g.svg"
+    window.center.export(svg)
+    text = svg.read_text()
+    assert f'stroke="{Category.VARIES.colour}" stroke-width="3"' in text  # the marked Transpose, as in the app
+
+
+def test_fit_never_blows_up_small_graphs_nor_shrinks_large_ones_below_readable(qtbot, window: MainWindow):
+    _open(qtbot, window, FIXTURES / "overloads.onnx")
+    graph = window.center.graph
+    window.resize(1024, 700)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(FunctionKey("local", "tr", "perm_0231"))  # three boxes
+    graph.fit()
+    assert graph.transform().m11() == pytest.approx(1.0)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(FIXTURES / "dynamo_block_noopt.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:layers.0"].node)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:layers.0.attn"].node)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:layers.1"].node)
+    rect, view = graph.scene().itemsBoundingRect(), graph.viewport().rect()
+    natural = min(view.width() / rect.width(), view.height() / rect.height())
+    assert natural < 0.6  # fitting it whole would make the labels unreadable
+    graph.fit()
+    assert graph.readable() and graph.transform().m11() == pytest.approx(0.6)

@@ -6,6 +6,7 @@ holds more than ``MAX_NODES`` boxes, and layouts are cached per (scope, expanded
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,9 +238,17 @@ class GraphPanel(QWidget):
             self.open_view(target, push=False)
 
     def export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export graph", "graph.svg", "SVG (*.svg);;PNG (*.png)")
+        path, _ = QFileDialog.getSaveFileName(self, "Export graph", self.export_name() + ".svg",
+                                              "SVG (*.svg);;PNG (*.png)")
         if path:
             self.export(Path(path))
+
+    def export_name(self) -> str:
+        """A file name for the shown scope: ``local.tr_perm_0231``, ``aten_transpose.int_transpose_2``."""
+        scope = self.current_scope()
+        label = "graph" if scope is None else scope_label(scope).replace(" ", "_")
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).strip("._")
+        return re.sub("_+", "_", name)[:80] or "graph"
 
     def export(self, path: Path) -> None:
         if path.suffix.lower() == ".png":

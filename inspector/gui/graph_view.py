@@ -53,6 +53,8 @@ from inspector.render.scene import Scene, SceneNode
 UPSTREAM = "#2a6fb0"
 DOWNSTREAM = "#b0512a"
 SELECTED = "#f1c232"
+MIN_FIT_SCALE = 0.6  # below this, 7.5 pt box labels are unreadable
+MAX_FIT_SCALE = 1.0  # small graphs are not blown up
 
 
 class NodeItem(QGraphicsRectItem):
@@ -234,13 +236,30 @@ class GraphView(QGraphicsView):
             item.set_mark(colour, note)
 
     def fit(self) -> None:
+        """Fit the graph in the view, but never above 1:1 (small graphs) nor below a readable scale (large ones:
+        then the selection, or the top of the graph, is shown at the readable scale)."""
         rect = self.scene().itemsBoundingRect()
-        if not rect.isEmpty():
-            self.fitInView(rect.adjusted(-10, -10, 10, 10), Qt.AspectRatioMode.KeepAspectRatio)
-            if self.transform().m11() > 1.5:  # small graphs: do not blow up
-                self.resetTransform()
-                self.scale(1.5, 1.5)
-                self.centerOn(rect.center())
+        if rect.isEmpty():
+            return
+        self.fitInView(rect.adjusted(-10, -10, 10, 10), Qt.AspectRatioMode.KeepAspectRatio)
+        scale = self.transform().m11()
+        if MIN_FIT_SCALE <= scale <= MAX_FIT_SCALE:
+            return
+        scale = min(max(scale, MIN_FIT_SCALE), MAX_FIT_SCALE)
+        self.resetTransform()
+        self.scale(scale, scale)
+        selected = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
+        if selected:
+            self.centerOn(selected[0])
+        elif scale == MIN_FIT_SCALE:
+            height = self.viewport().height() / scale
+            self.centerOn(QPointF(rect.center().x(), rect.top() + min(height / 2, rect.height() / 2)))
+        else:
+            self.centerOn(rect.center())
+
+    def readable(self) -> bool:
+        """Whether box labels are drawn at a readable size (the scale ``fit`` never goes below)."""
+        return self.transform().m11() >= MIN_FIT_SCALE - 1e-9
 
     def zoom(self, factor: float) -> None:
         scale = self.transform().m11() * factor
@@ -341,4 +360,5 @@ class GraphView(QGraphicsView):
         if self.current is None:
             return
         scene, layout = self.current
-        path.write_text(to_svg(scene, layout), encoding="utf-8")
+        highlights = {i: colour for i, item in self.items_by_id.items() if (colour := item.trace or item.mark)}
+        path.write_text(to_svg(scene, layout, highlights), encoding="utf-8")

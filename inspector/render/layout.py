@@ -281,8 +281,10 @@ def _n(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
-def to_svg(scene: Scene, layout: Layout) -> str:
-    """A standalone SVG of a laid-out scene (no external references); every model string is XML-escaped."""
+def to_svg(scene: Scene, layout: Layout, highlights: dict[str, str] | None = None) -> str:
+    """A standalone SVG of a laid-out scene (no external references); every model string is XML-escaped.
+    ``highlights`` maps node ids to a border colour (``#rrggbb``), drawn thick as in the app."""
+    marks = {k: v for k, v in (highlights or {}).items() if _is_colour(v)}
     width = layout.width + 2 * MARGIN
     height = layout.height + 2 * MARGIN
     note = ""
@@ -335,8 +337,10 @@ def to_svg(scene: Scene, layout: Layout) -> str:
         dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
         out.append(f"<g class={xml_attr(node.kind)}>")
         out.append(f"<title>{xml_text(tip[:1000])}</title>")
+        mark = marks.get(node_id)
+        border = f'stroke="{mark}" stroke-width="3"' if mark else f'stroke="{stroke}"'
         out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
-                   f'rx="{rx}" fill="{fill}" stroke="{stroke}"{dashed}/>')
+                   f'rx="{rx}" fill="{fill}" {border}{dashed}/>')
         small = small_lines(node)
         label_y = laid.y - len(small) * DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
         out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
@@ -364,6 +368,10 @@ def to_svg(scene: Scene, layout: Layout) -> str:
                   f'viewBox="0 0 {wide} {_n(height)}" font-family="monospace">')
         out[3] = f'<rect x="0" y="0" width="{wide}" height="{_n(height)}" fill="#ffffff"/>'
     return "\n".join(out) + "\n"
+
+
+def _is_colour(value: str) -> bool:
+    return len(value) == 7 and value[0] == "#" and all(c in "0123456789abcdefABCDEF" for c in value[1:])
 
 
 def edge_label_point(points: tuple[tuple[float, float], ...]) -> tuple[float, float]:
