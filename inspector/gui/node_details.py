@@ -45,8 +45,14 @@ def tensor_preview(array: np.ndarray) -> str:
             starts = np.linspace(0, flat.size - block, 64).astype(np.int64)
             sample = np.concatenate([flat[s:s + block] for s in starts.tolist()])
             over = f"a sample of {sample.size:,} of {flat.size:,} values"
-        f = sample.astype(np.float64)
-        stats = f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}  std {f.std():.6g} ({over})"
+        with np.errstate(all="ignore"):  # NaN, inf and overflow are shown, not warned about
+            f = sample.astype(np.float64)
+            finite = f[np.isfinite(f)]
+            if finite.size:
+                stats = (f"  min {finite.min():.6g}  max {finite.max():.6g}  mean {finite.mean():.6g}  "
+                         f"std {finite.std():.6g}")
+        odd = f.size - finite.size
+        stats += (f"  {odd:,} NaN/inf" if odd else "") + f" ({over})"
     return f"[{first}{more}]{stats}"
 
 
