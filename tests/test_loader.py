@@ -227,15 +227,15 @@ def test_tensor_statistics_use_bounded_memory_and_say_when_sampled():
 
     from inspector.gui.node_details import tensor_preview
 
-    big = np.arange(8 << 20, dtype=np.float32)  # 32 MiB; a float64 copy would be 64 MiB
+    big = np.arange(16 << 20, dtype=np.float32)  # 64 MiB; a float64 copy would be 128 MiB
     tracemalloc.start()
     try:
         text = tensor_preview(big)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 24 << 20
-    assert "a sample of 1,048,576 of 8,388,608 values" in text and text.startswith("[0, 1, 2,")
+    assert peak < 40 << 20  # about 24 bytes per sampled value, whatever the tensor's size
+    assert "a sample of 1,048,576 of 16,777,216 values" in text and text.startswith("[0, 1, 2,")
     small = tensor_preview(np.array([1.0, 3.0], dtype=np.float32))
     assert small == "[1, 3]  min 1  max 3  mean 2  std 1 (all 2 values)"
 
@@ -283,3 +283,15 @@ def test_nesting_beyond_protobufs_limit_says_what_the_limit_is(tmp_path: Path):
         load_model(deep)
     assert "nested deeper than protobuf can read (65,535 message levels" in str(err.value)
     assert "corrupt" not in str(err.value)
+
+
+def test_tensor_statistics_count_nan_and_inf_without_warnings():
+    import warnings
+
+    from inspector.gui.node_details import tensor_preview
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = tensor_preview(np.array([1.0, np.nan, np.inf, 3.0], dtype=np.float32))
+        assert text.endswith("min 1  max 3  mean 2  std 1  2 NaN/inf (all 4 values)")
+        assert tensor_preview(np.array([np.nan], dtype=np.float64)).endswith("]  1 NaN/inf (all 1 values)")
