@@ -145,6 +145,7 @@ def _hand_made(tmp_path):  # type: ignore[no-untyped-def]
         return n
 
     c = [helper.make_tensor(n, TensorProto.FLOAT, [], [v]) for n, v in (("four", 4.0), ("two", 2.0), ("zero", 0.0))]
+    c.append(helper.make_tensor("pads", TensorProto.INT64, [6], [0, 0, 1, 0, 0, 1]))
     nodes = [
         node("Gelu", ["x"], ["gelu"], _fx("gelu", "gelu.default", "%x,", "{approximate: tanh}"), approximate="tanh"),
         node("Mul", ["gelu", "four"], ["mul"], _fx("mul", "mul.Tensor", "%gelu, 4")),
@@ -157,12 +158,18 @@ def _hand_made(tmp_path):  # type: ignore[no-untyped-def]
              pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1], kernel_shape=[3, 3], group=1),
         node("MaxPool", ["conv"], ["pool"], _fx("pool", "max_pool2d.default", "%conv, [2, 2], []"),
              kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0]),
+        # strings: reduce quoted in args ("amax" is ONNX's "max"), mode unquoted in kwargs (a Symbol)
+        node("ScatterElements", ["x", "idx", "x"], ["scat"],
+             _fx("scat", "scatter_reduce.two", "%x, 2, %idx, %x, 'amax'"), axis=-1, reduction="max"),
+        node("Pad", ["x", "pads"], ["pad"], _fx("pad", "pad.default", "%x, [1, 1]", "{mode: reflect}"), mode="reflect"),
     ]
     vi = helper.make_tensor_value_info
     inputs = [vi("x", TensorProto.FLOAT, [1, 2, 3]), vi("cond", TensorProto.BOOL, [1, 2, 3]),
+              vi("idx", TensorProto.INT64, [1, 2, 3]),
               vi("img", TensorProto.FLOAT, [1, 1, 8, 8]), vi("w", TensorProto.FLOAT, [1, 1, 3, 3])]
     g = helper.make_graph(nodes, "g", inputs,
-                          [vi("softmax", TensorProto.FLOAT, [1, 2, 3]), vi("pool", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          [vi("softmax", TensorProto.FLOAT, [1, 2, 3]), vi("pool", TensorProto.FLOAT, [1, 1, 4, 4]),
+                           vi("scat", TensorProto.FLOAT, [1, 2, 3]), vi("pad", TensorProto.FLOAT, [1, 2, 5])],
                           initializer=c, value_info=[vi("where", TensorProto.FLOAT, [1, 2, 3])])
     path = tmp_path / "kinds.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), path)
@@ -192,6 +199,9 @@ def test_every_argument_kind_links_where_the_lowering_puts_it(tmp_path) -> None:
         ("aten::max_pool2d", "MaxPool.kernel_shape", "kernel_size", "[2, 2]"),
         ("aten::max_pool2d", "MaxPool.strides", "stride", "[]"),  # empty stride: torch uses kernel_size
         ("aten::max_pool2d", "MaxPool.pads", "padding", "[0, 0]"),  # schema default padding=0, as [0, 0]
+        ("aten::scatter_reduce.two", "ScatterElements.reduction", "reduce", "amax"),
+        ("aten::scatter_reduce.two", "ScatterElements.axis", "dim", "2"),  # dim 2 of rank 3 is axis -1
+        ("aten::pad", "Pad.mode", "mode", "reflect"),
     }
 
 

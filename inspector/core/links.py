@@ -283,6 +283,17 @@ def _element(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
     return None
 
 
+_REDUCTIONS = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "mean": None}
+
+
+def _reduction(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
+    """scatter_reduce's ``reduce`` as ScatterElements' ``reduction`` ("sum" -> "add", "amax" -> "max", ...)."""
+    text = arg.text if isinstance(arg, Symbol) else arg
+    if isinstance(text, str) and _REDUCTIONS.get(text, text) == ctx.value:
+        return text, f"reduction {ctx.value!r} is reduce {text!r}"
+    return None
+
+
 _DTYPES = {"torch.float32": 1, "torch.float": 1, "torch.uint8": 2, "torch.int8": 3, "torch.int16": 5,
            "torch.int32": 6, "torch.int64": 7, "torch.long": 7, "torch.bool": 9, "torch.float16": 10,
            "torch.half": 10, "torch.float64": 11, "torch.double": 11, "torch.complex64": 14,
@@ -393,6 +404,10 @@ RULES: dict[str, list[Rule]] = {
     "_to_copy": [_a("dtype", "Cast", "to", _dtype)],
     "convert_element_type": [_a("dtype", "Cast", "to", _dtype)],
     "scalar_tensor": [_a("dtype", "Cast", "to", _dtype), _o("s", "Cast", 0)],
+    "scatter_reduce": [_a("reduce", "ScatterElements", "reduction", _reduction), _a("dim", "ScatterElements", "axis",
+                                                                                    _dim())],
+    "pad": [_a("mode", "Pad", "mode", _string), _o("value", "Pad", 2)],
+    "constant_pad_nd": [_o("value", "Pad", 2)],
     "embedding": [],
     "scaled_dot_product_attention": [_o("dropout_p", "Dropout", 1)],
     "triu": [_o("diagonal", "Trilu", 1)], "tril": [_o("diagonal", "Trilu", 1)],
