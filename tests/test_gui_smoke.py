@@ -132,3 +132,29 @@ def test_ctrl_e_exports_the_report_from_the_text_boxes_too(window: MainWindow, q
     with qtbot.waitSignal(window.report_exported, timeout=60000):
         qtbot.keyClick(box, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     assert "aten::view" in out.read_text() and box.text() == "view"
+
+
+def test_the_body_counts_its_calls_and_lists_the_identical_ones(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(FIXTURES / "overloads.onnx")
+    proxy = window.family_filter
+    window.filter_box.set_now("local.tr")
+    ov = proxy.index(0, 0, proxy.index(0, 0))
+    assert (ov.data(), ov.siblingAtColumn(1).data()) == ("perm_0213", "2")
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        window.family_view.setCurrentIndex(ov)
+    text = window.signature.view.toPlainText()
+    assert ", 2 calls" in text and "Identical calls (2)" in text  # not "1 call": the overload has two call sites
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(SAMPLE)
+    window.filter_box.set_now("scaled_dot")
+    call = proxy.index(0, 0, proxy.index(0, 0, proxy.index(0, 0)))
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        window.family_view.setCurrentIndex(call)
+    text = window.signature.view.toPlainText()
+    assert "Identical calls (2)" in text
+    assert "layers.0.attn › scaled_dot_product_attention\n" in text
+    assert "layers.1.attn › scaled_dot_product_attention_1" in text
+    lone = [s for s in window.signature.specialised() if not s.varies and not s.links]
+    table = text.split("Specialised values")[1].split("Identical calls")[0]
+    assert table.count("no sibling to compare") == len(lone) >= 1  # one row each, never "same in family"

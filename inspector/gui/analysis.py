@@ -26,6 +26,7 @@ class Selection:
     signature: CallSignature | None
     family_note: str
     target: str | None  # aten target, for the torchlib source
+    calls: tuple[str, ...] = ()  # every call with exactly this body: module path › FX name, or call-site path
 
 
 class Analyses:
@@ -76,12 +77,14 @@ class Analyses:
         if isinstance(obj, Overload):
             if obj.kind == "function" and obj.function is not None:
                 bodies = analysis.bodies_of([obj.function])
-                return Selection(str(obj.function), bodies[0], None, note, None) if bodies else None
+                sites = tuple(site.where for site in self.index.functions.calls.get(obj.function, ()))
+                return Selection(str(obj.function), bodies[0], None, note, None, sites) if bodies else None
             if obj.aten_calls:
                 obj = obj.aten_calls[0]
         if isinstance(obj, AtenCall):
             body = next((b for b in analysis.bodies if any(m is obj for m in b.members)), None)
             if body is None:
                 return None
-            return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target)
+            same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
+            return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same)
         return None

@@ -46,7 +46,8 @@ class BodyView:
             if selection is None:
                 w.signature.clear("No ONNX body for this item.")
                 return
-            w.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note)
+            w.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note,
+                                  selection.calls)
             w.right.setCurrentWidget(w.signature)
             self.selection = selection
             self.mark_graph()

@@ -3,6 +3,7 @@ highlighted (hover for what varies and which aten arguments they came from)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QUrl, Signal
@@ -14,6 +15,8 @@ from inspector.core.categories import TEXT_COLOUR, Category, classify, explain, 
 from inspector.core.signature import CallSignature
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.text import esc, tooltip
+
+MAX_CALLS_LISTED = 50
 
 
 class SignaturePanel(QWidget):
@@ -43,7 +46,9 @@ class SignaturePanel(QWidget):
         self.source.setHtml("<p><i>The torchlib implementation appears here for aten calls when torch and "
                             "onnxscript are installed.</i></p>")
 
-    def show_body(self, title: str, analysis: BodyAnalysis, sig: CallSignature | None, family_note: str = "") -> None:
+    def show_body(self, title: str, analysis: BodyAnalysis, sig: CallSignature | None, family_note: str = "",
+                  calls: Sequence[str] = ()) -> None:
+        """``calls`` names every call with exactly this body (aten calls, or a function's call sites)."""
         self._specs = []
         parts = [f"<h3>{esc(title)}</h3>"]
         if family_note:
@@ -51,11 +56,17 @@ class SignaturePanel(QWidget):
         if sig is not None:
             parts.append("<p><b>Aten signature</b> (this call's values bound to parameter names)</p>")
             parts.append(self._pre([signature_line(sig, analysis.specialised)]))
+        n = len(calls) if calls else len(analysis.members)
         parts.append(f"<p><b>ONNX body</b> <small>fingerprint {esc(analysis.fingerprints.full[:12])}, "
-                     f"template {esc(analysis.fingerprints.template[:12])}, {len(analysis.members)} "
-                     f"call{'s' if len(analysis.members) != 1 else ''}</small></p>")
+                     f"template {esc(analysis.fingerprints.template[:12])}, {n} call{'s' if n != 1 else ''}"
+                     "</small></p>")
         parts.append(self._pre(body_lines(analysis.body, analysis.specialised)))
         parts.append(self._spec_table(analysis.specialised))
+        if len(calls) > 1:
+            shown = "".join(f"<li>{esc(c)}</li>" for c in calls[:MAX_CALLS_LISTED])
+            more = f"<li>… {len(calls) - MAX_CALLS_LISTED} more</li>" if len(calls) > MAX_CALLS_LISTED else ""
+            parts.append(f"<p><b>Identical calls ({len(calls)})</b> <small>same body, same values</small></p>"
+                         f"<ul>{shown}{more}</ul>")
         parts.append(_legend())
         self.view.setHtml("".join(parts))
 
@@ -100,7 +111,8 @@ class SignaturePanel(QWidget):
             lit = s.literal
             where = short_where(s)
             links = "; ".join(f"{a.parameter}: {a.rule}" for a in s.links) or "-"
-            state = "varies" if s.varies else ("parametric" if lit.kind == "parametric" else "same in family")
+            state = {Category.VARIES: "varies", Category.PARAMETRIC: "parametric",
+                     Category.LONE: "no sibling to compare"}.get(classify(s), "same in family")
             rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{classify(s).colour};color:{TEXT_COLOUR}'>"
                         f"{esc(where)}</a></td><td>{esc(repr(lit.value))}</td><td>{esc(state)}</td>"
                         f"<td>{esc(links)}</td></tr>")
