@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from inspector.core.index import Family, ModelIndex
+from inspector.core.index import Family, ModelIndex, paused_gc
 from inspector.core.torchlib_catalogue import torchlib_json
 from inspector.core.units import human_size
 
@@ -22,6 +22,11 @@ SUMMARY_VERSION = 1
 
 def summary_dict(index: ModelIndex, specialisation: bool = True) -> dict[str, Any]:
     """The summary object; ``specialisation`` adds fingerprints and specialised values per overload."""
+    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
+        return _summary_dict(index, specialisation)
+
+
+def _summary_dict(index: ModelIndex, specialisation: bool) -> dict[str, Any]:
     f = index.facts
     params = index.parameters()
     analyses = {}

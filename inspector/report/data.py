@@ -22,7 +22,7 @@ from inspector import __version__
 from inspector.core.categories import Category, classify, explain, value_text, where
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.errors import InspectorError
-from inspector.core.index import Family, ModelIndex
+from inspector.core.index import Family, ModelIndex, paused_gc
 from inspector.core.jsonsafe import json_safe
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
@@ -269,6 +269,12 @@ class Report:
 def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare: ModelDiff | None = None,
                  graphs: bool = True, limits: Limits | None = None) -> Report:
     """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there."""
+    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
+        return _build_report(index, reviews, compare, graphs, limits)
+
+
+def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: ModelDiff | None, graphs: bool,
+                  limits: Limits | None) -> Report:
     lim = limits or Limits()
     notes: list[str] = []
     review_summary, store = _reviews(reviews)
