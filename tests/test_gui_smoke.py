@@ -158,3 +158,18 @@ def test_the_body_counts_its_calls_and_lists_the_identical_ones(window: MainWind
     lone = [s for s in window.signature.specialised() if not s.varies and not s.links]
     table = text.split("Specialised values")[1].split("Identical calls")[0]
     assert table.count("no sibling to compare") == len(lone) >= 1  # one row each, never "same in family"
+
+
+def test_the_filter_keeps_parents_of_matching_rows_and_all_below_a_matching_row(window: MainWindow, qtbot):
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(SAMPLE)
+    proxy = window.family_filter
+    window.filter_box.set_now("TRANSPOSE_2")  # one aten call, by its FX name, ignoring case
+    fam = proxy.index(0, 0)
+    ov = proxy.index(0, 0, fam)
+    assert proxy.rowCount() == 1 and fam.data() == "aten::transpose" and proxy.rowCount(fam) == 1
+    assert [proxy.index(r, 0, ov).data().split()[0] for r in range(proxy.rowCount(ov))] == ["transpose_2"]
+    window.filter_box.set_now("aten::transpose")  # a family: all its overloads and calls
+    assert proxy.rowCount(proxy.index(0, 0, proxy.index(0, 0))) == 8
+    window.filter_box.set_now("")
+    assert proxy.rowCount() == window.families.rowCount()

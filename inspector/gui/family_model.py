@@ -54,7 +54,7 @@ class FamilyModel(QAbstractItemModel):
             for call in ov.aten_calls:
                 where = f"{call.name}  ({call.module_path or 'root'})"
                 item.children.append(_Item(item, len(item.children), "aten_call", call, where,
-                                           f"{len(call.node_paths)} nodes"))
+                                           _plural(len(call.node_paths), "node")))
         return item
 
     def add_call_sites(self, index: ModelIndex) -> None:
@@ -67,6 +67,26 @@ class FamilyModel(QAbstractItemModel):
                     for site in index.functions.calls.get(ov.function, ()):
                         ov_item.children.append(_Item(ov_item, len(ov_item.children), "call_site", site, site.where))
         self.endResetModel()
+
+    def matching(self, text: str) -> set[int] | None:
+        """``id`` of every row the filter ``text`` keeps (None: all): rows whose name contains it (ignoring
+        case), everything below them, and their parents. Pure Python over the rows: safe off the GUI thread."""
+        q = text.strip().casefold()
+        if not q:
+            return None
+        kept: set[int] = set()
+        for fam in self._root.children:
+            fam_hit = q in fam.text.casefold()
+            for ov in fam.children:
+                ov_hit = fam_hit or q in ov.text.casefold()
+                for call in ov.children:
+                    if ov_hit or q in call.text.casefold():
+                        kept.add(id(call))
+                if ov_hit or any(id(c) in kept for c in ov.children):
+                    kept.add(id(ov))
+            if fam_hit or any(id(o) in kept for o in fam.children):
+                kept.add(id(fam))
+        return kept
 
     def _family_badge(self, item: _Item) -> str:
         counts = [self._badges.get(id(c.obj), (0, 0)) for c in item.children]
@@ -156,11 +176,26 @@ def badge_text(specialised: int, unreviewed: int) -> str:
 
 
 class FamilyFilter(QSortFilterProxyModel):
-    """Case-insensitive filter that keeps parents of matching rows."""
+    """Keeps the rows of ``FamilyModel.matching``: a case-insensitive filter that keeps the parents of matching
+    rows and everything below them. The set is computed first (off the GUI thread for large models), so Qt only
+    looks up the rows it shows, never walks every call of a 100k-node model."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.setRecursiveFilteringEnabled(True)
-        self.setAutoAcceptChildRows(True)  # a matching family shows all its overloads and calls
-        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.setFilterKeyColumn(0)
+        self.kept: set[int] | None = None
+        self.text = ""
+
+    def set_kept(self, text: str, kept: set[int] | None) -> None:
+        self.beginFilterChange()
+        self.text, self.kept = text, kept
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        if self.kept is None:
+            return True
+        item = self.sourceModel().index(source_row, 0, source_parent).internalPointer()
+        return id(item) in self.kept
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"

@@ -1,11 +1,13 @@
-"""The functions tree's filter box: debounced, and it only filters (changing the rows never navigates)."""
+"""The functions tree's filter box: debounced, worked out off the GUI thread, and it only filters (changing the
+rows never navigates)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 
-from inspector.gui.family_model import FamilyFilter
+from inspector.gui.family_model import FamilyFilter, FamilyModel
 from inspector.gui.widgets import LineEdit
+from inspector.gui.worker import Jobs
 
 DEBOUNCE_MS = 200
 
@@ -19,27 +21,39 @@ class FilterBox(LineEdit):
         self.setClearButtonEnabled(True)
         self.proxy = proxy
         self.filtering = False
+        self.jobs = Jobs()
+        self._token = 0
         self.timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self.timer.timeout.connect(self.apply)
         self.textChanged.connect(lambda _t: self.timer.start())
 
     def apply(self) -> None:
+        """Work out the rows to keep off the GUI thread, then show them (a newer text makes older results stale)."""
         self.timer.stop()
-        if self.proxy.filterRegularExpression().pattern() == _pattern(self.text()):
+        text, model = self.text(), self.source()
+        if text == self.proxy.text or model is None:
             return
-        self.filtering = True
-        try:
-            self.proxy.setFilterFixedString(self.text())
-        finally:
-            self.filtering = False
+        self._token += 1
+        token = self._token
+        self.jobs.run(lambda: model.matching(text),
+                      lambda kept: self._show(text, kept) if token == self._token and model is self.source() else None)
 
     def set_now(self, text: str) -> None:
-        """Set the text and filter without waiting (tests, jumps that must reveal a row)."""
+        """Set the text and filter at once, on this thread (tests, jumps that must reveal a row)."""
         self.setText(text)
-        self.apply()
+        self.timer.stop()
+        self._token += 1
+        model = self.source()
+        if model is not None and text != self.proxy.text:
+            self._show(text, model.matching(text))
 
+    def source(self) -> FamilyModel | None:
+        model = self.proxy.sourceModel()
+        return model if isinstance(model, FamilyModel) else None
 
-def _pattern(text: str) -> str:
-    from PySide6.QtCore import QRegularExpression
-
-    return QRegularExpression.escape(text)
+    def _show(self, text: str, kept: set[int] | None) -> None:
+        self.filtering = True
+        try:
+            self.proxy.set_kept(text, kept)
+        finally:
+            self.filtering = False
