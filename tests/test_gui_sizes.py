@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSize, QThreadPool
+from PySide6.QtCore import QSize, Qt, QThreadPool
 
 from inspector.gui.compare import CompareWindow
 from inspector.gui.main_window import MainWindow
@@ -59,3 +59,21 @@ def test_compare_window_fits_a_laptop_screen(qtbot):
     assert _fits(window.minimumSizeHint(), QSize(1366, 768))
     assert window.width() <= avail.width()
     QThreadPool.globalInstance().waitForDone(30000)
+
+
+def test_the_review_column_is_visible_at_1024x700(qtbot, window: MainWindow):
+    from tests.conftest import FIXTURES
+
+    window.resize(SMALL_SCREEN)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(FIXTURES / "overloads.onnx")
+    qtbot.wait(10)
+    view, header = window.family_view, window.family_view.header()
+    proxy = window.family_filter
+    badge = next(proxy.index(r, 2) for r in range(proxy.rowCount()) if proxy.index(r, 0).data() == "local.tr")
+    assert badge.data() == "3 spec · 6 open"  # short in the column, in full in the tooltip
+    assert badge.data(Qt.ItemDataRole.ToolTipRole) == "3 specialised values · 6 unreviewed items"
+    assert view.fontMetrics().horizontalAdvance(badge.data()) <= header.sectionSize(2)
+    right = header.sectionViewportPosition(2) + header.sectionSize(2)
+    assert header.sectionSize(2) >= 100 and right <= view.viewport().width()
+    assert header.sectionSize(0) >= header.sectionSize(2)  # the names keep the larger part

@@ -88,9 +88,13 @@ class FamilyModel(QAbstractItemModel):
                 kept.add(id(fam))
         return kept
 
-    def _family_badge(self, item: _Item) -> str:
+    def _badge(self, item: _Item, short: bool) -> str:
+        if item.kind == "overload":
+            return badge_text(*self._badges.get(id(item.obj), (0, 0)), short=short)
+        if item.kind != "family":
+            return ""
         counts = [self._badges.get(id(c.obj), (0, 0)) for c in item.children]
-        return badge_text(sum(c[0] for c in counts), sum(c[1] for c in counts))
+        return badge_text(sum(c[0] for c in counts), sum(c[1] for c in counts), short=short)
 
     def index_of(self, obj: Any) -> QModelIndex:
         """The row showing ``obj`` (a Family, Overload, AtenCall or CallSite), searched breadth first."""
@@ -104,7 +108,7 @@ class FamilyModel(QAbstractItemModel):
         return QModelIndex()
 
     def set_badges(self, badges: dict[int, tuple[int, int]]) -> None:
-        """Per ``id(overload)``: (specialised values, unreviewed items), shown as "3 specialised · 2 unreviewed"."""
+        """Per ``id(overload)``: (specialised values, unreviewed items), shown as "3 spec · 2 open"."""
         self._badges = badges
         if self._root.children:
             last = self.index(len(self._root.children) - 1, 2)
@@ -153,11 +157,11 @@ class FamilyModel(QAbstractItemModel):
         if not index.isValid():
             return None
         item = self._item(index)
+        if role == Qt.ItemDataRole.DisplayRole and index.column() == 2:
+            return self._badge(item, short=True)
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 2:
+            return self._badge(item, short=False) or None
         if role == Qt.ItemDataRole.DisplayRole:
-            if index.column() == 2:
-                if item.kind == "family":
-                    return self._family_badge(item)
-                return badge_text(*self._badges.get(id(item.obj), (0, 0))) if item.kind == "overload" else ""
             return item.text if index.column() == 0 else item.count
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
             return tooltip(item.text)
@@ -168,10 +172,12 @@ class FamilyModel(QAbstractItemModel):
         return None
 
 
-def badge_text(specialised: int, unreviewed: int) -> str:
-    parts = [f"{specialised} specialised"] if specialised else []
+def badge_text(specialised: int, unreviewed: int, short: bool = True) -> str:
+    """``3 spec · 2 open`` for the Review column (``3 specialised values · 2 unreviewed items`` in full)."""
+    words = ("spec", "open") if short else ("specialised values", "unreviewed items")
+    parts = [f"{specialised} {words[0]}"] if specialised else []
     if unreviewed:
-        parts.append(f"{unreviewed} unreviewed")
+        parts.append(f"{unreviewed} {words[1]}")
     return " · ".join(parts)
 
 

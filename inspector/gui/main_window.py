@@ -12,6 +12,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
+    QHeaderView,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -80,6 +81,12 @@ class MainWindow(QMainWindow):
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
         self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
+        header = self.family_view.header()  # names take the room left by the counts, so Review stays visible
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
         self.module_view = QTreeView()
         self.module_view.setUniformRowHeights(True)
@@ -124,7 +131,7 @@ class MainWindow(QMainWindow):
         self.split.addWidget(left)
         self.split.addWidget(self.center)
         self.split.addWidget(right_box)
-        self.split.setSizes([360, 560, 560])
+        self.split.setSizes([400, 520, 560])
         self.setCentralWidget(self.split)
         self.analyses: Analyses | None = None
         self.reviews: ReviewStore | None = None
@@ -201,7 +208,6 @@ class MainWindow(QMainWindow):
         self.families.set_index(index)
         self.families.add_call_sites(index)
         self.family_view.expandToDepth(0)
-        self.family_view.resizeColumnToContents(0)
         modules = ModuleModel(index.provenance.module_root)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
