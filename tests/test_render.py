@@ -428,3 +428,16 @@ def test_op_boxes_show_their_attribute_values_in_the_app_and_the_svg():
     assert node_size(op)[1] > one_line[1]  # room for the attribute line
     svg = to_svg(scene, layout_scene(scene))
     assert ">perm=[0,2,3,1]</text>" in svg
+
+
+def test_op_boxes_are_coloured_by_category_in_the_svg(block):
+    from inspector.render.layout import KIND_COLOURS, OP_CATEGORY_COLOURS
+
+    call = next(c for c in block.provenance.calls if c.target == "aten::scaled_dot_product_attention")
+    scene = build_scene(block, call)
+    svg = to_svg(scene, layout_scene(scene))
+    assert {"MatMul", "Softmax", "Transpose", "Mul"} <= {n.label for n in scene.nodes if n.kind == "op"}
+    assert f'fill="{OP_CATEGORY_COLOURS["linear"][0]}"' in svg  # MatMul
+    assert f'fill="{OP_CATEGORY_COLOURS["normalise"][0]}"' in svg  # Softmax
+    assert f'fill="{OP_CATEGORY_COLOURS["shape"][0]}"' in svg  # Reshape, Transpose
+    assert f'fill="{KIND_COLOURS["op"][0]}"' in svg  # Mul, Add: plain arithmetic

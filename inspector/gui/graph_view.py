@@ -40,9 +40,9 @@ from inspector.gui.text import tooltip
 from inspector.render.layout import (
     DETAIL_FONT_SIZE,
     EDGE_FONT_SIZE,
-    KIND_COLOURS,
     LABEL_FONT_SIZE,
     Layout,
+    box_colours,
     edge_label_text,
     elide,
     small_lines,
@@ -64,7 +64,7 @@ class NodeItem(QGraphicsRectItem):
         super().__init__(rect)
         self.node = node
         self.view = view
-        fill, stroke = KIND_COLOURS.get(node.kind, ("#ffffff", "#444444"))
+        fill, stroke = box_colours(node)
         self.fill, self.stroke = QColor(fill), QColor(stroke)
         self.mark: str | None = None
         self.trace: str | None = None

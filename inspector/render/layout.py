@@ -55,6 +55,43 @@ KIND_COLOURS: dict[str, tuple[str, str]] = {
     CONSTANT: ("#f4f4f4", "#888888"),
 }
 _DEFAULT_COLOURS = ("#ffffff", "#444444")
+
+# Op boxes are coloured by what the op does (the one definition, for the app and the SVG); others stay OP's.
+OP_CATEGORY_COLOURS: dict[str, tuple[str, str]] = {
+    "linear": ("#dbe8fb", "#2f5f9e"),  # matrix products and convolutions
+    "shape": ("#f1f1ea", "#8a8a60"),  # moves or views data without computing
+    "normalise": ("#f9e6f0", "#a64d79"),  # normalisations, softmax, reductions
+    "activation": ("#fdf0d8", "#b7791f"),
+    "control": ("#e6e0f8", "#5b4a9e"),  # control flow with subgraphs
+}
+_OP_CATEGORIES: dict[str, str] = {
+    **dict.fromkeys(("MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "MatMulInteger", "QLinearMatMul"),
+                    "linear"),
+    **dict.fromkeys(("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather",
+                     "GatherElements", "GatherND", "Expand", "Flatten", "Shape", "Size", "Cast", "CastLike",
+                     "Identity", "Tile", "Pad", "ScatterND", "ScatterElements", "Range", "ConstantOfShape",
+                     "Constant", "Where", "Trilu"), "shape"),
+    **dict.fromkeys(("LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+                     "RMSNormalization", "SimplifiedLayerNormalization", "Softmax", "LogSoftmax", "ReduceMean",
+                     "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2"), "normalise"),
+    **dict.fromkeys(("Relu", "Gelu", "Sigmoid", "Tanh", "Erf", "Elu", "LeakyRelu", "HardSigmoid", "Softplus",
+                     "Mish", "HardSwish", "Selu", "Celu", "PRelu"), "activation"),
+    **dict.fromkeys(("If", "Loop", "Scan"), "control"),
+}
+
+
+def op_category(op_type: str) -> str | None:
+    """The colour category of an ONNX op type (None: plain arithmetic and everything else)."""
+    return _OP_CATEGORIES.get(op_type)
+
+
+def box_colours(node: SceneNode) -> tuple[str, str]:
+    """(fill, stroke) of a box: by kind, and for op boxes by the op's category."""
+    if node.kind == OP:
+        category = op_category(node.label)
+        if category is not None:
+            return OP_CATEGORY_COLOURS[category]
+    return KIND_COLOURS.get(node.kind, _DEFAULT_COLOURS)
 _RANKDIRS = frozenset({"TB", "LR", "BT", "RL"})
 _GRAPHVIZ_LOCK = threading.Lock()
 
@@ -330,7 +367,7 @@ def to_svg(scene: Scene, layout: Layout, highlights: dict[str, str] | None = Non
         node = by_id.get(node_id)
         if node is None:
             continue
-        fill, stroke = KIND_COLOURS.get(node.kind, _DEFAULT_COLOURS)
+        fill, stroke = box_colours(node)
         rx = {INPUT: 10, OUTPUT: 10, MODULE: 8, ATEN_CALL: 5, FUNCTION_CALL: 5}.get(node.kind, 2)
         x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
         tip = "\n".join([node.label, *small_lines(node)])
