@@ -262,25 +262,29 @@ def _perturb(nodes: list[onnx.NodeProto], graph: onnx.GraphProto, inits: dict[st
             if a.type == onnx.AttributeProto.FLOAT and a.f != 0.0:
                 a.f *= 2.0
                 return
+    scalars = []  # (node, input slot, value) of scalar float initializers other than 0 and 1
     for n in nodes:
         for j, i in enumerate(n.input):
             x = inits.get(i)
             if x is not None and x.data_type == onnx.TensorProto.FLOAT and not x.external_data:
                 arr = numpy_helper.to_array(x)
                 if arr.size == 1 and float(arr.reshape(-1)[0]) not in (0.0, 1.0):
-                    new = graph.initializer.add()
-                    new.CopyFrom(numpy_helper.from_array(arr * 1.5, _suffix(i, k) + "_changed"))
-                    n.input[j] = new.name
-                    return
+                    scalars.append((n, j, arr))
+    if scalars:  # an epsilon (a tiny constant, RMSNorm's) first, else the first scalar
+        n, j, arr = next((c for c in scalars if 0 < abs(float(c[2].reshape(-1)[0])) < 1e-3), scalars[0])
+        new = graph.initializer.add()
+        new.CopyFrom(numpy_helper.from_array(arr * 1.5, _suffix(n.input[j], k) + "_changed"))
+        n.input[j] = new.name
 
 
-def externalise(model: onnx.ModelProto, out: Path, min_bytes: int = 64) -> None:
+def externalise(model: onnx.ModelProto, out: Path, min_bytes: int = 64, location: str | None = None) -> None:
     """Move initializers of ``min_bytes`` or more to ``OUT.weights.bin``; equal tensors share one stored copy.
 
     Real large exports keep their weights outside the protobuf; the copies of one layer's weight point at the
-    same bytes, so the file stays small while each copy keeps its own initializer name.
+    same bytes, so the file stays small while each copy keeps its own initializer name. ``location`` names the
+    weights file (default ``OUT.weights.bin``): a pair of models that share one file has equal external data.
     """
-    location = out.name + ".weights.bin"
+    location = location or out.name + ".weights.bin"
     stored: dict[bytes, tuple[int, int]] = {}
     with open(out.parent / location, "wb") as fh:
         offset = 0
@@ -305,13 +309,15 @@ def externalise(model: onnx.ModelProto, out: Path, min_bytes: int = 64) -> None:
                 e.key, e.value = k, v
 
 
-def build(source: Path, out: Path, nodes: int, perturb: int = 0, check: bool = False) -> int:
-    """Write a replica of about ``nodes`` nodes to ``out`` (weights external); returns its node count."""
+def build(source: Path, out: Path, nodes: int, perturb: int = 0, check: bool = False,
+          weights: str | None = None) -> int:
+    """Write a replica of about ``nodes`` nodes to ``out`` (weights external, in the file named ``weights`` if
+    given); returns its node count."""
     src = onnx.load(str(source), load_external_data=False)
     model = replicate(src, copies_for(src, nodes), perturb)
     if check:
         onnx.checker.check_model(model)
-    externalise(model, out)
+    externalise(model, out, location=weights)
     onnx.save(model, str(out))
     return len(model.graph.node)
 

@@ -42,7 +42,7 @@ LIMIT = 8.5
 def _build(tmp: Path, copies: int, perturb: int = 0) -> ModelIndex:
     model = replicate(onnx.load(str(LLAMA), load_external_data=False), copies, perturb)
     out = tmp / f"llama_{copies}_{perturb}.onnx"
-    externalise(model, out)
+    externalise(model, out, location=f"llama_{copies}.weights.bin")  # A and B share their weights
     onnx.save(model, str(out))
     return open_index(out)
 
