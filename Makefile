@@ -14,7 +14,7 @@ GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libx
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
 SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
 
-.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas zoo clean
+.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas zoo torchlib clean
 
 run: venv
 	@scripts/sysdeps.sh $(GUI_PKGS)
@@ -67,6 +67,10 @@ $(ZOO_VENV)/.installed:
 
 zoo: $(ZOO_VENV)/.installed
 	$(ZOO_VENV)/bin/python scripts/gen_zoo.py
+
+# resources/torchlib_functions.txt from onnxscript's torchlib registry (in .venv-zoo); `make test` never runs it.
+torchlib: $(ZOO_VENV)/.installed
+	$(ZOO_VENV)/bin/python scripts/gen_torchlib.py
 
 clean:
 	rm -rf $(VENV) $(ZOO_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots
