@@ -12,10 +12,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from inspector.cli import main
-from inspector.commands.diff import render
 from inspector.core.diff import Change, ModelDiff, diff_dict, diff_files
 from inspector.core.fold import fold_model
 from inspector.core.index import open_index
+from inspector.report.diff_render import render_diff as render
 from inspector.report.diff_text import diff_text
 from tests.conftest import FIXTURES
 

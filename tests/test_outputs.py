@@ -150,8 +150,8 @@ def test_json_diff_is_written_in_pieces_not_held_whole(tmp_path: Path):
     import onnx
     from onnx import TensorProto, helper
 
-    from inspector.commands.diff import render_chunks
     from inspector.core.diff import diff_dict, diff_files
+    from inspector.report.diff_render import diff_chunks as render_chunks
 
     nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"n{i}") for i in range(5000)]
     big = helper.make_model(helper.make_graph(
