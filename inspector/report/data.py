@@ -540,7 +540,7 @@ def _spec_info(sid: str, s: SpecialisedValue) -> SpecialisedInfo:
 def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str, object], lim: Limits,
                 notes: list[str]) -> str:
     """Inline SVGs for function bodies and the first aten bodies; 'unavailable' without pygraphviz."""
-    wanted: list[tuple[BodyInfo, object]] = []
+    wanted: list[tuple[BodyInfo, AtenCall | FunctionKey]] = []
     aten = function = 0
     for fam_info in families:
         for body in fam_info.bodies:
