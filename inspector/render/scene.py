@@ -20,7 +20,7 @@ values and edges are read only for nodes whose box is kept in the scene; no Pyth
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from onnx import numpy_helper
 
 from inspector.core.body import is_small_constant as _is_small
 from inspector.core.body import node_reads
-from inspector.core.keys import MAIN, FunctionKey, MainGraph, Scope
+from inspector.core.keys import MAIN, FunctionKey, GraphScope, MainGraph, Scope
 from inspector.core.literals import attribute_value
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.tensors import dtype_name
@@ -92,28 +92,131 @@ class Scene:
         return self._by_id[node_id]
 
 
-def build_scene(index: ModelIndex, scope: object, expanded: frozenset[str] = frozenset(),
+def build_scene(index: ModelIndex, scope: Scope, expanded: frozenset[str] = frozenset(),
                 max_nodes: int = DEFAULT_MAX_NODES) -> Scene:
     """The scene of ``scope`` (``MAIN``, a ``FunctionKey`` or an ``AtenCall``) with ``expanded`` boxes opened.
 
     Never more than ``max_nodes`` scene nodes: the first ones in graph order are kept, and ``truncated`` and
-    ``hidden_nodes`` say what was left out. ``KeyError`` for a function the model does not define.
+    ``hidden_nodes`` say what was left out. ``KeyError`` for a function the model does not define. A caller that
+    draws several scopes of one model keeps a ``Scenes(index)`` instead, which reads each graph once.
     """
-    if isinstance(scope, AtenCall):
-        return _call_scene(index, scope, max_nodes)
-    if isinstance(scope, FunctionKey):
-        f = index.functions.functions[scope]
-        infos = getattr(f, "value_info", ())
-        return _graph_scene(str(scope), f.node, list(f.input), list(f.output), lambda: infos, None,
-                            _function_calls(index, scope), None, max_nodes)
-    if isinstance(scope, MainGraph):
-        g = index.proto.graph
-        grouping = _main_grouping(index, expanded) if index.provenance.calls else None
-        title = f"{scope} ({g.name})" if g.name else str(scope)
-        return _graph_scene(title, g.node, index.user_inputs(), [v.name for v in g.output],
-                            lambda: itertools.chain(g.input, g.output, g.value_info), g.initializer,
-                            _function_calls(index, MAIN), grouping, max_nodes)
-    raise TypeError(f"not a scope: {scope!r}")
+    return Scenes(index).scene(scope, expanded, max_nodes)
+
+
+class Scenes:
+    """The scenes of one model index. What every scene of a graph needs (who reads each value, value types by
+    name, small initializers by name, which nodes call local functions) is read once per graph, on first use,
+    so drawing 20 aten calls of a 100k-node graph costs one pass over it plus the calls' own nodes."""
+
+    def __init__(self, index: ModelIndex) -> None:
+        self.index = index
+        self._graphs: dict[GraphScope, _GraphFacts] = {}
+        self._user_inputs: list[str] | None = None
+
+    def scene(self, scope: Scope, expanded: frozenset[str] = frozenset(),
+              max_nodes: int = DEFAULT_MAX_NODES) -> Scene:
+        """As ``build_scene``."""
+        index = self.index
+        if isinstance(scope, AtenCall):
+            return _call_scene(self.facts(scope.scope), scope, max_nodes, index.functions.functions)
+        if isinstance(scope, FunctionKey):
+            facts = self.facts(scope)
+            return _graph_scene(str(scope), facts, list(index.functions.functions[scope].input), None, max_nodes)
+        if isinstance(scope, MainGraph):
+            g = index.proto.graph
+            grouping = _main_grouping(index, expanded) if index.provenance.calls else None
+            title = f"{scope} ({g.name})" if g.name else str(scope)
+            if self._user_inputs is None:
+                self._user_inputs = index.user_inputs()
+            return _graph_scene(title, self.facts(MAIN), self._user_inputs, grouping, max_nodes)
+        raise TypeError(f"not a scope: {scope!r}")
+
+    def facts(self, scope: GraphScope) -> _GraphFacts:
+        """The shared facts of the main graph or a function body (``KeyError`` for an unknown function)."""
+        facts = self._graphs.get(scope)
+        if facts is None:
+            index = self.index
+            if isinstance(scope, FunctionKey):
+                f = index.functions.functions[scope]
+                infos: Iterable[onnx.ValueInfoProto] = getattr(f, "value_info", ())
+                facts = _GraphFacts(f.node, list(f.output), lambda: infos, None, _function_calls(index, scope))
+            else:
+                g = index.proto.graph
+                facts = _GraphFacts(g.node, [v.name for v in g.output],
+                                    lambda: itertools.chain(g.input, g.output, g.value_info), g.initializer,
+                                    _function_calls(index, MAIN))
+            self._graphs[scope] = facts
+        return facts
+
+
+class _GraphFacts:
+    """One graph's lookup tables, each built on first use by one pass over the graph."""
+
+    def __init__(self, nodes: Sequence[onnx.NodeProto], outputs: list[str],
+                 value_infos: Callable[[], Iterable[onnx.ValueInfoProto]],
+                 initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey]) -> None:
+        self.nodes = nodes
+        self.outputs = outputs
+        self.initializers = initializers
+        self.fcalls = fcalls  # top-level node index -> the local function it calls
+        self._value_infos = value_infos
+        self._infos: dict[str, list[onnx.ValueInfoProto]] | None = None
+        self._small: dict[str, tuple[int, onnx.TensorProto]] | None = None
+        self._readers: dict[str, list[int]] | None = None
+        self._deep_readers: dict[str, list[NodePath]] | None = None
+
+    def types(self, needed: Iterable[str]) -> dict[str, str]:
+        """Tensor types of ``needed`` values: the first value info of that name that has a type."""
+        infos = self._infos
+        if infos is None:
+            infos = self._infos = {}
+            for v in self._value_infos():
+                same = infos.get(v.name)
+                if same is None:
+                    infos[v.name] = [v]
+                else:
+                    same.append(v)
+        out: dict[str, str] = {}
+        for name in needed:
+            for v in infos.get(name, ()):
+                text = type_text(v.type)
+                if text:
+                    out[name] = text
+                    break
+        return out
+
+    def small_initializers(self) -> dict[str, tuple[int, onnx.TensorProto]]:
+        """Small initializers by name (the first small one of a repeated name), with their position."""
+        if self._small is None:
+            self._small = {}
+            for k, t in enumerate(self.initializers or ()):
+                if t.name not in self._small and _is_small(t):
+                    self._small[t.name] = (k, t)
+        return self._small
+
+    def readers(self) -> dict[str, list[int]]:
+        """Value -> the top-level nodes that read it (captured names of subgraphs included)."""
+        if self._readers is None:
+            readers: dict[str, list[int]] = {}
+            for i, node in enumerate(self.nodes):
+                for v in (node_reads(node) if may_have_subgraphs(node) else node.input):
+                    got = readers.get(v)
+                    if got is None:
+                        readers[v] = [i]
+                    else:
+                        got.append(i)
+            self._readers = readers
+        return self._readers
+
+    def deep_readers(self) -> dict[str, list[NodePath]]:
+        """Value -> the nodes at any depth whose inputs name it."""
+        if self._deep_readers is None:
+            readers: dict[str, list[NodePath]] = {}
+            for p, node, _depth in iter_nodes(self.nodes):
+                for v in node.input:
+                    readers.setdefault(v, []).append(p)
+            self._deep_readers = readers
+        return self._deep_readers
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,7 +310,7 @@ def _main_grouping(index: ModelIndex, expanded: frozenset[str]) -> _Grouping:
 # --------------------------------------------------------------------------------------------
 
 
-def _function_calls(index: ModelIndex, scope: Scope) -> dict[int, FunctionKey]:
+def _function_calls(index: ModelIndex, scope: GraphScope) -> dict[int, FunctionKey]:
     """Top-level nodes of ``scope`` that call a local function, by node index."""
     out: dict[int, FunctionKey] = {}
     for key, sites in index.functions.calls.items():
@@ -217,10 +320,9 @@ def _function_calls(index: ModelIndex, scope: Scope) -> dict[int, FunctionKey]:
     return out
 
 
-def _graph_scene(title: str, nodes: Sequence[onnx.NodeProto], inputs: list[str], outputs: list[str],
-                 value_infos: Callable[[], Iterable[onnx.ValueInfoProto]],
-                 initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey],
-                 grouping: _Grouping | None, max_nodes: int) -> Scene:
+def _graph_scene(title: str, facts: _GraphFacts, inputs: list[str], grouping: _Grouping | None,
+                 max_nodes: int) -> Scene:
+    nodes, outputs, fcalls = facts.nodes, facts.outputs, facts.fcalls
     n = len(nodes)
     # 1. every node to its box, boxes in order of their first node
     expanded_nodes: list[int] = []
@@ -256,16 +358,17 @@ def _graph_scene(title: str, nodes: Sequence[onnx.NodeProto], inputs: list[str],
     constants: dict[str, onnx.TensorProto] = {}
     const_keys: dict[str, str] = {}
     const_before: dict[int, list[str]] = {}
-    if expanded_nodes and initializers is not None:
+    if expanded_nodes and facts.initializers is not None:
         first_reader: dict[str, int] = {}
         for i in expanded_nodes:
             for v in nodes[i].input:
                 if v and v not in input_keys and v not in first_reader:
                     first_reader[v] = i
         if first_reader:
-            for t in initializers:
-                if t.name in first_reader and t.name not in constants and _is_small(t):
-                    constants[t.name] = t
+            small = facts.small_initializers()
+            found = sorted((small[v][0], v) for v in first_reader if v in small)  # in initializer order
+            for _k, name in found:
+                constants[name] = small[name][1]
             for name in sorted(constants, key=lambda v: first_reader[v]):
                 const_keys[name] = _unique(f"const:{name}", used)
                 const_before.setdefault(first_reader[name], []).append(name)
@@ -319,7 +422,7 @@ def _graph_scene(title: str, nodes: Sequence[onnx.NodeProto], inputs: list[str],
     # 4. scene objects for what is kept
     needed = {name for name, key in (*input_keys.items(), *output_keys.items()) if key in kept}
     needed.update(next(iter(vs)) for vs in pairs.values() if len(vs) == 1)
-    types = _types(value_infos(), needed)
+    types = facts.types(needed)
     scene_nodes: list[SceneNode] = []
     names = {key: name for name, key in itertools.chain(input_keys.items(), output_keys.items(), const_keys.items())}
     for entry in entries:
@@ -396,20 +499,8 @@ def _module_box(key: str, module: ModuleNode) -> SceneNode:
 # --------------------------------------------------------------------------------------------
 
 
-def _call_scene(index: ModelIndex, call: AtenCall, max_nodes: int) -> Scene:
-    scope = call.scope
-    initializers: Sequence[onnx.TensorProto] | None = None
-    infos: Callable[[], Iterable[onnx.ValueInfoProto]]
-    if isinstance(scope, FunctionKey):
-        f = index.functions.functions[scope]
-        nodes: Sequence[onnx.NodeProto] = f.node
-        scope_outputs = list(f.output)
-        fvi = getattr(f, "value_info", ())
-        infos = lambda: fvi  # noqa: E731
-    else:
-        g = index.proto.graph
-        nodes, scope_outputs, initializers = g.node, [v.name for v in g.output], g.initializer
-        infos = lambda: itertools.chain(g.input, g.output, g.value_info)  # noqa: E731
+def _call_scene(facts: _GraphFacts, call: AtenCall, max_nodes: int, functions: Container[FunctionKey]) -> Scene:
+    nodes = facts.nodes
     members: list[tuple[NodePath, onnx.NodeProto]] = []
     for p in sorted(set(call.node_paths)):
         try:
@@ -427,13 +518,12 @@ def _call_scene(index: ModelIndex, call: AtenCall, max_nodes: int) -> Scene:
         for v in node_reads(node):
             if v not in produced:
                 reads[v] = None
-    outside = _read_outside(nodes, [p for p, _n in members], set(produced), scope_outputs)
+    outside = _read_outside(facts, [p for p, _n in members], set(produced))
 
     small: dict[str, onnx.TensorProto] = {}
-    if initializers is not None and reads:
-        for t in initializers:
-            if t.name in reads and _is_small(t):
-                small.setdefault(t.name, t)
+    if facts.initializers is not None and reads:
+        all_small = facts.small_initializers()
+        small = {v: all_small[v][1] for v in reads if v in all_small}
     used: set[str] = set(node_ids.values())
     boundary: dict[str, str] = {}  # value -> input/constant id
     for v in reads:
@@ -460,8 +550,7 @@ def _call_scene(index: ModelIndex, call: AtenCall, max_nodes: int) -> Scene:
         if key in kept and src is not None:
             pairs.setdefault((src, key), {})[v] = None
 
-    types = _types(infos(), {*boundary, *output_keys, *(next(iter(vs)) for vs in pairs.values() if len(vs) == 1)})
-    functions = index.functions.functions
+    types = facts.types({*boundary, *output_keys, *(next(iter(vs)) for vs in pairs.values() if len(vs) == 1)})
     scene_nodes: list[SceneNode] = []
     for v, key in boundary.items():
         if key in kept:
@@ -485,26 +574,18 @@ def _call_scene(index: ModelIndex, call: AtenCall, max_nodes: int) -> Scene:
     return Scene(f"{call.target} ({call.name})", scene_nodes, edges, truncated, hidden)
 
 
-def _read_outside(nodes: Sequence[onnx.NodeProto], paths: list[NodePath], produced: set[str],
-                  scope_outputs: list[str]) -> set[str]:
+def _read_outside(facts: _GraphFacts, paths: list[NodePath], produced: set[str]) -> set[str]:
     """Which of ``produced`` are read by nodes that are not at ``paths``, or are outputs of their graphs."""
-    out = {v for v in scope_outputs if v in produced}
+    out = {v for v in facts.outputs if v in produced}
     if all(len(p) == 1 for p in paths):
         mine = {p[0] for p in paths}
-        for i, node in enumerate(nodes):
-            if i in mine:
-                continue
-            for v in (node_reads(node) if may_have_subgraphs(node) else node.input):
-                if v in produced:
-                    out.add(v)
+        readers = facts.readers()
+        out.update(v for v in produced if any(i not in mine for i in readers.get(v, ())))
         return out
     pathset = set(paths)
-    for p, node, _depth in iter_nodes(nodes):
-        if p in pathset:
-            continue
-        for v in node.input:
-            if v in produced:
-                out.add(v)
+    deep = facts.deep_readers()
+    out.update(v for v in produced if any(p not in pathset for p in deep.get(v, ())))
+    nodes = facts.nodes
     for p in paths:  # values a subgraph returns are read by the node that owns the subgraph
         if len(p) > 1:
             graph = _container(nodes, p)
@@ -528,19 +609,6 @@ def _container(nodes: Sequence[onnx.NodeProto], path: NodePath) -> onnx.GraphPro
 # --------------------------------------------------------------------------------------------
 # value types and constants as text
 # --------------------------------------------------------------------------------------------
-
-
-def _types(infos: Iterable[onnx.ValueInfoProto], needed: set[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if not needed:
-        return out
-    for v in infos:
-        name = v.name
-        if name in needed and name not in out:
-            text = type_text(v.type)
-            if text:
-                out[name] = text
-    return out
 
 
 def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
