@@ -562,18 +562,19 @@ def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str,
         import pygraphviz  # noqa: F401  (only to know whether graphs can be laid out)
 
         from inspector.render.layout import layout_scene, to_svg
-        from inspector.render.scene import build_scene
+        from inspector.render.scene import Scenes
     except ImportError:
         notes.append("Graphs are omitted: pygraphviz (Graphviz) is not installed.")
         return "unavailable"
     start = time.monotonic()
     drawn = 0
+    scenes = Scenes(index)  # reads the graph once for all the bodies drawn
     for body, scope in wanted:
         if time.monotonic() - start > lim.graph_seconds:
             body.graph_note = "graph omitted: the report's time budget for graphs was used up"
             continue
         try:
-            scene = build_scene(index, scope, max_nodes=lim.graph_nodes)
+            scene = scenes.scene(scope, max_nodes=lim.graph_nodes)
             body.svg = to_svg(scene, layout_scene(scene))
             drawn += 1
         except Exception as e:  # Graphviz failures must not cost the whole report
