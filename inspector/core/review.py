@@ -8,7 +8,10 @@ The sidecar ``<model file>.review.json`` is JSON (UTF-8, pretty-printed, sorted 
 
     {"format": "onnx-inspector/review", "version": 1, "model": "model.onnx",
      "reviews": {"<key text>": {"status": "ok", "note": "...", "updated": "2025-01-01T12:00:00+00:00",
-                                "family": "aten::transpose", "slot": "0|attribute|perm"}}}
+                                "family": "aten::transpose", "slot": "0|attribute|perm", "value": [0, 2, 1]}}}
+
+``value`` (optional, kind ``value`` only) is the specialised value as it was when reviewed, so that a later
+export whose value changed can be reported with its old and new value (``onnx-inspector check``).
 
 The key text is ``ReviewKey.to_text()``: a compact JSON array ``[kind, family, template, fingerprint, slot]``.
 Unknown top-level members and unknown members of an entry are kept as they are when the file is saved, and
@@ -99,6 +102,7 @@ class Review:
     status: str
     note: str = ""
     updated: str = ""  # ISO-8601 UTC timestamp of the last change; "" when never reviewed
+    value: Any = None  # kind "value": the value as it was when reviewed (JSON), None when not recorded
 
 
 def slot_text(literal: Literal) -> str:
@@ -241,7 +245,7 @@ class ReviewStore:
     def _review(entry: dict[str, Any]) -> Review:
         note, updated = entry.get("note", ""), entry.get("updated", "")
         return Review(str(entry["status"]), note if isinstance(note, str) else "",
-                      updated if isinstance(updated, str) else "")
+                      updated if isinstance(updated, str) else "", entry.get("value"))
 
     def get(self, key: ReviewKey) -> Review:
         """The review of ``key`` (see the module doc for matching after a re-export); unreviewed when none."""
@@ -281,8 +285,10 @@ class ReviewStore:
 
     # --- writing ------------------------------------------------------------------------------------------------
 
-    def set(self, key: ReviewKey, status: str, note: str = "") -> None:
-        """Record a review of ``key`` and save at once; ``ValueError`` for an unknown status or kind."""
+    def set(self, key: ReviewKey, status: str, note: str = "", value: Any = None) -> None:
+        """Record a review of ``key`` and save at once; ``ValueError`` for an unknown status or kind.
+
+        ``value``: what a ``value`` key's literal holds now (``reviewed_value``), kept to report a later change."""
         if status not in STATUSES:
             raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(STATUSES)}")
         if key.kind not in KINDS:
@@ -293,6 +299,10 @@ class ReviewStore:
         text = key.to_text()
         entry = dict(self._entries.get(text, {}))  # keeps members this version does not know
         entry.update(status=status, note=note, updated=_now(), family=key.family, slot=key.slot)
+        if value is not None:
+            entry["value"] = value
+        else:
+            entry.pop("value", None)
         self._entries[text] = entry
         self._index_entry(text, entry)
         self._dirty.add(text)
@@ -418,6 +428,13 @@ def review_keys(analysis: FamilyAnalysis) -> list[tuple[ReviewKey, object]]:
             slot = texts.get(id(lit)) or _slot_by_value(body.literals, texts, lit)
             out.append((ReviewKey("value", family, fp.template, fp.full, slot), spec))
     return out
+
+
+def reviewed_value(obj: object) -> Any:
+    """What a review of ``obj`` (an item of ``review_keys``) records as its value: a specialised value's literal
+    value (JSON), ``None`` for an overload."""
+    literal = getattr(obj, "literal", None)
+    return literal.value if isinstance(literal, Literal) else None
 
 
 def _slot_texts(literals: list[Literal]) -> dict[int, str]:

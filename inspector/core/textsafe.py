@@ -17,6 +17,9 @@ syntax, mentions and URLs. Every writer goes through these functions:
   goes after every ``@`` (mentions, e-mail, ``mailto:``/``xmpp:``), inside ``://`` and after ``www``.
 - ``md_html``: text for an HTML block inside Markdown (``<summary>``): ``html_text`` plus ``unlink``.
 - ``xml_text`` / ``xml_attr``: SVG text and attributes (characters XML 1.0 cannot carry become U+FFFD).
+- ``github_data`` / ``github_property``: the message and a property (``file=``, ``title=``) of a GitHub
+  Actions workflow command (``::error file=F,title=T::MESSAGE``), escaped as the Actions runner decodes them
+  (``%`` ``\r`` ``\n``, and in properties also ``:`` and ``,``), so model text never ends or adds a command.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import re
 from xml.sax.saxutils import escape as _xml_escape
 from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
-__all__ = ["html_text", "md_html", "md_text", "one_line", "printable", "unlink", "xml_attr", "xml_text"]
+__all__ = ["github_data", "github_property", "html_text", "md_html", "md_text", "one_line", "printable", "unlink",
+           "xml_attr", "xml_text"]
 
 WORD_JOINER = "\u2060"
 _LINKABLE = re.compile(r"@|:(?=//)|(?i:www)(?=\.)")
@@ -100,3 +104,13 @@ def xml_text(text: str) -> str:
 def xml_attr(text: str) -> str:
     """``text`` as a quoted XML (SVG) attribute value, quotes included."""
     return _xml_quoteattr(_xml_clean(text))
+
+
+def github_data(text: object) -> str:
+    """``text`` as the message of a GitHub Actions workflow command: printable, ``%``, CR and LF escaped."""
+    return printable(str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+
+
+def github_property(text: object) -> str:
+    """``text`` as a property value of a GitHub Actions workflow command: ``github_data`` plus ``:`` and ``,``."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from inspector.core.errors import InspectorError
 from inspector.core.index import ModelIndex
 from inspector.core.keys import FunctionKey
-from inspector.core.review import Review, ReviewStore, review_keys
+from inspector.core.review import Review, ReviewStore, review_keys, reviewed_value
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.analysis import Analyses
 from inspector.gui.dialogs import show_message
@@ -100,7 +100,7 @@ class Reviewing:
             return
         item, store = target.item, target.store
         try:
-            store.set(item.key, status, note)
+            store.set(item.key, status, note, reviewed_value(item.obj))
         except (InspectorError, OSError, ValueError) as e:
             w.statusBar().showMessage(f"Review not saved: {e}")
             if QApplication.platformName() != "offscreen":
