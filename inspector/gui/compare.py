@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import onnx
 from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMainWindow,
+    QScrollBar,
     QSplitter,
     QTextBrowser,
     QTreeWidget,
@@ -24,11 +26,11 @@ from PySide6.QtWidgets import (
 from inspector.core.body import Body, GraphMaps, function_body, group_body, walk_body
 from inspector.core.diff import Change, ModelDiff, align_nodes, diff_models, show_value
 from inspector.core.index import ModelIndex, open_index
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
 from inspector.gui.compare_export import build_compare_menu
-from inspector.gui.graph_panel import GraphPanel
+from inspector.gui.graph_panel import GraphPanel, scene_id
 from inspector.gui.text import esc, tooltip
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
@@ -49,7 +51,7 @@ def _open_pair(a: Path, b: Path) -> Pair:
     return Pair(ia, ib, diff_models(ia, ib))
 
 
-def scope_for(index: ModelIndex, change: Change) -> Any:
+def scope_for(index: ModelIndex, change: Change) -> Scope:
     """The scope a change lives in, on one side: an aten call, a function, or the main graph."""
     names = [change.where, *change.sites]
     if change.section == "aten_call":
@@ -71,7 +73,7 @@ def scope_for(index: ModelIndex, change: Change) -> Any:
     return MAIN
 
 
-def body_of(index: ModelIndex, scope: Any, maps: GraphMaps | None) -> Body | None:
+def body_of(index: ModelIndex, scope: Scope, maps: GraphMaps | None) -> Body | None:
     if isinstance(scope, FunctionKey) and scope in index.functions.functions:
         return function_body(scope, index.functions.functions[scope])
     if isinstance(scope, AtenCall) and maps is not None:
@@ -79,7 +81,7 @@ def body_of(index: ModelIndex, scope: Any, maps: GraphMaps | None) -> Body | Non
     return None
 
 
-def body_marks(scope_a: Any, body_a: Body, scope_b: Any, body_b: Body
+def body_marks(body_a: Body, body_b: Body
                ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
     """Scene-id marks for both sides: removed/changed nodes in A, added/changed in B, changed constants."""
     wa, wb = list(walk_body(body_a.nodes)), list(walk_body(body_b.nodes))
@@ -89,14 +91,14 @@ def body_marks(scope_a: Any, body_a: Body, scope_b: Any, body_b: Body
         if op == "changed":
             assert i is not None and j is not None
             note = _attr_note(wa[i][1], wb[j][1])
-            marks_a[_scene_id(scope_a, body_a, wa[i][0])] = (CHANGED, note)
-            marks_b[_scene_id(scope_b, body_b, wb[j][0])] = (CHANGED, note)
+            marks_a[scene_id(body_a, wa[i][0])] = (CHANGED, note)
+            marks_b[scene_id(body_b, wb[j][0])] = (CHANGED, note)
         elif op == "removed":
             assert i is not None
-            marks_a[_scene_id(scope_a, body_a, wa[i][0])] = (REMOVED, f"only in A: {wa[i][1].op_type}")
+            marks_a[scene_id(body_a, wa[i][0])] = (REMOVED, f"only in A: {wa[i][1].op_type}")
         else:
             assert j is not None
-            marks_b[_scene_id(scope_b, body_b, wb[j][0])] = (ADDED, f"only in B: {wb[j][1].op_type}")
+            marks_b[scene_id(body_b, wb[j][0])] = (ADDED, f"only in B: {wb[j][1].op_type}")
     ca, cb = list(body_a.constants.items()), list(body_b.constants.items())
     for (na, ta), (nb, tb) in zip(ca, cb):
         va, ka = tensor_value(ta)
@@ -108,23 +110,16 @@ def body_marks(scope_a: Any, body_a: Body, scope_b: Any, body_b: Body
     return marks_a, marks_b
 
 
-def _literal_attrs(node: Any) -> dict[str, Any]:
+def _literal_attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return {x.name: attribute_value(x)[0] for x in node.attribute
             if not x.ref_attr_name and x.type not in (x.GRAPH, x.GRAPHS)}
 
 
-def _attr_note(a: Any, b: Any) -> str:
+def _attr_note(a: onnx.NodeProto, b: onnx.NodeProto) -> str:
     va, vb = _literal_attrs(a), _literal_attrs(b)
     parts = [f"{a.op_type}.{k}: {show_value(va.get(k))} -> {show_value(vb.get(k))}"
              for k in sorted(set(va) | set(vb)) if va.get(k) != vb.get(k)]
     return "; ".join(parts) or f"{a.op_type}: attributes differ"
-
-
-def _scene_id(scope: Any, body: Body, path: tuple[Any, ...]) -> str:
-    first = path[0]
-    assert isinstance(first, int)
-    graph_path = (body.node_paths[first] if isinstance(scope, AtenCall) else (first,)) + path[1:]
-    return "n:" + "/".join(str(p) for p in graph_path)
 
 
 class CompareWindow(QMainWindow):
@@ -252,7 +247,7 @@ class CompareWindow(QMainWindow):
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         if body_a is not None and body_b is not None:
-            marks_a, marks_b = body_marks(scope_a, body_a, scope_b, body_b)
+            marks_a, marks_b = body_marks(body_a, body_b)
         self._pending = {id(self.side_a): marks_a, id(self.side_b): marks_b}
         self._waiting = 2
         self.side_a.show_scope(scope_a)
@@ -275,7 +270,7 @@ class CompareWindow(QMainWindow):
     def _sync_scrolling(self) -> None:
         busy = [False]
 
-        def link(src: Any, dst: Any) -> None:
+        def link(src: QScrollBar, dst: QScrollBar) -> None:
             def moved(value: int) -> None:
                 if busy[0] or src.maximum() <= 0:
                     return
