@@ -1,4 +1,5 @@
-"""The ``onnx-inspector`` command: ``summary``, ``open`` (the app), and a bare ``MODEL`` to open it.
+"""The ``onnx-inspector`` command: one subcommand per module of ``inspector.commands``, and a bare ``MODEL`` to
+open the app.
 
 No Qt is imported unless the app is opened. Errors print one line and exit with code 2.
 """
@@ -18,6 +19,7 @@ SUBCOMMANDS = {
     "fold": "inspector.commands.fold",
     "diff": "inspector.commands.diff",
     "report": "inspector.commands.report",
+    "check": "inspector.commands.check",
     "open": "inspector.commands.gui",
 }
 USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
@@ -26,6 +28,8 @@ USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
                                                  make each aten call of a flat export a function call
        onnx-inspector diff A B [--format text|md|json|html] [-o FILE]   structural diff (exit 0 equal, 1 differ)
        onnx-inspector report MODEL [--compare OTHER] [--format html|md|json|pdf] -o FILE   annotated report
+       onnx-inspector check MODEL [--reviews FILE] [--format text|json|github]
+                                                 reviews in CI (exit 0 all reviewed ok, 1 open or changed items)
        onnx-inspector open [MODEL [OTHER]]       same as the first form
        onnx-inspector --version
 

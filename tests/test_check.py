@@ -3,13 +3,22 @@ pair's truth files (made by torch), never from our own code."""
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 from pathlib import Path
 
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from inspector.cli import main
 from inspector.core.index import open_index
 from inspector.core.review import ReviewStore, review_keys, reviewed_value
 from inspector.core.specialise import SpecialisedValue, Specialiser
 from inspector.core.textsafe import github_data, github_property
+from tests.builders import renamed_copy
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 
@@ -42,3 +51,164 @@ def test_github_escaping_follows_the_runner():
     assert github_data("50% a\r\nb::c,d") == "50%25 a%0D%0Ab::c,d"
     assert github_property("50% a\r\nb::c,d") == "50%25 a%0D%0Ab%3A%3Ac%2Cd"
     assert github_data("\x1b[31m\u202e") == "\\x1b[31m\\u202e"  # no terminal escape or bidi override survives
+
+
+# --- the check command -------------------------------------------------------------------------------------------
+
+def _review_all(model: Path, status: str = "ok") -> ReviewStore:
+    """Mark every review item of ``model`` as a reviewer in the app would (the value recorded with it)."""
+    store = ReviewStore(model)
+    for analysis in Specialiser(open_index(model)).analyse_all():
+        for key, obj in review_keys(analysis):
+            store.set(key, status, "looked at it", reviewed_value(obj))
+    return store
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["check", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _truth(name: str) -> dict:
+    return json.loads((ZOO / f"{name}.truth.json").read_text())
+
+
+def _head_dims(truth: dict) -> dict[str, int]:
+    """Per attention module, the head dimension: the last size of its first ``aten::view`` (torch's FX args)."""
+    dims: dict[str, int] = {}
+    for node in truth["fx_nodes"]:
+        if node["target"] == "aten::view" and len(node["args"]["size"]) == 4:
+            dims.setdefault(node["module"], node["args"]["size"][-1])
+    return dims
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def test_a_reexport_that_changes_the_sdpa_scale_fails_and_names_it(tmp_path, capsys):
+    a, b = _copy(tmp_path, "pair_scale_a"), _copy(tmp_path, "pair_scale_b")
+    truth_a, truth_b = _truth("pair_scale_a"), _truth("pair_scale_b")
+    assert truth_a["pair"]["hyperparameter"] == "scale" and truth_a["pair"]["value"] is None
+    new_scale = truth_b["pair"]["value"]
+    store = _review_all(a)
+
+    code, out, _err = _run(capsys, str(a))
+    assert code == 0 and out.startswith("check passed:")
+
+    code, out, err = _run(capsys, str(b), "--reviews", str(store.path), "--format", "json")
+    assert code == 1 and err == ""
+    data = json.loads(out)
+    assert data["format"] == "onnx-inspector/check" and data["version"] == 1 and data["passed"] is False
+    failing = [i for i in data["items"] if i["status"] in ("changed", "unreviewed", "suspicious", "wrong")]
+    # exactly the SDPA calls changed, nothing else: one body and its scale per attention layer
+    assert {i["family"] for i in failing} == {"aten::scaled_dot_product_attention"}
+    assert all(i["status"] == "changed" for i in failing)
+    sdpa_modules = {n["module"] for n in truth_b["fx_nodes"] if n["target"] == "aten::scaled_dot_product_attention"}
+    dims = _head_dims(truth_a)
+    seen = set()
+    for module in sdpa_modules:
+        mine = [i for i in failing if f" in {module}" in i["owner"]]
+        body, = [i for i in mine if i["kind"] == "overload"]
+        value, = [i for i in mine if i["kind"] == "value"]
+        # torchlib scales q and k each by sqrt(scale); the default scale is 1/sqrt(head_dim)
+        old, new = _f32(dims[module] ** -0.25), _f32(math.sqrt(new_scale))
+        assert value["where"].endswith("(Mul)") and value["review_status"] == "ok"
+        assert np.ravel(value["reviewed_value"]).tolist() == pytest.approx([old], rel=1e-6)
+        assert np.ravel(value["value"]).tolist() == pytest.approx([new], rel=1e-6)
+        change, = body["changes"]
+        assert change["where"] == value["where"] and change["old"] == value["reviewed_value"]
+        seen.add(module)
+    assert seen == sdpa_modules and len(sdpa_modules) == 2
+    # the reshapes of the attention bodies kept their values: reviewed ok on the same value, not flagged
+    same = [i for i in data["items"] if i["basis"] == "same_value"]
+    assert same and all(i["status"] == "ok" and i["value"] == i["reviewed_value"] for i in same)
+
+    code, out, _err = _run(capsys, str(b), "--reviews", str(store.path))
+    assert code == 1 and out.startswith("check failed:") and "4 changed since review" in out
+    assert f"-> {_f32(math.sqrt(new_scale)):.8g}" in out and "scaled_dot_product_attention in attns.0" in out
+
+
+def test_unreviewed_suspicious_and_wrong_items_fail(tmp_path, capsys):
+    model = _copy(tmp_path, "pair_eps_a")
+    code, out, _err = _run(capsys, str(model), "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["counts"]["ok"] == 0
+    items = [(k, o) for a in Specialiser(open_index(model)).analyse_all() for k, o in review_keys(a)]
+    assert len(data["items"]) == len(items)  # the same items as the app's Review panel
+    worthy = [i for i in data["items"] if i["status"] == "unreviewed"]
+    skipped = [i for i in data["items"] if i["status"] == "not_review_worthy"]
+    assert len(worthy) + len(skipped) == len(items)
+    assert all(i["kind"] == "overload" for i in skipped)
+
+    store = _review_all(model)
+    eps_key = next(k for k, o in items if isinstance(o, SpecialisedValue) and k.family == "aten::layer_norm")
+    store.set(eps_key, "wrong", "eps should be 1e-6")
+    code, out, _err = _run(capsys, str(model))
+    assert code == 1 and "1 reviewed wrong" in out and "note: eps should be 1e-6" in out
+    store.set(eps_key, "suspicious", "")
+    code, out, _err = _run(capsys, str(model))
+    assert code == 1 and "1 reviewed suspicious" in out
+    store.set(eps_key, "ok", "")
+    assert _run(capsys, str(model))[0] == 0
+
+
+def test_reviews_survive_a_renaming_reexport(tmp_path, capsys):
+    model = _copy(tmp_path, "gpt2")
+    store = _review_all(model)
+    other = tmp_path / "renamed.onnx"
+    onnx.save(renamed_copy(onnx.load(str(model))), str(other))
+    code, out, _err = _run(capsys, str(other), "--reviews", str(store.path))
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("case", ["garbage_model", "missing_reviews", "bad_reviews", "missing_model"])
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, case):
+    model = _copy(tmp_path, "pair_eps_a")
+    argv = [str(model)]
+    if case == "garbage_model":
+        model.write_bytes(b"\x08\x96\x01garbage")
+    elif case == "missing_reviews":
+        argv += ["--reviews", str(tmp_path / "nope.json")]
+    elif case == "bad_reviews":
+        (tmp_path / "pair_eps_a.onnx.review.json").write_text('{"format": "onnx-inspector/review", "version": NaN}')
+    else:
+        argv = [str(tmp_path / "missing.onnx")]
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("onnx-inspector: error:")
+
+
+def _hostile_function_model(path: Path) -> None:
+    name = "f%0A,x:y\r\n::error title=pwned::boom"
+    body = [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])]
+    fn = helper.make_function("evil,dom", name, ["x"], ["y"], body, [helper.make_opsetid("", 18)])
+    graph = helper.make_graph([helper.make_node(name, ["in"], ["out"], domain="evil,dom")], "g",
+                              [helper.make_tensor_value_info("in", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3, 2])])
+    model = helper.make_model(graph, functions=[fn], opset_imports=[helper.make_opsetid("", 18),
+                                                                    helper.make_opsetid("evil,dom", 1)])
+    onnx.save(model, str(path))
+
+
+def _unescape(text: str) -> str:
+    return text.replace("%3A", ":").replace("%2C", ",").replace("%0D", "\r").replace("%0A", "\n") \
+        .replace("%25", "%")
+
+
+def test_github_annotations_keep_model_text_inside_one_command(tmp_path, capsys):
+    path = tmp_path / "evil,name:1.onnx"
+    _hostile_function_model(path)
+    code, out, _err = _run(capsys, str(path), "--format", "github")
+    assert code == 1
+    lines = out.splitlines()
+    annotations = lines[:-1]
+    assert annotations and lines[-1].startswith("check failed:")
+    for line in annotations:
+        assert line.startswith("::error ")
+        props, message = line[len("::error "):].split("::", 1)
+        fields = dict(p.split("=", 1) for p in props.split(","))
+        assert set(fields) == {"file", "title"}  # the model's commas and colons never add a property
+        assert _unescape(fields["file"]).endswith("evil,name:1.onnx")
+        assert "evil,dom" in _unescape(fields["title"]) and "\n" not in _unescape(fields["title"])
+        assert "\r" not in message and "%0A" not in message  # one_line already showed the newline as text
