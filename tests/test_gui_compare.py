@@ -156,3 +156,51 @@ def test_the_compare_window_refuses_to_overwrite_an_input(qtbot, compare: Compar
     export(compare, "diff", a)
     QThreadPool.globalInstance().waitForDone(30000)
     assert a.read_bytes() == before and "refusing" in compare.statusBar().currentMessage()
+
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def test_a_click_selects_the_aligned_node_on_the_other_side_and_both_panels_describe_it(
+        qtbot, compare: CompareWindow):
+    """gpt2 against gpt2_dynamic: the first SDPA call's body grows from 11 to 18 nodes (shape arithmetic for the
+    dynamic sequence), so a box's partner is found by the diff engine's alignment, not by its id."""
+    _load(qtbot, compare, ZOO / "gpt2.onnx", ZOO / "gpt2_dynamic.onnx")
+    body = next(row for g, row in _rows(compare)
+                if "scaled_dot" in g and row.text(1) == "scaled_dot_product_attention" and "body" in row.text(0))
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(body)
+    ga, gb = compare.side_a.graph, compare.side_b.graph
+    call_a, call_b = compare.side_a.current_scope(), compare.side_b.current_scope()
+    assert isinstance(call_a, AtenCall) and isinstance(call_b, AtenCall)
+    assert call_a.name == call_b.name == "scaled_dot_product_attention"
+    ops_a = [compare.pair.a.proto.graph.node[p[0]].op_type for p in sorted(call_a.node_paths)]
+    ops_b = [compare.pair.b.proto.graph.node[p[0]].op_type for p in sorted(call_b.node_paths)]
+    assert ops_a == ["Reshape", "Transpose", "Reshape", "Mul", "Mul", "MatMul", "Add", "Softmax", "IsNaN", "Where",
+                     "MatMul"]
+    assert ops_b == ["Shape", "Slice", "Slice", "Slice", "Concat", "Reshape", "Transpose", "Concat", "Reshape", "Mul",
+                     "Mul", "Where", "MatMul", "Add", "Softmax", "IsNaN", "Where", "MatMul"]
+    first_a, first_b = sorted(call_a.node_paths)[0][0], sorted(call_b.node_paths)[0][0]
+    # A's k-th node pairs with B's node of the same operator, skipping B's added shape arithmetic
+    expected = dict(zip(range(11), [5, 6, 8, 9, 10, 12, 13, 14, 15, 16, 17]))
+    for k, j in expected.items():
+        ga.select(f"n:{first_a + k}")
+        assert gb.selected().id == f"n:{first_b + j}"
+        assert ops_a[k] == ops_b[j]
+    ga.select(f"n:{first_a}")  # the first Reshape: both info panels describe their own node
+    name_a = compare.pair.a.proto.graph.node[first_a].name
+    name_b = compare.pair.b.proto.graph.node[first_b + 5].name
+    info_a, info_b = compare.twin.a.info.toPlainText(), compare.twin.b.info.toPlainText()
+    assert "Reshape" in info_a and name_a in info_a and name_b not in info_a
+    assert "Reshape" in info_b and name_b in info_b
+    gb.select(f"n:{first_b + 12}")  # and back: B's first MatMul selects A's
+    assert ga.selected().id == f"n:{first_a + 5}"
+    gb.select(f"n:{first_b}")  # B's Shape is only in B: A has nothing selected and says so
+    assert gb.items_by_id[f"n:{first_b}"].mark == ADDED
+    assert ga.selected() is None and "No aligned box" in compare.twin.a.info.toPlainText()
+    assert {ga.items_by_id[i].mark for i in ga.items_by_id if i.startswith("n:")} == {None}
+    # the scale constant (0.5 in A, read by the first Mul) pairs with B's constant read by B's first Mul
+    scale_a = compare.pair.a.proto.graph.node[first_a + 3].input[1]
+    scale_b = compare.pair.b.proto.graph.node[first_b + 9].input[1]
+    ga.select(f"const:{scale_a}")
+    assert gb.selected().id == f"const:{scale_b}"

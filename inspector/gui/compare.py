@@ -1,20 +1,18 @@
-"""Two models side by side: the list of changes grouped by family, both graphs with added / removed / changed
-nodes coloured, changed specialised values old beside new, selection and scrolling kept in step."""
+"""Two models side by side: the list of changes grouped by family, the selected change old beside new, both
+graphs with added / removed / changed nodes coloured and an info panel under each; a click on a box selects the
+aligned box on the other side (``twin.TwinGraphs``), scrolling is kept in step."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import onnx
 from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMainWindow,
-    QScrollBar,
     QSplitter,
     QTextBrowser,
     QTreeWidget,
@@ -23,20 +21,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.body import Body, GraphMaps, function_body, group_body, walk_body
-from inspector.core.diff import Change, ModelDiff, align_nodes, diff_models, show_value
+from inspector.core.body import Body, GraphMaps, function_body, group_body
+from inspector.core.diff import Change, ModelDiff, diff_models, show_value
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import MAIN, FunctionKey, Scope
-from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
 from inspector.gui.compare_export import build_compare_menu
-from inspector.gui.graph_panel import GraphPanel, scene_id
+from inspector.gui.graph_panel import GraphPanel
+from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
 from inspector.gui.text import esc, tooltip
-from inspector.gui.widgets import ElidedLabel, fit_to_screen
+from inspector.gui.twin import TwinGraphs
+from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.report.diff_text import group_title, kind_title, sites_text, verdict
 
-ADDED, REMOVED, CHANGED = "#6aa84f", "#cc0000", "#e69138"
+__all__ = ["ADDED", "CHANGED", "REMOVED", "CompareWindow", "body_of", "change_html", "change_line", "scope_for"]
 
 
 @dataclass(slots=True)
@@ -81,47 +80,6 @@ def body_of(index: ModelIndex, scope: Scope, maps: GraphMaps | None) -> Body | N
     return None
 
 
-def body_marks(body_a: Body, body_b: Body
-               ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
-    """Scene-id marks for both sides: removed/changed nodes in A, added/changed in B, changed constants."""
-    wa, wb = list(walk_body(body_a.nodes)), list(walk_body(body_b.nodes))
-    marks_a: dict[str, tuple[str, str]] = {}
-    marks_b: dict[str, tuple[str, str]] = {}
-    for op, i, j in align_nodes([n for _p, n in wa], [n for _p, n in wb]):
-        if op == "changed":
-            assert i is not None and j is not None
-            note = _attr_note(wa[i][1], wb[j][1])
-            marks_a[scene_id(body_a, wa[i][0])] = (CHANGED, note)
-            marks_b[scene_id(body_b, wb[j][0])] = (CHANGED, note)
-        elif op == "removed":
-            assert i is not None
-            marks_a[scene_id(body_a, wa[i][0])] = (REMOVED, f"only in A: {wa[i][1].op_type}")
-        else:
-            assert j is not None
-            marks_b[scene_id(body_b, wb[j][0])] = (ADDED, f"only in B: {wb[j][1].op_type}")
-    ca, cb = list(body_a.constants.items()), list(body_b.constants.items())
-    for (na, ta), (nb, tb) in zip(ca, cb):
-        va, ka = tensor_value(ta)
-        vb, kb = tensor_value(tb)
-        if ka != kb:
-            note = f"constant: {show_value(va)} -> {show_value(vb)}"
-            marks_a[f"const:{na}"] = (CHANGED, note)
-            marks_b[f"const:{nb}"] = (CHANGED, note)
-    return marks_a, marks_b
-
-
-def _literal_attrs(node: onnx.NodeProto) -> dict[str, Any]:
-    return {x.name: attribute_value(x)[0] for x in node.attribute
-            if not x.ref_attr_name and x.type not in (x.GRAPH, x.GRAPHS)}
-
-
-def _attr_note(a: onnx.NodeProto, b: onnx.NodeProto) -> str:
-    va, vb = _literal_attrs(a), _literal_attrs(b)
-    parts = [f"{a.op_type}.{k}: {show_value(va.get(k))} -> {show_value(vb.get(k))}"
-             for k in sorted(set(va) | set(vb)) if va.get(k) != vb.get(k)]
-    return "; ".join(parts) or f"{a.op_type}: attributes differ"
-
-
 class CompareWindow(QMainWindow):
     pair_loaded = Signal(object)
     load_failed = Signal(str)
@@ -147,40 +105,33 @@ class CompareWindow(QMainWindow):
         self.summary = QLabel("")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.summary.setWordWrap(True)
+        self.details = QTextBrowser()  # the selected change: old beside new, every call site
+        lists = QSplitter(Qt.Orientation.Vertical)
+        lists.addWidget(self.changes)
+        lists.addWidget(self.details)
+        lists.setSizes([450, 250])
         left = QWidget()
         lay = QVBoxLayout(left)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.summary)
-        lay.addWidget(self.changes, 1)
-        self.side_a, self.side_b = GraphPanel(), GraphPanel()
-        self.label_a, self.label_b = ElidedLabel("A"), ElidedLabel("B")
-        graphs = QSplitter()
-        for label, side in ((self.label_a, self.side_a), (self.label_b, self.side_b)):
-            box = QWidget()
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(0, 0, 0, 0)
-            bl.addWidget(label)
-            bl.addWidget(side, 1)
-            graphs.addWidget(box)
-        self.details = QTextBrowser()
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(graphs)
-        right.addWidget(self.details)
-        right.setSizes([650, 250])
+        lay.addWidget(lists, 1)
+        self.twin = TwinGraphs()
+        self.twin.drawn.connect(self._drawn)
         split = QSplitter()
         split.addWidget(left)
-        split.addWidget(right)
+        split.addWidget(self.twin)
         split.setSizes([500, 1000])
         self.setCentralWidget(split)
         build_compare_menu(self)
-        self._sync_scrolling()
-        self.side_a.graph.node_selected.connect(lambda node: self._sync_selection(self.side_b, node.id))
-        self.side_b.graph.node_selected.connect(lambda node: self._sync_selection(self.side_a, node.id))
-        self._pending: dict[int, dict[str, tuple[str, str]]] = {}
-        self._waiting = 0
         self._current: Change | None = None
-        self.side_a.view_shown.connect(lambda _v: self._drawn(self.side_a))
-        self.side_b.view_shown.connect(lambda _v: self._drawn(self.side_b))
+
+    @property
+    def side_a(self) -> GraphPanel:
+        return self.twin.side_a
+
+    @property
+    def side_b(self) -> GraphPanel:
+        return self.twin.side_b
 
     # loading -------------------------------------------------------------------------------------------
     def open_pair(self, a: str | Path, b: str | Path) -> None:
@@ -202,8 +153,8 @@ class CompareWindow(QMainWindow):
         self._maps = {}
         d = pair.diff
         self.setWindowTitle(f"{pair.a.path.name} ↔ {pair.b.path.name} — ONNX Inspector")
-        self.label_a.set_full_text(f"A  {pair.a.path}")
-        self.label_b.set_full_text(f"B  {pair.b.path}")
+        self.twin.a.label.set_full_text(f"A  {pair.a.path}")
+        self.twin.b.label.set_full_text(f"B  {pair.b.path}")
         text = verdict(d)
         if d.fold is not None:
             text += "\n" + d.fold.explanation
@@ -221,8 +172,7 @@ class CompareWindow(QMainWindow):
                 group.addChild(row)
             group.setFirstColumnSpanned(True)
         self.changes.expandAll()
-        self.side_a.set_index(pair.a)
-        self.side_b.set_index(pair.b)
+        self.twin.set_indexes(pair.a, pair.b)
         self.details.setHtml(f"<p>{esc(text)}</p><p>Select a change to see it in both graphs.</p>")
         self.statusBar().showMessage(f"{len(d.changes)} changes", 5000)
         first = self.changes.topLevelItem(0)
@@ -242,16 +192,10 @@ class CompareWindow(QMainWindow):
             return
         self._current = change
         scope_a, scope_b = scope_for(pair.a, change), scope_for(pair.b, change)
-        marks_a: dict[str, tuple[str, str]] = {}
-        marks_b: dict[str, tuple[str, str]] = {}
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
-        if body_a is not None and body_b is not None:
-            marks_a, marks_b = body_marks(body_a, body_b)
-        self._pending = {id(self.side_a): marks_a, id(self.side_b): marks_b}
-        self._waiting = 2
-        self.side_a.show_scope(scope_a)
-        self.side_b.show_scope(scope_b)
+        pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
+        self.twin.show_pair(scope_a, scope_b, pairing)
         self.details.setHtml(change_html(change))
 
     def _graph_maps(self, index: ModelIndex) -> GraphMaps:
@@ -260,36 +204,9 @@ class CompareWindow(QMainWindow):
             maps = self._maps[id(index)] = GraphMaps(index.proto.graph)
         return maps
 
-    def _drawn(self, side: GraphPanel) -> None:
-        side.graph.mark(self._pending.get(id(side), {}))
-        self._waiting -= 1
-        if self._waiting == 0 and self._current is not None:
+    def _drawn(self) -> None:
+        if self._current is not None:
             self.change_shown.emit(self._current)
-
-    # keeping the two sides in step ----------------------------------------------------------------------
-    def _sync_scrolling(self) -> None:
-        busy = [False]
-
-        def link(src: QScrollBar, dst: QScrollBar) -> None:
-            def moved(value: int) -> None:
-                if busy[0] or src.maximum() <= 0:
-                    return
-                busy[0] = True
-                dst.setValue(round(value / src.maximum() * dst.maximum()))
-                busy[0] = False
-
-            src.valueChanged.connect(moved)
-
-        ga, gb = self.side_a.graph, self.side_b.graph
-        link(ga.horizontalScrollBar(), gb.horizontalScrollBar())
-        link(gb.horizontalScrollBar(), ga.horizontalScrollBar())
-        link(ga.verticalScrollBar(), gb.verticalScrollBar())
-        link(gb.verticalScrollBar(), ga.verticalScrollBar())
-
-    def _sync_selection(self, other: GraphPanel, node_id: str) -> None:
-        selected = other.graph.selected()
-        if node_id in other.graph.items_by_id and (selected is None or selected.id != node_id):
-            other.graph.select(node_id)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         QThreadPool.globalInstance().waitForDone(5000)

@@ -1,0 +1,210 @@
+"""Two graphs side by side with an info panel under each, kept in step: a click on a box in one graph selects and
+reveals the aligned box in the other (``pairing.BodyPairing``, from the diff engine's node alignment), both info
+panels show the selected box of their side, and scrolling one graph scrolls the other.
+
+Used by the compare window (a body in each of two models) and the overload comparison (two members of one
+family in one model)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import onnx
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QScrollBar, QSplitter, QTextBrowser, QVBoxLayout, QWidget
+
+from inspector.core.errors import InspectorError
+from inspector.core.index import ModelIndex
+from inspector.core.keys import FunctionKey, Scope
+from inspector.core.provenance import AtenCall
+from inspector.core.tensors import read_tensor, tensor_facts
+from inspector.core.values import graph_value_types
+from inspector.core.walk import resolve_path
+from inspector.gui import details
+from inspector.gui.graph_panel import GraphPanel, scope_label
+from inspector.gui.node_details import node_html, tensor_preview
+from inspector.gui.pairing import BodyPairing, Marks
+from inspector.gui.text import esc
+from inspector.gui.widgets import ElidedLabel
+from inspector.render.scene import SceneNode
+
+MAX_PREVIEW_BYTES = 1 << 16  # inline tensors previewed in the info panels without asking
+
+
+class Side(QWidget):
+    """One side: a label naming what is shown, the graph, and below it (in the twin's lower splitter) its info."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.label = ElidedLabel(name)
+        self.panel = GraphPanel()
+        self.info = QTextBrowser()
+        self.info.setOpenLinks(False)
+        self.index: ModelIndex | None = None
+        self.summary_html = ""  # what the info panel shows when no box is selected
+        self._values: tuple[dict[str, str], dict[str, onnx.TensorProto]] | None = None
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.label)
+        lay.addWidget(self.panel, 1)
+
+    def set_index(self, index: ModelIndex) -> None:
+        if index is not self.index:
+            self.index = index
+            self._values = None
+        self.panel.set_index(index)
+
+    def show_info(self, node: SceneNode | None) -> None:
+        """The info panel: the side's summary, then the selected box's details."""
+        body = box_html(self.index, self.panel.current_scope(), node, self.values()) if node is not None else ""
+        self.info.setHtml(self.summary_html + body)
+
+    def values(self) -> tuple[dict[str, str], dict[str, onnx.TensorProto]]:
+        if self._values is None:
+            graph = self.index.proto.graph if self.index is not None else onnx.GraphProto()
+            self._values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
+        return self._values
+
+
+class TwinGraphs(QSplitter):
+    """Graphs above, info panels below; ``drawn`` fires once both graphs of ``show_pair`` are laid out and marked."""
+
+    drawn = Signal()
+
+    def __init__(self, names: tuple[str, str] = ("A", "B")) -> None:
+        super().__init__(Qt.Orientation.Vertical)
+        self.a, self.b = Side(names[0]), Side(names[1])
+        self.graphs, self.infos = QSplitter(), QSplitter()
+        for side in (self.a, self.b):
+            self.graphs.addWidget(side)
+            self.infos.addWidget(side.info)
+        self.addWidget(self.graphs)
+        self.addWidget(self.infos)
+        self.setStretchFactor(0, 3)
+        self.setStretchFactor(1, 2)
+        self.graphs.splitterMoved.connect(lambda _p, _i: self.infos.setSizes(self.graphs.sizes()))
+        self.infos.splitterMoved.connect(lambda _p, _i: self.graphs.setSizes(self.infos.sizes()))
+        self.pairing: BodyPairing | None = None
+        self._marks: dict[int, Marks] = {}
+        self._waiting = 0
+        self._busy = False  # one side is following the other: do not echo back
+        self._link_scrolling()
+        for side, other, from_a in ((self.a, self.b, True), (self.b, self.a, False)):
+            side.panel.graph.node_selected.connect(
+                lambda node, side=side, other=other, from_a=from_a: self._selected(side, other, node, from_a))
+            side.panel.graph.selection_cleared.connect(lambda side=side: side.show_info(None))
+            side.panel.view_shown.connect(lambda _v, side=side: self._drawn(side))
+
+    @property
+    def side_a(self) -> GraphPanel:
+        return self.a.panel
+
+    @property
+    def side_b(self) -> GraphPanel:
+        return self.b.panel
+
+    def set_indexes(self, index_a: ModelIndex, index_b: ModelIndex) -> None:
+        self.pairing = None
+        self.a.set_index(index_a)
+        self.b.set_index(index_b)
+
+    def show_pair(self, scope_a: Scope, scope_b: Scope, pairing: BodyPairing | None,
+                  summary_a: str = "", summary_b: str = "") -> None:
+        """Show one scope on each side, marked as ``pairing`` says (None: nothing to align, boxes pair by id)."""
+        self.pairing = pairing
+        self._marks = {id(self.a): pairing.marks_a if pairing else {}, id(self.b): pairing.marks_b if pairing else {}}
+        self._waiting = 2
+        for side, scope, summary in ((self.a, scope_a, summary_a), (self.b, scope_b, summary_b)):
+            side.summary_html = summary or f"<p><b>{esc(side.name)}</b>: {esc(scope_label(scope))}</p>"
+            side.info.setHtml(side.summary_html + "<p><i>Click a box to see its details here and the aligned box "
+                              "on the other side.</i></p>")
+            side.panel.show_scope(scope)
+
+    def partner(self, node_id: str, from_a: bool) -> str | None:
+        if self.pairing is None:
+            return node_id
+        return self.pairing.partner(node_id, from_a)
+
+    def _selected(self, side: Side, other: Side, node: SceneNode, from_a: bool) -> None:
+        side.show_info(node)
+        if self._busy:
+            return
+        target = self.partner(node.id, from_a)
+        graph = other.panel.graph
+        current = graph.selected()
+        if target is None or target not in graph.items_by_id:
+            if current is not None:
+                graph.scene().clearSelection()
+            other.info.setHtml(other.summary_html + "<p><i>No aligned box on this side: the selected box has no "
+                               "counterpart here.</i></p>")
+            return
+        if current is None or current.id != target:
+            self._busy = True
+            try:
+                graph.select(target)
+            finally:
+                self._busy = False
+
+    def _drawn(self, side: Side) -> None:
+        side.panel.graph.mark(self._marks.get(id(side), {}))
+        if self._waiting > 0:
+            self._waiting -= 1
+            if self._waiting == 0:
+                self.drawn.emit()
+
+    def _link_scrolling(self) -> None:
+        def link(src: QScrollBar, dst: QScrollBar) -> None:
+            def moved(value: int) -> None:
+                if self._busy or src.maximum() <= 0:
+                    return
+                self._busy = True
+                try:
+                    dst.setValue(round(value / src.maximum() * dst.maximum()))
+                finally:
+                    self._busy = False
+
+            src.valueChanged.connect(moved)
+
+        ga, gb = self.a.panel.graph, self.b.panel.graph
+        link(ga.horizontalScrollBar(), gb.horizontalScrollBar())
+        link(gb.horizontalScrollBar(), ga.horizontalScrollBar())
+        link(ga.verticalScrollBar(), gb.verticalScrollBar())
+        link(gb.verticalScrollBar(), ga.verticalScrollBar())
+
+
+def box_html(index: ModelIndex | None, scope: Scope | None, node: SceneNode,
+             values: tuple[Mapping[str, str], Mapping[str, onnx.TensorProto]]) -> str:
+    """Details of one box of a graph: an ONNX node (attributes, typed inputs and outputs, metadata, operator),
+    a function call, an aten call, a constant's value, or an input/output with its type."""
+    if index is None or scope is None:
+        return ""
+    types, initializers = values
+    path = node.ref[1] if node.kind == "function_call" and isinstance(node.ref, tuple) else node.ref
+    if node.kind in ("op", "function_call") and isinstance(path, tuple):
+        nodes = (index.functions.functions[scope].node if isinstance(scope, FunctionKey)
+                 and scope in index.functions.functions else index.proto.graph.node)
+        try:
+            proto = resolve_path(nodes, path)
+        except KeyError:
+            return ""
+        inits = {n: initializers[n] for n in proto.input if n in initializers}
+        return node_html(index, proto, f"{scope_label(scope)} / {node.detail or node.label}", types, inits,
+                         {n: _preview(index, t) for n, t in inits.items()})
+    if node.kind == "aten_call" and isinstance(node.ref, AtenCall):
+        return details.describe(index, node.ref)
+    name = str(node.ref)
+    text = f"<h3>{esc(node.kind)} <code>{esc(name)}</code></h3>"
+    if name in initializers:
+        return text + f"<p>{esc(_preview(index, initializers[name]))}</p>"
+    return text + f"<p>{esc(types.get(name, node.detail))}</p>"
+
+
+def _preview(index: ModelIndex, tensor: onnx.TensorProto) -> str:
+    """Values of an inline tensor up to ``MAX_PREVIEW_BYTES`` (external data is never read here)."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor_facts(tensor).nbytes > MAX_PREVIEW_BYTES:
+        return "(not read here)"
+    try:
+        return tensor_preview(read_tensor(tensor, index.path.parent))
+    except InspectorError as e:
+        return f"cannot read: {e}"
