@@ -10,7 +10,7 @@ from inspector.core.textsafe import html_text as h
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
-__all__ = ["DIFF_CSS", "changes_html", "render_html", "summary_html"]
+__all__ = ["DIFF_CSS", "PAGE_CSS", "changes_html", "render_html", "summary_html"]
 
 _VARS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0;
@@ -42,6 +42,7 @@ details { margin: 0.3rem 0 0.6rem; } summary { cursor: pointer; color: var(--mut
 ul.edits { margin: 0.2rem 0; padding-left: 1.2rem; }
 """
 _CSS = _VARS + _PAGE + _VERDICT + _TABLE + _CHANGES
+PAGE_CSS = _CSS  # the style of a whole diff page, for the other diff pages (the folder diff)
 # The diff section of another page (the HTML report): the same classes and colours, scoped to ``.diff``.
 DIFF_CSS = """
 .diff { --add: #1a7f37; --del: #cf222e; --chg: #9a6700; --ok: #1a7f37; }
