@@ -92,7 +92,7 @@ def test_html_shows_families_signature_and_highlighted_values(block: Report):
     assert re.search(r"<a class='spec linked'[^>]*>\[0, 2, 1, 3\]</a>", html)
     assert re.search(r"<a class='spec linked' id='f\d+-b0-a-dim0' href='#f\d+-b0-s0'[^>]*>1</a>", html)
     assert "perm swaps dims 1 and 2" in text
-    assert "from aten argument dim0&#61;1: perm swaps dims 1 and 2" in html  # the tooltip
+    assert "from aten argument dim0&#61;1 at Transpose.perm: perm swaps dims 1 and 2" in html  # the tooltip
     assert "default scale: constant val_49 is sqrt(1/sqrt(E))" in text
     assert all(c in html for c in ("#f6b26b", "#9fc5e8", "#ffe599"))
     assert "prefers-color-scheme: dark" in html

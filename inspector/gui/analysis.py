@@ -27,6 +27,7 @@ class Selection:
     family_note: str
     target: str | None  # aten target, for the torchlib source
     calls: tuple[str, ...] = ()  # every call with exactly this body: module path › FX name, or call-site path
+    lone: bool = False  # no other body of its template in the family: nothing to compare its values with
 
 
 class Analyses:
@@ -78,7 +79,9 @@ class Analyses:
             if obj.kind == "function" and obj.function is not None:
                 bodies = analysis.bodies_of([obj.function])
                 sites = tuple(site.where for site in self.index.functions.calls.get(obj.function, ()))
-                return Selection(str(obj.function), bodies[0], None, note, None, sites) if bodies else None
+                if not bodies:
+                    return None
+                return Selection(str(obj.function), bodies[0], None, note, None, sites, _lone(analysis, bodies[0]))
             if obj.aten_calls:
                 obj = obj.aten_calls[0]
         if isinstance(obj, AtenCall):
@@ -86,5 +89,12 @@ class Analyses:
             if body is None:
                 return None
             same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
-            return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same)
+            return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
+                             _lone(analysis, body))
         return None
+
+
+def _lone(analysis: FamilyAnalysis, body: BodyAnalysis) -> bool:
+    """True when no other body of the family shares ``body``'s template."""
+    template = body.fingerprints.template
+    return sum(1 for b in analysis.bodies if b.fingerprints.template == template) == 1

@@ -47,7 +47,7 @@ class BodyView:
                 w.signature.clear("No ONNX body for this item.")
                 return
             w.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note,
-                                  selection.calls)
+                                  selection.calls, selection.lone)
             w.right.setCurrentWidget(w.signature)
             self.selection = selection
             self.mark_graph()

@@ -47,8 +47,9 @@ class SignaturePanel(QWidget):
                             "onnxscript are installed.</i></p>")
 
     def show_body(self, title: str, analysis: BodyAnalysis, sig: CallSignature | None, family_note: str = "",
-                  calls: Sequence[str] = ()) -> None:
-        """``calls`` names every call with exactly this body (aten calls, or a function's call sites)."""
+                  calls: Sequence[str] = (), lone: bool = False) -> None:
+        """``calls`` names every call with exactly this body (aten calls, or a function's call sites); ``lone``: no
+        other body of the family shares its template."""
         self._specs = []
         parts = [f"<h3>{esc(title)}</h3>"]
         if family_note:
@@ -61,7 +62,7 @@ class SignaturePanel(QWidget):
                      f"template {esc(analysis.fingerprints.template[:12])}, {n} call{'s' if n != 1 else ''}"
                      "</small></p>")
         parts.append(self._pre(body_lines(analysis.body, analysis.specialised)))
-        parts.append(self._spec_table(analysis.specialised))
+        parts.append(self._spec_table(analysis.specialised, lone))
         if len(calls) > 1:
             shown = "".join(f"<li>{esc(c)}</li>" for c in calls[:MAX_CALLS_LISTED])
             more = f"<li>… {len(calls) - MAX_CALLS_LISTED} more</li>" if len(calls) > MAX_CALLS_LISTED else ""
@@ -102,7 +103,7 @@ class SignaturePanel(QWidget):
             out.append("".join(html))
         return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
 
-    def _spec_table(self, specs: list[SpecialisedValue]) -> str:
+    def _spec_table(self, specs: list[SpecialisedValue], lone: bool) -> str:
         if not specs:
             return "<p><i>No specialised values.</i></p>"
         rows = []
@@ -111,8 +112,8 @@ class SignaturePanel(QWidget):
             lit = s.literal
             where = short_where(s)
             links = "; ".join(f"{a.parameter}: {a.rule}" for a in s.links) or "-"
-            state = {Category.VARIES: "varies", Category.PARAMETRIC: "parametric",
-                     Category.LONE: "no sibling to compare"}.get(classify(s), "same in family")
+            state = ("parametric" if classify(s) is Category.PARAMETRIC else "varies" if s.varies
+                     else "no sibling to compare" if lone else "same in family")
             rows.append(f"<tr><td><a href='spec:{n}' style='background-color:{classify(s).colour};color:{TEXT_COLOUR}'>"
                         f"{esc(where)}</a></td><td>{esc(repr(lit.value))}</td><td>{esc(state)}</td>"
                         f"<td>{esc(links)}</td></tr>")
