@@ -96,10 +96,18 @@ def graph_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
     """Static shapes (None for symbolic dims) of the typed values of a graph."""
     out: dict[str, Shape] = {}
     for v in (*graph.input, *graph.value_info, *graph.output):
-        t = v.type.tensor_type
-        if v.type.HasField("tensor_type") and t.HasField("shape"):
-            out[v.name] = [int(d.dim_value) if d.HasField("dim_value") else None for d in t.shape.dim]
+        shape = value_shape(v)
+        if shape is not None:
+            out[v.name] = shape
     return out
+
+
+def value_shape(v: onnx.ValueInfoProto) -> Shape | None:
+    """The static shape of one typed value (None for symbolic dims), or None when it has no tensor shape."""
+    t = v.type.tensor_type
+    if v.type.HasField("tensor_type") and t.HasField("shape"):
+        return [int(d.dim_value) if d.HasField("dim_value") else None for d in t.shape.dim]
+    return None
 
 
 # --- what the lowering makes of an argument -------------------------------------------------------------------
@@ -454,7 +462,7 @@ def link(target: str, args: Args, value: Any, place: Place, flow: BodyFlow) -> l
                 how = f" (through {', '.join(ctx.via)})" if ctx.via else ""
                 text = hit[1].replace("the argument", rule.parameter)
                 text = f"{rule.place} {text}" if not text.startswith(("perm ", "pads ", "axis ", "end ")) else text
-                out.append(ArgLink(rule.parameter, _plain(arg), f"{text}{how}", rule.place))
+                out.append(ArgLink(rule.parameter, plain_value(arg), f"{text}{how}", rule.place))
     if target.split("::", 1)[-1].startswith("scaled_dot_product_attention") and place.uses:
         out += _sdpa_scale(args, value, place, flow)
     return out
@@ -523,14 +531,14 @@ def _shape_text(shape: Shape | None) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]" if shape is not None else "?"
 
 
-def _plain(v: Any) -> Any:
+def plain_value(v: Any) -> Any:
     """An argument value as plain data: symbols as their text, other FX nodes as ``{"node": name}``."""
     if isinstance(v, Symbol):
         return v.text
     if isinstance(v, TensorRef):
         return {"node": v.name}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain_value(x) for x in v]
     return v
 
 
@@ -591,7 +599,7 @@ def _resolved_size(v: list[int], size: Any, shape: Shape, data: str) -> str | No
         return None
     if any(isinstance(size[i], int) and size[i] != v[i] for i in range(len(v)) if i not in unresolved):
         return None
-    which = ", ".join(f"size[{i}]={size[i] if isinstance(size[i], int) else _plain(size[i])}" for i in unresolved)
+    which = ", ".join(f"size[{i}]={size[i] if isinstance(size[i], int) else plain_value(size[i])}" for i in unresolved)
     return f"{_dims(v)}: {which} resolved from the static shape of {data} {_dims(shape)}"
 
 
