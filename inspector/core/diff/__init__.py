@@ -13,7 +13,9 @@ Matching, in this order (names are only ever one of several keys, so a consisten
 - graph inputs and outputs by name, then by position.
 
 Matched bodies (function overloads, aten call groups) are compared by fingerprint. Equal templates report the
-*specialised values* that changed, slot by slot; different templates report node-level edits. Small initializers
+*specialised values* that changed, slot by slot, with the aten arguments they came from by the evidence of
+``inspector.core.links`` and the arguments' values in both calls (``dim1: 2 -> 3``); different templates report
+node-level edits. Small initializers
 baked into aten call bodies (the SDPA scale, Reshape shapes) are reported with their call, not as initializers.
 A flat export and its fold (``inspector.core.fold``) are recognised: each aten call is compared with the body of
 the function its folded call node calls, and the whole difference is one ``folded`` change (``equivalent``).
@@ -26,6 +28,7 @@ from inspector.core.diff.model import (
     DIFF_VERSION,
     EQUIVALENT_KINDS,
     SECTIONS,
+    ArgChange,
     Change,
     ChangeKind,
     EditOp,
@@ -41,7 +44,7 @@ from inspector.core.diff.units import UnitKind
 from inspector.core.diff.values import content_digest, show_value
 
 __all__ = [
-    "CHANGE_KINDS", "DIFF_FORMAT", "DIFF_VERSION", "EQUIVALENT_KINDS", "SECTIONS", "Change", "ChangeKind", "EditOp",
-    "FoldRelation", "MatchCount", "ModelDiff", "NodeEdit", "Section", "UnitKind", "align_nodes", "content_digest",
-    "diff_dict", "diff_files", "diff_models", "show_value",
+    "CHANGE_KINDS", "DIFF_FORMAT", "DIFF_VERSION", "EQUIVALENT_KINDS", "SECTIONS", "ArgChange", "Change", "ChangeKind",
+    "EditOp", "FoldRelation", "MatchCount", "ModelDiff", "NodeEdit", "Section", "UnitKind", "align_nodes",
+    "content_digest", "diff_dict", "diff_files", "diff_models", "show_value",
 ]

@@ -14,14 +14,13 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, helper
 
-from inspector.core.aten_schema import BoundArgument
 from inspector.core.body import Body, walk_body
-from inspector.core.diff.model import EditOp, NodeEdit
+from inspector.core.diff.arguments import CallContext, arguments_text, name_arguments
+from inspector.core.diff.model import ArgChange, EditOp, NodeEdit
 from inspector.core.diff.values import show_value, tensor_type, unwrap
 from inspector.core.fingerprint import fingerprint
 from inspector.core.keys import FunctionKey
 from inspector.core.literals import Literal, attribute_value, body_literals, tensor_value
-from inspector.core.specialise import link_literal
 from inspector.core.walk import subgraphs
 
 
@@ -34,6 +33,12 @@ class Delta:
     new: Any
     old_key: str
     new_key: str
+    arguments: tuple[ArgChange, ...] = ()
+
+    @property
+    def detail(self) -> str:
+        """``dim1 (Transpose.perm): [0, 2, 1, 3] -> [0, 3, 2, 1]; dim1: 2 -> 3``"""
+        return f"{self.label}: {show_value(self.old)} -> {show_value(self.new)}{arguments_text(self.arguments)}"
 
 
 def key_of(node: onnx.NodeProto) -> FunctionKey:
@@ -53,8 +58,9 @@ def function_form(body: Body) -> Body:
     return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {})
 
 
-def value_deltas(ba: Body, bb: Body, bound_a: list[BoundArgument], bound_b: list[BoundArgument]) -> list[Delta]:
-    """Literals of two same-template bodies aligned slot by slot; the ones whose values differ."""
+def value_deltas(ba: Body, bb: Body, ctx_a: CallContext | None, ctx_b: CallContext | None) -> list[Delta]:
+    """Literals of two same-template bodies aligned slot by slot; the ones whose values differ, labelled with the
+    aten arguments they came from (``inspector.core.diff.arguments``)."""
     la, lb = body_literals(ba), body_literals(bb)
     slots_b: dict[tuple[Any, int], Literal] = {}
     seen: dict[Any, int] = defaultdict(int)
@@ -68,9 +74,8 @@ def value_deltas(ba: Body, bb: Body, bound_a: list[BoundArgument], bound_b: list
         seen[lit.slot] += 1
         if other is None or other.key == lit.key:
             continue
-        label = literal_label(_literal_where(ba, lit), lit, bound_a) or \
-            literal_label(_literal_where(bb, other), other, bound_b)
-        out.append(Delta(label, unwrap(lit.value), unwrap(other.value), lit.key, other.key))
+        label, arguments = name_arguments(_literal_where(ba, lit), lit, ctx_a, other, ctx_b)
+        out.append(Delta(label, unwrap(lit.value), unwrap(other.value), lit.key, other.key, arguments))
     return out
 
 
@@ -83,16 +88,6 @@ def _literal_where(body: Body, lit: Literal) -> str:
     reads = lit.name if lit.kind == "initializer" else _constant_output(body, lit)
     where = _reader_slot(body, reads) if reads else ""
     return where or (f"{lit.op_type}.{lit.name}" if lit.kind == "constant" else "constant")
-
-
-def literal_label(where: str, lit: Literal, bound: list[BoundArgument]) -> str:
-    """``scale (Mul.B)``: where a literal sits, and the aten parameter it came from when a rule ties it to one."""
-    params: list[str] = []
-    if bound and lit.kind != "parametric":
-        for link in link_literal(lit, bound):
-            if link.parameter not in params:
-                params.append(link.parameter)
-    return f"{', '.join(params)} ({where})" if params else where
 
 
 def reader(nodes: Sequence[onnx.NodeProto], name: str) -> tuple[str, int]:

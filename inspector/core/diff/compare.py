@@ -9,6 +9,7 @@ import onnx
 
 from inspector.core.aten_schema import SchemaCatalogue
 from inspector.core.body import Body, function_body, function_body_by_use
+from inspector.core.diff.arguments import name_arguments
 from inspector.core.diff.bodies import (
     Delta,
     attribute_detail,
@@ -16,7 +17,6 @@ from inspector.core.diff.bodies import (
     count_nodes,
     edits_summary,
     function_signature,
-    literal_label,
     node_edits,
     op_label,
     reader,
@@ -26,7 +26,7 @@ from inspector.core.diff.bodies import (
 )
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
 from inspector.core.diff.units import Side, Unit, UnitPairs, aten_family
-from inspector.core.diff.values import content_digest, show_value, unwrap
+from inspector.core.diff.values import content_digest, unwrap
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family
 from inspector.core.keys import FunctionKey
@@ -63,7 +63,7 @@ class Comparer:
         self.A, self.B = pairs.A, pairs.B
         self.add = recorder.add
         self.catalogue = catalogue
-        self._body_cache: dict[tuple[str, str, str], tuple[list[Delta], list[NodeEdit]]] = {}
+        self._body_cache: dict[tuple[str, ...], tuple[list[Delta], list[NodeEdit]]] = {}
         self._constant_cache: dict[tuple[Any, ...], Delta] = {}
 
     @property
@@ -88,7 +88,10 @@ class Comparer:
             if fpa.full == fpb.full:
                 continue
             ba, bb = function_body(ka, fa_proto), function_body(kb, fb_proto)
-            self.report_bodies("function", family, str(ka), ba, fpa, bb, fpb, None, None)
+            # a folded aten function: its values are labelled with the arguments of its first call
+            call_a, call_b = A.aten_call_of(ka), B.aten_call_of(kb)
+            self.report_bodies("function", family, str(ka), ba, fpa, bb, fpb,
+                               (A, call_a) if call_a is not None else None, (B, call_b))
 
     def compare_families(self, fmap: dict[FunctionKey, FunctionKey], explained: set[FunctionKey]) -> None:
         A, B = self.A, self.B
@@ -274,23 +277,22 @@ class Comparer:
                       call_b: tuple[Side, AtenCall | None] | None) -> None:
         """Value changes (same template) or node edits (different templates) of one body pair, merged across the
         family's call sites."""
-        cache_key = (section, fpa.full, fpb.full)
+        same_template = fpa.template == fpb.template
+        ctx_a = ctx_b = None
+        if same_template:  # value changes are labelled with the aten arguments of these calls
+            ctx_a = call_a[0].call_context(call_a[1], ba, self.cat) if call_a is not None else None
+            ctx_b = call_b[0].call_context(call_b[1], bb, self.cat) if call_b is not None else None
+        cache_key = (section, fpa.full, fpb.full, ctx_a.key if ctx_a else "", ctx_b.key if ctx_b else "")
         hit = self._body_cache.get(cache_key)
         if hit is None:
-            if fpa.template == fpb.template:
-                bound_a = call_a[0].bound(call_a[1], self.cat) if call_a is not None else []
-                bound_b = call_b[0].bound(call_b[1], self.cat) if call_b is not None and call_b[1] is not None \
-                    else []
-                hit = (value_deltas(ba, bb, bound_a, bound_b), [])
-            else:
-                hit = ([], node_edits(ba, bb))
+            hit = (value_deltas(ba, bb, ctx_a, ctx_b), []) if same_template else ([], node_edits(ba, bb))
             self._body_cache[cache_key] = hit
         deltas, edits = hit
-        if fpa.template == fpb.template:
+        if same_template:
             for d in deltas:
-                self.add(Change("value_changed", section, family, site, d.old, d.new,
-                                f"{d.label}: {show_value(d.old)} -> {show_value(d.new)}"),
-                         ("value", section, family, d.label, d.old_key, d.new_key), site)
+                self.add(Change("value_changed", section, family, site, d.old, d.new, d.detail,
+                                arguments=d.arguments),
+                         ("value", section, family, d.label, d.old_key, d.new_key, repr(d.arguments)), site)
             if not deltas:  # same template, different fingerprint, no literal differs: wiring inside the body
                 self.add(Change("body_changed", section, family, site, {"fingerprint": fpa.full},
                                 {"fingerprint": fpb.full}, "same operators and values, wired differently"),
@@ -304,25 +306,28 @@ class Comparer:
 
 
     def report_constant(self, family: str, site: str, ua: Unit, ub: Unit, name: str) -> None:
-        """A baked constant of two otherwise identical calls changed: report it without building bodies. The label
-        (reader slot, aten parameter) is worked out once per family, slot and value pair."""
+        """A baked constant of two otherwise identical calls changed: report it without comparing bodies. The label
+        (reader slot, aten arguments) is worked out once per family, slot, value pair and argument values."""
+        A, B = self.A, self.B
         ta, tb = ua.constants[name], ub.constants[name]
-        nodes_a = [self.A.graph.node[i] for i in ua.nodes]
+        nodes_a = [A.graph.node[i] for i in ua.nodes]
         slot, uses = reader(nodes_a, name)
-        key = (family, slot, uses, content_digest(ta), content_digest(tb))
+        assert ua.call is not None and ub.call is not None
+        ctx_a = A.call_context(ua.call, A.body(ua), self.cat)
+        ctx_b = B.call_context(ub.call, B.body(ub), self.cat)
+        key = (family, slot, uses, content_digest(ta), content_digest(tb), ctx_a.key if ctx_a else "",
+               ctx_b.key if ctx_b else "")
         hit = self._constant_cache.get(key)
         if hit is None:
             va, ka = tensor_value(ta)
             vb, kb = tensor_value(tb)
             lit = Literal((), slot.partition(".")[0], name, "initializer", va, ka, uses=uses)
             other = Literal((), slot.partition(".")[0], name, "initializer", vb, kb, uses=uses)
-            assert ua.call is not None and ub.call is not None
-            label = literal_label(slot, lit, self.A.bound(ua.call, self.cat)) or \
-                literal_label(slot, other, self.B.bound(ub.call, self.cat))
-            hit = self._constant_cache[key] = Delta(label, unwrap(va), unwrap(vb), ka, kb)
-        self.add(Change("value_changed", "aten_call", family, site, hit.old, hit.new,
-                        f"{hit.label}: {show_value(hit.old)} -> {show_value(hit.new)}"),
-                 ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key), site)
+            label, arguments = name_arguments(slot, lit, ctx_a, other, ctx_b)
+            hit = self._constant_cache[key] = Delta(label, unwrap(va), unwrap(vb), ka, kb, arguments)
+        self.add(Change("value_changed", "aten_call", family, site, hit.old, hit.new, hit.detail,
+                        arguments=hit.arguments),
+                 ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key, repr(hit.arguments)), site)
 
 
 def _family_json(fam: Family) -> dict[str, Any]:

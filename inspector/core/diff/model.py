@@ -51,6 +51,19 @@ class NodeEdit:
                 "detail": self.detail}
 
 
+@dataclass(frozen=True, slots=True)
+class ArgChange:
+    """An aten argument a changed value came from (by ``inspector.core.links``' evidence), with its value in each
+    of the two calls: ``dim1: 2 -> 3``, ``scale: None -> 0.3``."""
+
+    parameter: str
+    old: Any
+    new: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parameter": self.parameter, "old": json_safe(self.old), "new": json_safe(self.new)}
+
+
 @dataclass(slots=True)
 class Change:
     """One difference. ``sites`` lists every call site / function / value it applies to (identical changes at
@@ -65,12 +78,15 @@ class Change:
     detail: str = ""  # one readable line
     sites: list[str] = field(default_factory=list)
     edits: list[NodeEdit] = field(default_factory=list)
+    arguments: tuple[ArgChange, ...] = ()  # for value changes: the aten arguments whose values differ
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "kind": self.kind, "section": self.section, "family": self.family, "where": self.where,
             "old": json_safe(self.old), "new": json_safe(self.new), "detail": self.detail, "sites": list(self.sites),
         }
+        if self.arguments:
+            out["arguments"] = [a.to_json() for a in self.arguments]
         if self.edits:
             out["edits"] = [e.to_json() for e in self.edits]
         return out

@@ -12,6 +12,7 @@ from onnx import TensorProto
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import (
     INPUT_KIND,
+    ORIGINAL_NODE_NAME,
     SMALL_CONSTANT_ELEMENTS,
     Body,
     GraphMaps,
@@ -21,11 +22,13 @@ from inspector.core.body import (
     group_body,
     node_reads,
 )
+from inspector.core.diff.arguments import CallContext, call_context
 from inspector.core.diff.bodies import function_form, key_of
 from inspector.core.diff.values import is_number, same_content
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.links import Shape, value_shape
 from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
 from inspector.core.signature import call_signature
 from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
@@ -82,6 +85,9 @@ class Side:
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
         self._bound: dict[int, list[BoundArgument]] = {}
+        self._onnx_name: dict[str, str] | None = None
+        self._aten_call_of: dict[FunctionKey, AtenCall] | None = None
+        self._value_infos: dict[str, list[onnx.ValueInfoProto]] | None = None
         self._build_units()
 
     @property
@@ -271,6 +277,58 @@ class Side:
             got = [x for x in sig.bound if not x.parameter.is_tensor or is_number(x.value)]
             self._bound[id(call)] = got
         return got
+
+    def aten_call_of(self, key: FunctionKey) -> AtenCall | None:
+        """The first aten call of the main graph that calls function ``key`` (a folded export's call node)."""
+        if self._aten_call_of is None:
+            self._aten_call_of = {}
+            for unit in self.units:
+                if unit.callee is not None and unit.call is not None:
+                    self._aten_call_of.setdefault(unit.callee, unit.call)
+        return self._aten_call_of.get(key)
+
+    def call_context(self, call: AtenCall | None, body: Body, catalogue: SchemaCatalogue) -> CallContext | None:
+        """What the link rules read for a body of ``call``: its bound arguments, and the body's inputs in the order
+        of the call's tensor arguments, typed from the graph (only the values the body touches are looked up)."""
+        if call is None:
+            return None
+        args = {x.parameter.name: x.value for x in self.bound(call, catalogue) if x.provided}
+        if not args:
+            return None
+        order = {self.onnx_name.get(n, n): k for k, n in enumerate(call.tensor_args())}
+        inputs = sorted(body.inputs, key=lambda n: order.get(n, len(order)))  # stable: the rest keep their order
+        ordered = Body(body.label, body.nodes, inputs, body.outputs, body.constants, body.node_paths,
+                       body.canonical_inputs)
+        names = set(inputs)
+        for node in body.nodes:
+            names.update(node.input)
+            names.update(node.output)
+        return call_context(call.target, args, ordered, self.shapes_of(names))
+
+    @property
+    def onnx_name(self) -> dict[str, str]:
+        """FX names of parameters -> their ONNX value names (as ``GraphMaps.onnx_name``), read on first use."""
+        if self._onnx_name is None:
+            self._onnx_name = {}
+            for v in (*self.graph.input, *self.graph.value_info):
+                for p in v.metadata_props:
+                    if p.key == ORIGINAL_NODE_NAME:
+                        self._onnx_name[p.value] = v.name
+        return self._onnx_name
+
+    def shapes_of(self, names: set[str]) -> dict[str, Shape]:
+        """Static shapes of some values of the main graph (as ``links.graph_shapes`` reads them for all)."""
+        if self._value_infos is None:
+            self._value_infos = {}
+            for v in (*self.graph.input, *self.graph.value_info, *self.graph.output):
+                self._value_infos.setdefault(v.name, []).append(v)
+        out: dict[str, Shape] = {}
+        for name in names:
+            for v in self._value_infos.get(name, ()):
+                shape = value_shape(v)
+                if shape is not None:
+                    out[name] = shape
+        return out
 
     def source(self, name: str) -> tuple[Any, ...]:
         """Where a value read by a unit comes from: a unit's output, a graph input, an initializer."""

@@ -1,0 +1,80 @@
+"""Which aten argument a changed value came from, by the evidence-based link rules of ``inspector.core.links``
+(the literal sits where torchlib's lowering implements the argument, and holds what the lowering makes of it),
+never by equal values alone. Each side of a value change is linked in its own call; the arguments whose values
+differ between the two calls are named with both values (``dim1 (Transpose.perm): [0, 2, 1, 3] -> [0, 3, 2, 1];
+dim1: 2 -> 3``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.core.body import Body
+from inspector.core.diff.model import ArgChange
+from inspector.core.diff.values import show_value
+from inspector.core.links import ArgLink, BodyFlow, link, literal_place, plain_value
+from inspector.core.literals import Literal
+
+
+@dataclass(slots=True)
+class CallContext:
+    """One side of a value change: the aten call's target and bound arguments, and its body's data flow (the
+    body's inputs in the order of the call's tensor arguments, typed from the graph)."""
+
+    target: str
+    args: dict[str, Any]
+    flow: BodyFlow
+    key: str  # the target and argument values, for caching labels
+
+    def links(self, lit: Literal) -> list[ArgLink]:
+        """The aten arguments this literal of the body derives from (none for parametric attributes)."""
+        if lit.kind == "parametric" or not self.args:
+            return []
+        place = literal_place(self.flow.body, lit.path, lit.name, lit.kind, lit.op_type, self.flow)
+        return link(self.target, self.args, lit.value, place, self.flow)
+
+
+def call_context(target: str, args: dict[str, Any], body: Body, shapes: dict[str, list[int | None]]) -> CallContext:
+    return CallContext(target, args, BodyFlow(body, shapes), f"{target}{args!r}")
+
+
+def name_arguments(where: str, lit_a: Literal, ctx_a: CallContext | None, lit_b: Literal,
+                   ctx_b: CallContext | None) -> tuple[str, tuple[ArgChange, ...]]:
+    """The label of a changed literal (``dim1 (Transpose.perm)``) and the linked arguments whose values differ
+    between the two calls. Without such an argument, the label names every linked argument (the value changed
+    while the argument did not: a shape-specialised value such as the default SDPA scale for another head dim)."""
+    links_a = ctx_a.links(lit_a) if ctx_a is not None else []
+    links_b = ctx_b.links(lit_b) if ctx_b is not None else []
+    params: list[str] = []
+    for x in (*links_a, *links_b):
+        if x.parameter not in params:
+            params.append(x.parameter)
+    if not params:
+        return where, ()
+    changed: list[ArgChange] = []
+    for p in params:
+        old = _value(p, links_a, ctx_a)
+        new = _value(p, links_b, ctx_b)
+        if old != new:
+            changed.append(ArgChange(p, old, new))
+    shown = [a.parameter for a in changed] or params
+    return f"{', '.join(shown)} ({where})", tuple(changed)
+
+
+def _value(parameter: str, links: Sequence[ArgLink], ctx: CallContext | None) -> Any:
+    for x in links:
+        if x.parameter == parameter:
+            return x.value
+    return plain_value(ctx.args.get(parameter)) if ctx is not None else None
+
+
+def arguments_text(arguments: Sequence[ArgChange]) -> str:
+    """``; dim1: 2 -> 3`` (empty without arguments); None is an argument left at its default."""
+    if not arguments:
+        return ""
+    return "; " + ", ".join(f"{a.parameter}: {_shown(a.old)} -> {_shown(a.new)}" for a in arguments)
+
+
+def _shown(v: Any) -> str:
+    return "None" if v is None else show_value(v)
