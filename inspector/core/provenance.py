@@ -184,18 +184,53 @@ _MODULE_KEYS = frozenset({NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
 
 
 def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
+    """The ``nn.Module`` tree of ``calls``; each call's module path is recorded on it.
+
+    One pass, linear in the calls: a call whose ``name_scopes`` is the plain repr of a list of names
+    (``['', 'model', 'model.layers.0', 'mul_5']``, what exporters write) reads only that one entry when another
+    call with the same names before its last has already found its module (the module is the path of names);
+    other calls read the three module entries (never the long stack trace) and go through ``_module_for``.
+    """
     root = ModuleNode("", "")
     cache: dict[tuple[str, str, str], ModuleNode] = {}
+    by_scopes: dict[str, ModuleNode] = {}  # plain name_scopes text up to its last entry -> module
+    pos = -1  # where name_scopes sits in a node's metadata; exporters write the keys in one order
     for i, call in enumerate(calls):
-        if call._meta is not None or call.first_node is None:
-            meta = call.metadata
-        else:  # read only the three entries a module needs, not the long stack trace
-            meta = {p.key: as_text(p.value) for p in call.first_node.metadata_props if p.key in _MODULE_KEYS}
-        module = _module_for(root, cache, meta)
+        node = call.first_node
+        module = None
+        if node is not None and call._meta is None and root.class_name:
+            props = node.metadata_props
+            value: str | bytes | None = None
+            if 0 <= pos < len(props):
+                p = props[pos]
+                if p.key == NAME_SCOPES:
+                    value = p.value
+            if value is None:
+                for j, p in enumerate(props):
+                    if p.key == NAME_SCOPES:
+                        value, pos = p.value, j
+                        break
+            if isinstance(value, str) and _is_plain_list(value):
+                module = by_scopes.get(value[: value.rfind("', '")])
+        if module is None:
+            if call._meta is not None or node is None:
+                meta = call.metadata
+            else:  # read only the three entries a module needs, not the long stack trace
+                meta = {p.key: as_text(p.value) for p in node.metadata_props if p.key in _MODULE_KEYS}
+            module = _module_for(root, cache, meta)
+            scopes_text = meta.get(NAME_SCOPES, "")
+            if root.class_name and _is_plain_list(scopes_text):
+                by_scopes.setdefault(scopes_text[: scopes_text.rfind("', '")], module)
         call._module_path = module.path
         module.calls.append(i)
         module.node_count += len(call.node_paths)
     return root
+
+
+def _is_plain_list(text: str) -> bool:
+    """``['a', 'b', ...]`` with at least two plain entries (no quotes or backslashes inside): split at ``', '``."""
+    return (text.startswith("['") and text.endswith("']") and "', '" in text and "\\" not in text
+            and '"' not in text and "'" not in text[2:-2].replace("', '", ""))
 
 
 _QUOTED = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*(,|$)""")
