@@ -1,22 +1,29 @@
-"""Search over a model index: node names and op types (at any depth), aten targets, function keys, modules.
+"""Search over a model index: node names and op types (at any depth), aten targets, function keys, modules,
+and what nodes carry in their ``metadata_props``: stack traces and other metadata.
 
 Matching is a case-insensitive substring test (``str.casefold``) after stripping the query's surrounding
 whitespace; an empty query finds nothing. Hits are ordered by
 
 1. exact matches (the whole text equals the query) before partial ones,
-2. kind: ``function``, ``aten_target``, ``module``, ``op_type``, ``node``,
+2. kind: ``function``, ``aten_target``, ``module``, ``op_type``, ``node`` (name), ``stack_trace``, ``metadata``,
 3. document order: the main graph, then function bodies in model order, each walked parent-before-children
    (a node, then the nodes of its subgraphs, then its next sibling); aten calls in index order; modules in
    tree order, parents first.
 
 A node is reported once, for its best reason: a node whose op type and name both match is an ``op_type`` hit
-unless only its name matches exactly. ``Hit.text`` is the raw model string: escaping it for display is the
-caller's job.
+unless only its name matches exactly; a node found by its name or op type is not reported again for its
+metadata, and a stack-trace match beats any other metadata. ``metadata`` covers every node metadata entry except
+the stack trace and the three entries the module tree is made of (``namespace``, ``name_scopes``,
+``class_hierarchy``: module paths and classes are searched as ``module`` hits); ``pkg.torch.onnx.fx_node`` is read
+from the aten calls (every node of a call carries the call's text, that is how calls are grouped). For these two
+kinds ``Hit.key`` names the metadata entry and ``Hit.text`` is the line of it that matched. ``Hit.text`` is the raw
+model string: escaping it for display is the caller's job.
 
 ``search(index, query)`` builds a lookup table on each call; a caller that searches repeatedly (the GUI's
 search box) keeps one ``SearchIndex(index)``, which builds its table once, on first use. The index itself
-precomputes nothing for search. On a 100k-node export the table takes ~0.15 s to build (plus ~0.8 s for the module tree
-if nobody has asked for it yet) and a query takes 15-35 ms.
+precomputes nothing for search. Node metadata is read on the first query, not when the table is built: one pass
+that keeps each distinct text once (a 100k-node Llama export has 27 distinct stack traces and rule names), so a
+query tests each distinct text once and then the nodes by a small integer each.
 """
 
 from __future__ import annotations
@@ -24,27 +31,35 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 import onnx
 
+from inspector.core.body import walk_body
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.provenance import AtenCall, ModuleNode
+from inspector.core.provenance import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall, ModuleNode
+from inspector.core.scan import FX_NODE
 from inspector.core.walk import (
     STANDARD_DOMAINS,
     SUBGRAPH_OPS,
     NodePath,
-    may_have_subgraphs,
+    as_text,
     path_text,
     resolve_path,
-    subgraphs,
 )
 
-HitKind = Literal["function", "aten_target", "module", "op_type", "node"]
+HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
+NODE_KINDS: frozenset[HitKind] = frozenset({"op_type", "node", "stack_trace", "metadata"})  # hits that are a node
+MATCHED_IN: dict[HitKind, str] = {"function": "function", "aten_target": "target", "module": "module",
+                                  "op_type": "op", "node": "name", "stack_trace": "stack trace",
+                                  "metadata": "metadata"}  # where a hit matched, in words
 DEFAULT_LIMIT = 500
+# metadata entries searched as something else: fx_node through the aten calls, the module entries as modules
+_NOT_METADATA = frozenset({FX_NODE, NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
+_LINE_LIMIT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +71,14 @@ class Hit:
     scope: GraphScope | None  # MAIN or the FunctionKey whose body holds the node / aten call; None for function/module
     path: NodePath  # node path in ``scope`` for node and op_type hits, () otherwise
     where: str  # readable location, e.g. "main/If_0.then_branch/Add_3" or "local.f:ovl/Mul_1"
-    ref: NodePath | AtenCall | FunctionKey | str  # node path (node, op_type), the call, the function, module path
+    ref: NodePath | AtenCall | FunctionKey | str  # node path (node kinds), the call, the function, module path
     exact: bool = False  # the whole text equals the query (case-insensitively)
+    key: str = ""  # the metadata entry that matched, for stack_trace and metadata hits
+
+    @property
+    def matched_in(self) -> str:
+        """Where the query matched, in words: name, op, target, module, function, stack trace, metadata."""
+        return MATCHED_IN[self.kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +128,7 @@ class SearchIndex:
         self._targets: list[tuple[str, str, str, str, list[int]]] = []
         self._functions: list[tuple[FunctionKey, str, str]] = []
         self._modules: list[tuple[ModuleNode, str, str]] = []
+        self._meta: _Metadata | None = None  # read on the first query
 
     # --- building -----------------------------------------------------------------------------------------------
 
@@ -116,6 +138,11 @@ class SearchIndex:
             if not self._built:
                 self._build()
                 self._built = True
+
+    def prepare(self) -> None:
+        """Build the tables and read the nodes' metadata now (otherwise the first ``search`` does)."""
+        self.build()
+        self._metadata()
 
     def _build(self) -> None:
         index = self.index
@@ -154,23 +181,115 @@ class SearchIndex:
                 stack.extend(reversed(list(m.children.values())))
 
     def _add_nodes(self, nodes: Sequence[onnx.NodeProto]) -> None:
-        """Parent-before-children walk with an explicit stack (subgraphs may nest hundreds deep)."""
         paths, name_cf, ops = self._path, self._name_cf, self._op
-        stack: list[tuple[Sequence[onnx.NodeProto], NodePath, int]] = [(nodes, (), 0)]
-        while stack:
-            seq, prefix, start = stack.pop()
-            for i in range(start, len(seq)):
-                node = seq[i]
-                path = (*prefix, i)
-                paths.append(path)
-                name_cf.append(node.name.casefold())
-                ops.append(node.op_type)
-                if may_have_subgraphs(node):
-                    subs = list(subgraphs(node))
-                    if subs:
-                        stack.append((seq, prefix, i + 1))  # resume after this node's subgraphs
-                        stack.extend((g.node, (*path, step), 0) for step, g in reversed(subs))
-                        break
+        for path, node in walk_body(nodes):
+            paths.append(path)
+            name_cf.append(node.name.casefold())
+            ops.append(node.op_type)
+
+    def _metadata(self) -> _Metadata:
+        """The nodes' metadata, read once (on the first query)."""
+        with self._lock:
+            if self._meta is None:
+                self._meta = self._read_metadata()
+            return self._meta
+
+    def _read_metadata(self) -> _Metadata:
+        meta = _Metadata()
+        text_ids: dict[tuple[str | bytes, str | bytes], int] = {}
+        sig_ids: dict[tuple[int, ...], int] = {}
+        texts, node_sig = meta.texts, meta.node_sig
+        for s, nodes in enumerate(self._scope_nodes):
+            start = self._scope_start[s]
+            end = self._scope_start[s + 1] if s + 1 < len(self._scopes) else len(self._op)
+            flat = end - start == len(nodes) and (start == end or self._path[start] is None)
+            for node in (nodes if flat else (n for _p, n in walk_body(nodes))):
+                ids: tuple[int, ...] = ()
+                for p in node.metadata_props:
+                    k = p.key
+                    if k in _NOT_METADATA:
+                        continue
+                    raw = (k, p.value)
+                    t = text_ids.get(raw)
+                    if t is None:
+                        t = text_ids[raw] = len(texts)
+                        value = as_text(raw[1])
+                        texts.append((as_text(k), value, value.casefold()))
+                    ids = (*ids, t)
+                if not ids:
+                    node_sig.append(-1)
+                    continue
+                sig = sig_ids.get(ids)
+                if sig is None:
+                    sig = sig_ids[ids] = len(meta.sigs)
+                    meta.sigs.append(ids)
+                node_sig.append(sig)
+        meta.fx_cf = [call.fx_text.casefold() for call in self.index.provenance.calls]
+        return meta
+
+    def _call_nodes(self, call: AtenCall) -> list[int]:
+        """The node numbers of an aten call's nodes."""
+        try:
+            s = self._scopes.index(call.scope)
+        except ValueError:
+            return []
+        start = self._scope_start[s]
+        end = self._scope_start[s + 1] if s + 1 < len(self._scopes) else len(self._op)
+        out: list[int] = []
+        if start < end and self._path[start] is None:  # a flat main graph: node i is number start + i
+            for p in call.node_paths:
+                if len(p) == 1 and isinstance(p[0], int) and 0 <= p[0] < end - start:
+                    out.append(start + p[0])
+            return out
+        meta = self._meta
+        assert meta is not None
+        numbers = meta.numbers.get(s)
+        if numbers is None:
+            numbers = meta.numbers[s] = {self._path[i] or (i - start,): i for i in range(start, end)}
+        for p in call.node_paths:
+            i = numbers.get(p)
+            if i is not None:
+                out.append(i)
+        return out
+
+    def _metadata_candidates(self, q: str, taken: set[int]) -> list[tuple[HitKind, int, int, bool]]:
+        """(kind, node number, text id or -1 - call index, exact) for nodes whose metadata holds ``q``."""
+        meta = self._metadata()
+        texts = meta.texts
+        best_of_sig: dict[int, int] = {}
+        matched = {j for j, (_k, _v, cf) in enumerate(texts) if q in cf}
+        if matched:
+            for sig, ids in enumerate(meta.sigs):
+                best = -1
+                for j in ids:
+                    if j in matched:
+                        if texts[j][0] == STACK_TRACE:
+                            best = j
+                            break
+                        if best < 0:
+                            best = j
+                if best >= 0:
+                    best_of_sig[sig] = best
+        found: dict[int, int] = {}  # node number -> text id (>= 0) or -1 - call index
+        if best_of_sig:
+            for i, sig in enumerate(meta.node_sig):
+                if sig in best_of_sig and i not in taken:
+                    found[i] = best_of_sig[sig]
+        calls = self.index.provenance.calls
+        for c, cf in enumerate(meta.fx_cf):
+            if q in cf:
+                for i in self._call_nodes(calls[c]):
+                    if i not in taken and (i not in found or texts[found[i]][0] != STACK_TRACE):
+                        found[i] = -1 - c
+        out: list[tuple[HitKind, int, int, bool]] = []
+        for i in sorted(found):
+            j = found[i]
+            if j >= 0:
+                kind: HitKind = "stack_trace" if texts[j][0] == STACK_TRACE else "metadata"
+                out.append((kind, i, j, texts[j][2] == q))
+            else:
+                out.append(("metadata", i, j, meta.fx_cf[-1 - j] == q))
+        return out
 
     # --- searching ----------------------------------------------------------------------------------------------
 
@@ -209,6 +328,8 @@ class SearchIndex:
                 buckets[1][3].append(("op_type", i, 0))
             else:
                 buckets[1][4].append(("node", i, 0))
+        for kind, i, j, exact in self._metadata_candidates(q, set(matched)):
+            buckets[not exact][KINDS.index(kind)].append((kind, i, j))
         total = sum(len(b) for row in buckets for b in row)
         hits: list[Hit] = []
         if limit > 0:
@@ -240,7 +361,33 @@ class SearchIndex:
         s = bisect.bisect_right(self._scope_start, k) - 1
         scope, nodes = self._scopes[s], self._scope_nodes[s]
         path = self._path[k] or (k - self._scope_start[s],)
-        node = resolve_path(nodes, path)
         where = path_text(nodes, path, str(scope))
+        if kind in ("stack_trace", "metadata"):
+            meta = self._meta
+            assert meta is not None
+            if extra >= 0:
+                entry, value, _cf = meta.texts[extra]
+            else:
+                entry, value = FX_NODE, self.index.provenance.calls[-1 - extra].fx_text
+            return Hit(kind, matched_line(value, q), scope, path, where, path, exact, entry)
+        node = resolve_path(nodes, path)
         text = node.op_type if kind == "op_type" else node.name
         return Hit(kind, text, scope, path, where, path, exact)
+
+
+@dataclass(slots=True)
+class _Metadata:
+    """Node metadata of one model as search reads it: each distinct (key, value) once."""
+
+    texts: list[tuple[str, str, str]] = field(default_factory=list)  # (key, value, value casefolded)
+    sigs: list[tuple[int, ...]] = field(default_factory=list)  # distinct sets of text ids that nodes carry
+    node_sig: list[int] = field(default_factory=list)  # per node number: its sig, or -1
+    fx_cf: list[str] = field(default_factory=list)  # per aten call: its fx_node text, casefolded
+    numbers: dict[int, dict[NodePath, int]] = field(default_factory=dict)  # per nested scope: path -> number
+
+
+def matched_line(text: str, q: str) -> str:
+    """The first line of ``text`` that holds ``q`` (casefolded), stripped and at most ``_LINE_LIMIT`` long."""
+    lines = text.splitlines() or [text]
+    line = next((x for x in lines if q in x.casefold()), lines[0]).strip()
+    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 1] + "…"

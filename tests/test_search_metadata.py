@@ -1,0 +1,144 @@
+"""Search over what nodes carry in ``metadata_props``: stack traces and other metadata (issue 12.6).
+
+The expected hits come from reading the ONNX file directly (``onnx.load``, a recursive walk, a dict of each
+node's metadata), not from the search code: a node matches by name or op type first, then by its stack trace,
+then by any other metadata entry except the three the module tree is made of (searched as module hits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import onnx
+import pytest
+
+from inspector.core.index import open_index
+from inspector.core.keys import MAIN, FunctionKey, GraphScope
+from inspector.core.search import MATCHED_IN, SearchIndex, matched_line, search
+from tests.conftest import FIXTURES
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+STACK_TRACE = "pkg.torch.onnx.stack_trace"
+MODULE_KEYS = {"namespace", "pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"}
+
+
+def _walk(nodes, prefix=()) -> Iterator[tuple[tuple, onnx.NodeProto]]:
+    for i, node in enumerate(nodes):
+        path = (*prefix, i)
+        yield path, node
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _walk(a.g.node, (*path, a.name))
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for k, g in enumerate(a.graphs):
+                    yield from _walk(g.node, (*path, f"{a.name}[{k}]"))
+
+
+def _expected(path: Path, query: str) -> dict[str, list[tuple[GraphScope, tuple]]]:
+    """Stack-trace and metadata matches of ``query``, by kind, in document order, read from the file."""
+    model = onnx.load(path)
+    q = query.strip().casefold()
+    scopes = [(MAIN, model.graph.node)]
+    scopes += [(FunctionKey(f.domain, f.name, f.overload), f.node) for f in model.functions]
+    out: dict[str, list[tuple[GraphScope, tuple]]] = {"stack_trace": [], "metadata": []}
+    for scope, nodes in scopes:
+        for p, node in _walk(nodes):
+            if q in node.name.casefold() or q in node.op_type.casefold():
+                continue
+            meta = {e.key: e.value for e in node.metadata_props}
+            if q in meta.get(STACK_TRACE, "").casefold():
+                out["stack_trace"].append((scope, p))
+            elif any(q in v.casefold() for k, v in meta.items() if k != STACK_TRACE and k not in MODULE_KEYS):
+                out["metadata"].append((scope, p))
+    return out
+
+
+def _found(path: Path, query: str) -> dict[str, list[tuple[GraphScope, tuple]]]:
+    result = search(open_index(path), query, limit=10**6)
+    assert not result.truncated
+    return {kind: [(h.scope, h.path) for h in result.hits if h.kind == kind] for kind in ("stack_trace", "metadata")}
+
+
+def test_rotary_finds_the_nodes_whose_stack_trace_mentions_apply_rotary_pos_emb():
+    path = ZOO / "llama_gqa.onnx"
+    expected = _expected(path, "rotary")
+    assert len(expected["stack_trace"]) == 28 and expected["metadata"] == []  # 14 nodes in each of 2 layers
+    index = open_index(path)
+    hits = [h for h in search(index, "rotary").hits if h.kind == "stack_trace"]
+    assert [(h.scope, h.path) for h in hits] == expected["stack_trace"]
+    model = onnx.load(path)
+    for h in hits:
+        node = model.graph.node[h.path[0]]
+        trace = next(e.value for e in node.metadata_props if e.key == STACK_TRACE)
+        assert h.key == STACK_TRACE and h.matched_in == "stack trace" and h.ref == h.path
+        assert h.text in [line.strip() for line in trace.splitlines()] and "rotary" in h.text.casefold()
+        assert h.where == f"main/{node.name}"
+    # the call site's line, the first line of the trace that mentions the query
+    assert hits[0].text == "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)"
+    # nothing else in the model says "rotary": no node name, op type, target, module or function
+    assert search(index, "rotary").total == 28
+
+
+@pytest.mark.parametrize(("name", "query"), [
+    ("llama_gqa", "apply_rotary_pos_emb"),
+    ("llama_gqa", "unsqueeze_14"),  # an FX node name: in the fx_node text of the calls that read it
+    ("llama_gqa", "num_users=2"),
+    ("llama_gqa", "ReshapeReshape"),  # a rewriter rule name
+    ("llama_gqa", 'modeling_llama.py", line 2'),
+    ("cond", "true_branch"),  # stack traces of nodes inside the If's branches
+    ("cond", "relu"),  # op Relu, then stack traces ("relu * 2.0"), then fx_node arguments
+    ("cond", "torch.ops.aten.tanh"),
+    ("gpt2", "attention"),
+    ("t5", "torch.ops.aten"),
+])
+def test_stack_trace_and_metadata_hits_match_an_independent_reading(name, query):
+    path = ZOO / f"{name}.onnx"
+    expected = _expected(path, query)
+    assert expected["stack_trace"] or expected["metadata"]  # every case finds something
+    assert _found(path, query) == expected
+
+
+def test_exact_metadata_values_come_first_and_name_their_key():
+    index = open_index(ZOO / "llama_gqa.onnx")
+    hits = search(index, "reshapereshape").hits
+    assert [(h.kind, h.key, h.text, h.exact) for h in hits] == [
+        ("metadata", "pkg.onnxscript.rewriter.rule_name", "ReshapeReshape", True)] * 2
+    assert [h.matched_in for h in hits] == ["metadata", "metadata"]
+    fx = [h for h in search(index, "unsqueeze_14").hits if h.kind == "metadata"]
+    assert fx and {h.key for h in fx} == {"pkg.torch.onnx.fx_node"}
+    assert all("unsqueeze_14" in h.text for h in fx)
+
+
+def test_each_hit_says_where_it_matched():
+    assert MATCHED_IN == {"function": "function", "aten_target": "target", "module": "module", "op_type": "op",
+                          "node": "name", "stack_trace": "stack trace", "metadata": "metadata"}
+
+
+def test_metadata_is_read_on_the_first_query_not_when_the_table_is_built():
+    si = SearchIndex(open_index(ZOO / "llama_gqa.onnx"))
+    si.build()
+    assert si._meta is None
+    si.search("rotary")
+    meta = si._meta
+    assert meta is not None
+    assert si.search("ROTARY") == si.search("rotary") and si._meta is meta  # read once, kept
+    # each distinct text is kept once: 137 nodes, far fewer distinct stack traces and rule names
+    assert len(meta.node_sig) == 137 and len(meta.texts) < 137
+
+
+def test_matched_line():
+    text = 'File "a.py", line 1, in f\n    x = g()\n  File "b.py", line 2, in apply_rotary_pos_emb\n    y = 1'
+    assert matched_line(text, "rotary") == 'File "b.py", line 2, in apply_rotary_pos_emb'
+    assert matched_line(text, "x = g") == "x = g()"
+    assert matched_line("a\nb", "a\nb") == "a"  # a query across lines: the first line
+    assert len(matched_line("x" * 1000, "x")) == 300
+
+
+def test_hostile_metadata_is_returned_raw():
+    index = open_index(FIXTURES / "hostile.onnx")
+    (hit,) = [h for h in search(index, "onerror=alert").hits if h.kind == "metadata"]
+    assert (hit.kind, hit.key, hit.text, hit.path) == (
+        "metadata", "key<script>alert(1)</script>", "value<img src=x onerror=alert(1)>", (0,))
+    (hit,) = search(index, "md|table").hits  # the matching line of a multi-line value, raw
+    assert (hit.key, hit.text) == ("note", "line2 | md|table | [x](javascript:alert(1)) \u202eRTL ${{x}} </td></tr>")
