@@ -121,7 +121,7 @@ def test_search_finds_nodes_in_subgraphs_and_jumps(qtbot, make_window):
     qtbot.keyClicks(window.search_panel.box, "negate")
     window.search_panel.run()
     texts = [window.search_panel.results.item(i).text() for i in range(window.search_panel.results.count())]
-    assert any(t.startswith("fn  ") for t in texts)
+    assert any(t.startswith("function  ") for t in texts)  # each row says where it matched
     assert any(".then_branch" in t or ".else_branch" in t or ".body" in t for t in texts)
     qtbot.keyClick(window.search_panel.box, Qt.Key.Key_Down)
     assert window.search_panel.results.currentRow() >= 0
@@ -136,15 +136,15 @@ def test_search_jumps_to_an_aten_call_and_node_details(qtbot, make_window):
     assert window.search_panel.results.count() == 2
     assert window.search_panel.status.text() == "2 results"
     texts = [window.search_panel.results.item(i).text() for i in range(2)]
-    assert texts == ["aten  aten::scaled_dot_product_attention  ·  layers.0.attn › scaled_dot_product_attention",
-                     "aten  aten::scaled_dot_product_attention  ·  layers.1.attn › scaled_dot_product_attention_1"]
+    assert texts == ["target  aten::scaled_dot_product_attention  ·  layers.0.attn › scaled_dot_product_attention",
+                     "target  aten::scaled_dot_product_attention  ·  layers.1.attn › scaled_dot_product_attention_1"]
     with qtbot.waitSignal(window.selection_shown, timeout=30000):
         qtbot.keyClick(window.search_panel.box, Qt.Key.Key_Return)
     assert "scaled_dot_product_attention" in window.signature.view.toPlainText()
     window.search_panel.box.setText("node_transpose")
     window.search_panel.run()
     results = window.search_panel.results
-    node_rows = [i for i in range(results.count()) if results.item(i).text().startswith("node")]
+    node_rows = [i for i in range(results.count()) if results.item(i).text().startswith("name  ")]
     hit = results.item(node_rows[0]).data(Qt.ItemDataRole.UserRole)
     call = window.search_panel.owner(hit)
     assert call is not None and results.item(node_rows[0]).text().endswith(f"{call.module_path} › {call.name}")

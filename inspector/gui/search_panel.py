@@ -1,21 +1,25 @@
-"""Search (Ctrl+F) over node names, op types, aten targets, function names and module paths.
+"""Search (Ctrl+F) over node names, op types, aten targets, function names, module paths, stack traces and
+node metadata.
 
-Each result is named by what tells it apart: the module path (and FX name) of the aten call a node belongs to,
-elided in the middle so the distinguishing end stays visible."""
+Each result says where it matched (name, op, target, module, function, stack trace, metadata) and is named by
+what tells it apart: the module path (and FX name) of the aten call a node belongs to, elided in the middle so
+the distinguishing end stays visible. Typing searches off the GUI thread (a 100k-node export's first query
+reads every node's metadata); a result that arrives after the text has changed is dropped. The metadata is
+read in the background as soon as a model is shown, so the first query rarely waits for it."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from inspector.core.keys import MAIN
 from inspector.core.provenance import AtenCall
-from inspector.core.search import Hit, SearchIndex
+from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit
-
-KIND_TAGS = {"function": "fn", "aten_target": "aten", "module": "mod", "op_type": "op", "node": "node"}
+from inspector.gui.worker import Jobs
 
 
 class SearchPanel(QWidget):
@@ -25,7 +29,7 @@ class SearchPanel(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.box = LineEdit(placeholderText="Search nodes, ops, aten targets, functions, modules…")
+        self.box = LineEdit(placeholderText="Search names, ops, aten targets, modules, stack traces…")
         self.box.setClearButtonEnabled(True)
         self.results = QListWidget()
         self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
@@ -38,10 +42,13 @@ class SearchPanel(QWidget):
         lay.addWidget(self.box)
         lay.addWidget(self.status)
         lay.addWidget(self.results)
+        self.jobs = Jobs()
         self._index: SearchIndex | None = None
         self._owners: dict[int, AtenCall] | None = None  # main-graph node -> its aten call, built on first use
+        self._shown: str | None = None  # the text the rows are for
+        self._generation = 0  # bumped per model: a search of the previous model reports to no one
         self._timer = QTimer(self, singleShot=True, interval=150)
-        self._timer.timeout.connect(self.run)
+        self._timer.timeout.connect(self._start)
         self.box.textChanged.connect(lambda _t: self._timer.start())
         self.box.returnPressed.connect(self._enter)
         self.box.installEventFilter(self)
@@ -49,49 +56,94 @@ class SearchPanel(QWidget):
         self.results.itemClicked.connect(self._activated)  # Up/Down only move; Enter or a click jumps
 
     def set_index(self, index: SearchIndex | None) -> None:
+        self._generation += 1
         self._index = index
         self._owners = None
         self._timer.stop()
         self.results.clear()
         self.status.setText("")
+        if index is not None:  # read the metadata now, in the background, rather than on the first query
+            self.jobs.run(lambda: self._prepare(index), lambda _r: None, priority=-1)
 
     def focus(self) -> None:
         self.box.setFocus()
         self.box.selectAll()
 
     def run(self) -> None:
+        """Search for the box's text now, on this thread (Enter with no results yet; tests)."""
+        self._timer.stop()
+        text = self.box.text()
+        if self._index is None or not text.strip():
+            self._show(None)
+            return
+        result = self._index.search(text)
+        self._owners_of(self._index)
+        self._show(result, text)
+
+    def _start(self) -> None:
+        """Search for the box's text on a worker thread; the rows are made when it reports."""
+        index, text, generation = self._index, self.box.text(), self._generation
+        if index is None or not text.strip():
+            self._show(None)
+            return
+
+        def work() -> SearchResult:
+            result = index.search(text)
+            self._owners_of(index)
+            return result
+
+        def done(result: SearchResult) -> None:
+            # else the panel is gone, another model is shown, or a newer search is on its way
+            if isValid(self) and generation == self._generation and text == self.box.text():
+                self._show(result, text)
+
+        self.jobs.run(work, done)
+
+    def _prepare(self, index: SearchIndex) -> None:
+        index.prepare()
+        self._owners_of(index)
+
+    def _owners_of(self, index: SearchIndex) -> dict[int, AtenCall]:
+        """Main-graph node -> its aten call (one pass over the calls; made off the GUI thread when typing)."""
+        owners = self._owners
+        if owners is None or index is not self._index:
+            owners = {p[0]: call for call in index.index.provenance.calls if call.scope == MAIN
+                      for p in call.node_paths if p and isinstance(p[0], int)}
+            if index is self._index:
+                self._owners = owners
+        return owners
+
+    def _show(self, result: SearchResult | None, text: str | None = None) -> None:
         self.results.clear()
-        if self._index is None or not self.box.text().strip():
+        self._shown = text
+        if result is None:
             self.status.setText("")
             return
-        result = self._index.search(self.box.text())
         for hit in result.hits:
             call = self.owner(hit)
             place = f"{call.module_path or 'root'} › {call.name}" if call is not None else hit.where
-            item = QListWidgetItem(f"{KIND_TAGS[hit.kind]}  {hit.text}  ·  {place}")
+            item = QListWidgetItem(f"{hit.matched_in}  {hit.text}  ·  {place}")
             item.setData(Qt.ItemDataRole.UserRole, hit)
-            item.setToolTip(tooltip(f"{hit.kind}: {hit.text}\n{hit.where}"
-                                    + (f"\nin {call.target} ({call.name}) of {call.module_path}" if call else "")))
+            matched = f"{hit.matched_in} ({hit.key})" if hit.key else hit.matched_in
+            item.setToolTip(tooltip(f"{matched}: {hit.text}\n{hit.where}"
+                                    + (f"\nin {call.target} ({call.name}) of {call.module_path or 'the root module'}"
+                                       if call else "")))
             self.results.addItem(item)
         n = len(result.hits)
-        more = f" (showing {n} of {result.total})" if result.truncated else ""
-        self.status.setText(f"{n} result{'s' if n != 1 else ''}{more}")
+        more = f" (showing {n:,} of {result.total:,})" if result.truncated else ""
+        self.status.setText(f"{n:,} result{'s' if n != 1 else ''}{more}")
 
     def owner(self, hit: Hit) -> AtenCall | None:
         """The aten call a hit belongs to: the call itself, or the call holding a main-graph node."""
         if isinstance(hit.ref, AtenCall):
             return hit.ref
-        if self._index is None or hit.kind not in ("node", "op_type") or hit.scope != MAIN or not hit.path:
+        if self._index is None or hit.kind not in NODE_KINDS or hit.scope != MAIN or not hit.path:
             return None
-        if self._owners is None:
-            self._owners = {p[0]: call for call in self._index.index.provenance.calls if call.scope == MAIN
-                            for p in call.node_paths if p and isinstance(p[0], int)}
         first = hit.path[0]
-        return self._owners.get(first) if isinstance(first, int) else None
+        return self._owners_of(self._index).get(first) if isinstance(first, int) else None
 
     def _enter(self) -> None:
-        self._timer.stop()
-        if self.results.count() == 0:
+        if self.results.count() == 0 or self._shown != self.box.text():  # no rows yet, or rows of older text
             self.run()
         if self.results.count():
             row = max(self.results.currentRow(), 0)
