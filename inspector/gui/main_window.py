@@ -29,7 +29,7 @@ from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import FunctionKey, GraphScope
 from inspector.core.provenance import AtenCall
 from inspector.core.review import ReviewStore, sidecar_path
-from inspector.core.search import Hit, SearchIndex
+from inspector.core.search import NODE_KINDS, Hit, SearchIndex
 from inspector.core.values import graph_value_types
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
@@ -305,7 +305,7 @@ class MainWindow(QMainWindow):
         if hit.kind == "module":
             self.show_object(module_node(self.index, str(hit.ref)))
             return
-        if hit.kind in ("node", "op_type") and hit.scope is not None and hit.path:
+        if hit.kind in NODE_KINDS and hit.scope is not None and hit.path:  # name, op, stack trace, metadata
             self.show_node(hit.scope, hit.path, hit.where)
             self.nodes.reveal(hit.scope, hit.path, self.search_panel.owner(hit))
 
