@@ -1,0 +1,67 @@
+"""The search panel on a real export: typing searches off the GUI thread, stack-trace hits are named by module path
+and FX name and say where they matched, and a hit jumps to its node in the graph of its aten call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+STACK_TRACE = "pkg.torch.onnx.stack_trace"
+
+
+def _rotary_nodes(path: Path) -> list[int]:
+    """Main-graph nodes whose stack trace mentions "rotary", read from the file."""
+    model = onnx.load(path)
+    return [i for i, n in enumerate(model.graph.node)
+            if any(e.key == STACK_TRACE and "rotary" in e.value.casefold() for e in n.metadata_props)]
+
+
+def test_typing_rotary_lists_the_stack_trace_hits_and_a_click_reveals_the_node(qtbot, window):
+    path = ZOO / "llama_gqa.onnx"
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.open_path(path)
+    panel = window.search_panel
+    window.start_search()
+    qtbot.keyClicks(panel.box, "rotary")  # the debounced search runs on a worker and fills the list later
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=30000)
+    expected = _rotary_nodes(path)
+    assert len(expected) == 28
+    assert panel.status.text() == "28 results"
+    rows = [panel.results.item(i) for i in range(panel.results.count())]
+    hits = [r.data(Qt.ItemDataRole.UserRole) for r in rows]
+    assert [h.path for h in hits] == [(i,) for i in expected]
+    for row, hit in zip(rows, hits):
+        call = panel.owner(hit)
+        assert call is not None
+        # where it matched first, then the matched line, then the distinguishing module path and FX name last
+        assert row.text() == f"stack trace  {hit.text}  ·  {call.module_path} › {call.name}"
+    assert len({r.text() for r in rows}) == len(rows)  # no two rows alike
+    assert panel.results.textElideMode() == Qt.TextElideMode.ElideMiddle
+
+    panel.results.setCurrentRow(3)
+    hit = hits[3]
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(panel.box, Qt.Key.Key_Return)
+    assert window.center.current_scope() is panel.owner(hit)
+    selected = window.center.graph.selected()
+    assert selected is not None and selected.ref == hit.path
+
+
+def test_a_result_for_older_text_is_not_shown(qtbot, window):
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.open_path(ZOO / "llama_gqa.onnx")
+    panel = window.search_panel
+    panel.box.setText("rotary")
+    panel._start()  # a search for "rotary" is on its way ...
+    panel.box.setText("ReshapeReshape")  # ... and the text changes before it reports
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=30000)
+    texts = [panel.results.item(i).text() for i in range(panel.results.count())]
+    assert texts and all(t.startswith("metadata  ReshapeReshape  ·  ") for t in texts)
+    assert len(texts) == 2
