@@ -54,7 +54,8 @@ def add_action(menu: QMenu, text: str, shortcut: QKeySequence | QKeySequence.Sta
 
 
 def build_file_menu(window: MainWindow) -> RecentFiles:
-    """File: Open, Open Recent, Compare with, Export Report, Find, Quit."""
+    """File: Open, Open Recent, Compare with, Compare Two Selected (two overloads or calls of one family, side by
+    side), Export Report, Find, Quit."""
     file_menu = window.menuBar().addMenu("&File")
 
     def add(text: str, shortcut: QKeySequence | QKeySequence.StandardKey, slot: Callable[[], object]) -> None:
@@ -64,6 +65,10 @@ def build_file_menu(window: MainWindow) -> RecentFiles:
     recent = RecentFiles(window.settings, file_menu.addMenu("Open &Recent"), window.open_path)
     file_menu.addSeparator()
     add("&Compare with…", QKeySequence("Ctrl+Shift+O"), window.compare_with)
+    from inspector.gui.overload_compare import FamilyCompare  # it builds its own window's menu from here
+
+    family_compare = FamilyCompare(window)  # the functions tree's two-row selection and context menu
+    add("Compare Two &Selected Side by Side", QKeySequence("Ctrl+D"), family_compare.compare_selected)
     add("&Export Report…", QKeySequence("Ctrl+E"), window.export_report)
     add("&Find…", QKeySequence.StandardKey.Find, window.start_search)
     add("&Quit", QKeySequence.StandardKey.Quit, window.close)

@@ -22,14 +22,13 @@ Slot = tuple[NodePath, str]  # (node path in the body, attribute name), or ((), 
 
 @dataclass(slots=True)
 class BodyPairing:
-    """``pairs``: scene id in A -> the aligned scene id in B (nodes, constants, inputs and outputs by position);
-    marks for both graphs; the literal slots whose values differ on each side."""
+    """``pairs``: scene id in A -> the aligned scene id in B (nodes, constants, inputs and outputs); marks for both
+    graphs; ``changed``: the literal slots whose values differ, A's slot beside B's, in body order."""
 
     pairs: dict[str, str] = field(default_factory=dict)
     marks_a: Marks = field(default_factory=dict)
     marks_b: Marks = field(default_factory=dict)
-    slots_a: set[Slot] = field(default_factory=set)
-    slots_b: set[Slot] = field(default_factory=set)
+    changed: list[tuple[Slot, Slot]] = field(default_factory=list)
 
     def partner(self, node_id: str, from_a: bool) -> str | None:
         """The box aligned with ``node_id`` on the other side (None when it has none)."""
@@ -41,7 +40,8 @@ class BodyPairing:
 def pair_bodies(body_a: Body, body_b: Body) -> BodyPairing:
     """Align two bodies node by node: aligned nodes pair up (and are coloured when a literal attribute differs),
     unaligned ones are coloured as only in A or only in B; baked constants pair through the aligned nodes that read
-    them (coloured when their values differ), inputs and outputs by position."""
+    them (coloured when their values differ), inputs and weights through the aligned nodes that read them, then
+    by position, and outputs by position."""
     wa, wb = list(walk_body(body_a.nodes)), list(walk_body(body_b.nodes))
     out = BodyPairing()
     removed: set[int] = set()
@@ -54,8 +54,7 @@ def pair_bodies(body_a: Body, body_b: Body) -> BodyPairing:
                              for k, va, vb in names) or f"{wa[i][1].op_type}: attributes differ"
             out.marks_a[scene_id(body_a, wa[i][0])] = (CHANGED, note)
             out.marks_b[scene_id(body_b, wb[j][0])] = (CHANGED, note)
-            out.slots_a.update((wa[i][0], k) for k, _va, _vb in names)
-            out.slots_b.update((wb[j][0], k) for k, _va, _vb in names)
+            out.changed.extend(((wa[i][0], k), (wb[j][0], k)) for k, _va, _vb in names)
         elif op == "removed":
             assert i is not None
             removed.add(i)
@@ -69,10 +68,14 @@ def pair_bodies(body_a: Body, body_b: Body) -> BodyPairing:
     kept_b = [n for k, n in enumerate(wb) if k not in added]
     for (pa, na), (pb, nb) in zip(kept_a, kept_b):
         out.pairs[scene_id(body_a, pa)] = scene_id(body_b, pb)
-        for xa, xb in zip(na.input, nb.input):  # baked constants pair up through the input they feed
-            if xa in body_a.constants and xb in body_b.constants and f"const:{xa}" not in out.pairs:
-                out.pairs[f"const:{xa}"] = f"const:{xb}"
-                _compare_constants(out, xa, body_a.constants[xa], xb, body_b.constants[xb])
+        for xa, xb in zip(na.input, nb.input):  # what two aligned nodes read pairs up, input by input
+            if xa in body_a.constants and xb in body_b.constants:
+                if f"const:{xa}" not in out.pairs:
+                    out.pairs[f"const:{xa}"] = f"const:{xb}"
+                    _compare_constants(out, xa, body_a.constants[xa], xb, body_b.constants[xb])
+            elif xa and xb:  # a graph input, or a weight (drawn as a constant box when small)
+                out.pairs.setdefault(f"in:{xa}", f"in:{xb}")
+                out.pairs.setdefault(f"const:{xa}", f"const:{xb}")
     paired_b = set(out.pairs.values())
     for name in body_a.constants:
         if f"const:{name}" not in out.pairs:
@@ -93,8 +96,7 @@ def _compare_constants(out: BodyPairing, na: str, ta: onnx.TensorProto, nb: str,
         note = f"constant: {show_value(va)} -> {show_value(vb)}"
         out.marks_a[f"const:{na}"] = (CHANGED, note)
         out.marks_b[f"const:{nb}"] = (CHANGED, note)
-        out.slots_a.add(((), na))
-        out.slots_b.add(((), nb))
+        out.changed.append((((), na), ((), nb)))
 
 
 def _literal_attrs(node: onnx.NodeProto) -> dict[str, tuple[Any, str]]:

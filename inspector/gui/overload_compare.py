@@ -1,0 +1,417 @@
+"""Overload against overload: two members of one family (two function overloads, two aten calls, or the calls
+behind two rows of the functions tree) side by side, with the values that differ lit.
+
+The bodies are aligned by the diff engine (``core.diff.align_nodes``, through ``pairing.pair_bodies``, as the
+compare window aligns a body of two models); each side shows its graph, its aten signature with the arguments
+that differ lit, and its body with the differing values lit. Which aten argument a value came from is what the
+family analysis linked it to (``core.links``); equal values alone never name an argument.
+
+In the main window: select two rows of the functions tree (Ctrl+click) and press Ctrl+D, or right-click a row
+and pick "Compare with…" and one of its siblings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import onnx
+from PySide6.QtCore import QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inspector.core.body import Body, function_body
+from inspector.core.bodytext import Line, body_lines, signature_line
+from inspector.core.diff import show_value
+from inspector.core.functions import CallSite
+from inspector.core.index import Family, Overload
+from inspector.core.keys import FunctionKey, Scope
+from inspector.core.literals import attribute_value, tensor_value
+from inspector.core.provenance import AtenCall
+from inspector.core.signature import CallSignature
+from inspector.core.specialise import SpecialisedValue
+from inspector.core.walk import resolve_path
+from inspector.gui.analysis import Analyses, TreeObject
+from inspector.gui.family_model import FamilyModel
+from inspector.gui.menus import add_action
+from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pair_bodies
+from inspector.gui.text import esc, tooltip
+from inspector.gui.twin import TwinGraphs
+from inspector.gui.widgets import fit_to_screen
+
+if TYPE_CHECKING:
+    from inspector.gui.main_window import MainWindow
+
+LIT_TEXT = "#000000"  # text on a lit value, in light and dark themes
+MAX_CALLS_LISTED = 12
+
+
+@dataclass(slots=True)
+class Member:
+    """One side: what is compared (an aten call, or a function overload), its graph and its analysed body."""
+
+    obj: AtenCall | FunctionKey
+    title: str  # "layer_norm_1  (blocks.1.norm)", "local.tr:perm_0231"
+    body: Body  # this member's own body (its node paths are where its nodes sit in its graph)
+    specialised: list[SpecialisedValue]
+    signature: CallSignature | None
+    calls: tuple[str, ...]  # every call with exactly this body
+
+    @property
+    def scope(self) -> Scope:
+        return self.obj
+
+
+@dataclass(slots=True)
+class DiffRow:
+    """A row of the differences: an aten argument (``kind="argument"``), a literal of the body (``"value"``) or
+    nodes only on one side (``"node"``)."""
+
+    kind: str
+    label: str
+    a: str
+    b: str
+
+
+@dataclass(slots=True)
+class MemberComparison:
+    family: Family
+    a: Member
+    b: Member
+    pairing: BodyPairing
+    rows: list[DiffRow] = field(default_factory=list)
+    arguments: set[str] = field(default_factory=set)  # aten parameters whose values differ
+
+    @property
+    def identical(self) -> bool:
+        return not self.rows
+
+
+def member_of(obj: TreeObject) -> AtenCall | FunctionKey | None:
+    """What a row of the functions tree compares as: a call, an overload's function (or its first aten call),
+    a call site's callee; None for a family (pick one of its overloads) and for anything else."""
+    if isinstance(obj, Overload):
+        if obj.function is not None:
+            return obj.function
+        return obj.aten_calls[0] if obj.aten_calls else None
+    if isinstance(obj, CallSite):
+        return obj.callee
+    if isinstance(obj, (AtenCall, FunctionKey)):
+        return obj
+    return None
+
+
+def compare_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject) -> MemberComparison:
+    """Align the bodies of two members of one family and list what differs; ``ValueError`` says why two objects
+    cannot be compared (not members, or not of one family)."""
+    ma, mb = member_of(obj_a), member_of(obj_b)
+    if ma is None or mb is None:
+        raise ValueError("pick two overloads or two calls (not a whole family)")
+    fam = analyses.family_of(ma)
+    if fam is None or analyses.family_of(mb) is not fam:
+        raise ValueError("the two are not of one family")
+    a, b = _member(analyses, ma), _member(analyses, mb)
+    pairing = pair_bodies(a.body, b.body)
+    out = MemberComparison(fam, a, b, pairing)
+    out.rows.extend(_argument_rows(a.signature, b.signature))
+    out.arguments = {r.label for r in out.rows}
+    out.rows.extend(_value_rows(a, b, pairing.changed))
+    only_a = [note for colour, note in pairing.marks_a.values() if colour == REMOVED]
+    only_b = [note for colour, note in pairing.marks_b.values() if colour == ADDED]
+    if only_a or only_b:
+        out.rows.append(DiffRow("node", "nodes on one side only", _counted(only_a), _counted(only_b)))
+    return out
+
+
+def _member(analyses: Analyses, obj: AtenCall | FunctionKey) -> Member:
+    row: TreeObject = obj
+    if isinstance(obj, FunctionKey):  # the tree's row for a function is its overload
+        fam = analyses.family_of(obj)
+        row = next((o for o in fam.overloads if o.function == obj), None) if fam is not None else None
+    sel = analyses.selection(row)
+    if sel is None:
+        raise ValueError(f"{obj} has no body to compare")
+    if isinstance(obj, AtenCall):
+        body = analyses.specialiser.body_of_call(obj)
+        title = f"{obj.name}  ({obj.module_path or 'root'})"
+    else:
+        proto = analyses.index.functions.functions.get(obj)
+        if proto is None:
+            raise ValueError(f"{obj} is not defined in this model")
+        body = function_body(obj, proto)
+        title = str(obj)
+    return Member(obj, title, body, list(sel.analysis.specialised), sel.signature, tuple(sel.calls))
+
+
+def argument_values(sig: CallSignature | None) -> dict[str, str]:
+    """Non-tensor aten arguments as the signature line shows them (``eps`` -> ``1e-05``)."""
+    if sig is None:
+        return {}
+    out: dict[str, str] = {}
+    for seg in signature_line(sig):
+        b = seg.argument
+        if b is not None and not seg.text.endswith("=") and not (b.parameter.is_tensor and not _number(b.value)):
+            out[b.parameter.name] = seg.text
+    return out
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _argument_rows(sa: CallSignature | None, sb: CallSignature | None) -> list[DiffRow]:
+    va, vb = argument_values(sa), argument_values(sb)
+    return [DiffRow("argument", p, va.get(p, "-"), vb.get(p, "-")) for p in dict.fromkeys([*va, *vb])
+            if va.get(p) != vb.get(p)]
+
+
+def _value_rows(a: Member, b: Member, changed: Sequence[tuple[Slot, Slot]]) -> list[DiffRow]:
+    spec_a = {(s.literal.path, s.literal.name): s for s in a.specialised}
+    spec_b = {(s.literal.path, s.literal.name): s for s in b.specialised}
+    rows = []
+    for slot_a, slot_b in changed:
+        sa, sb = spec_a.get(slot_a), spec_b.get(slot_b)
+        params = list(dict.fromkeys(x.parameter for s in (sa, sb) if s is not None for x in s.links))
+        where = _where(a.body, slot_a, sa)
+        label = f"{', '.join(params)} ({where})" if params else where
+        rows.append(DiffRow("value", label, _literal(a.body, slot_a, sa), _literal(b.body, slot_b, sb)))
+    return rows
+
+
+def _where(body: Body, slot: Slot, spec: SpecialisedValue | None) -> str:
+    path, name = slot
+    if spec is not None:
+        lit = spec.literal
+        return f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"constant {lit.name} ({lit.op_type})"
+    if not path:
+        return f"constant {name}"
+    node = _node(body, path)
+    return f"{node.op_type}.{name}" if node is not None else name
+
+
+def _literal(body: Body, slot: Slot, spec: SpecialisedValue | None) -> str:
+    if spec is not None:
+        return show_value(spec.literal.value)
+    path, name = slot
+    if not path:
+        tensor = body.constants.get(name)
+        return show_value(tensor_value(tensor)[0]) if tensor is not None else "-"
+    node = _node(body, path)
+    attr = next((x for x in node.attribute if x.name == name), None) if node is not None else None
+    if attr is None:
+        return "-"
+    return show_value(attribute_value(attr)[0])
+
+
+def _node(body: Body, path: tuple[Any, ...]) -> onnx.NodeProto | None:
+    try:
+        return resolve_path(body.nodes, path)
+    except KeyError:
+        return None
+
+
+def _counted(notes: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for n in notes:
+        op = n.split(": ", 1)[-1]
+        counts[op] = counts.get(op, 0) + 1
+    return ", ".join(f"{op} ×{c}" if c > 1 else op for op, c in counts.items()) or "-"
+
+
+# HTML -----------------------------------------------------------------------------------------------------------
+def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str]) -> str:
+    """A side's info: its title, its aten signature (differing arguments lit), its body (differing values lit)."""
+    parts = [f"<h3>{esc(name)}: {esc(m.title)}</h3>"]
+    if m.signature is not None:
+        line = signature_line(m.signature, m.specialised)
+        html = "".join(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
+                       and seg.argument.parameter.name in lit_arguments else esc(seg.text) for seg in line)
+        parts.append(f"<p><b>Aten signature</b></p><pre style='white-space:pre-wrap'>{html}</pre>")
+    n = len(m.calls)
+    parts.append(f"<p><b>ONNX body</b> <small>{n} call{'s' if n != 1 else ''} with exactly this body</small></p>")
+    parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
+    if n > 1:
+        shown = "".join(f"<li>{esc(c)}</li>" for c in m.calls[:MAX_CALLS_LISTED])
+        more = f"<li>… {n - MAX_CALLS_LISTED} more</li>" if n > MAX_CALLS_LISTED else ""
+        parts.append(f"<p><b>Identical calls ({n})</b></p><ul>{shown}{more}</ul>")
+    return "".join(parts)
+
+
+def _lit(text: str) -> str:
+    return f"<span style='background-color:{CHANGED};color:{LIT_TEXT}'>{esc(text)}</span>"
+
+
+def _pre(lines: list[Line], lit_slots: set[Slot]) -> str:
+    out = []
+    for line in lines:
+        out.append("".join(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
+                           in lit_slots else esc(seg.text) for seg in line))
+    return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
+
+
+# the window -----------------------------------------------------------------------------------------------------
+class OverloadCompareWindow(QMainWindow):
+    """Two members of one family: the differences on top, both graphs (aligned, synced) and both bodies below."""
+
+    shown = Signal(object)  # MemberComparison, once both graphs are drawn and marked
+
+    def __init__(self, analyses: Analyses) -> None:
+        super().__init__()
+        self.analyses = analyses
+        self.comparison: MemberComparison | None = None
+        fit_to_screen(self, 1366, 768)
+        self.header = QLabel("")
+        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        self.header.setWordWrap(True)
+        self.rows = QTreeWidget()
+        self.rows.setHeaderLabels(["What differs", "A", "B"])
+        self.rows.setRootIsDecorated(False)
+        self.rows.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.rows.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        top = QWidget()
+        lay = QVBoxLayout(top)
+        lay.setContentsMargins(4, 4, 4, 0)
+        lay.addWidget(self.header)
+        lay.addWidget(self.rows, 1)
+        self.twin = TwinGraphs()
+        self.twin.drawn.connect(self._drawn)
+        self.ready = False  # both graphs of the comparison are drawn and marked
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(self.twin)
+        split.setSizes([150, 600])
+        self.setCentralWidget(split)
+        menu = self.menuBar().addMenu("&File")
+        add_action(menu, "&Close", QKeySequence.StandardKey.Close, self.close)
+
+    def show_comparison(self, c: MemberComparison) -> None:
+        self.comparison = c
+        self.ready = False
+        self.twin.set_indexes(self.analyses.index, self.analyses.index)
+        self.setWindowTitle(f"{c.family.label}: {c.a.title} ↔ {c.b.title} — ONNX Inspector")
+        verdict = "identical bodies and arguments" if c.identical else \
+            f"{len(c.rows)} difference{'s' if len(c.rows) != 1 else ''}"
+        self.header.setText(f"{c.family.label} — A: {c.a.title}   B: {c.b.title}   ({verdict})")
+        self.rows.clear()
+        for r in c.rows:
+            label = f"argument {r.label}" if r.kind == "argument" else r.label
+            item = QTreeWidgetItem([label, r.a, r.b])
+            for col, text in enumerate((label, r.a, r.b)):
+                item.setToolTip(col, tooltip(text))
+            self.rows.addTopLevelItem(item)
+        if c.identical:
+            self.rows.addTopLevelItem(QTreeWidgetItem(["nothing differs: same body, same values", "", ""]))
+        self.twin.a.label.set_full_text(f"A  {c.a.title}")
+        self.twin.b.label.set_full_text(f"B  {c.b.title}")
+        lit_a = {sa for sa, _sb in c.pairing.changed}
+        lit_b = {sb for _sa, sb in c.pairing.changed}
+        self.twin.show_pair(c.a.scope, c.b.scope, c.pairing, side_html("A", c.a, lit_a, c.arguments),
+                            side_html("B", c.b, lit_b, c.arguments))
+
+
+    def _drawn(self) -> None:
+        if self.comparison is not None:
+            self.ready = True
+            self.shown.emit(self.comparison)
+
+
+# the main window's side: picking two rows ----------------------------------------------------------------------
+class FamilyCompare(QObject):
+    """Ctrl+click two rows of the functions tree and press Ctrl+D (File → Compare Two Selected), or right-click
+    a row → Compare with… one of its siblings. A child of the main window (``window.findChild(FamilyCompare)``);
+    keeps the windows it opens referenced while they are open."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self.windows: list[OverloadCompareWindow] = []
+        view = window.family_view
+        view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._context_menu)
+
+    def selected_objects(self) -> list[TreeObject]:
+        rows = self.w.family_view.selectionModel().selectedRows(0)
+        return [r.data(self._role()) for r in sorted(rows, key=lambda r: self.w.family_view.visualRect(r).top())]
+
+    def compare_selected(self) -> OverloadCompareWindow | None:
+        objs = self.selected_objects()
+        if len(objs) != 2:
+            self.w.statusBar().showMessage("Select two overloads or calls of one family (Ctrl+click) to compare",
+                                           5000)
+            return None
+        return self.compare(objs[0], objs[1])
+
+    def compare(self, a: TreeObject, b: TreeObject) -> OverloadCompareWindow | None:
+        analyses = self.w.analyses
+        if analyses is None:
+            return None
+        try:
+            comparison = compare_members(analyses, a, b)
+        except ValueError as e:
+            self.w.statusBar().showMessage(f"Cannot compare: {e}", 5000)
+            return None
+        window = OverloadCompareWindow(analyses)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.windows = [x for x in self.windows if x.isVisible()] + [window]
+        window.show()
+        window.show_comparison(comparison)
+        return window
+
+    def siblings(self, obj: TreeObject) -> list[tuple[str, TreeObject]]:
+        """What ``obj`` can be compared with: the other overloads of its function family, or the other calls of
+        its aten family, as (label, object)."""
+        analyses = self.w.analyses
+        me = member_of(obj)
+        fam = analyses.family_of(me) if analyses is not None and me is not None else None
+        if fam is None:
+            return []
+        out: list[tuple[str, TreeObject]] = []
+        for ov in fam.overloads:
+            if ov.kind == "function" and ov.function is not None and ov.function != me:
+                out.append((str(ov.function), ov.function))
+            for call in ov.aten_calls:
+                if call is not me:
+                    out.append((f"{call.name}  ({call.module_path or 'root'})", call))
+        return out
+
+    def _role(self) -> int:
+        return int(FamilyModel.ObjectRole)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        view = self.w.family_view
+        index: QModelIndex = view.indexAt(pos)
+        menu = QMenu(view)
+        two = len(self.selected_objects()) == 2
+        act = menu.addAction("Compare the Two Selected Side by Side")
+        act.setEnabled(two)
+        act.triggered.connect(self.compare_selected)
+        obj = index.siblingAtColumn(0).data(self._role()) if index.isValid() else None
+        others = self.siblings(obj)
+        pick = menu.addAction("Compare with…")
+        pick.setEnabled(bool(others))
+        pick.triggered.connect(lambda: self._pick(obj, others))
+        menu.exec(view.viewport().mapToGlobal(pos))
+
+    def _pick(self, obj: TreeObject, others: list[tuple[str, TreeObject]]) -> None:
+        labels = [label for label, _o in others]
+        label, ok = QInputDialog.getItem(self.w, "Compare with…", "Compare with", labels, 0, False)
+        if ok and label in labels:
+            self.compare(obj, others[labels.index(label)][1])

@@ -1,0 +1,208 @@
+"""Overload against overload: two members of one family side by side, on zoo exports, with what differs checked
+against the arguments torch bound (the truth files), and the identical-calls list checked against torch's module
+paths and arguments."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QItemSelectionModel, QPersistentModelIndex, Qt
+
+from inspector.core.index import open_index
+from inspector.core.keys import FunctionKey
+from inspector.core.provenance import AtenCall
+from inspector.gui.analysis import Analyses
+from inspector.gui.overload_compare import FamilyCompare, OverloadCompareWindow, compare_members
+from inspector.gui.pairing import CHANGED
+from tests.conftest import FIXTURES
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def _truth(name: str) -> dict[str, dict[str, Any]]:
+    """FX nodes of the main graph by name, from the truth file torch wrote."""
+    t = json.loads((ZOO / f"{name}.truth.json").read_text())
+    return {n["name"]: n for n in t["fx_nodes"] if n["graph"] == ""}
+
+
+def _plain_args(node: dict[str, Any]) -> dict[str, Any]:
+    """The non-tensor arguments torch bound (tensors are ``{"node": …}``)."""
+    return {k: v for k, v in (node["args"] or {}).items() if k != "(defaults)" and not isinstance(v, dict)}
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text  # a symbol such as torch.float32
+
+
+def _call(index, name: str) -> AtenCall:
+    return next(c for c in index.provenance.calls if c.name == name)
+
+
+@pytest.mark.parametrize(("model", "a", "b", "values"), [
+    # eps=1e-5 vs 1e-6: the LayerNormalization's epsilon, linked to eps (1e-5 as the float32 ONNX stores)
+    ("tiny_noopt", "layer_norm", "layer_norm_1", [("eps (LayerNormalization.epsilon)", 9.9999997e-06, 1e-06)]),
+    # view(1, 8, 2, 16) vs view(1, 8, 4, 8): two Constant nodes of the shape, both linked to size
+    ("tiny_noopt", "view", "view_4", [("size (Constant.value_ints)", [2], [4]),
+                                      ("size (Constant.value_ints)", [16], [8])]),
+    # transpose(1, 2) vs transpose(2, 3): the one perm, linked to both dims
+    ("t5_noopt", "transpose", "transpose_3", [("dim0, dim1 (Transpose.perm)", [0, 2, 1, 3], [0, 1, 3, 2])]),
+    # to int64 vs to float32: Cast.to 7 vs 1 (ONNX's INT64 and FLOAT)
+    ("t5_noopt", "_to_copy", "_to_copy_1", [("dtype (Cast.to)", 7, 1)]),
+])
+def test_two_calls_of_a_family_differ_in_the_arguments_torch_bound(model, a, b, values):
+    index = open_index(ZOO / f"{model}.onnx")
+    truth = _truth(model)
+    c = compare_members(Analyses(index), _call(index, a), _call(index, b))
+    ta, tb = _plain_args(truth[a]), _plain_args(truth[b])
+    differing = {p: (ta[p], tb[p]) for p in ta if ta[p] != tb.get(p)}
+    assert differing  # the truth has the two calls differ
+    got = {r.label: (_parsed(r.a), _parsed(r.b)) for r in c.rows if r.kind == "argument"}
+    assert got == differing
+    assert [(r.label, _parsed(r.a), _parsed(r.b)) for r in c.rows if r.kind == "value"] == values
+    assert not [r for r in c.rows if r.kind == "node"]  # one template: nothing only on one side
+    # the lit boxes are the nodes holding those values, one for one on both sides
+    assert len(c.pairing.marks_a) == len(c.pairing.marks_b) == len({sa[0] for sa, _sb in c.pairing.changed})
+    for ida, (colour, _note) in c.pairing.marks_a.items():
+        assert colour == CHANGED and c.pairing.marks_b[c.pairing.pairs[ida]][0] == CHANGED
+
+
+def test_identical_calls_are_torch_calls_of_one_module_path_and_equal_linked_arguments():
+    """For every aten call: the identical calls listed name the module torch recorded for each FX node, and all of
+    them bound the same value to every argument their body's values are linked to."""
+    for model in ("tiny_noopt", "t5_noopt", "gpt2"):
+        index = open_index(ZOO / f"{model}.onnx")
+        truth = _truth(model)
+        analyses = Analyses(index)
+        checked = 0
+        for call in index.provenance.calls:
+            sel = analyses.selection(call)
+            if sel is None or call.name not in truth:
+                continue
+            names = [c.rsplit(" › ", 1) for c in sel.calls]
+            assert [call.module_path or "root", call.name] in names
+            linked = {x.parameter for s in sel.analysis.specialised for x in s.links}
+            mine = _plain_args(truth[call.name])
+            for module, name in names:
+                assert (truth[name]["module"] or "root") == module
+                # one aten op; overloads may share a body (t5: where.self and where.ScalarOther)
+                assert truth[name]["target"].split(".")[0] == truth[call.name]["target"].split(".")[0]
+                other = _plain_args(truth[name])
+                assert {p: other.get(p) for p in linked} == {p: mine.get(p) for p in linked}, (model, call.name, name)
+            checked += len(names) > 1
+        assert checked > 10, model
+
+
+def test_layer_norm_calls_of_tiny_noopt_list_their_identical_calls():
+    index = open_index(ZOO / "tiny_noopt.onnx")
+    c = compare_members(Analyses(index), _call(index, "layer_norm"), _call(index, "layer_norm_1"))
+    truth = _truth("tiny_noopt")
+    assert truth["layer_norm"]["args"]["eps"] == truth["layer_norm_2"]["args"]["eps"] == 1e-05
+    assert c.a.calls == ("blocks.0.norm › layer_norm", "blocks.2.norm › layer_norm_2")
+    assert c.b.calls == ("blocks.1.norm › layer_norm_1",)
+
+
+def test_two_function_overloads_and_what_cannot_be_compared():
+    index = open_index(FIXTURES / "overloads.onnx")
+    analyses = Analyses(index)
+    c = compare_members(analyses, FunctionKey("local", "tr", "perm_0231"), FunctionKey("local", "tr", "perm_0213"))
+    assert [(r.kind, r.label, r.a, r.b) for r in c.rows] == [
+        ("value", "Transpose.perm", "[0, 2, 3, 1]", "[0, 2, 1, 3]")]
+    assert c.pairing.marks_a == c.pairing.marks_b == {
+        "n:0": (CHANGED, "Transpose.perm: [0, 2, 3, 1] -> [0, 2, 1, 3]")}
+    assert c.a.calls == ("main/tr_b",) and c.b.calls == ("main/tr_a", "main/tr_d")
+    with pytest.raises(ValueError, match="not of one family"):
+        compare_members(analyses, FunctionKey("local", "tr", "perm_0231"), FunctionKey("local", "sm", "axis_1"))
+    fam = next(f for f in index.families if f.name == "tr")
+    with pytest.raises(ValueError, match="not a whole family"):
+        compare_members(analyses, fam, FunctionKey("local", "tr", "perm_0213"))
+
+
+def _select_rows(window, *objects) -> None:
+    rows = []
+    for obj in objects:
+        assert window.select_in_tree(obj)
+        rows.append(QPersistentModelIndex(window.family_view.currentIndex()))
+    model = window.family_view.selectionModel()
+    for row in rows:
+        model.select(row, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+
+
+def _opened(qtbot, window) -> OverloadCompareWindow:
+    fc = window.findChild(FamilyCompare)
+    assert fc is not None and fc.windows
+    ow = fc.windows[-1]
+    qtbot.addWidget(ow)
+    qtbot.waitUntil(lambda: ow.ready, timeout=60000)
+    return ow
+
+
+def test_ctrl_d_on_two_selected_calls_shows_them_side_by_side_lit_and_in_step(qtbot, window):
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(ZOO / "tiny_noopt.onnx")
+    index = window.index
+    ln0, ln1 = _call(index, "layer_norm"), _call(index, "layer_norm_1")
+    _select_rows(window, ln0, ln1)
+    window.family_view.setFocus()
+    qtbot.keyClick(window.family_view, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    ow = _opened(qtbot, window)
+    assert ow.twin.side_a.current_scope() is ln0
+    assert ow.twin.side_b.current_scope() is ln1
+    rows = [tuple(ow.rows.topLevelItem(i).text(k) for k in range(3)) for i in range(ow.rows.topLevelItemCount())]
+    assert rows == [("argument eps", "1e-05", "1e-06"),
+                    ("eps (LayerNormalization.epsilon)", "9.9999997e-06", "1e-06")]
+    # the LayerNormalization box is lit on both sides, and a click on one selects the other
+    graph = index.proto.graph
+    n0 = next(p[0] for p in ln0.node_paths if graph.node[p[0]].op_type == "LayerNormalization")
+    n1 = next(p[0] for p in ln1.node_paths if graph.node[p[0]].op_type == "LayerNormalization")
+    ga, gb = ow.twin.side_a.graph, ow.twin.side_b.graph
+    assert {i for i, it in ga.items_by_id.items() if it.mark} == {f"n:{n0}"}
+    assert {i for i, it in gb.items_by_id.items() if it.mark} == {f"n:{n1}"}
+    assert ga.items_by_id[f"n:{n0}"].mark == CHANGED
+    ga.select(f"n:{n0}")
+    assert gb.selected().id == f"n:{n1}"
+    assert graph.node[n1].name in ow.twin.b.info.toPlainText()
+    gb.select("const:blocks.1.norm.weight")  # the weights (small: drawn as constants) pair up too
+    assert ga.selected().id == "const:blocks.0.norm.weight"
+    # the info panels: each side's signature and body, the differing argument and value lit
+    html_a, html_b = ow.twin.a.info.toHtml(), ow.twin.b.info.toHtml()
+    text_a = ow.twin.a.info.toPlainText()
+    assert "aten::layer_norm(" in text_a and "eps=1e-05" in text_a and "epsilon = 9.9999997e-06" in text_a
+    assert "Identical calls (2)" in text_a and "blocks.2.norm › layer_norm_2" in text_a
+    for html, value in ((html_a, "1e-05"), (html_a, "9.9999997e-06"), (html_b, "1e-06")):
+        assert _lit(html, value), value
+    assert "normalized_shape=[32]" in text_a  # equal on both sides: not lit; only eps and epsilon are
+    assert html_a.count("background-color:#e69138") == html_b.count("background-color:#e69138") == 2
+
+
+def _lit(html: str, value: str) -> bool:
+    """Whether ``value`` is shown in a span with the changed colour (Qt's rich text, as the panel holds it)."""
+    return f">{value}<" in html and "background-color:#e69138" in html.split(f">{value}<")[0].rsplit("<span", 1)[-1]
+
+
+def test_compare_with_lists_the_siblings_and_a_family_row_is_refused(qtbot, window):
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(FIXTURES / "overloads.onnx")
+    fc = window.findChild(FamilyCompare)
+    key = FunctionKey("local", "tr", "perm_0231")
+    others = fc.siblings(key)
+    assert [label for label, _o in others] == ["local.tr:perm_0213", "local.tr:perm_1023"]
+    ow = fc.compare(key, others[0][1])
+    assert ow is not None
+    qtbot.addWidget(ow)
+    qtbot.waitUntil(lambda: ow.ready, timeout=60000)
+    assert ow.twin.side_a.graph.items_by_id["n:0"].mark == CHANGED
+    assert ow.header.text().startswith("local.tr — A: local.tr:perm_0231   B: local.tr:perm_0213")
+    fam = next(f for f in window.index.families if f.name == "tr")
+    _select_rows(window, fam, FunctionKey("local", "tr", "perm_0213"))
+    assert fc.compare_selected() is None
+    assert "Cannot compare: pick two overloads or two calls" in window.statusBar().currentMessage()
