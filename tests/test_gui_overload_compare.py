@@ -52,8 +52,8 @@ def _call(index, name: str) -> AtenCall:
     # eps=1e-5 vs 1e-6: the LayerNormalization's epsilon, linked to eps (1e-5 as the float32 ONNX stores)
     ("tiny_noopt", "layer_norm", "layer_norm_1", [("eps (LayerNormalization.epsilon)", 9.9999997e-06, 1e-06)]),
     # view(1, 8, 2, 16) vs view(1, 8, 4, 8): two Constant nodes of the shape, both linked to size
-    ("tiny_noopt", "view", "view_4", [("size (Constant.value_ints)", [2], [4]),
-                                      ("size (Constant.value_ints)", [16], [8])]),
+    ("tiny_noopt", "view", "view_4", [("size (Constant.value_ints)", 2, 4),
+                                      ("size (Constant.value_ints)", 16, 8)]),
     # transpose(1, 2) vs transpose(2, 3): the one perm, linked to both dims
     ("t5_noopt", "transpose", "transpose_3", [("dim0, dim1 (Transpose.perm)", [0, 2, 1, 3], [0, 1, 3, 2])]),
     # to int64 vs to float32: Cast.to 7 vs 1 (ONNX's INT64 and FLOAT)
@@ -206,3 +206,21 @@ def test_compare_with_lists_the_siblings_and_a_family_row_is_refused(qtbot, wind
     _select_rows(window, fam, FunctionKey("local", "tr", "perm_0213"))
     assert fc.compare_selected() is None
     assert "Cannot compare: pick two overloads or two calls" in window.statusBar().currentMessage()
+
+
+def test_two_sdpa_calls_with_different_head_counts_differ_only_in_shape_specialised_values():
+    """pair_scale_a's two attention layers have 4 and 2 heads: torch bound the same SDPA arguments (scale None), so
+    no argument differs, but the bodies bake the head split (from the view before each call: [b, s, heads, d])
+    and the default scale, applied to q and k each as sqrt(1/sqrt(d))."""
+    index = open_index(ZOO / "pair_scale_a.onnx")
+    truth = _truth("pair_scale_a")
+    c = compare_members(Analyses(index), _call(index, "scaled_dot_product_attention"),
+                        _call(index, "scaled_dot_product_attention_1"))
+    assert _plain_args(truth["scaled_dot_product_attention"]) == _plain_args(truth["scaled_dot_product_attention_1"])
+    assert not [r for r in c.rows if r.kind != "value"]
+    (b, s, h0, d0), (_b, _s, h1, d1) = truth["view"]["args"]["size"], truth["view_4"]["args"]["size"]
+    rows = [(r.label, _parsed(r.a), _parsed(r.b)) for r in c.rows]
+    assert rows[:2] == [("Reshape.shape", [-1, s, d0], [-1, s, d1]), ("Reshape.shape", [b, h0, d0, s], [b, h1, d1, s])]
+    assert rows[2][0] == "scale (Mul.B)"
+    assert rows[2][1] == pytest.approx((1 / d0 ** 0.5) ** 0.5) and rows[2][2] == pytest.approx((1 / d1 ** 0.5) ** 0.5)
+    assert len(rows) == 3

@@ -36,6 +36,8 @@ from PySide6.QtWidgets import (
 from inspector.core.body import Body, function_body
 from inspector.core.bodytext import Line, body_lines, signature_line
 from inspector.core.diff import show_value
+from inspector.core.diff.bodies import reader
+from inspector.core.diff.values import unwrap
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, Overload
 from inspector.core.keys import FunctionKey, Scope
@@ -192,28 +194,26 @@ def _value_rows(a: Member, b: Member, changed: Sequence[tuple[Slot, Slot]]) -> l
 
 
 def _where(body: Body, slot: Slot, spec: SpecialisedValue | None) -> str:
+    """``LayerNormalization.epsilon``, or for a baked constant the input it feeds (``Mul.B``), as the diff names it."""
     path, name = slot
-    if spec is not None:
-        lit = spec.literal
-        return f"{lit.op_type}.{lit.name}" if lit.kind != "initializer" else f"constant {lit.name} ({lit.op_type})"
     if not path:
-        return f"constant {name}"
+        return reader(body.nodes, name)[0]
+    if spec is not None:
+        return f"{spec.literal.op_type}.{name}"
     node = _node(body, path)
     return f"{node.op_type}.{name}" if node is not None else name
 
 
 def _literal(body: Body, slot: Slot, spec: SpecialisedValue | None) -> str:
     if spec is not None:
-        return show_value(spec.literal.value)
+        return show_value(unwrap(spec.literal.value))
     path, name = slot
     if not path:
         tensor = body.constants.get(name)
-        return show_value(tensor_value(tensor)[0]) if tensor is not None else "-"
+        return show_value(unwrap(tensor_value(tensor)[0])) if tensor is not None else "-"
     node = _node(body, path)
     attr = next((x for x in node.attribute if x.name == name), None) if node is not None else None
-    if attr is None:
-        return "-"
-    return show_value(attribute_value(attr)[0])
+    return show_value(unwrap(attribute_value(attr)[0])) if attr is not None else "-"
 
 
 def _node(body: Body, path: tuple[Any, ...]) -> onnx.NodeProto | None:
