@@ -10,7 +10,7 @@ from inspector.core.textsafe import html_text as h
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
-__all__ = ["DIFF_CSS", "PAGE_CSS", "changes_html", "render_html", "summary_html"]
+__all__ = ["DIFF_CSS", "changes_html", "html_page", "render_html", "summary_html"]
 
 _VARS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0;
@@ -42,7 +42,6 @@ details { margin: 0.3rem 0 0.6rem; } summary { cursor: pointer; color: var(--mut
 ul.edits { margin: 0.2rem 0; padding-left: 1.2rem; }
 """
 _CSS = _VARS + _PAGE + _VERDICT + _TABLE + _CHANGES
-PAGE_CSS = _CSS  # the style of a whole diff page, for the other diff pages (the folder diff)
 # The diff section of another page (the HTML report): the same classes and colours, scoped to ``.diff``.
 DIFF_CSS = """
 .diff { --add: #1a7f37; --del: #cf222e; --chg: #9a6700; --ok: #1a7f37; }
@@ -64,17 +63,22 @@ def _kind_class(kind: str) -> str:
 
 def render_html(d: ModelDiff) -> str:
     """The whole diff as one self-contained page."""
+    return html_page(f"ONNX diff: {h(Path(d.a).name)} vs {h(Path(d.b).name)}",
+                     ["<h1>ONNX diff</h1>", *summary_html(d), *changes_html(d)])
+
+
+def html_page(title: str, body: list[str]) -> str:
+    """A self-contained diff page (light and dark, no scripts, no requests) around ``body``; ``title`` and
+    ``body`` are HTML, escaped by the caller."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
         '<meta name="color-scheme" content="light dark">',
-        f"<title>ONNX diff: {h(Path(d.a).name)} vs {h(Path(d.b).name)}</title>",
+        f"<title>{title}</title>",
         f"<style>{_CSS}</style></head><body>",
-        "<h1>ONNX diff</h1>",
-        *summary_html(d),
-        *changes_html(d),
+        *body,
         '<p class="muted">onnx-inspector diff</p></body></html>',
     ]
     return "\n".join(parts) + "\n"
