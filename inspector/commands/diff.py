@@ -2,6 +2,10 @@
 
 Exit code 0 when the models are equal (names aside), 1 when they differ (also when one is only the other
 folded: equivalent, but not equal), 2 on error.
+
+With two folders, the exports under them are paired by relative path and diffed (in parallel processes), and
+one table says which are equal, equivalent, different, only in A or only in B; exit code 0 only when every
+path is in both and equal. A pair that cannot be read is a row with its error.
 """
 
 from __future__ import annotations
@@ -12,19 +16,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspector.core.diff import diff_files
+from inspector.core.dir_diff import MAX_JOBS, diff_dirs, is_dir_pair
+from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output, write_atomic
 from inspector.report.diff_render import DIFF_FORMATS, diff_chunks
 from inspector.report.diff_text import verdict
+from inspector.report.dir_diff import dir_diff_verdict, render_dir_diff
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector diff", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("a", help="the old model (.onnx or ONNX text syntax)")
-    p.add_argument("b", help="the new model")
+    p.add_argument("a", help="the old model (.onnx or ONNX text syntax), or a folder of them")
+    p.add_argument("b", help="the new model, or a folder")
     p.add_argument("--format", choices=DIFF_FORMATS, default="text",
                    help="text (default), md (fits a GitHub comment), json (versioned), html (one page)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--jobs", type=int, metavar="N", help=f"folders: diff N pairs at once (default: at most "
+                   f"{MAX_JOBS}, never more than the CPUs)")
     return p
 
 
@@ -32,6 +41,12 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     if args.output:
         check_output(args.output, (args.a, args.b), "the diff")
+    if args.jobs is not None and args.jobs < 1:
+        raise InspectorError("--jobs must be at least 1")
+    if is_dir_pair(args.a, args.b):
+        dd = diff_dirs(args.a, args.b, jobs=args.jobs)
+        _write(render_dir_diff(dd, args.format), args.output, dir_diff_verdict(dd))
+        return 0 if dd.equal else 1
     d = diff_files(args.a, args.b)
     chunks = diff_chunks(d, args.format)
     if args.output:
@@ -41,3 +56,11 @@ def main(argv: Sequence[str]) -> int:
         for chunk in chunks:
             sys.stdout.write(chunk)
     return 0 if d.equal else 1
+
+
+def _write(text: str, output: str | None, verdict_line: str) -> None:
+    if output:
+        write_atomic(Path(output), text.encode("utf-8"), make_parents=True)
+        sys.stdout.write(f"{verdict_line}; wrote {output}\n")
+    else:
+        sys.stdout.write(text)
