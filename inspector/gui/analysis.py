@@ -8,12 +8,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+import onnx
+
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.signature import CallSignature, call_signature
+from inspector.core.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
+from inspector.core.torchlib_catalogue import TorchlibEntry, torchlib_for
+from inspector.core.walk import resolve_path
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
 """What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
@@ -28,6 +32,9 @@ class Selection:
     target: str | None  # aten target, for the torchlib source
     calls: tuple[str, ...] = ()  # every call with exactly this body: module path › FX name, or call-site path
     lone: bool = False  # no other body of its template in the family: nothing to compare its values with
+    torchlib: TorchlibEntry | None = None  # the torchlib function that lowers ``target`` (real-valued variant)
+    rewritten: tuple[str, ...] = ()  # optimizer rules that rewrote the call's nodes (then torchlib did not bake them)
+    call: str | None = None  # the call site selected (its ``where``), among ``calls``
 
 
 class Analyses:
@@ -73,15 +80,20 @@ class Analyses:
                 f"{n_b} distinct bod{'ies' if n_b != 1 else 'y'}")
         if isinstance(obj, Family):
             obj = fam.overloads[0] if fam.overloads else None
+        site: CallSite | None = None
         if isinstance(obj, CallSite):
+            site = obj
             obj = next(o for o in fam.overloads if o.function == obj.callee)
         if isinstance(obj, Overload):
             if obj.kind == "function" and obj.function is not None:
                 bodies = analysis.bodies_of([obj.function])
-                sites = tuple(site.where for site in self.index.functions.calls.get(obj.function, ()))
                 if not bodies:
                     return None
-                return Selection(str(obj.function), bodies[0], None, note, None, sites, _lone(analysis, bodies[0]))
+                sites = self.index.functions.calls.get(obj.function, [])
+                sig = self._folded_signature(obj.function, site or (sites[0] if sites else None))
+                return Selection(str(obj.function), bodies[0], sig, note, obj.target,
+                                 tuple(x.where for x in sites), _lone(analysis, bodies[0]), _lowering(obj.target),
+                                 (), site.where if site is not None else None)
             if obj.aten_calls:
                 obj = obj.aten_calls[0]
         if isinstance(obj, AtenCall):
@@ -90,8 +102,30 @@ class Analyses:
                 return None
             same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
-                             _lone(analysis, body))
+                             _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
+                             f"{obj.module_path or 'root'} › {obj.name}")
         return None
+
+    def _folded_signature(self, key: FunctionKey, site: CallSite | None) -> CallSignature | None:
+        """The aten signature of a function ``fold`` made, with the values of the call at ``site`` bound (None for
+        any other function)."""
+        proto = self.index.functions.functions.get(key)
+        if proto is None:
+            return None
+        return function_call_signature(proto, site_node(self.index, site) if site is not None else None)
+
+
+def site_node(index: ModelIndex, site: CallSite) -> onnx.NodeProto | None:
+    """The node of a call site (in the main graph or in the calling function's body); None if it cannot be found."""
+    caller = index.functions.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
+    try:
+        return resolve_path(caller.node if caller is not None else index.proto.graph.node, site.path)
+    except KeyError:
+        return None
+
+
+def _lowering(target: str | None) -> TorchlibEntry | None:
+    return next((e for e in torchlib_for(target) if not e.complex), None) if target else None
 
 
 def _lone(analysis: FamilyAnalysis, body: BodyAnalysis) -> bool:

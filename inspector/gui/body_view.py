@@ -46,8 +46,7 @@ class BodyView:
             if selection is None:
                 w.signature.clear("No ONNX body for this item.")
                 return
-            w.signature.show_body(selection.title, selection.analysis, selection.signature, selection.family_note,
-                                  selection.calls, selection.lone)
+            w.signature.show_selection(selection)
             w.right.setCurrentWidget(w.signature)
             self.selection = selection
             self.mark_graph()

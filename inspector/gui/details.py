@@ -6,13 +6,16 @@ from typing import Any
 
 import onnx
 
+from inspector.core.categories import value_text
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import MAIN
+from inspector.core.literals import attribute_value
 from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.signature import call_signature
+from inspector.core.signature import call_signature, function_call_signature
+from inspector.core.torchlib_catalogue import torchlib_for
 from inspector.core.walk import resolve_path
-from inspector.gui.analysis import TreeObject
+from inspector.gui.analysis import TreeObject, site_node
 from inspector.gui.text import esc
 
 
@@ -65,15 +68,28 @@ def _overload(index: ModelIndex, ov: Overload) -> str:
             if sig.schema is not None:
                 schema_text = f"<pre style='white-space:pre-wrap'>{esc(sig.schema.text)}</pre>"
         nodes = sum(len(c.node_paths) for c in ov.aten_calls)
-        return head + schema_text + _table([("Calls", ov.call_count), ("ONNX nodes", nodes)])
+        return head + schema_text + _table([("Calls", ov.call_count), ("ONNX nodes", nodes),
+                                            *_torchlib_rows(ov.target)])
     assert ov.function is not None
     f = index.functions.functions[ov.function]
     text = onnx.printer.to_text(f) if len(f.node) < 2000 else f"({len(f.node)} nodes)"
-    return (f"<h2>{esc(ov.function)}</h2>"
+    folded = function_call_signature(f)
+    schema_text = (f"<h3>Aten signature</h3><pre style='white-space:pre-wrap'>{esc(folded.schema.text)}</pre>"
+                   if folded is not None and folded.schema is not None else "")
+    return (f"<h2>{esc(ov.function)}</h2>" + schema_text
             + _table([("Inputs", ", ".join(f.input)), ("Outputs", ", ".join(f.output)),
                       ("Attributes", ", ".join([*f.attribute, *(a.name for a in f.attribute_proto)]) or "-"),
-                      ("Calls", ov.call_count)])
+                      ("Calls", ov.call_count), *_torchlib_rows(ov.target)])
             + f"<pre style='white-space:pre-wrap'>{esc(text)}</pre>")
+
+
+def _torchlib_rows(target: str | None) -> list[tuple[str, Any]]:
+    """``aten::transpose.int → torchlib aten_transpose, trace_only`` and where its source is."""
+    entry = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
+    if entry is None:
+        return [("torchlib", f"{target} → none in the catalogue")] if target else []
+    return [("torchlib", f"{target} → {entry.function}, {'trace_only' if entry.trace_only else 'script'}"),
+            ("torchlib source", entry.source)]
 
 
 def _aten_call(index: ModelIndex, call: AtenCall) -> str:
@@ -82,6 +98,7 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> str:
             ("ONNX nodes", len(call.node_paths))]
     if call.rule_names:
         rows.append(("Rewritten by", ", ".join(call.rule_names)))
+    rows += _torchlib_rows(call.target)
     parts = [f"<h2>{esc(call.target)}</h2>"]
     if sig.schema is not None:
         parts.append("<h3>Aten signature</h3><pre style='white-space:pre-wrap'>" + esc(sig.text) + "</pre>")
@@ -102,8 +119,23 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> str:
 
 
 def _call_site(index: ModelIndex, site: CallSite) -> str:
-    return (f"<h2>Call of {esc(site.callee)}</h2>"
-            + _table([("Node", site.node_name or "(unnamed)"), ("In", str(site.caller)), ("Path", site.where)]))
+    """The call: where it is, the aten signature with its values for a function ``fold`` made, and the attribute
+    values it passes (a TorchScript module function's per-instance eps or shapes)."""
+    rows: list[tuple[str, Any]] = [("Node", site.node_name or "(unnamed)"), ("In", str(site.caller)),
+                                   ("Path", site.where)]
+    node = site_node(index, site)
+    parts = [f"<h2>Call of {esc(site.callee)}</h2>"]
+    f = index.functions.functions.get(site.callee)
+    sig = function_call_signature(f, node) if f is not None else None
+    if sig is not None and sig.schema is not None:
+        parts.append("<h3>Aten signature</h3><pre style='white-space:pre-wrap'>" + esc(sig.text) + "</pre>")
+        rows += _torchlib_rows(sig.schema.target)
+    parts.append(_table(rows))
+    if node is not None and node.attribute:
+        passed = [(a.name, value_text(attribute_value(a)[0]) if not a.ref_attr_name else f"@{a.ref_attr_name}")
+                  for a in node.attribute]
+        parts.append("<h3>Attributes this call passes</h3>" + _table(passed))
+    return "".join(parts)
 
 
 def _module(index: ModelIndex, m: ModuleNode) -> str:
