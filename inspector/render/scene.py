@@ -20,8 +20,10 @@ values and edges are read only for nodes whose box is kept in the scene; no Pyth
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import onnx
@@ -160,25 +162,32 @@ class _GraphFacts:
         self.initializers = initializers
         self.fcalls = fcalls  # top-level node index -> the local function it calls
         self._value_infos = value_infos
-        self._infos: dict[str, list[onnx.ValueInfoProto]] | None = None
+        self._infos: dict[str, onnx.ValueInfoProto] | None = None  # the first value info of each name
+        self._more_infos: dict[str, list[onnx.ValueInfoProto]] = {}  # the later ones of a repeated name
         self._small: dict[str, tuple[int, onnx.TensorProto]] | None = None
-        self._readers: dict[str, list[int]] | None = None
+        self._reads: Counter[str] | None = None
         self._deep_readers: dict[str, list[NodePath]] | None = None
 
     def types(self, needed: Iterable[str]) -> dict[str, str]:
         """Tensor types of ``needed`` values: the first value info of that name that has a type."""
         infos = self._infos
         if infos is None:
-            infos = self._infos = {}
-            for v in self._value_infos():
-                same = infos.get(v.name)
-                if same is None:
-                    infos[v.name] = [v]
-                else:
-                    same.append(v)
+            seq = list(self._value_infos())
+            names = list(map(attrgetter("name"), seq))  # read in C: a 100k-node export has 100k value infos
+            infos = self._infos = dict(zip(names, seq))
+            if len(infos) < len(seq):  # a repeated name: keep the first, and the later ones for when it has no type
+                infos = self._infos = {}
+                for name, v in zip(names, seq):
+                    if name in infos:
+                        self._more_infos.setdefault(name, []).append(v)
+                    else:
+                        infos[name] = v
         out: dict[str, str] = {}
         for name in needed:
-            for v in infos.get(name, ()):
+            first = infos.get(name)
+            if first is None:
+                continue
+            for v in (first, *self._more_infos.get(name, ())):
                 text = type_text(v.type)
                 if text:
                     out[name] = text
@@ -194,19 +203,14 @@ class _GraphFacts:
                     self._small[t.name] = (k, t)
         return self._small
 
-    def readers(self) -> dict[str, list[int]]:
-        """Value -> the top-level nodes that read it (captured names of subgraphs included)."""
-        if self._readers is None:
-            readers: dict[str, list[int]] = {}
-            for i, node in enumerate(self.nodes):
-                for v in (node_reads(node) if may_have_subgraphs(node) else node.input):
-                    got = readers.get(v)
-                    if got is None:
-                        readers[v] = [i]
-                    else:
-                        got.append(i)
-            self._readers = readers
-        return self._readers
+    def reads(self) -> Counter[str]:
+        """Value -> how many times top-level nodes read it (captured names of subgraphs included), counted in C."""
+        if self._reads is None:
+            nodes = self.nodes
+            reads = Counter(itertools.chain.from_iterable(
+                node_reads(node) if may_have_subgraphs(node) else node.input for node in nodes))
+            self._reads = reads
+        return self._reads
 
     def deep_readers(self) -> dict[str, list[NodePath]]:
         """Value -> the nodes at any depth whose inputs name it."""
@@ -578,9 +582,15 @@ def _read_outside(facts: _GraphFacts, paths: list[NodePath], produced: set[str])
     """Which of ``produced`` are read by nodes that are not at ``paths``, or are outputs of their graphs."""
     out = {v for v in facts.outputs if v in produced}
     if all(len(p) == 1 for p in paths):
-        mine = {p[0] for p in paths}
-        readers = facts.readers()
-        out.update(v for v in produced if any(i not in mine for i in readers.get(v, ())))
+        # read outside when read more often than by the call's own nodes
+        inside: Counter[str] = Counter()
+        for i in {p[0] for p in paths}:
+            if isinstance(i, int) and 0 <= i < len(facts.nodes):
+                node = facts.nodes[i]
+                inside.update(v for v in (node_reads(node) if may_have_subgraphs(node) else node.input)
+                              if v in produced)
+        reads = facts.reads()
+        out.update(v for v in produced if reads[v] > inside[v])
         return out
     pathset = set(paths)
     deep = facts.deep_readers()

@@ -1,0 +1,69 @@
+"""Scenes(index) reads each graph once for all its scenes: the same scenes as build_scene, and 20 aten-call scenes of a
+large export cost about what one does (each used to scan the whole graph for readers and value types).
+
+Work is counted, not timed (Python function calls, as in tests/test_scaling.py), so the figure is the same on
+every machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from inspector.core.index import ModelIndex, open_index
+from inspector.core.keys import MAIN
+from inspector.render.scene import Scenes, build_scene
+from tests.conftest import ROOT
+from tests.test_scaling import _build, _work
+
+ZOO = ROOT / "tests" / "zoo"
+
+
+@pytest.fixture(scope="module")
+def llama_x64(tmp_path_factory: pytest.TempPathFactory) -> ModelIndex:
+    return _build(tmp_path_factory.mktemp("scenes"), 64)
+
+
+def _scopes(index: ModelIndex) -> list[Any]:
+    return [MAIN, *index.functions.functions, *index.provenance.calls]
+
+
+@pytest.mark.parametrize("name", ["llama_gqa", "cond", "ts_functions", "whisper"])
+def test_shared_scenes_equal_fresh_ones(name):
+    index = open_index(ZOO / f"{name}.onnx")
+    scenes = Scenes(index)
+    for scope in _scopes(index):
+        for max_nodes in (400, 6):
+            assert scenes.scene(scope, max_nodes=max_nodes) == build_scene(index, scope, max_nodes=max_nodes)
+    main = build_scene(index, MAIN)
+    opened = frozenset(n.id for n in main.nodes if n.expandable)
+    assert scenes.scene(MAIN, opened) == build_scene(index, MAIN, opened)
+
+
+def test_twenty_call_scenes_cost_about_one(llama_x64):
+    calls = [c for c in llama_x64.provenance.calls if c.scope == MAIN][-20:]  # the last layers': far from the start
+    one = _work(lambda: Scenes(llama_x64).scene(calls[0]))
+    shared = Scenes(llama_x64)
+    twenty = _work(lambda: [shared.scene(c) for c in calls])
+    fresh = _work(lambda: [build_scene(llama_x64, c) for c in calls[:2]])
+    # one pass over the graph is most of one scene; the other 19 add only their own nodes
+    assert twenty < 1.6 * one, (one, twenty, fresh)
+    assert fresh > 1.8 * one  # without sharing, each scene pays the pass again
+
+
+def test_a_repeated_value_info_name_takes_the_first_typed_one(tmp_path: Path):
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    relu2 = helper.make_node("Relu", ["y"], ["z"], name="r2")
+    graph = helper.make_graph([relu, relu2], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])
+    graph.value_info.append(onnx.ValueInfoProto(name="y"))  # no type
+    graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.INT64, [3]))
+    graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]))
+    path = tmp_path / "dup.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    scene = build_scene(open_index(path), MAIN)
+    assert [(e.source, e.target, e.label) for e in scene.edges] == [
+        ("in:x", "n:0", "FLOAT[2]"), ("n:0", "n:1", "INT64[3]"), ("n:1", "out:z", "FLOAT[2]")]
