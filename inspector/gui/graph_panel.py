@@ -22,9 +22,11 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.walk import NodePath
 from inspector.gui.analysis import TreeObject
 from inspector.gui.graph_view import GraphView
+from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel
 from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache
+from inspector.render.overview import Overview, module_overview
 from inspector.render.scene import Scene, SceneNode, build_scene
 
 MAX_NODES = 300
@@ -34,6 +36,7 @@ MAX_NODES = 300
 class View:
     scope: Scope
     expanded: frozenset[str] = frozenset()
+    overview: bool = False  # the module overview instead of the graph (main graph of a model with modules)
 
 
 def scope_label(scope: Scope) -> str:
@@ -47,6 +50,8 @@ def scope_label(scope: Scope) -> str:
 def location(view: View) -> str:
     """Where a view is, as a breadcrumb: the main graph, a function body, or an aten call inside its module."""
     scope = view.scope
+    if view.overview:
+        return "main graph › module overview"
     if isinstance(scope, FunctionKey):
         parts = [f"function {scope}"]
     elif isinstance(scope, AtenCall):
@@ -73,6 +78,20 @@ def scene_id(body: Body, path: NodePath) -> str:
     return "n:" + "/".join(str(p) for p in body.graph_path(path))
 
 
+def module_chain(root: ModuleNode, path: str) -> list[str]:
+    """The box ids from the top of the module tree down to the module at ``path`` (``mod:model``,
+    ``mod:model.layers.0``: a module's parent is whichever module holds it, not its path less one part)."""
+    chain: list[str] = []
+    module = root
+    while module.path != path:
+        nxt = next((c for c in module.children.values() if path == c.path or path.startswith(c.path + ".")), None)
+        if nxt is None:
+            return []
+        module = nxt
+        chain.append("mod:" + module.path)
+    return chain
+
+
 class GraphPanel(QWidget):
     node_selected = Signal(object, object)  # (scope, SceneNode | None)
     view_shown = Signal(object)  # View, once its layout is drawn
@@ -82,6 +101,7 @@ class GraphPanel(QWidget):
         self.graph = GraphView()
         self.graph.node_selected.connect(lambda node: self.node_selected.emit(self.current_scope(), node))
         self.graph.node_activated.connect(self.activate)
+        self.graph.body_requested.connect(self.open_body)
         self.back_button = QToolButton()
         self.back_button.setText("◀ Back")
         self.back_button.setToolTip("Back (Backspace, Alt+Left); hold or use the arrow for the history")
@@ -93,8 +113,9 @@ class GraphPanel(QWidget):
         self.info = ElidedLabel(mode=Qt.TextElideMode.ElideRight)
         fit = QToolButton()
         fit.setText("Fit")
-        fit.setToolTip("Fit the graph in the view (F)")
-        fit.clicked.connect(self.graph.fit)
+        fit.setToolTip("Fit the graph in the view (F); a graph too big to read whole shows the module overview")
+        fit.clicked.connect(self.fit)
+        self.graph.fit_requested.connect(self.fit)
         collapse = QToolButton()
         collapse.setText("Collapse")
         collapse.setToolTip("Collapse all expanded boxes")
@@ -115,8 +136,8 @@ class GraphPanel(QWidget):
         lay.addWidget(self.graph, 1)
         lay.addWidget(self.info)
         self.graph.back_requested.connect(self.back)
-        back_action = QShortcut(QKeySequence("Alt+Left"), self)  # also when focus is on the toolbar
-        back_action.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        back_action = QShortcut(QKeySequence("Alt+Left"), self)  # wherever the focus is in the window
+        back_action.setContext(Qt.ShortcutContext.WindowShortcut)
         back_action.activated.connect(self.back)
         self.index: ModelIndex | None = None
         self.cache = LayoutCache(32)
@@ -152,6 +173,9 @@ class GraphPanel(QWidget):
         self._token += 1
         token, index, cache = self._token, self.index, self.cache
         key = (id(index), scope_key(view.scope), view.expanded)
+        if view.overview:
+            self._show_overview(view, token)
+            return
         self.info.set_full_text(f"Laying out {scope_label(view.scope)}…")
 
         def work() -> tuple[Scene, Layout]:
@@ -164,19 +188,64 @@ class GraphPanel(QWidget):
             scene, layout = result
             self.scene = scene
             self.graph.show_layout(scene, layout)
-            hidden = (f" · {scene.hidden_nodes} more not shown (expand less, or open a smaller scope)"
-                      if scene.truncated else "")
-            self.info.set_full_text(f"{len(scene.nodes)} boxes, {len(scene.edges)} edges{hidden} — double-click a "
-                              "module or aten call to expand it, a function call to enter it")
-            if self._pending_focus:
-                self.graph.select(self._pending_focus)
-            self.view_shown.emit(view)
+            hidden = (f" · {plural(scene.hidden_nodes, 'more box', 'more boxes')} not shown (expand less, or "
+                      "open a smaller scope)" if scene.truncated else "")
+            too_big = (" · too big to read whole: Fit (F) shows the module overview" if not self.graph.fits()
+                       and self.has_overview() else "")
+            self.info.set_full_text(f"{plural(len(scene.nodes), 'box', 'boxes')}, {plural(len(scene.edges), 'edge')}"
+                                    f"{hidden}{too_big} — double-click a module or aten call to expand it; click ƒ "
+                                    "to open a call's body")
+            self._shown(view)
 
         def failed(reason: str) -> None:
             if token == self._token:
                 self.info.set_full_text(f"Could not lay out this scope: {reason}")
 
         self._jobs.run(work, done, failed)
+
+    def _show_overview(self, view: View, token: int) -> None:
+        """The module overview, flowed to the view's width and, if it can be, no taller than it at 1:1."""
+        index = self.index
+        if index is None:
+            return
+        root = index.provenance.module_root
+        viewport = self.graph.viewport().rect()
+        width, height = max(viewport.width() - 24, 240), max(viewport.height() - 24, 160)
+
+        def done(overview: Overview) -> None:
+            if token != self._token:
+                return
+            self.scene = None
+            self.graph.show_overview(overview)
+            modules = sum(1 for b in overview.boxes if b.kind == "tile")
+            self.info.set_full_text(f"Module overview: {plural(len(overview.boxes), 'box', 'boxes')} "
+                                    f"({plural(modules, 'closed module')}) — double-click or Enter shows a module in "
+                                    "the graph; Back returns")
+            self._shown(view)
+
+        self._jobs.run(lambda: module_overview(root, width, height), done)
+
+    def _shown(self, view: View) -> None:
+        """A view is drawn: select (and centre on) the box it was opened for, and say so."""
+        if self._pending_focus:
+            self.graph.select(self._pending_focus)
+        self.view_shown.emit(view)
+
+    def has_overview(self) -> bool:
+        """Whether the model has a module structure to show instead of a graph too big to fit."""
+        return self.index is not None and bool(self.index.provenance.module_root.children)
+
+    def fit(self) -> None:
+        """Fit the graph in the view at a readable scale; a main graph too big for that shows the module overview
+        instead (Back returns to the graph)."""
+        view = self._current
+        if (view is not None and not view.overview and view.scope == MAIN and not self.graph.fits()
+                and self.has_overview()):
+            selected = self.graph.selected()
+            focus = selected.id if selected is not None and selected.kind == "module" else None
+            self.open_view(View(MAIN, view.expanded, overview=True), focus=focus)
+        else:
+            self.graph.fit()
 
     def show_scope(self, scope: Scope, expanded: frozenset[str] = frozenset(), focus: str | None = None) -> None:
         self.open_view(View(scope, expanded), focus=focus)
@@ -208,6 +277,11 @@ class GraphPanel(QWidget):
         """Double-click: expand/collapse a module or aten call box; enter a function call's body."""
         if self._current is None:
             return
+        if self._current.overview:
+            if node.kind == "module" and self.index is not None:
+                chain = module_chain(self.index.provenance.module_root, str(node.ref))
+                self.open_view(View(MAIN, frozenset(chain[:-1])), focus=chain[-1] if chain else None)
+            return
         if node.kind == "function_call" and isinstance(node.ref, tuple) and node.ref:
             callee = node.ref[0]
             if isinstance(callee, FunctionKey):
@@ -216,6 +290,17 @@ class GraphPanel(QWidget):
         if node.kind in ("module", "aten_call") and node.expandable:
             expanded = self._current.expanded ^ {node.id}
             self.open_view(View(self._current.scope, frozenset(expanded)), push=True)
+
+    def open_body(self, node: SceneNode) -> None:
+        """ƒ (or Enter) on a call box: a function call opens the function's body, an aten call its own nodes."""
+        if node.kind == "function_call" and isinstance(node.ref, tuple) and node.ref:
+            callee = node.ref[0]
+            if isinstance(callee, FunctionKey):
+                self.open_view(View(callee))
+        elif node.kind == "aten_call" and isinstance(node.ref, AtenCall):
+            self.open_view(View(node.ref))
+        else:
+            self.activate(node)
 
     def _update_crumbs(self) -> None:
         """The breadcrumb names where the view is; the Back button's menu lists where it has been."""

@@ -1,7 +1,10 @@
 """Interactive graph of one scope: QGraphicsItems drawn from a render layout (not a static image).
 
 Zoom with the wheel (Ctrl not needed), pan by dragging, F fits, click selects and traces the node's inputs
-(upstream) and outputs (downstream), hover shows a tooltip, double-click expands a box or enters a body.
+(upstream) and outputs (downstream), hover shows a tooltip, double-click expands a box or enters a body, a click on
+a call's ƒ opens its body. By keyboard: Tab and Shift+Tab visit the boxes in reading order, the arrow keys move to
+the nearest box in their direction, Enter opens (a call's body; a module in place), Space expands in place.
+The same view draws the module overview (``show_overview``), shown instead of a graph too big to fit readably.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from PySide6.QtGui import (
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
+    QGraphicsEllipseItem,
     QGraphicsItem,
     QGraphicsPathItem,
     QGraphicsRectItem,
@@ -48,7 +52,8 @@ from inspector.render.layout import (
     small_lines,
     to_svg,
 )
-from inspector.render.scene import Scene, SceneNode
+from inspector.render.overview import Overview, title
+from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, Scene, SceneNode
 
 UPSTREAM = "#2a6fb0"
 DOWNSTREAM = "#b0512a"
@@ -57,10 +62,18 @@ MIN_FIT_SCALE = 0.6  # below this, 7.5 pt box labels are unreadable
 MAX_FIT_SCALE = 1.0  # small graphs are not blown up
 
 
+ARROWS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1), Qt.Key.Key_Down: (0, 1)}
+
+
+def _distance(a: QPointF, b: QPointF) -> float:
+    return float(((a.x() - b.x()) ** 2 + (a.y() - b.y()) ** 2) ** 0.5)
+
+
 class NodeItem(QGraphicsRectItem):
     """One box: fill by kind, a label and an optional detail line; a highlight border for specialised values."""
 
-    def __init__(self, node: SceneNode, rect: QRectF, view: GraphView) -> None:
+    def __init__(self, node: SceneNode, rect: QRectF, view: GraphView, title: str | None = None) -> None:
+        """``title``: a group of the module overview, its one line of text at the top instead of in the middle."""
         super().__init__(rect)
         self.node = node
         self.view = view
@@ -75,13 +88,17 @@ class NodeItem(QGraphicsRectItem):
         font = QFont("monospace")
         font.setStyleHint(QFont.StyleHint.Monospace)
         font.setPointSizeF(LABEL_FONT_SIZE * 0.75)
-        label = QGraphicsSimpleTextItem(elide(node.label, rect.width()), self)  # plain text: never markup
+        label = QGraphicsSimpleTextItem(elide(title or node.label, rect.width()), self)  # plain text: never markup
         label.setFont(font)
         label.setBrush(QBrush(QColor("#000000")))
         lines = [label]
         small = QFont(font)
         small.setPointSizeF(DETAIL_FONT_SIZE * 0.75)
-        for text in small_lines(node):  # attributes (ops), then the detail
+        if title is not None:
+            self.setBrush(QBrush(self.fill.lighter(104)))
+            label.setPos(rect.left() + 6, rect.top() + 3)
+            lines = []
+        for text in small_lines(node) if title is None else ():  # attributes (ops), then the detail
             line = QGraphicsSimpleTextItem(elide(text, rect.width(), DETAIL_FONT_SIZE), self)
             line.setFont(small)
             line.setBrush(QBrush(QColor("#1f4e8c" if text is node.attrs else "#444444")))
@@ -92,14 +109,15 @@ class NodeItem(QGraphicsRectItem):
             br = t.boundingRect()
             t.setPos(rect.center().x() - br.width() / 2, y)
             y += br.height()
-        extra = "\n(double-click to open)" if node.expandable else ""
-        self.setToolTip(tooltip("\n".join([node.label, *small_lines(node)]) + extra))
+        self.badge = DrillBadge(self) if opens_body(node) and title is None else None
+        self.setToolTip(tooltip("\n".join([node.label, *small_lines(node)]) + hint(node)))
 
     def set_mark(self, colour: str | None, note: str = "") -> None:
         """A thick border in ``colour`` (specialised values), with the note added to the tooltip."""
         self.mark = colour
         if note:
-            self.setToolTip(tooltip("\n".join([self.node.label, *small_lines(self.node)]) + f"\n\n{note}"))
+            self.setToolTip(tooltip("\n".join([self.node.label, *small_lines(self.node)]) + hint(self.node)
+                                    + f"\n\n{note}"))
         self._restyle()
 
     def set_trace(self, colour: str | None) -> None:
@@ -131,6 +149,57 @@ class NodeItem(QGraphicsRectItem):
     def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         self.view.node_activated.emit(self.node)
         event.accept()
+
+
+def opens_body(node: SceneNode) -> bool:
+    """Whether a box has a body to open: a function call (the function's body) or an aten call (its nodes)."""
+    return node.kind in (FUNCTION_CALL, ATEN_CALL) and node.expandable
+
+
+def hint(node: SceneNode) -> str:
+    """What the mouse and keyboard do with a box, for its tooltip."""
+    if node.kind == FUNCTION_CALL:
+        return "\n(click ƒ, double-click or Enter: open the function's body)"
+    if node.kind == ATEN_CALL and node.expandable:
+        return "\n(click ƒ or Enter: open the call's nodes; double-click or Space: expand in place)"
+    if node.kind == MODULE and node.expandable:
+        return "\n(double-click, Enter or Space: expand in place)"
+    return ""
+
+
+class DrillBadge(QGraphicsEllipseItem):
+    """Netron's ƒ: a round badge on the top-right corner of a call box; one click opens the body."""
+
+    RADIUS = 7.0
+
+    def __init__(self, box: NodeItem) -> None:
+        r = self.RADIUS
+        corner = box.rect().topRight()
+        super().__init__(QRectF(corner.x() - r - 1, corner.y() - r + 1, 2 * r, 2 * r), box)
+        self.box = box
+        self.setBrush(QBrush(box.stroke))
+        self.setPen(QPen(QColor("#ffffff"), 1.2))
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip(tooltip("Open the body (click)"))
+        glyph = QGraphicsSimpleTextItem("ƒ", self)
+        font = QFont()
+        font.setPointSizeF(8.0)
+        font.setBold(True)
+        glyph.setFont(font)
+        glyph.setBrush(QBrush(QColor("#ffffff")))
+        br = glyph.boundingRect()
+        glyph.setPos(self.rect().center() - QPointF(br.width() / 2, br.height() / 2))
+
+    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        event.accept()  # the box under it is not selected or dragged
+
+    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        if self.contains(event.pos()):
+            self.box.view.body_requested.emit(self.box.node)
+        event.accept()
+
+    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        event.accept()  # the second click of a double-click on the badge is not a second request
 
 
 class EdgeItem(QGraphicsPathItem):
@@ -187,7 +256,9 @@ class GraphView(QGraphicsView):
     node_selected = Signal(object)  # SceneNode
     selection_cleared = Signal()
     back_requested = Signal()  # Backspace or Alt+Left
-    node_activated = Signal(object)  # SceneNode (double-click)
+    node_activated = Signal(object)  # SceneNode (double-click, Space): expand in place, or enter a function call
+    body_requested = Signal(object)  # SceneNode (a click on ƒ, Enter): open a call's body
+    fit_requested = Signal()  # F
 
     def __init__(self) -> None:
         super().__init__()
@@ -201,7 +272,7 @@ class GraphView(QGraphicsView):
         self.current: tuple[Scene, Layout] | None = None
         self.scene().selectionChanged.connect(self._selection_changed)
 
-    def show_layout(self, scene: Scene, layout: Layout) -> None:
+    def _clear(self) -> QGraphicsScene:
         s = self.scene()
         # forget the old boxes before deleting them: clearing a selection emits selectionChanged, whose handler
         # must not reach deleted items
@@ -209,6 +280,29 @@ class GraphView(QGraphicsView):
         self.edges = []
         s.clearSelection()
         s.clear()
+        return s
+
+    def show_overview(self, overview: Overview) -> None:
+        """The module overview: groups (frames named on top) holding tiles, one box per module or run."""
+        s = self._clear()
+        self.current = None
+        for box in overview.boxes:
+            rect = QRectF(box.x, box.y, box.width, box.height)
+            item = NodeItem(box.node, rect, self, title(box) if box.kind == "group" else None)
+            s.addItem(item)
+            self.items_by_id[box.node.id] = item
+        s.setSceneRect(QRectF(-20, -20, overview.width + 40, overview.height + 40))
+        self.fit()
+
+    def fits(self) -> bool:
+        """Whether the whole drawing fits the view at a readable scale."""
+        rect, view = self.scene().itemsBoundingRect().adjusted(-10, -10, 10, 10), self.viewport().rect()
+        if rect.isEmpty():
+            return True
+        return min(view.width() / rect.width(), view.height() / rect.height()) >= MIN_FIT_SCALE
+
+    def show_layout(self, scene: Scene, layout: Layout) -> None:
+        s = self._clear()
         self.current = (scene, layout)
         edge_colour = self.palette().color(QPalette.ColorRole.Text)
         edge_colour.setAlpha(170)
@@ -266,12 +360,16 @@ class GraphView(QGraphicsView):
         if 0.02 <= scale <= 8:
             self.scale(factor, factor)
 
-    def select(self, node_id: str) -> None:
+    def select(self, node_id: str, centre: bool = True) -> None:
+        """Select a box and bring it into view: centred (navigation), or just scrolled into view (keys)."""
         item = self.items_by_id.get(node_id)
         if item is not None:
             self.scene().clearSelection()
             item.setSelected(True)
-            self.centerOn(item)
+            if centre:
+                self.centerOn(item)
+            else:
+                self.ensureVisible(item, 40, 40)
 
     def selected(self) -> SceneNode | None:
         items = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
@@ -326,20 +424,71 @@ class GraphView(QGraphicsView):
         self.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        key = event.key()
+        key, alt = event.key(), bool(event.modifiers() & Qt.KeyboardModifier.AltModifier)
+        node = self.selected()
         if key == Qt.Key.Key_F:
-            self.fit()
+            self.fit_requested.emit()
         elif key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
             self.zoom(1.25)
         elif key == Qt.Key.Key_Minus:
             self.zoom(0.8)
-        elif key == Qt.Key.Key_Backspace or (key == Qt.Key.Key_Left
-                                             and event.modifiers() & Qt.KeyboardModifier.AltModifier):
+        elif key == Qt.Key.Key_Backspace or (key == Qt.Key.Key_Left and alt):
             self.back_requested.emit()
-        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected() is not None:
-            self.node_activated.emit(self.selected())
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and node is not None:
+            (self.body_requested if opens_body(node) else self.node_activated).emit(node)
+        elif key == Qt.Key.Key_Space and node is not None:
+            self.node_activated.emit(node)
+        elif key in ARROWS and not alt:
+            self.move_selection(*ARROWS[Qt.Key(key)])
+        elif key == Qt.Key.Key_Escape and node is not None:
+            self.scene().clearSelection()
         else:
             super().keyPressEvent(event)
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        """Tab and Shift+Tab visit the boxes in reading order; past the last (first) one they leave the graph."""
+        if self.hasFocus() and self.step(1 if next else -1):
+            return True
+        return super().focusNextPrevChild(next)
+
+    def reading_order(self) -> list[NodeItem]:
+        """The boxes top to bottom, then left to right (as Tab visits them)."""
+        return sorted(self.items_by_id.values(), key=lambda i: (round(i.rect().center().y()), i.rect().center().x()))
+
+    def step(self, delta: int) -> bool:
+        """Select the next (``delta`` 1) or previous (-1) box in reading order; False past either end."""
+        order = self.reading_order()
+        if not order:
+            return False
+        current = next((k for k, item in enumerate(order) if item.isSelected()), None)
+        k = (0 if delta > 0 else len(order) - 1) if current is None else current + delta
+        if not 0 <= k < len(order):
+            return False
+        self.select(order[k].node.id, centre=False)
+        return True
+
+    def move_selection(self, dx: int, dy: int) -> None:
+        """Select the nearest box in a direction (arrow keys); with nothing selected, the box nearest the middle
+        of the view."""
+        items = list(self.items_by_id.values())
+        selected = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
+        if not items:
+            return
+        if not selected:
+            middle = self.mapToScene(self.viewport().rect().center())
+            best = min(items, key=lambda i: _distance(i.rect().center(), middle))
+            self.select(best.node.id, centre=False)
+            return
+        here = selected[0].rect().center()
+        candidates = []
+        for item in items:
+            c = item.rect().center()
+            along = (c.x() - here.x()) * dx + (c.y() - here.y()) * dy  # distance in the direction asked
+            across = abs((c.x() - here.x()) * dy) + abs((c.y() - here.y()) * dx)
+            if along > 1.0:
+                candidates.append((along + 2 * across, item.node.id))
+        if candidates:
+            self.select(min(candidates)[1], centre=False)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         super().mousePressEvent(event)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
 import onnx
+from PySide6.QtGui import QTextDocument
 
 from inspector.core.index import ModelIndex
 from inspector.core.literals import attribute_value
@@ -27,7 +29,7 @@ def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
             schema = onnx.defs.get_schema(node.op_type, version, domain)
     except Exception:
         return ""
-    doc = (schema.doc or "").strip()
+    doc = textwrap.dedent(schema.doc or "").strip()  # onnx indents some docs as a whole (LayerNormalization)
     return f"{schema.name} (since opset {schema.since_version}, domain '{schema.domain or 'ai.onnx'}')\n\n{doc}"
 
 
@@ -100,5 +102,19 @@ def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mappin
         parts.append("<h3>Stack trace</h3><pre style='white-space:pre-wrap'>" + esc(trace) + "</pre>")
     doc = operator_doc(index, node)
     if doc:
-        parts.append("<h3>Operator</h3><pre style='white-space:pre-wrap'>" + esc(doc) + "</pre>")
+        title, _, text = doc.partition("\n\n")
+        parts.append(f"<h3>Operator</h3><p><i>{esc(title)}</i></p>" + markdown_html(text))
     return "".join(parts)
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (ONNX operator docs) as a Qt rich-text fragment: headings, lists, `code` and code blocks
+    rendered; any HTML in the text is shown as text, never interpreted."""
+    document = QTextDocument()
+    features = QTextDocument.MarkdownFeature(QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
+                                             | QTextDocument.MarkdownFeature.MarkdownNoHTML.value)
+    document.setMarkdown(textwrap.dedent(text), features)
+    html = document.toHtml()
+    start = html.find(">", html.find("<body")) + 1
+    end = html.rfind("</body>")
+    return html[start:end] if start > 0 and end > start else esc(text)

@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -22,10 +25,12 @@ from inspector.core.categories import short_where
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewKey
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+from inspector.gui.text import tooltip
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
 STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999"}
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
+ITEM, STATUS, NOTE = 0, 1, 2  # the Review panel's columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,13 @@ class ReviewItem:
         if isinstance(self.obj, SpecialisedValue):
             return f"{short_where(self.obj)} = {self.obj.literal.value!r}  — {self.owner}"
         return f"body of {self.owner}"
+
+    @property
+    def lines(self) -> str:
+        """The label on two lines, as the Review panel shows it: what (and its value), then whose."""
+        if isinstance(self.obj, SpecialisedValue):
+            return f"{short_where(self.obj)} = {self.obj.literal.value!r}\n{self.owner}"
+        return f"body of\n{self.owner}"
 
 
 class ReviewBar(QWidget):
@@ -124,9 +136,21 @@ class ReviewPanel(QWidget):
         self.only_open.toggled.connect(self._refill)
         self.summary = QLabel("")
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Status", "Item", "Note"])
+        # the Item column comes first and takes the width the status and note leave; its text wraps (the value on
+        # one line, the overload or calls it belongs to on the next), so no part of it is cut
+        self.tree.setHeaderLabels(["Item", "Status", "Note"])
         self.tree.setRootIsDecorated(True)
-        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.tree.setWordWrap(True)
+        self.tree.setUniformRowHeights(False)
+        self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.tree.setItemDelegateForColumn(ITEM, WrappedItems(self.tree))
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(ITEM, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(STATUS, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(NOTE, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(NOTE, 60)
+        header.sectionResized.connect(lambda column, _old, _new: self.tree.doItemsLayout() if column == ITEM else None)
         self.tree.itemActivated.connect(self._activated)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -155,20 +179,52 @@ class ReviewPanel(QWidget):
             fam_label = item.family.family.label
             parent = families.get(fam_label)
             if parent is None:
-                parent = families[fam_label] = QTreeWidgetItem(["", fam_label, ""])
+                parent = families[fam_label] = QTreeWidgetItem([fam_label, "", ""])
+                parent.setToolTip(ITEM, tooltip(fam_label))
                 self.tree.addTopLevelItem(parent)
-            row = QTreeWidgetItem([review.status, item.label, review.note])
-            row.setForeground(0, _brush(review.status))
+            row = QTreeWidgetItem([item.lines, "" if review.status == "unreviewed" else review.status, review.note])
+            row.setForeground(STATUS, _brush(review.status))
+            row.setToolTip(ITEM, tooltip(item.label))
+            if review.note:
+                row.setToolTip(NOTE, tooltip(review.note))
             row.setData(0, Qt.ItemDataRole.UserRole, item)
             parent.addChild(row)
         self.tree.expandAll()
-        self.tree.resizeColumnToContents(0)
-        self.tree.resizeColumnToContents(1)
+        self.tree.setColumnHidden(NOTE, not any(r.note for _i, r in self._items))
 
     def _activated(self, row: QTreeWidgetItem, _column: int) -> None:
         item = row.data(0, Qt.ItemDataRole.UserRole)
         if isinstance(item, ReviewItem):
             self.jump.emit(item)
+
+
+class WrappedItems(QStyledItemDelegate):
+    """Rows of the Item column as tall as their text wrapped to the column's width (Qt's views measure a row
+    before they know its width, so the column's width is looked up here)."""
+
+    def __init__(self, tree: QTreeWidget) -> None:
+        super().__init__(tree)
+        self.tree = tree
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        hint = super().sizeHint(option, index)
+        width = self.text_width(index)
+        text = str(index.data() or "")
+        height = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), WRAP, text).height()
+        return QSize(hint.width(), max(hint.height(), height + 6))
+
+    def text_width(self, index: QModelIndex | QPersistentModelIndex) -> int:
+        """The width the text of ``index`` gets: its column less the indentation of its depth and margins."""
+        depth = 0
+        parent = index.parent()
+        while parent.isValid():
+            depth += 1
+            parent = parent.parent()
+        indent = self.tree.indentation() * (depth + (1 if self.tree.rootIsDecorated() else 0))
+        return max(self.tree.columnWidth(index.column()) - indent - 8, 20)
+
+
+WRAP = Qt.TextFlag.TextWordWrap | Qt.TextFlag.TextWrapAnywhere
 
 
 def _brush(status: str) -> Any:

@@ -16,3 +16,8 @@ def esc(value: Any) -> str:
 def tooltip(value: Any) -> str:
     """A tooltip that always shows ``value`` literally (escaped inside explicit rich text)."""
     return f"<p style='white-space:pre'>{esc(value)}</p>"
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 node``, ``2 nodes``, ``1,204 boxes``: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"

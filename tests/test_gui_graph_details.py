@@ -1,0 +1,108 @@
+"""What sits beside the graph, on real exports: operator docs rendered (not raw Markdown), the Review panel's Item
+column never cut, counts in the right number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QRect, Qt, QThreadPool
+from PySide6.QtWidgets import QApplication
+
+from inspector.core.keys import MAIN
+from inspector.core.provenance import AtenCall
+from inspector.gui.main_window import MainWindow
+from inspector.gui.text import plural
+from tests.conftest import ROOT
+
+ZOO = ROOT / "tests" / "zoo"
+
+
+def _open(qtbot: Any, w: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(w.center.view_shown, timeout=60000):
+        w.open_path(path)
+
+
+def _call(window: MainWindow, name: str) -> AtenCall:
+    assert window.index is not None
+    return next(c for c in window.index.provenance.calls if c.name == name)
+
+
+def _select_op(qtbot: Any, window: MainWindow, call: str, op_type: str) -> str:
+    """Open an aten call, click its ``op_type`` box; the Details tab's text."""
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(_call(window, call))
+    graph = window.center.graph
+    box = next(i for i, item in graph.items_by_id.items() if item.node.kind == "op" and item.node.label == op_type)
+    graph.select(box)
+    return window.details.toPlainText()
+
+
+def test_operator_docs_are_rendered_not_raw_markdown(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    text = _select_op(qtbot, window, "transpose", "Transpose")
+    doc = text.split("Operator", 1)[1]
+    assert doc.startswith("\nTranspose (since opset 13, domain 'ai.onnx')\n")
+    # onnx's Markdown: "(Similar to `numpy.transpose`)": the backticks become code, not characters
+    assert "Returns a transpose of the input tensor. (Similar to numpy.transpose)." in doc
+    assert "`" not in doc
+    html = window.details.toHtml()
+    assert "font-family:'monospace';\">numpy.transpose</span>" in html
+
+
+def test_operator_doc_code_blocks_and_indentation(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "gpt2.onnx")
+    layer_norm = next(c.name for c in window.index.provenance.calls if c.target == "aten::layer_norm")
+    doc = _select_op(qtbot, window, layer_norm, "LayerNormalization").split("Operator", 1)[1]
+    schema = onnx.defs.get_schema("LayerNormalization", 20)
+    assert "```" in schema.doc and "```" not in doc  # a fenced block in onnx's text, shown as a block here
+    assert "\nMean = ReduceMean<axes=normalized_axes>(X)\nD = Sub(X, Mean)\n" in doc
+    assert "This is layer normalization defined in ONNX as function." in doc
+    assert "      This is" not in doc  # onnx indents the text by six spaces: not a code block
+
+
+def test_review_items_are_never_cut(qtbot, window: MainWindow):
+    window.resize(1366, 768)
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    QThreadPool.globalInstance().waitForDone(30000)
+    QApplication.processEvents()
+    panel = window.review_panel
+    window.trees.setCurrentWidget(panel)
+    QApplication.processEvents()
+    tree = panel.tree
+    header = tree.header()
+    fm = tree.fontMetrics()
+    rows = [tree.topLevelItem(f).child(k) for f in range(tree.topLevelItemCount())
+            for k in range(tree.topLevelItem(f).childCount())]
+    assert len(rows) == len(panel.items()) == 45  # everything is open after loading
+    assert tree.horizontalScrollBar().maximum() == 0  # nothing to scroll sideways to
+    assert header.sectionPosition(0) == 0 and header.sectionSize(0) > tree.viewport().width() // 2
+    room = header.sectionSize(0) - 2 * tree.indentation() - 8  # a row is indented twice (root decorated)
+    for row in rows:
+        text = row.text(0)
+        assert row.toolTip(0)  # the whole label, too
+        for word in text.split():
+            assert fm.horizontalAdvance(word) <= room, word  # no word is wider than its column
+        needed = fm.boundingRect(QRect(0, 0, room, 1 << 20), Qt.TextFlag.TextWordWrap, text).height()
+        assert tree.visualItemRect(row).height() >= needed, text  # every wrapped line has its room
+
+
+def test_counts_in_the_right_number(qtbot, window: MainWindow):
+    assert [plural(1, "node"), plural(2, "node"), plural(1, "box", "boxes"), plural(1204, "box", "boxes")] == [
+        "1 node", "2 nodes", "1 box", "1,204 boxes"]
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(_call(window, "embedding"))  # one ONNX node: Gather
+    info = window.center.info.full_text()
+    graph = window.center.graph
+    kinds = sorted(i.node.kind for i in graph.items_by_id.values())
+    assert kinds.count("op") == 1
+    assert info.startswith(f"{len(kinds)} boxes, {len(graph.edges)} edges")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN)
+    assert window.center.info.full_text().startswith("4 boxes, 3 edges")

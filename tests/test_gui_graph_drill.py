@@ -1,0 +1,86 @@
+"""One click into a call: the ƒ badge on call boxes of real exports (the zoo), with counts from torch's truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt
+
+from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.provenance import AtenCall
+from inspector.gui.graph_view import GraphView, NodeItem
+from inspector.gui.main_window import MainWindow
+from tests.conftest import ROOT
+
+ZOO = ROOT / "tests" / "zoo"
+SELF_ATTN = frozenset({"mod:model", "mod:model.layers.0", "mod:model.layers.0.self_attn"})
+
+
+def _open(qtbot: Any, w: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(w.center.view_shown, timeout=60000):
+        w.open_path(path)
+
+
+def _truth(name: str) -> dict[str, Any]:
+    return json.loads((ZOO / f"{name}.truth.json").read_text())
+
+
+def _click_badge(qtbot: Any, window: MainWindow, item: NodeItem) -> None:
+    graph = window.center.graph
+    assert item.badge is not None and item.badge.isVisible()
+    graph.centerOn(item.badge)
+    pos = graph.mapFromScene(item.badge.sceneBoundingRect().center())
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.mouseClick(graph.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _ops(graph: GraphView) -> list[str]:
+    return [i.node.label for i in graph.items_by_id.values() if i.node.kind == "op"]
+
+
+def test_one_click_on_f_opens_an_aten_call_with_its_nodes(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, SELF_ATTN)
+    graph = window.center.graph
+    items = list(graph.items_by_id.values())
+    # every call box has a drill-in badge, and nothing else has one
+    assert all((i.badge is not None) == (i.node.kind in ("aten_call", "function_call")) for i in items)
+    # the aten calls that sit directly in an opened module (torch's FX nodes that emitted ONNX nodes)
+    opened = {m.removeprefix("mod:") for m in SELF_ATTN}
+    direct = [n for n in _truth("llama_gqa")["fx_nodes"] if n["module"] in opened and n["onnx_nodes"]]
+    assert sum(i.badge is not None for i in items) == len(direct) == 30
+    sdpa = next(i for i in items
+                if isinstance(i.node.ref, AtenCall) and i.node.ref.name == "scaled_dot_product_attention")
+    _click_badge(qtbot, window, sdpa)
+    scope = window.center.current_scope()
+    assert isinstance(scope, AtenCall) and scope.name == "scaled_dot_product_attention"
+    expected = next(n["onnx_nodes"] for n in _truth("llama_gqa")["fx_nodes"] if n["name"] == scope.name)
+    assert len(_ops(graph)) == expected == 11
+    assert window.center.crumbs.full_text() == ("main graph › model.layers.0.self_attn › "
+                                                "aten::scaled_dot_product_attention (scaled_dot_product_attention)")
+    assert window.center.history() == ["main graph  (+3 open)", "main graph"]
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.back()
+    assert window.center.current_view().expanded == SELF_ATTN
+
+
+def test_one_click_on_f_enters_a_torchscript_module_function(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "ts_functions.onnx")
+    graph = window.center.graph
+    calls = [i for i in graph.items_by_id.values() if i.node.kind == "function_call"]
+    truth = _truth("ts_functions")["module_functions"]
+    assert len(calls) == sum(f["calls"] for f in truth)  # each instance call is a box with ƒ
+    block = next(i for i in calls if i.node.ref[0].name == "Block")
+    _click_badge(qtbot, window, block)
+    key = window.center.current_scope()
+    assert isinstance(key, FunctionKey) and key.name == "Block"
+    body = next(f for f in onnx.load(str(ZOO / "ts_functions.onnx")).functions if f.name == "Block")
+    assert sorted(_ops(graph)) == sorted(n.op_type for n in body.node)

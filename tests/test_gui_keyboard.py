@@ -1,0 +1,114 @@
+"""The graph by keyboard on a real export (llama_gqa of the zoo): Tab and the arrow keys move the selection between
+boxes, Enter opens, Space expands; Alt+Left goes back wherever the focus is in the window."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtWidgets import QApplication
+
+from inspector.core.keys import MAIN
+from inspector.core.provenance import AtenCall
+from inspector.gui.main_window import MainWindow
+from tests.conftest import ROOT
+
+ZOO = ROOT / "tests" / "zoo"
+SELF_ATTN = frozenset({"mod:model", "mod:model.layers.0", "mod:model.layers.0.self_attn"})
+
+
+def _open(qtbot: Any, w: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(w.center.view_shown, timeout=60000):
+        w.open_path(path)
+
+
+def _selected(window: MainWindow) -> str | None:
+    node = window.center.graph.selected()
+    return node.id if node else None
+
+
+def _fx_nodes() -> list[dict[str, Any]]:
+    return json.loads((ZOO / "llama_gqa.truth.json").read_text())["fx_nodes"]
+
+
+def test_tab_walks_the_boxes_in_reading_order_and_enter_expands_a_module(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    graph = window.center.graph
+    graph.setFocus()
+    seen = []
+    for _ in range(len(graph.items_by_id)):
+        qtbot.keyClick(graph, Qt.Key.Key_Tab)
+        seen.append(_selected(window))
+    # the collapsed main graph: the input, the two top modules torch names, the output
+    assert seen == ["in:input_ids", "mod:model", "mod:lm_head", "out:linear_14"]
+    assert window.details.toPlainText().startswith("linear_14") or graph.hasFocus()
+    qtbot.keyClick(graph, Qt.Key.Key_Tab)  # past the last box, Tab leaves the graph
+    assert not graph.hasFocus()
+    graph.setFocus()
+    qtbot.keyClick(graph, Qt.Key.Key_Backtab)
+    assert _selected(window) == "mod:lm_head"
+    qtbot.keyClick(graph, Qt.Key.Key_Up)
+    assert _selected(window) == "mod:model"
+    assert window.details.toPlainText().startswith("model")  # the selection shows its details
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(graph, Qt.Key.Key_Return)
+    assert window.center.current_view().expanded == frozenset({"mod:model"})
+
+
+def test_arrows_follow_the_graph_and_enter_opens_an_aten_call(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, SELF_ATTN)
+    graph = window.center.graph
+    graph.setFocus()
+    graph.select("mod:model.layers.0.self_attn.q_proj", centre=False)
+    qtbot.keyClick(graph, Qt.Key.Key_Down)
+    # below q_proj sits the call that reads its output: torch's view of the q_proj linear
+    fx = _fx_nodes()
+    q_linear = next(n["name"] for n in fx if n["module"] == "model.layers.0.self_attn.q_proj")
+    reader = next(n["name"] for n in fx if n["target"] == "aten::view" and n["args"]["self"] == {"node": q_linear})
+    node = graph.selected()
+    assert node is not None and isinstance(node.ref, AtenCall) and node.ref.name == reader
+    qtbot.keyClick(graph, Qt.Key.Key_Up)
+    assert _selected(window) == "mod:model.layers.0.self_attn.q_proj"
+    sdpa = next(i for i, item in graph.items_by_id.items()
+                if isinstance(item.node.ref, AtenCall) and item.node.ref.name == "scaled_dot_product_attention")
+    graph.select(sdpa, centre=False)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(graph, Qt.Key.Key_Return)  # Enter opens the call's nodes
+    scope = window.center.current_scope()
+    assert isinstance(scope, AtenCall) and scope.name == "scaled_dot_product_attention"
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(graph, Qt.Key.Key_Backspace)
+    graph.select(sdpa, centre=False)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(graph, Qt.Key.Key_Space)  # Space expands it in place
+    assert window.center.current_view().expanded == SELF_ATTN | {sdpa}
+
+
+@pytest.mark.parametrize("where", ["filter", "tree", "details", "search"])
+def test_alt_left_goes_back_wherever_the_focus_is(qtbot, window: MainWindow, where: str):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, frozenset({"mod:model"}))
+    if where == "search":
+        window.start_search()
+    widget = {"filter": window.filter_box, "tree": window.family_view, "details": window.details,
+              "search": window.search_panel.box}[where]
+    widget.setFocus()
+    QThreadPool.globalInstance().waitForDone(30000)
+    QApplication.processEvents()  # focusing the tree may show its first row: let that view come first
+    assert QApplication.focusWidget() is widget
+    before = window.center.history()
+    assert before
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(widget, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+    assert window.center.history() == before[1:]
+    if where != "tree":
+        assert window.center.current_view().expanded == frozenset() and window.center.history() == []
