@@ -139,11 +139,6 @@ class SearchIndex:
                 self._build()
                 self._built = True
 
-    def prepare(self) -> None:
-        """Build the tables and read the nodes' metadata now (otherwise the first ``search`` does)."""
-        self.build()
-        self._metadata()
-
     def _build(self) -> None:
         index = self.index
         main = index.proto.graph.node

@@ -4,8 +4,7 @@ node metadata.
 Each result says where it matched (name, op, target, module, function, stack trace, metadata) and is named by
 what tells it apart: the module path (and FX name) of the aten call a node belongs to, elided in the middle so
 the distinguishing end stays visible. Typing searches off the GUI thread (a 100k-node export's first query
-reads every node's metadata); a result that arrives after the text has changed is dropped. The metadata is
-read in the background as soon as a model is shown, so the first query rarely waits for it."""
+reads every node's metadata, about a second); a result that arrives after the text has changed is dropped."""
 
 from __future__ import annotations
 
@@ -62,8 +61,6 @@ class SearchPanel(QWidget):
         self._timer.stop()
         self.results.clear()
         self.status.setText("")
-        if index is not None:  # read the metadata now, in the background, rather than on the first query
-            self.jobs.run(lambda: self._prepare(index), lambda _r: None, priority=-1)
 
     def focus(self) -> None:
         self.box.setFocus()
@@ -98,10 +95,6 @@ class SearchPanel(QWidget):
                 self._show(result, text)
 
         self.jobs.run(work, done)
-
-    def _prepare(self, index: SearchIndex) -> None:
-        index.prepare()
-        self._owners_of(index)
 
     def _owners_of(self, index: SearchIndex) -> dict[int, AtenCall]:
         """Main-graph node -> its aten call (one pass over the calls; made off the GUI thread when typing)."""
