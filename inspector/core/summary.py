@@ -147,6 +147,7 @@ def summary_text(data: dict[str, Any]) -> str:
             shown = ov["overload"] or "(default)"
             real = f"  [{fn['name']}]" if fam["torchscript_variants"] and fn else ""
             lines.append(f"    {shown:<24} {ov['calls']:>5} calls{real}")
+            lines.extend("  " + line for line in _torchlib_line(ov))
             lines.extend(_specialised_lines(ov))
     atens = data["aten_targets"]
     lines.append("")
@@ -160,6 +161,7 @@ def summary_text(data: dict[str, Any]) -> str:
         if fam is not None:
             for ov in fam["overloads"]:
                 if ov["target"] == a["target"]:
+                    lines.extend(_torchlib_line(ov))
                     if len(ov.get("bodies", ())) > 1:
                         lines.append(f"      {len(ov['bodies'])} distinct bodies")
                     lines.extend(_specialised_lines(ov))
@@ -171,25 +173,57 @@ def summary_text(data: dict[str, Any]) -> str:
     return "\n".join(_printable(line) for line in lines) + "\n"
 
 
-def _specialised_lines(ov: dict[str, Any], limit: int = 6) -> list[str]:
-    """One line per specialised value (those that vary or link to aten arguments first)."""
-    items = sorted(ov.get("specialised", ()), key=lambda s: (not s["varies"], not s["aten_arguments"]))
+def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8) -> list[str]:
+    """One line per specialised value (those that vary or link to aten arguments or input shapes first): where it
+    sits, its value, what varies, the aten arguments it came from and at which place, how an input shape made it; a
+    parametric attribute with the value each call site passes; then what trace_only torchlib code put there, and how
+    many ONNX defaults were left out."""
+    items = sorted(ov.get("specialised", ()),
+                   key=lambda s: (not s["varies"], not (s["aten_arguments"] or s.get("shape_specialised"))))
     out = []
     for s in items[:limit]:
         where = s.get("attribute") or s.get("constant")
         what = f"{s['op_type']}.{where}" if s["op_type"] and s["kind"] != "initializer" else f"const {where}"
         if s["kind"] == "parametric":
-            out.append(f"        {what} = @{s.get('refers_to')} (parametric)")
+            calls = s.get("call_sites", [])
+            state = "varies between calls" if s["varies"] else "the same at every call"
+            out.append(f"        {what} = @{s.get('refers_to')} (parametric" + (f", {state})" if calls else ")"))
+            out += [f"            {c['call']}  {_short(c['value'])}" for c in calls[:calls_limit]]
+            if len(calls) > calls_limit:
+                out.append(f"            … {len(calls) - calls_limit} more calls")
             continue
         note = []
         if s["varies"]:
             note.append("varies: " + " | ".join(_short(v) for v in s["family_values"]))
         if s["aten_arguments"]:
-            note.append("from " + ", ".join(f"{a['parameter']}={_short(a['value'])}" for a in s["aten_arguments"]))
+            note.append("from " + _arguments(s["aten_arguments"]))
+        if s.get("shape_specialised"):
+            note.append("shape-specialised: " + _short(s["shape_specialised"], 240))
         out.append(f"        {what} = {_short(s['value'])}" + (f"   ({'; '.join(note)})" if note else ""))
     if len(items) > limit:
         out.append(f"        … {len(items) - limit} more")
+    for baked in sorted({s["baked_by"] for s in items if s.get("baked_by")}):
+        out.append(f"        values put there at export time by {baked}")
+    left_out = sum(b.get("left_out", 0) for b in ov.get("bodies", ()))
+    if left_out:
+        out.append(f"        {left_out} attribute{'s' if left_out != 1 else ''} equal to the ONNX default left out")
     return out
+
+
+def _arguments(links: list[dict[str, Any]]) -> str:
+    """``dim0=1, dim1=2 at Transpose.perm``: the arguments, grouped by the place where the lowering implements them."""
+    by_place: dict[str, list[str]] = {}
+    for a in links:
+        by_place.setdefault(a.get("place", ""), []).append(f"{a['parameter']}={_short(a['value'])}")
+    return "; ".join(", ".join(args) + (f" at {place}" if place else "") for place, args in by_place.items())
+
+
+def _torchlib_line(ov: dict[str, Any]) -> list[str]:
+    """``      torchlib aten_transpose, trace_only (function_libs/torch_lib/ops/core.py:10114)``."""
+    t = ov.get("torchlib")
+    if not t:
+        return []
+    return [f"      torchlib {t['function']}, {'trace_only' if t['trace_only'] else 'script'} ({t['source']})"]
 
 
 def _short(v: Any, width: int = 40) -> str:

@@ -1,0 +1,126 @@
+"""``summary`` text on zoo exports (torch 2.13): the torchlib function of each aten target, each link's place,
+shape-specialised values, what trace_only code put there, TorchScript per-call values, ONNX defaults left out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from inspector.cli import main
+from inspector.core.fold import fold_model
+from inspector.core.index import open_index
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+
+
+def _truth(name: str) -> dict:
+    return json.loads((ZOO / f"{name}.truth.json").read_text())
+
+
+def _summary(path: Path, capsys) -> list[str]:
+    assert main(["summary", str(path)]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def _section(lines: list[str], head: str) -> list[str]:
+    """The lines of one target or family: from the line starting with ``head`` to the next one at its indent."""
+    start = next(k for k, line in enumerate(lines) if line.startswith(head))
+    indent = len(head) - len(head.lstrip())
+    end = next((k for k in range(start + 1, len(lines))
+                if len(lines[k]) - len(lines[k].lstrip()) <= indent), len(lines))
+    return lines[start:end]
+
+
+def test_transpose_target_names_torchlib_the_link_place_and_the_trace_only_origin(capsys):
+    truth = _truth("pair_transpose_b")
+    assert (truth["pair"]["hyperparameter"], truth["pair"]["value"]) == ("transpose", [1, 3])
+    lines = _summary(ZOO / "pair_transpose_b.onnx", capsys)
+    assert [line.rstrip() for line in _section(lines, "  aten::transpose.int")][1:] == [
+        "      torchlib aten_transpose, trace_only (function_libs/torch_lib/ops/core.py:10114)",
+        "        Transpose.perm = [0, 3, 2, 1]   (from dim0=1, dim1=3 at Transpose.perm)",
+        "        values put there at export time by torchlib aten_transpose (trace_only)",
+    ]
+
+
+def test_sdpa_default_scale_and_reshapes_are_shape_specialised(capsys):
+    """pair_scale_a: two attention layers with 4 and 2 heads over d=32 (head dims 8 and 16), default scale."""
+    truth = _truth("pair_scale_a")
+    sdpa_args = [n["args"] for n in truth["fx_nodes"] if n["target"] == "aten::scaled_dot_product_attention"]
+    assert [a["scale"] for a in sdpa_args] == [None, None] and truth["pair"]["value"] is None
+    lines = _summary(ZOO / "pair_scale_a.onnx", capsys)
+    sdpa = _section(lines, "  aten::scaled_dot_product_attention")
+    assert sdpa[1:3] == ["      torchlib aten_scaled_dot_product_attention, trace_only "
+                         "(function_libs/torch_lib/ops/nn.py:1806)", "      2 distinct bodies"]
+    scale = [line for line in sdpa if "from scale=None" in line]
+    assert scale == [
+        "        const val_64 = [0.59460354]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "shape-specialised: default scale: constant val_64 is sqrt(1/sqrt(E)), applied to both query and key, for "
+        "head dim E=8 (the last dim of query [1,4,8,8]))",
+        "        const val_142 = [0.5]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "shape-specialised: default scale: constant val_142 is sqrt(1/sqrt(E)), applied to both query and key, for "
+        "head dim E=16 (the last dim of query [1,2,8,16]))",
+    ]
+    assert [round(e ** -0.25, 8) for e in (8, 16)] == [0.59460356, 0.5]  # torch's default scale, as sqrt per side
+    assert ("        const val_59 = [-1, 8, 8]   (varies: [-1, 8, 8] | [-1, 8, 16]; shape-specialised: [-1, 8, 8] = "
+            "(-1, S, E) of key transpose_1 [1, 4, 8, 8])") in sdpa
+    assert sdpa[-1] == ("        values put there at export time by torchlib aten_scaled_dot_product_attention "
+                        "(trace_only)")
+
+
+def test_layer_norm_lists_what_it_left_out(capsys):
+    lines = _summary(ZOO / "pair_eps_b.onnx", capsys)
+    (args, *_rest) = [n["args"] for n in _truth("pair_eps_b")["fx_nodes"] if n["target"] == "aten::layer_norm"]
+    assert (args["eps"], args["normalized_shape"]) == (1e-6, [32])
+    assert _section(lines, "  aten::layer_norm")[1:] == [
+        "      torchlib aten_layer_norm, trace_only (function_libs/torch_lib/ops/core.py:5716)",
+        "        LayerNormalization.epsilon = 1e-06   (from eps=1e-06 at LayerNormalization.epsilon)",
+        "        LayerNormalization.axis = -1   (from normalized_shape=[32] at LayerNormalization.axis)",
+        "        values put there at export time by torchlib aten_layer_norm (trace_only)",
+        "        1 attribute equal to the ONNX default left out",
+    ]
+
+
+def test_torchscript_functions_list_each_call_sites_value(capsys):
+    lines = _summary(ZOO / "ts_functions.onnx", capsys)
+    block = next(f for f in _truth("ts_functions")["module_functions"] if f["name"] == "Block")
+    assert [i["eps"] for i in block["instances"]] == [1e-5, 1e-6, 1e-5]
+    assert _section(lines, "  __main__.Block")[1:] == [
+        "    (default)                    3 calls",
+        "        LayerNormalization.epsilon = @inferred::LayerNormalization_epsilon (parametric, varies between calls)",
+        *[f"            main//{i['path']}/Block  {float(np.float32(i['eps'])):.8g}" for i in block["instances"]],
+        "        2 attributes equal to the ONNX default left out",
+    ]
+
+
+def test_folded_family_names_its_torchlib_function(tmp_path: Path, capsys):
+    model, _report = fold_model(open_index(ZOO / "pair_transpose_a.onnx"))
+    onnx.save(model, tmp_path / "folded.onnx")
+    lines = _summary(tmp_path / "folded.onnx", capsys)
+    assert _section(lines, "  aten::transpose  ")[1:3] == [
+        "    int                          4 calls",
+        "        torchlib aten_transpose, trace_only (function_libs/torch_lib/ops/core.py:10114)",
+    ]
+
+
+def test_hostile_call_sites_stay_one_line_each(tmp_path: Path, capsys):
+    body = helper.make_node("Gelu", ["x"], ["y"])
+    attr = body.attribute.add()
+    attr.name, attr.type, attr.ref_attr_name = "approximate", onnx.AttributeProto.STRING, "mode"
+    fn = helper.make_function("m", "F", ["x"], ["y"], [body], [helper.make_opsetid("", 20)], ["mode"])
+    calls = [helper.make_node("F", ["a"], [f"b{k}"], name=f"n{k}\x1b[31m\nfake line", domain="m", mode=mode)
+             for k, mode in enumerate(["tanh\r\n", "none"])]
+    graph = helper.make_graph(calls, "g", [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(f"b{k}", onnx.TensorProto.FLOAT, [2]) for k in range(2)])
+    onnx.save(helper.make_model(graph, functions=[fn], opset_imports=[helper.make_opsetid("", 20),
+                                                                      helper.make_opsetid("m", 1)]),
+              tmp_path / "hostile.onnx")
+    lines = _summary(tmp_path / "hostile.onnx", capsys)
+    assert _section(lines, "  m.F")[2:] == [
+        "        Gelu.approximate = @mode (parametric, varies between calls)",
+        "            main/n0\\x1b[31m\\x0afake line  tanh\\x0d\\x0a",
+        "            main/n1\\x1b[31m\\x0afake line  none",
+    ]
