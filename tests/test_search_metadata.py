@@ -142,3 +142,42 @@ def test_hostile_metadata_is_returned_raw():
         "metadata", "key<script>alert(1)</script>", "value<img src=x onerror=alert(1)>", (0,))
     (hit,) = search(index, "md|table").hits  # the matching line of a multi-line value, raw
     assert (hit.key, hit.text) == ("note", "line2 | md|table | [x](javascript:alert(1)) \u202eRTL ${{x}} </td></tr>")
+
+
+def _with_meta(node: onnx.NodeProto, **entries: str) -> onnx.NodeProto:
+    for key, value in entries.items():
+        e = node.metadata_props.add()
+        e.key, e.value = key.replace("__", "."), value
+    return node
+
+
+def test_function_bodies_and_subgraphs(tmp_path: Path):
+    """A hand-made model: an aten call inside a local function's body, a node inside an If branch."""
+    from onnx import TensorProto, helper
+
+    fx = "%mul_9 : [num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%x, %y), kwargs = {})"
+    body = [_with_meta(helper.make_node("Mul", ["x", "y"], ["t"], name="f_mul"),
+                       pkg__torch__onnx__fx_node=fx, pkg__torch__onnx__stack_trace='File "m.py", line 3, in rotary_f'),
+            _with_meta(helper.make_node("Neg", ["t"], ["z"], name="f_neg"), pkg__torch__onnx__fx_node=fx)]
+    f = helper.make_function("local", "f", ["x", "y"], ["z"], body, [helper.make_opsetid("", 20)])
+    then = helper.make_graph([_with_meta(helper.make_node("Neg", ["a"], ["b"], name="then_neg"),
+                                         pkg__torch__onnx__stack_trace="in rotary_branch")], "then", [],
+                             [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Identity", ["a"], ["c"], name="else_id")], "else", [],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])])
+    nodes = [_with_meta(helper.make_node("f", ["a", "a"], ["d"], name="call_f", domain="local"), note="rotary here"),
+             helper.make_node("If", ["cond"], ["e"], name="branch", then_branch=then, else_branch=other)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+                                           helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("d", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, functions=[f], opset_imports=[helper.make_opsetid("", 20),
+                                                                   helper.make_opsetid("local", 1)])
+    path = tmp_path / "meta.onnx"
+    onnx.save(model, str(path))
+    for query in ("rotary", "mul_9", "torch.ops.aten.mul"):
+        assert _found(path, query) == _expected(path, query)
+    body_f = FunctionKey("local", "f")
+    assert _expected(path, "rotary") == {"stack_trace": [(MAIN, (1, "then_branch", 0)), (body_f, (0,))],
+                                         "metadata": [(MAIN, (0,))]}
+    assert _expected(path, "mul_9")["metadata"] == [(body_f, (0,)), (body_f, (1,))]  # fx_node, through the call

@@ -224,9 +224,12 @@ class SearchIndex:
 
     def _call_nodes(self, call: AtenCall) -> list[int]:
         """The node numbers of an aten call's nodes."""
-        try:
-            s = self._scopes.index(call.scope)
-        except ValueError:
+        meta = self._meta
+        assert meta is not None
+        if not meta.scope_of:
+            meta.scope_of = {scope: s for s, scope in enumerate(self._scopes)}
+        s = meta.scope_of.get(call.scope, -1)
+        if s < 0:
             return []
         start = self._scope_start[s]
         end = self._scope_start[s + 1] if s + 1 < len(self._scopes) else len(self._op)
@@ -236,8 +239,6 @@ class SearchIndex:
                 if len(p) == 1 and isinstance(p[0], int) and 0 <= p[0] < end - start:
                     out.append(start + p[0])
             return out
-        meta = self._meta
-        assert meta is not None
         numbers = meta.numbers.get(s)
         if numbers is None:
             numbers = meta.numbers[s] = {self._path[i] or (i - start,): i for i in range(start, end)}
@@ -379,6 +380,7 @@ class _Metadata:
     node_sig: list[int] = field(default_factory=list)  # per node number: its sig, or -1
     fx_cf: list[str] = field(default_factory=list)  # per aten call: its fx_node text, casefolded
     numbers: dict[int, dict[NodePath, int]] = field(default_factory=dict)  # per nested scope: path -> number
+    scope_of: dict[GraphScope, int] = field(default_factory=dict)  # scope -> its index in SearchIndex._scopes
 
 
 def matched_line(text: str, q: str) -> str:
