@@ -1,9 +1,11 @@
 """Render the app's main views on real exports to PNG files at 1366x768, for humans to look at.
 
 Run by ``make screenshots`` (under Xvfb when no display is present): ``python scripts/screenshots.py --out DIR``.
-Writes 01-overview (the sample export), 02-sdpa-call (an SDPA call with its aten signature), 03-overloads (a
-function overload with its specialised value), 04-review (the review panel), 05-compare (pair_scale_a vs
-pair_scale_b of the zoo) and, when Chromium is installed, 06-report (the HTML report in a browser).
+Writes 01-overview (the sample export), 02-sdpa-call (an SDPA call with its aten signature), 03-overloads (two
+calls of one family side by side: pair_scale_a's SDPA calls with 4 and 2 heads, the differing values lit and the
+scale constant selected on both sides), 04-review (the review panel), 05-compare (pair_scale_a vs pair_scale_b of
+the zoo, the changed scale selected on both sides) and, when Chromium is installed, 06-report (the HTML report in
+a browser).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "resources" / "samples" / "sample_export.onnx"
 OVERLOADS = ROOT / "tests" / "fixtures" / "overloads.onnx"
 PAIR = (ROOT / "tests" / "zoo" / "pair_scale_a.onnx", ROOT / "tests" / "zoo" / "pair_scale_b.onnx")
+TWO_CALLS = ("scaled_dot_product_attention", "scaled_dot_product_attention_1")  # of PAIR[0]: 4 and 2 heads
 SCREEN = (1366, 768)
 
 
@@ -74,6 +77,17 @@ class Shots:
         for _ in range(20):
             self.app.processEvents()
 
+    def wait_until(self, done: Any, timeout_s: float = 60) -> None:
+        """Process events until ``done()`` (or the timeout)."""
+        import time
+
+        end = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < end:
+            self.app.processEvents()
+            time.sleep(0.02)
+        for _ in range(20):
+            self.app.processEvents()
+
     def save(self, widget: Any, name: str) -> None:
         widget.grab().save(str(self.out / name))
 
@@ -93,13 +107,16 @@ class Shots:
         for row in range(proxy.rowCount()):  # an SDPA call: its signature beside a body with a baked scale
             fam = proxy.index(row, 0)
             if "scaled_dot_product_attention" in str(fam.data()):
-                call = proxy.index(0, 0, proxy.index(0, 0, fam))
                 view.expand(fam)
-                view.expand(call.parent())
+                overload = proxy.index(0, 0, fam)
+                view.expand(overload)
+                call = proxy.index(0, 0, overload)
                 self.wait_for([window.selection_shown, window.center.view_shown],
                               lambda call=call: view.setCurrentIndex(call))
                 break
+        window.right.setCurrentWidget(window.signature)
         self.save(window, "02-sdpa-call.png")
+        self.two_calls(window)
         # a local function family whose overloads differ only in a baked value, then what is left to review
         self.wait_for([window.reviews_listed], lambda: window.open_path(OVERLOADS))
         window.filter_box.set_now("local.tr")
@@ -107,7 +124,6 @@ class Shots:
         view.expand(fam)
         self.wait_for([window.selection_shown, window.center.view_shown],
                       lambda: view.setCurrentIndex(proxy.index(1, 0, fam)))
-        self.save(window, "03-overloads.png")
         window.trees.setCurrentWidget(window.review_panel)
         self.wait_for([], lambda: None)
         self.save(window, "04-review.png")
@@ -115,10 +131,34 @@ class Shots:
         compare.show()
         compare.setGeometry(compare.screen().availableGeometry())
         self.wait_for([compare.pair_loaded, compare.change_shown], lambda: compare.open_pair(*PAIR))
+        graph = compare.side_a.graph  # the changed value's box, selected in A and (aligned) in B
+        changed = next((i for i, item in graph.items_by_id.items() if item.mark), None)
+        if changed is not None:
+            self.wait_for([], lambda: graph.select(changed))
         self.save(compare, "05-compare.png")
         compare.close()
         window.close()
         return 0
+
+    def two_calls(self, window: Any) -> None:
+        """Two SDPA calls of one export side by side (the functions tree's Ctrl+D), the scale constant selected."""
+        from inspector.gui.overload_compare import FamilyCompare
+
+        self.wait_for([window.model_loaded], lambda: window.open_path(PAIR[0]))
+        index, family_compare = window.index, window.findChild(FamilyCompare)
+        a, b = (next(c for c in index.provenance.calls if c.name == name) for name in TWO_CALLS)
+        side_by_side = family_compare.compare(a, b)
+        side_by_side.setGeometry(side_by_side.screen().availableGeometry())
+        self.wait_until(lambda: side_by_side.ready)
+        comparison = side_by_side.comparison
+        values = [r for r in comparison.rows if r.kind == "value"]
+        scale = next((k for k, r in enumerate(values) if r.label.startswith("scale")), None)
+        if scale is not None:  # the scale constant of A, and with it its partner in B
+            slot_a, _slot_b = comparison.pairing.changed[scale]
+            graph = side_by_side.twin.side_a.graph
+            self.wait_for([], lambda: graph.select(f"const:{slot_a[1]}"))
+        self.save(side_by_side, "03-overloads.png")
+        side_by_side.close()
 
 
 def report_screenshot(out: Path) -> None:

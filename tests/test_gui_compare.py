@@ -204,3 +204,22 @@ def test_a_click_selects_the_aligned_node_on_the_other_side_and_both_panels_desc
     scale_b = compare.pair.b.proto.graph.node[first_b + 9].input[1]
     ga.select(f"const:{scale_a}")
     assert gb.selected().id == f"const:{scale_b}"
+
+
+def test_change_rows_read_whole_at_1366x768(qtbot, compare: CompareWindow):
+    """Each change row draws what changed (values old and new) and where on two lines: at 1366x768 neither needs
+    eliding on the zoo's scale pair, where the value and the argument it came from make the longest line."""
+    compare.resize(1366, 768)
+    _load(qtbot, compare, ZOO / "pair_scale_a.onnx", ZOO / "pair_scale_b.onnx")
+    qtbot.waitUntil(lambda: compare.changes.visualItemRect(_rows(compare)[0][1]).height() > 0)
+    groups = {g for g, _row in _rows(compare)}
+    assert any(g.startswith("aten::scaled_dot_product_attention") for g in groups)  # the family names the group
+    fm = compare.changes.fontMetrics()
+    for _g, row in _rows(compare):
+        rect = compare.changes.visualItemRect(row)
+        assert rect.height() >= 2 * fm.height()  # two lines
+        for line in (row.text(0), f"in {row.text(1)}"):
+            assert fm.horizontalAdvance(line) <= rect.width() - 8, line
+    sdpa = [row for g, row in _rows(compare) if g.startswith("aten::scaled_dot_product_attention")]
+    assert [row.text(1) for row in sdpa] == ["scaled_dot_product_attention", "scaled_dot_product_attention_1"]
+    assert all(row.text(0).startswith("scale (Mul.B): ") and " → 0.54772258" in row.text(0) for row in sdpa)

@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, QSize, Qt, QThreadPool, Signal
+from PySide6.QtGui import QCloseEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
-    QHeaderView,
+    QApplication,
     QLabel,
     QMainWindow,
     QSplitter,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
@@ -80,6 +83,47 @@ def body_of(index: ModelIndex, scope: Scope, maps: GraphMaps | None) -> Body | N
     return None
 
 
+class ChangeRowDelegate(QStyledItemDelegate):
+    """A change row on two lines, each elided in the middle only if the list is narrower than it: what changed
+    (``scale (Mul.B): 0.59460354 → 0.70710677``) above, where (the call, and how many more) below, so the values
+    keep the whole width of the list. Family rows are drawn as usual."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        if index.parent().isValid():
+            size.setHeight(2 * option.fontMetrics.height() + 6)
+        return size
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        if not index.parent().isValid():
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        what, where = str(index.data() or ""), str(index.sibling(index.row(), 1).data() or "")
+        opt.text = ""
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget).adjusted(2, 2, -2, -2)
+        fm, line = opt.fontMetrics, opt.fontMetrics.height()
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        active = bool(opt.state & QStyle.StateFlag.State_Active)
+        group = QPalette.ColorGroup.Active if active else QPalette.ColorGroup.Inactive
+        text = opt.palette.color(group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        painter.save()
+        painter.setPen(text)
+        painter.drawText(rect.x(), rect.y() + fm.ascent(), fm.elidedText(what, Qt.TextElideMode.ElideMiddle,
+                                                                          rect.width()))
+        if not selected:
+            text.setAlpha(160)
+        painter.setPen(text)
+        painter.drawText(rect.x(), rect.y() + line + fm.ascent(),
+                         fm.elidedText(f"in {where}", Qt.TextElideMode.ElideMiddle, rect.width()))
+        painter.restore()
+
+
 class CompareWindow(QMainWindow):
     pair_loaded = Signal(object)
     load_failed = Signal(str)
@@ -93,14 +137,11 @@ class CompareWindow(QMainWindow):
         self.pair: Pair | None = None
         self._maps: dict[int, GraphMaps] = {}
         self.jobs = Jobs()
-        self.changes = QTreeWidget()
-        self.changes.setHeaderLabels(["Change", "Where"])
+        self.changes = QTreeWidget()  # columns: the change, where; a change row draws both, on two lines
+        self.changes.setHeaderLabels(["Change (old → new) and where", "Where"])
         self.changes.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        header = self.changes.header()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(1, 120)
+        self.changes.setColumnHidden(1, True)
+        self.changes.setItemDelegateForColumn(0, ChangeRowDelegate(self.changes))
         self.changes.currentItemChanged.connect(lambda cur, _prev: self._selected(cur))
         self.summary = QLabel("")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
