@@ -17,7 +17,7 @@ import onnx
 from inspector.core.findings import Finding, FindingKind, Severity
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.scan import ScanResult, scan
-from inspector.core.walk import NodePath, iter_nodes, path_text
+from inspector.core.walk import NodePath, iter_nodes, path_text, resolve_path
 
 # Domains whose operators a runtime provides (not local functions).
 OPERATOR_DOMAINS = frozenset({
@@ -75,6 +75,15 @@ class FunctionIndex:
 
     def call_count(self, key: FunctionKey) -> int:
         return len(self.calls.get(key, ()))
+
+    def site_node(self, site: CallSite, main: Sequence[onnx.NodeProto]) -> onnx.NodeProto | None:
+        """The node of a call site, in the calling function's body or in ``main`` (the main graph's nodes); None
+        when its path does not resolve."""
+        caller = self.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
+        try:
+            return resolve_path(caller.node if caller is not None else main, site.path)
+        except KeyError:
+            return None
 
     def aten_target(self, key: FunctionKey) -> str | None:
         """The aten target a local function stands for (``aten::view`` for a function ``fold`` made), else None."""
