@@ -17,7 +17,6 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
 from inspector.core.torchlib_catalogue import TorchlibEntry, torchlib_for
-from inspector.core.walk import resolve_path
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
 """What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
@@ -117,11 +116,7 @@ class Analyses:
 
 def site_node(index: ModelIndex, site: CallSite) -> onnx.NodeProto | None:
     """The node of a call site (in the main graph or in the calling function's body); None if it cannot be found."""
-    caller = index.functions.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
-    try:
-        return resolve_path(caller.node if caller is not None else index.proto.graph.node, site.path)
-    except KeyError:
-        return None
+    return index.functions.site_node(site, index.proto.graph.node)
 
 
 def _lowering(target: str | None) -> TorchlibEntry | None:
