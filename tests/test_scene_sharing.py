@@ -64,6 +64,9 @@ def test_a_repeated_value_info_name_takes_the_first_typed_one(tmp_path: Path):
     graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]))
     path = tmp_path / "dup.onnx"
     onnx.save(helper.make_model(graph), str(path))
-    scene = build_scene(open_index(path), MAIN)
-    assert [(e.source, e.target, e.label) for e in scene.edges] == [
-        ("in:x", "n:0", "FLOAT[2]"), ("n:0", "n:1", "INT64[3]"), ("n:1", "out:z", "FLOAT[2]")]
+    index = open_index(path)
+    scenes = Scenes(index)
+    first, second = scenes.scene(MAIN), scenes.scene(MAIN)  # a pass over the value infos, then a map of them
+    for scene in (first, second, build_scene(index, MAIN)):
+        assert [(e.source, e.target, e.label) for e in scene.edges] == [
+            ("in:x", "n:0", "FLOAT[2]"), ("n:0", "n:1", "INT64[3]"), ("n:1", "out:z", "FLOAT[2]")]

@@ -164,6 +164,7 @@ class _GraphFacts:
         self._value_infos = value_infos
         self._infos: dict[str, onnx.ValueInfoProto] | None = None  # the first value info of each name
         self._more_infos: dict[str, list[onnx.ValueInfoProto]] = {}  # the later ones of a repeated name
+        self._scanned = False  # the first scene's types were read by a pass over the value infos
         self._small: dict[str, tuple[int, onnx.TensorProto]] | None = None
         self._reads: Counter[str] | None = None
         self._deep_readers: dict[str, list[NodePath]] | None = None
@@ -171,6 +172,9 @@ class _GraphFacts:
     def types(self, needed: Iterable[str]) -> dict[str, str]:
         """Tensor types of ``needed`` values: the first value info of that name that has a type."""
         infos = self._infos
+        if infos is None and not self._scanned:  # one scene: a pass reading names is cheaper than a map of all
+            self._scanned = True
+            return _types(self._value_infos(), set(needed))
         if infos is None:
             seq = list(self._value_infos())
             names = list(map(attrgetter("name"), seq))  # read in C: a 100k-node export has 100k value infos
@@ -619,6 +623,19 @@ def _container(nodes: Sequence[onnx.NodeProto], path: NodePath) -> onnx.GraphPro
 # --------------------------------------------------------------------------------------------
 # value types and constants as text
 # --------------------------------------------------------------------------------------------
+
+
+def _types(infos: Iterable[onnx.ValueInfoProto], needed: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not needed:
+        return out
+    for v in infos:
+        name = v.name
+        if name in needed and name not in out:
+            text = type_text(v.type)
+            if text:
+                out[name] = text
+    return out
 
 
 def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
