@@ -1,5 +1,5 @@
-"""Every pass over calls is linear: the work of summary, report, diff and search on an 8x replica of a real
-export is at most ~8x the work on the 1x replica.
+"""Every pass over calls is linear: the work of summary, report, diff, search and fold on an 8x replica of a
+real export is at most ~8x the work on the 1x replica.
 
 Work is counted, not timed: the number of Python function calls (``sys.setprofile`` "call" and "c_call"
 events) made by one operation, so the figure is the same on every machine. The replicas are built in this
@@ -23,6 +23,7 @@ from inspector.core.body import GraphMaps, group_body
 from inspector.core.bodykey import group_key
 from inspector.core.diff.run import diff_models
 from inspector.core.fingerprint import fingerprint
+from inspector.core.fold import fold_model
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
@@ -76,6 +77,7 @@ OPERATIONS: dict[str, Callable[[ModelIndex, ModelIndex], object]] = {
     "report": lambda a, _b: render_text(build_report(a, graphs=False), "html"),
     "diff": lambda a, b: diff_models(a, b),
     "search": lambda a, _b: [SearchIndex(a).search(q) for q in ("transpose", "layers.3.mlp", "node_MatMul")],
+    "fold": lambda a, _b: fold_model(a),
 }
 
 

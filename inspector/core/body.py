@@ -63,19 +63,32 @@ def function_body_by_use(key: FunctionKey, f: onnx.FunctionProto) -> Body:
 
 
 class GraphMaps:
-    """Producers, consumers and initializers of one graph, built once and shared by all its groups."""
+    """Producers, consumers and initializers of one graph, built once and shared by all its groups; each node's
+    inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
         self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
+        self.inputs: list[list[str]] = []  # per node, as declared (empty names for omitted optional inputs)
+        self.outputs: list[list[str]] = []
+        self.captured: dict[int, list[str]] = {}  # per node with subgraphs: the outer names they read
+        producer, consumers, captured = self.producer, self.consumers, self.captured
         for i, node in enumerate(graph.node):
-            for name in node.output:
+            ins, outs = list(node.input), list(node.output)
+            self.inputs.append(ins)
+            self.outputs.append(outs)
+            for name in outs:
                 if name:
-                    self.producer[name] = i
-            for name in node_reads(node):
-                self.consumers.setdefault(name, []).append(i)
+                    producer[name] = i
+            for name in ins:
+                if name:
+                    consumers.setdefault(name, []).append(i)
+            if may_have_subgraphs(node):
+                inner = captured[i] = captured_names(node)
+                for name in inner:
+                    consumers.setdefault(name, []).append(i)
         self.graph_outputs = {v.name for v in graph.output}
         # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
@@ -87,6 +100,12 @@ class GraphMaps:
                     self.onnx_name[p.value] = v.name
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                     self.parameters.add(v.name)
+
+    def reads(self, i: int) -> list[str]:
+        """What node ``i`` reads: ``node_reads(graph.node[i])`` without reading protobuf again."""
+        names = [x for x in self.inputs[i] if x]
+        inner = self.captured.get(i)
+        return names + inner if inner else names
 
     def tensor_args(self, call: AtenCall) -> list[str]:
         """The call's tensor arguments as ONNX value names."""

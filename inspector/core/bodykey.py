@@ -9,39 +9,57 @@ The key follows ``body.group_body`` and ``fingerprint.fingerprint`` step by step
 initializer name, which fixes their value), the same numbering of values (inputs by first use, constants,
 node outputs), the same node fields (attributes as serialized bytes: stricter than their values, so a
 difference there only costs a second body). Groups with subgraphs, or outside the main graph, get no key.
+
+``group_shape`` also returns what the key is made from for this one call (its nodes, what it reads, its constants
+and outputs, by name), which is all ``fold`` needs per call once the body of the key is built.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 from inspector.core.body import GraphMaps, is_small_constant
 from inspector.core.provenance import AtenCall
-from inspector.core.walk import may_have_subgraphs
+from inspector.core.signature import FX_REF
 
-_FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # how FX text names a node; a superset of the tensor arguments
+
+@dataclass(frozen=True, slots=True)
+class GroupShape:
+    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints."""
+
+    key: Hashable
+    indices: list[int]  # main-graph node indices, ascending
+    reads: list[str]  # what the group reads, first use first, constants excluded (``Body.canonical_inputs``)
+    constants: list[str]  # small initializers baked into the body (``Body.constants``, in order)
+    outputs: list[str]  # what is read outside the group (``Body.outputs``)
 
 
 def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
     """The key of ``call``'s group body (None when it has none that this shortcut covers)."""
+    shape = group_shape(call, maps)
+    return shape.key if shape is not None else None
+
+
+def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
+    """``call``'s group key with the names it was made from (None when the shortcut does not cover the group)."""
     top: list[int] = []
     for p in call.node_paths:
         if len(p) != 1 or not isinstance(p[0], int):
             return None
         top.append(p[0])
     top.sort()
+    captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
+    if any(i in captured for i in top):
+        return None
     graph_nodes = maps.graph.node
     nodes = [graph_nodes[i] for i in top]
-    # each protobuf field is read once: reading a repeated field builds Python strings every time
-    io: list[tuple[list[str], list[str]]] = []
+    # inputs and outputs as GraphMaps read them: reading a repeated field builds Python strings every time
+    io = [(all_inputs[i], all_outputs[i]) for i in top]
     produced: set[str] = set()
-    for n in nodes:
-        if may_have_subgraphs(n):
-            return None
-        ins, outs = list(n.input), list(n.output)
-        io.append((ins, outs))
-        produced.update(x for x in outs if x)
+    for _ins, outs in io:
+        produced.update(outs)
+    produced.discard("")
     # what group_body calls inputs (first use) and constants, in its order
     inputs: list[str] = []
     constants: list[str] = []
@@ -60,7 +78,7 @@ def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
     if candidates:
         constants = candidates
         # tensor arguments are among the %references of the FX text; parse it only if a candidate is one of them
-        refs = {maps.onnx_name.get(r, r) for r in _FX_REF.findall(call.fx_text)}
+        refs = {maps.onnx_name.get(r, r) for r in FX_REF.findall(call.fx_text)}
         if any(c in refs for c in candidates):
             tensor_args = set(maps.tensor_args(call))
             constants = [c for c in candidates if c not in tensor_args]
@@ -95,4 +113,5 @@ def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
     consumers, graph_outputs = maps.consumers, maps.graph_outputs
     outputs = [x for _ins, outs in io for x in outs
                if x and (x in graph_outputs or any(c not in inside for c in consumers.get(x, ())))]
-    return tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
+    key = tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
+    return GroupShape(key, top, inputs, constants, outputs)

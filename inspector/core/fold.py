@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,14 +25,15 @@ import onnx
 from onnx import AttributeProto, helper
 
 from inspector.core.aten_schema import BoundArgument, Parameter
-from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body, node_reads
+from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body
+from inspector.core.bodykey import group_shape
 from inspector.core.fingerprint import fingerprint
-from inspector.core.fx import Symbol, TensorRef
-from inspector.core.index import ModelIndex
+from inspector.core.fx import FxNode, Symbol, TensorRef
+from inspector.core.index import ModelIndex, paused_gc
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.literals import Literal, body_literals
 from inspector.core.provenance import AtenCall
-from inspector.core.signature import call_signature
+from inspector.core.signature import CallSignature, SignatureForm, SignatureForms, call_signature
 from inspector.core.walk import subgraphs
 
 DEFAULT_DOMAIN = "pkg.torch.aten"
@@ -54,13 +56,29 @@ class FoldReport:
 @dataclass(slots=True)
 class _Planned:
     call: AtenCall
-    body: Body
+    body: Body  # shared by the calls of one group key: names are those of the call that built it
     fingerprint: str
     indices: list[int]
-    reads: list[str]  # what the group reads, in body (first-use) order
+    reads: list[str]  # what this call's group reads, in body (first-use) order
+    outputs: list[str]  # what this call's group makes that is read outside it
     roles: list[int | None]  # per read: the tensor argument it is, by position in ``arg_names``
-    arg_names: list[str]  # the call's tensor arguments named by schema parameter (``tensors_1`` for lists)
-    bound: list[BoundArgument]  # non-tensor arguments
+    form: _Form
+
+
+@dataclass(slots=True)
+class _Form:
+    """What the calls of one FX argument form share: tensor arguments named by schema parameter (``tensors_1`` for
+    lists), the non-tensor arguments, and the call node's attributes made from them."""
+
+    arg_names: list[str]
+    bound: list[BoundArgument]  # non-tensor arguments, and numbers passed to Tensor parameters
+    attributes: list[AttributeProto]
+    doc: str  # the schema text
+    arg_refs: list[int] = field(default_factory=list)  # per tensor argument, which %reference of the text it is
+    args: list[str] = field(default_factory=list)  # per tensor argument, its FX name (forms of one call only)
+
+    def tensor_args(self, names: list[str]) -> list[str]:
+        return [names[k] for k in self.arg_refs] if self.arg_refs else self.args
 
 
 @dataclass(slots=True)
@@ -100,61 +118,66 @@ class _Class:
 
 def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.ModelProto, FoldReport]:
     """A new model in which every foldable aten call is a call of a local function."""
+    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
+        return _fold(index, domain)
+
+
+def _fold(index: ModelIndex, domain: str) -> tuple[onnx.ModelProto, FoldReport]:
     proto = index.proto
     graph = proto.graph
     if any(k.domain == domain for k in index.functions.functions):
         raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
     maps = GraphMaps(graph)
-    evidence = _Evidence(index, maps)
+    planner = _Planner(index, maps)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[_Planned] = []
     claimed: set[int] = set()
     for call in index.provenance.calls:
-        reason = _why_not(call, claimed)
-        if reason is None:
-            body = group_body(call, maps)
-            indices = [int(p[0]) for p in body.node_paths]
-            reason = _cycle_reason(indices, maps) or (None if body.outputs else "no output is used")
-            if reason is None:
-                planned.append(_plan(call, body, indices, evidence))
-                claimed.update(indices)
-                continue
-        report.left_flat.append((call.name, call.target, reason))
+        plan = planner.plan(call, claimed)
+        if isinstance(plan, str):
+            report.left_flat.append((call.name, call.target, plan))
+        else:
+            planned.append(plan)
+            claimed.update(plan.indices)
 
     classes = _classes(planned)
     _name_overloads(classes, domain)
     functions: list[onnx.FunctionProto] = []
-    call_nodes: dict[int, onnx.NodeProto] = {}  # keyed by the group's last node index
+    # the call replaces its group at the group's last node; per entry of the new graph: reads, outputs, and the
+    # original node index or the call to make (nodes are made once, in the folded graph, in their final order)
+    call_at: dict[int, tuple[FunctionKey, _Planned, list[int]]] = {}
     opsets = list(proto.opset_import)
     for cls in classes:
         assert cls.key is not None
         order = cls.order()
-        functions.append(_make_function(cls.key, cls, order, opsets))
+        functions.append(_make_function(cls.key, cls, order, opsets, maps))
         for plan in cls.plans:
-            call_nodes[max(plan.indices)] = _make_call(cls.key, plan, order)
-            report.calls_folded += 1
-
-    folded = onnx.ModelProto()
-    folded.CopyFrom(proto)
-    new_nodes: list[onnx.NodeProto] = []
-    for i, node in enumerate(graph.node):
-        if i in call_nodes:
-            new_nodes.append(call_nodes[i])
+            call_at[plan.indices[-1]] = (cls.key, plan, order)
+    entries: list[tuple[list[str], list[str], int | tuple[FunctionKey, _Planned, list[int]]]] = []
+    for i in range(len(graph.node)):
+        made = call_at.get(i)
+        if made is not None:
+            _key, plan, order = made
+            entries.append(([plan.reads[p] for p in order], plan.outputs, made))
         elif i not in claimed:
-            new_nodes.append(node)
-    del folded.graph.node[:]
-    folded.graph.node.extend(_topological(new_nodes, {v.name for v in graph.input} | set(maps.initializers)))
+            entries.append((maps.reads(i), maps.outputs[i], i))
+    ordered = _topological([(r, o) for r, o, _e in entries], {v.name for v in graph.input} | set(maps.initializers))
     # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
     # info carries the parameter's metadata, e.g. original_node_name).
-    still_read = {r for node in folded.graph.node for r in node_reads(node)} | {v.name for v in graph.output}
-    used = still_read | {o for node in folded.graph.node for o in node.output}
-    keep_vi = [v for v in folded.graph.value_info if v.name in used]
-    del folded.graph.value_info[:]
-    folded.graph.value_info.extend(keep_vi)
+    still_read = {r for reads, _o, _e in entries for r in reads} | maps.graph_outputs
+    used = still_read | {o for _r, outs, _e in entries for o in outs}
     moved = {name for plan in planned for name in plan.body.constants}
-    keep_init = [t for t in folded.graph.initializer if t.name not in moved or t.name in still_read]
-    del folded.graph.initializer[:]
-    folded.graph.initializer.extend(keep_init)
+    folded = _copy_without(proto, graph)
+    nodes = folded.graph.node
+    for k in ordered:
+        reads, _outs, what = entries[k]
+        if isinstance(what, int):
+            nodes.append(graph.node[what])
+        else:
+            _make_call(nodes.add(), what[0], what[1], reads)
+            report.calls_folded += 1
+    folded.graph.value_info.extend(v for v in graph.value_info if v.name in used)
+    folded.graph.initializer.extend(t for t in graph.initializer if t.name not in moved or t.name in still_read)
     folded.functions.extend(functions)
     if not any(o.domain == domain for o in folded.opset_import):
         folded.opset_import.append(helper.make_opsetid(domain, 1))
@@ -162,6 +185,85 @@ def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.Mo
     report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
     report.nodes_after = len(folded.graph.node)
     return folded, report
+
+
+_REBUILT = frozenset({"node", "value_info", "initializer"})
+
+
+def _copy_without(proto: onnx.ModelProto, graph: onnx.GraphProto) -> onnx.ModelProto:
+    """A copy of the model whose main graph lacks nodes, value infos and initializers (the fold chooses those):
+    copying the whole model first would copy every node and its metadata once more."""
+    folded = onnx.ModelProto()
+    for desc, value in proto.ListFields():
+        if desc.name != "graph":
+            _copy_field(folded, desc, value)
+    for desc, value in graph.ListFields():
+        if desc.name not in _REBUILT:
+            _copy_field(folded.graph, desc, value)
+    folded.graph.SetInParent()
+    return folded
+
+
+def _copy_field(target: Any, desc: Any, value: Any) -> None:
+    repeated = desc.is_repeated if hasattr(desc, "is_repeated") else desc.label == desc.LABEL_REPEATED
+    if repeated:
+        getattr(target, desc.name).extend(value)
+    elif desc.type == desc.TYPE_MESSAGE:
+        getattr(target, desc.name).CopyFrom(value)
+    else:
+        setattr(target, desc.name, value)
+
+
+class _Planner:
+    """Plans the fold of each call. Work that depends only on the body (``group_body``, its fingerprint) is done
+    once per distinct group key (``core/bodykey.py``), and work that depends only on the FX arguments' form (the
+    schema binding, the call's attributes) once per form (``SignatureForms``); each call binds its own names."""
+
+    def __init__(self, index: ModelIndex, maps: GraphMaps) -> None:
+        self.maps = maps
+        self.evidence = _Evidence(index, maps)
+        self.signatures = SignatureForms()
+        self.bodies: dict[Hashable, tuple[Body, str]] = {}
+        self.forms: dict[int, _Form] = {}  # by id of the SignatureForm (kept alive by ``signatures``)
+
+    def plan(self, call: AtenCall, claimed: set[int]) -> _Planned | str:
+        """The call's plan, or why it stays flat."""
+        reason = _why_not(call, claimed)
+        if reason is not None:
+            return reason
+        shared = self.signatures.form(call)
+        if shared is not None:
+            sig_form, names = shared
+            if not sig_form.fx.complete:
+                return "fx_node metadata unreadable"
+            form = self.forms.get(id(sig_form))
+            if form is None:
+                form = self.forms[id(sig_form)] = _form(sig_form.signature, sig_form.fx, shared=True)
+            args = form.tensor_args(names)
+        else:
+            fx = call.fx
+            if fx is None or not fx.complete:
+                return "fx_node metadata unreadable"
+            form = _form(call_signature(call), fx, shared=False)
+            args = form.args
+        shape = group_shape(call, self.maps)
+        if shape is not None:
+            known = self.bodies.get(shape.key)
+            if known is None:
+                body = group_body(call, self.maps)
+                known = self.bodies[shape.key] = (body, fingerprint(body).full)
+            body, fp = known
+            indices, reads, outputs = shape.indices, shape.reads, shape.outputs
+        else:
+            body = group_body(call, self.maps)
+            fp = fingerprint(body).full
+            indices = [int(p[0]) for p in body.node_paths]
+            reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
+            outputs = body.outputs
+        reason = _cycle_reason(indices, self.maps) or (None if outputs else "no output is used")
+        if reason is not None:
+            return reason
+        return _Planned(call, body, fp, indices, reads, outputs, self.evidence.roles(reads, args), form)
 
 
 class _Evidence:
@@ -176,7 +278,7 @@ class _Evidence:
                 continue
             for p in call.node_paths:
                 if len(p) == 1 and isinstance(p[0], int):
-                    for out in maps.graph.node[p[0]].output:
+                    for out in maps.outputs[p[0]]:
                         if out:
                             self.fx_of.setdefault(out, set()).add(call.name)
         graph = maps.graph
@@ -202,25 +304,33 @@ class _Evidence:
         return roles
 
 
-def _plan(call: AtenCall, body: Body, indices: list[int], evidence: _Evidence) -> _Planned:
-    sig = call_signature(call)
+def _form(sig: CallSignature, fx: FxNode, shared: bool) -> _Form:
+    """The form's tensor arguments, non-tensor arguments and call attributes; with ``shared``, tensor arguments
+    are the placeholders of a ``SignatureForm`` and are recorded by reference number."""
     args: list[str] = []
     arg_names: list[str] = []
+    refs: list[TensorRef] = []
     if sig.bound:
         for b in sig.bound:
             items = b.value if isinstance(b.value, (list, tuple)) else [b.value]
-            refs = [x for x in items if isinstance(x, TensorRef)]
-            for j, ref in enumerate(refs):
-                args.append(ref.name)
+            mine = [x for x in items if isinstance(x, TensorRef)]
+            for j, ref in enumerate(mine):
+                refs.append(ref)
                 arg_names.append(b.parameter.name if len(items) == 1 else f"{b.parameter.name}_{j}")
     else:
-        args = call.tensor_args()
-        arg_names = [f"arg{k}" for k in range(len(args))]
-    reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
+        for v in (*fx.args, *fx.kwargs.values()):
+            refs.extend(x for x in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(x, TensorRef))
+        arg_names = [f"arg{k}" for k in range(len(refs))]
     # non-tensor arguments, and numbers passed to Tensor parameters (``mul(x, 0.5)``): attributes of the call
     bound = [b for b in sig.bound if not b.parameter.is_tensor or _is_number(b.value)]
-    return _Planned(call, body, fingerprint(body).full, indices, reads, evidence.roles(reads, args), arg_names,
-                    bound)
+    attributes = [a for a in (_attribute(b.parameter.name, b.value, b.parameter) if b.provided else None
+                              for b in bound) if a is not None]
+    doc = sig.schema.text if sig.schema else ""
+    if shared:
+        arg_refs = [SignatureForm.reference(r) for r in refs]
+        return _Form(arg_names, bound, attributes, doc, arg_refs=[k for k in arg_refs if k is not None])
+    args = [r.name for r in refs]
+    return _Form(arg_names, bound, attributes, doc, args=args)
 
 
 def _classes(planned: list[_Planned]) -> list[_Class]:
@@ -228,7 +338,7 @@ def _classes(planned: list[_Planned]) -> list[_Class]:
     by_key: dict[tuple[str, str, tuple[str, ...]], list[_Class]] = {}
     out: list[_Class] = []
     for plan in planned:
-        options = by_key.setdefault((plan.call.target, plan.fingerprint, tuple(plan.arg_names)), [])
+        options = by_key.setdefault((plan.call.target, plan.fingerprint, tuple(plan.form.arg_names)), [])
         cls = next((c for c in options if c.accepts(plan.roles)), None)
         if cls is None:
             cls = _Class(plan.call.target, plan.fingerprint, {}, [])
@@ -243,6 +353,7 @@ def _is_number(v: Any) -> bool:
 
 
 def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
+    """Why the call cannot be folded, before its FX arguments are read."""
     if call.scope != MAIN:
         return "inside a function body"
     if not call.target.startswith("aten::"):
@@ -251,9 +362,6 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
         return "nodes inside a subgraph"
     if any(p[0] in claimed for p in call.node_paths):
         return "nodes shared with another call"
-    fx = call.fx
-    if fx is None or not fx.complete:
-        return "fx_node metadata unreadable"
     return None
 
 
@@ -265,30 +373,30 @@ def _cycle_reason(indices: list[int], maps: GraphMaps) -> str | None:
         return None
     reach: set[str] = set()
     for j in range(lo, hi + 1):
-        node = maps.graph.node[j]
-        reads = node_reads(node)
+        reads = maps.reads(j)
         if j in group:
             if any(r in reach for r in reads if maps.producer.get(r, -1) not in group):
                 return "folding would form a cycle"
-            reach.update(o for o in node.output if o)
+            reach.update(o for o in maps.outputs[j] if o)
         elif any(r in reach for r in reads):
-            reach.update(o for o in node.output if o)
+            reach.update(o for o in maps.outputs[j] if o)
     return None
 
 
-def _topological(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:
-    """Keep the given order where it is valid; otherwise a stable topological order (Kahn, by position)."""
+def _topological(nodes: list[tuple[list[str], list[str]]], available: set[str]) -> list[int]:
+    """Positions of ``nodes`` (what each reads, what it makes) in the given order where it is valid; otherwise in
+    a stable topological order (Kahn, by position)."""
     have = set(available)
     ok = True
-    for n in nodes:
-        if any(r not in have for r in node_reads(n)):
+    for reads, outs in nodes:
+        if any(r not in have for r in reads):
             ok = False
             break
-        have.update(n.output)
+        have.update(outs)
     if ok:
-        return nodes
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    deps = [{producer[r] for r in node_reads(n) if r in producer and producer[r] != i} for i, n in enumerate(nodes)]
+        return list(range(len(nodes)))
+    producer = {o: i for i, (_r, outs) in enumerate(nodes) for o in outs if o}
+    deps = [{producer[r] for r in reads if r in producer and producer[r] != i} for i, (reads, _o) in enumerate(nodes)]
     users: list[list[int]] = [[] for _ in nodes]
     for i, d in enumerate(deps):
         for j in d:
@@ -299,12 +407,12 @@ def _topological(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.
     out = []
     while ready:
         i = heapq.heappop(ready)
-        out.append(nodes[i])
+        out.append(i)
         for u in users[i]:
             waiting[u] -= 1
             if waiting[u] == 0:
                 heapq.heappush(ready, u)
-    return out if len(out) == len(nodes) else nodes
+    return out if len(out) == len(nodes) else list(range(len(nodes)))
 
 
 def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str]:
@@ -314,7 +422,7 @@ def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str
     taken = set(internal)
     for p in order:
         role = cls.roles.get(p)
-        base = _identifier(plan.arg_names[role]) if role is not None else f"in{p}"
+        base = _identifier(plan.form.arg_names[role]) if role is not None else f"in{p}"
         name = base
         while name in taken:
             name += "_"
@@ -323,10 +431,11 @@ def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str
     return names
 
 
-def _make_function(key: FunctionKey, cls: _Class, order: list[int],
-                   opsets: list[onnx.OperatorSetIdProto]) -> onnx.FunctionProto:
+def _make_function(key: FunctionKey, cls: _Class, order: list[int], opsets: list[onnx.OperatorSetIdProto],
+                   maps: GraphMaps) -> onnx.FunctionProto:
     plan = cls.plans[0]
-    body = plan.body
+    # the first call's own body (the shared one may come from a call of another target with the same body)
+    body = group_body(plan.call, maps)
     internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
     formals = _formal_names(cls, order, internal)
     rename = {plan.reads[p]: formals[k] for k, p in enumerate(order)}
@@ -341,7 +450,7 @@ def _make_function(key: FunctionKey, cls: _Class, order: list[int],
         copy.CopyFrom(node)
         del copy.metadata_props[:]  # the call node keeps the metadata
         _rename_reads(copy, rename)
-    for b in plan.bound:
+    for b in plan.form.bound:
         default = _attribute(b.parameter.name, b.parameter.default_value, b.parameter) \
             if b.parameter.default and not b.parameter.is_tensor else None
         if default is not None:
@@ -349,8 +458,7 @@ def _make_function(key: FunctionKey, cls: _Class, order: list[int],
         else:
             f.attribute.append(b.parameter.name)
     f.opset_import.extend(o for o in opsets if o.domain != key.domain)
-    sig = call_signature(plan.call)
-    f.doc_string = sig.schema.text if sig.schema else ""
+    f.doc_string = plan.form.doc
     return f
 
 
@@ -372,18 +480,21 @@ def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
                 v.name = rename[v.name]
 
 
-def _make_call(key: FunctionKey, plan: _Planned, order: list[int]) -> onnx.NodeProto:
-    inputs = [plan.reads[p] for p in order]
-    node = helper.make_node(key.name, inputs, plan.body.outputs, name=plan.call.name, domain=key.domain)
-    node.overload = key.overload
-    for b in plan.bound:
-        attr = _attribute(b.parameter.name, b.value, b.parameter) if b.provided else None
-        if attr is not None:
-            node.attribute.append(attr)
+_NOT_METADATA = ("input", "output", "attribute", "doc_string", "device_configurations")
+
+
+def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: list[str]) -> None:
+    """Fill ``node`` (made in place) as the call of ``key``, with the metadata of the group's first node: copied
+    with the whole node in one protobuf call (copying the metadata entry by entry costs twice as much)."""
     first = plan.call.first_node
     if first is not None:
-        node.metadata_props.extend(first.metadata_props)
-    return node
+        node.CopyFrom(first)
+        for name in _NOT_METADATA:
+            node.ClearField(name)
+    node.op_type, node.domain, node.overload, node.name = key.name, key.domain, key.overload, plan.call.name
+    node.input.extend(inputs)
+    node.output.extend(plan.outputs)
+    node.attribute.extend(plan.form.attributes)
 
 
 def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None:
