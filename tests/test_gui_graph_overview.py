@@ -126,3 +126,38 @@ def test_navigating_to_a_module_selects_it_and_zooms_to_it(qtbot, window: MainWi
         window.show_object(module)
     assert graph.selected().id == "mod:model.layers.1.mlp"
     assert _in_view(graph, "mod:model.layers.1.mlp") and graph.readable()
+
+
+def test_expanding_a_module_zooms_to_what_it_opened_into(qtbot, window: MainWindow):
+    window.resize(1024, 700)
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    graph = window.center.graph
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, frozenset({"mod:model"}))
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(graph.items_by_id["mod:model.layers.1"].node)
+    truth = _truth("llama_gqa")
+    emitted = {n["module"] for n in truth["fx_nodes"] if n["onnx_nodes"]}
+    children = {m for m in truth["module_paths"] if m.startswith("model.layers.1.") and m.count(".") == 3
+                and any(e == m or e.startswith(m + ".") for e in emitted)}
+    assert children == {f"model.layers.1.{c}" for c in
+                        ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp")}
+    assert all(_in_view(graph, f"mod:{m}") for m in children) and graph.readable()
+    assert not _in_view(graph, "in:input_ids")  # the view moved to layer 1, away from the top
+
+
+def test_a_search_hit_deep_in_a_big_graph_is_selected_and_zoomed_to(qtbot, window: MainWindow):
+    from inspector.core.search import SearchIndex
+
+    window.resize(1024, 700)
+    path = ZOO / "ts_plain_mixer.onnx"
+    _open(qtbot, window, path)
+    graph = window.center.graph
+    assert not graph.fits()  # 54 nodes and their values: too tall to read whole
+    last = onnx.load(str(path)).graph.node[-1]
+    hit = next(h for h in SearchIndex(window.index).search(last.name).hits if h.kind == "node")
+    assert hit.path == (len(onnx.load(str(path)).graph.node) - 1,)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.jump_to_hit(hit)
+    node_id = f"n:{hit.path[0]}"
+    assert graph.selected().id == node_id and _in_view(graph, node_id) and graph.readable()

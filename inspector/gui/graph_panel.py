@@ -7,6 +7,7 @@ holds more than ``MAX_NODES`` boxes, and layouts are cached per (scope, expanded
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,29 @@ def scene_id(body: Body, path: NodePath) -> str:
     return "n:" + "/".join(str(p) for p in body.graph_path(path))
 
 
+def inside(box: SceneNode) -> Callable[[SceneNode], bool]:
+    """Whether a box of the expanded scene comes from ``box`` (a module or an aten call box being expanded)."""
+    if isinstance(box.ref, AtenCall):
+        tops = {p[0] for p in box.ref.node_paths if p}
+
+        def of_call(n: SceneNode) -> bool:  # op boxes carry their NodePath, call boxes (callee, NodePath)
+            ref = n.ref
+            path = ref if n.kind == "op" else ref[1] if n.kind == "function_call" and isinstance(ref, tuple) else None
+            return isinstance(path, tuple) and bool(path) and path[0] in tops
+
+        return of_call
+    prefix = f"{box.ref}."
+
+    def of_module(n: SceneNode) -> bool:
+        if n.kind == "module":
+            return str(n.ref).startswith(prefix)
+        if isinstance(n.ref, AtenCall):
+            return n.ref.module_path == box.ref or n.ref.module_path.startswith(prefix)
+        return False
+
+    return of_module
+
+
 def module_chain(root: ModuleNode, path: str) -> list[str]:
     """The box ids from the top of the module tree down to the module at ``path`` (``mod:model``,
     ``mod:model.layers.0``: a module's parent is whichever module holds it, not its path less one part)."""
@@ -146,6 +170,7 @@ class GraphPanel(QWidget):
         self._token = 0
         self._jobs = Jobs()
         self._pending_focus: str | None = None
+        self._pending_region: Callable[[SceneNode], bool] | None = None
         self.scene: Scene | None = None
 
     def set_index(self, index: ModelIndex) -> None:
@@ -161,14 +186,17 @@ class GraphPanel(QWidget):
     def current_view(self) -> View | None:
         return self._current
 
-    def open_view(self, view: View, push: bool = True, focus: str | None = None) -> None:
-        """Show ``view``; ``push`` keeps the current one for Back."""
+    def open_view(self, view: View, push: bool = True, focus: str | None = None,
+                  region: Callable[[SceneNode], bool] | None = None) -> None:
+        """Show ``view``; ``push`` keeps the current one for Back. Once drawn, the box ``focus`` is selected and
+        centred, or the view zooms to the boxes ``region`` accepts (what an expanded box opened into)."""
         if self.index is None:
             return
         if push and self._current is not None and self._current != view:
             self._stack.append(self._current)
         self._current = view
         self._pending_focus = focus
+        self._pending_region = region
         self._update_crumbs()
         self._token += 1
         token, index, cache = self._token, self.index, self.cache
@@ -229,6 +257,9 @@ class GraphPanel(QWidget):
         """A view is drawn: select (and centre on) the box it was opened for, and say so."""
         if self._pending_focus:
             self.graph.select(self._pending_focus)
+        elif self._pending_region is not None:
+            region = self._pending_region
+            self.graph.show_region([i for i, item in self.graph.items_by_id.items() if region(item.node)])
         self.view_shown.emit(view)
 
     def has_overview(self) -> bool:
@@ -289,7 +320,7 @@ class GraphPanel(QWidget):
             return
         if node.kind in ("module", "aten_call") and node.expandable:
             expanded = self._current.expanded ^ {node.id}
-            self.open_view(View(self._current.scope, frozenset(expanded)), push=True)
+            self.open_view(View(self._current.scope, frozenset(expanded)), push=True, region=inside(node))
 
     def open_body(self, node: SceneNode) -> None:
         """ƒ (or Enter) on a call box: a function call opens the function's body, an aten call its own nodes."""

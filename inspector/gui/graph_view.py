@@ -351,6 +351,27 @@ class GraphView(QGraphicsView):
         else:
             self.centerOn(rect.center())
 
+    def show_region(self, ids: list[str]) -> None:
+        """Zoom to the boxes ``ids`` (what an expanded box opened into): all of them at up to 1:1 when they fit
+        at a readable scale, else the first of them at the readable scale."""
+        items = [self.items_by_id[i] for i in ids if i in self.items_by_id]
+        if not items:
+            return
+        rect = items[0].sceneBoundingRect()
+        for item in items[1:]:
+            rect = rect.united(item.sceneBoundingRect())
+        rect = rect.adjusted(-20, -20, 20, 20)
+        view = self.viewport().rect()
+        scale = min(view.width() / rect.width(), view.height() / rect.height(), MAX_FIT_SCALE)
+        scale = max(scale, MIN_FIT_SCALE)
+        self.resetTransform()
+        self.scale(scale, scale)
+        if rect.width() * scale <= view.width() and rect.height() * scale <= view.height():
+            self.centerOn(rect.center())
+        else:
+            top = min(items, key=lambda i: (i.sceneBoundingRect().top(), i.sceneBoundingRect().left()))
+            self.centerOn(top)
+
     def readable(self) -> bool:
         """Whether box labels are drawn at a readable size (the scale ``fit`` never goes below)."""
         return self.transform().m11() >= MIN_FIT_SCALE - 1e-9
