@@ -117,7 +117,7 @@ def test_torchscript_function_lists_each_call_sites_value_and_marks_the_one_that
     eps = [float(np.float32(i["eps"])) for i in next(
         f for f in _truth("ts_functions")["module_functions"] if f["name"] == "Block")["instances"]]
     assert eps == [float(np.float32(1e-5)), float(np.float32(1e-6)), float(np.float32(1e-5))]
-    assert per_call.splitlines()[:8] == ["call", "LayerNormalization.epsilon",
+    assert per_call.splitlines()[:8] == ["call", "@inferred::LayerNormalization_epsilon (LayerNormalization.epsilon)",
                                          "main//blocks.0/Block", "9.9999997e-06",
                                          "main//blocks.1/Block", "1e-06",
                                          "main//blocks.2/Block", "9.9999997e-06"]

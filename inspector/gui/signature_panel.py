@@ -173,15 +173,14 @@ class SignaturePanel(QWidget):
         cols = [s for s in specs if s.call_values]
         if not cols:
             return ""
-        calls: list[str] = []
-        for s in cols:
-            calls += [c for c, _v in s.call_values if c not in calls]
-        head = "".join(f"<th align='left'>{self._mark(s, short_where(s))}</th>" for s in cols)
+        calls = list(dict.fromkeys(c for s in cols for c, _v in s.call_values))  # in order, once each
+        head = "".join(f"<th align='left'>{self._mark(s, f'@{s.literal.ref}')} <small>({esc(short_where(s))})"
+                       "</small></th>" for s in cols)
         rows = []
+        by_call = [dict(s.call_values) for s in cols]
         for call in calls[:MAX_CALLS_LISTED]:
             cells = []
-            for s in cols:
-                values = dict(s.call_values)
+            for s, values in zip(cols, by_call, strict=True):
                 if call not in values:
                     cells.append("<td>-</td>")
                     continue
