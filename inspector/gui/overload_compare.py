@@ -296,7 +296,7 @@ class OverloadCompareWindow(QMainWindow):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(self.twin)
-        split.setSizes([150, 600])
+        split.setSizes([110, 640])  # a few rows of differences; the graphs and bodies get the rest
         self.setCentralWidget(split)
         menu = self.menuBar().addMenu("&File")
         add_action(menu, "&Close", QKeySequence.StandardKey.Close, self.close)

@@ -56,9 +56,13 @@ class Side(QWidget):
         self.panel.set_index(index)
 
     def show_info(self, node: SceneNode | None) -> None:
-        """The info panel: the side's summary, then the selected box's details."""
-        body = box_html(self.index, self.panel.current_scope(), node, self.values()) if node is not None else ""
-        self.info.setHtml(self.summary_html + body)
+        """The info panel: the side's summary, then the selected box's details (scrolled into view)."""
+        if node is None:
+            self.info.setHtml(self.summary_html)
+            return
+        body = box_html(self.index, self.panel.current_scope(), node, self.values())
+        self.info.setHtml(self.summary_html + "<a name='box'></a><hr/>" + body)
+        self.info.scrollToAnchor("box")  # the box's details in view, the side's summary above them
 
     def values(self) -> tuple[dict[str, str], dict[str, onnx.TensorProto]]:
         if self._values is None:
