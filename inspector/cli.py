@@ -26,7 +26,9 @@ USAGE = f"""usage: onnx-inspector [MODEL [OTHER]]          open the desktop app
        onnx-inspector summary MODEL [--json]     model facts, families, aten calls, specialised values
        onnx-inspector fold MODEL -o OUT [--domain D] [--check]
                                                  make each aten call of a flat export a function call
-       onnx-inspector diff A B [--format text|md|json|html] [-o FILE]   structural diff (exit 0 equal, 1 differ)
+       onnx-inspector diff A B [--format text|md|json|html] [-o FILE] [--jobs N]
+                                                 structural diff of two models, or of every export of two
+                                                 folders paired by relative path (exit 0 equal, 1 differ)
        onnx-inspector report MODEL [--compare OTHER] [--format html|md|json|pdf] -o FILE   annotated report
        onnx-inspector check MODEL [--reviews FILE] [--format text|json|github]
                                                  reviews in CI (exit 0 all reviewed ok, 1 open or changed items)

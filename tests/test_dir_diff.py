@@ -58,13 +58,14 @@ def folders(tmp_path_factory) -> tuple[Path, Path]:
     _put(ZOO / "convnet.onnx", b / "linked.onnx")  # equal
     (a / "outdir").symlink_to(outside, target_is_directory=True)  # never entered: outdir/t.onnx is not listed
     _put(ZOO / "tiny_noopt.onnx", a / HOSTILE)  # only in A, with a name full of markup
+    os.mkfifo(b / "fifo.onnx")  # error: never opened (reading it would block)
     return a, b
 
 
 EXPECTED = {
     "bert.onnx": "equal", "broken.onnx": "error", "convnet.onnx": "only_a", "deep/er/cond.onnx": "only_b",
     "gpt2.onnx": "equal", "linked.onnx": "equal", "mixer.onnx": "equivalent", "sub/eps.onnx": "different",
-    "t.onnx": "error", HOSTILE: "only_a",
+    "t.onnx": "error", HOSTILE: "only_a", "fifo.onnx": "error",
 }
 
 
@@ -77,7 +78,7 @@ def test_pairs_by_relative_path_with_one_status_each(result):
     assert {r.path: r.status for r in result.rows} == EXPECTED
     assert [r.path for r in result.rows] == sorted(EXPECTED)
     assert not result.equal
-    assert result.counts() == {"equal": 3, "equivalent": 1, "different": 1, "only_a": 2, "only_b": 1, "error": 2}
+    assert result.counts() == {"equal": 3, "equivalent": 1, "different": 1, "only_a": 2, "only_b": 1, "error": 3}
 
 
 def test_the_changed_pair_names_what_torch_changed(result):
@@ -93,6 +94,7 @@ def test_errors_are_rows_of_one_line(result):
     rows = {r.path: r for r in result.rows}
     assert rows["broken.onnx"].error.startswith(str(Path(result.b) / "broken.onnx"))
     assert rows["t.onnx"].error == "A: a link to a file outside the folder (not followed)"
+    assert rows["fifo.onnx"].error == "B: not a regular file"
     assert all("\n" not in r.error for r in result.rows)
 
 
@@ -134,7 +136,15 @@ def test_the_command_prints_one_table_and_exits_1(folders, capsys):
     for path, status in EXPECTED.items():
         title = {"only_a": "only in A", "only_b": "only in B"}.get(status, status)
         assert any(line.startswith(title) and f" {path}" in line for line in lines), path
-    assert lines[-1] == "different: 10 paths (3 equal, 1 equivalent, 1 different, 2 only in A, 1 only in B, 2 error)"
+    assert lines[-1] == "different: 11 paths (3 equal, 1 equivalent, 1 different, 2 only in A, 1 only in B, 3 error)"
+
+
+def test_the_command_writes_a_file_with_o(folders, tmp_path, capsys):
+    out = tmp_path / "report" / "dirs.html"
+    assert main(["diff", *map(str, folders), "-o", str(out)]) == 1
+    assert capsys.readouterr().out == f"different: 11 paths (3 equal, 1 equivalent, 1 different, 2 only in A, " \
+                                      f"1 only in B, 3 error); wrote {out}\n"
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def test_markdown_and_html_keep_file_names_inert(result):

@@ -19,7 +19,7 @@ from inspector.core.diff import diff_files
 from inspector.core.dir_diff import MAX_JOBS, diff_dirs, is_dir_pair
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output, write_atomic
-from inspector.report.diff_render import DIFF_FORMATS, diff_chunks
+from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES, diff_chunks
 from inspector.report.diff_text import verdict
 from inspector.report.dir_diff import dir_diff_verdict, render_dir_diff
 
@@ -29,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("a", help="the old model (.onnx or ONNX text syntax), or a folder of them")
     p.add_argument("b", help="the new model, or a folder")
-    p.add_argument("--format", choices=DIFF_FORMATS, default="text",
-                   help="text (default), md (fits a GitHub comment), json (versioned), html (one page)")
+    p.add_argument("--format", choices=DIFF_FORMATS,
+                   help="text, md (fits a GitHub comment), json (versioned), html (one page); default: from the "
+                        "suffix of -o FILE, else text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     p.add_argument("--jobs", type=int, metavar="N", help=f"folders: diff N pairs at once (default: at most "
                    f"{MAX_JOBS}, never more than the CPUs)")
@@ -41,14 +42,15 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     if args.output:
         check_output(args.output, (args.a, args.b), "the diff")
+    fmt = args.format or (DIFF_SUFFIXES.get(Path(args.output).suffix.lower(), "text") if args.output else "text")
     if args.jobs is not None and args.jobs < 1:
         raise InspectorError("--jobs must be at least 1")
     if is_dir_pair(args.a, args.b):
         dd = diff_dirs(args.a, args.b, jobs=args.jobs)
-        _write(render_dir_diff(dd, args.format), args.output, dir_diff_verdict(dd))
+        _write(render_dir_diff(dd, fmt), args.output, dir_diff_verdict(dd))
         return 0 if dd.equal else 1
     d = diff_files(args.a, args.b)
-    chunks = diff_chunks(d, args.format)
+    chunks = diff_chunks(d, fmt)
     if args.output:
         write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)
         sys.stdout.write(f"{verdict(d)}; wrote {args.output}\n")

@@ -182,8 +182,11 @@ def list_models(root: Path) -> tuple[dict[str, Path], dict[str, str]]:
                 continue  # a linked folder is never entered
             if entry.is_dir(follow_symlinks=False):
                 stack.append((Path(entry.path), rel + "/"))
-            elif entry.name.endswith(MODEL_SUFFIXES) and entry.is_file(follow_symlinks=False):
-                models[rel] = Path(entry.path)
+            elif entry.name.endswith(MODEL_SUFFIXES):
+                if entry.is_file(follow_symlinks=False):
+                    models[rel] = Path(entry.path)
+                else:  # a FIFO or a device named like a model is never opened (it could block)
+                    problems[rel] = "not a regular file"
             if len(models) + len(problems) > MAX_FILES:
                 raise InspectorError(f"more than {MAX_FILES:,} model files under {root}")
     return models, problems
