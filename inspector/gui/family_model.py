@@ -1,92 +1,254 @@
-"""Qt item model of the functions tree: families -> overloads -> call sites (functions and aten calls)."""
+"""Qt item model of the functions tree: families -> overloads -> call sites (functions and aten calls).
+
+The tree stays small whatever the model's size: families and overloads are rows from the start, but the call
+rows of an overload (79,670 aten calls in a 100k-node export, 14,060 in its largest overload) are made only when
+the overload is expanded (``canFetchMore`` / ``fetchMore``), and then at most ``CAP`` of them, followed by a row
+saying how many more there are; the filter narrows them (its matches are the rows then), and a jump to a call
+beyond them adds that call's row. A tree view lays out every row of an expanded parent again on each change,
+calling back into Python for each, so showing 14,060 rows would hold the GUI thread for ~0.3 s per change. What
+needs every call (the filter's matches, where a call's row is) is worked out by ``FamilyTree`` off the GUI thread.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
-from inspector.core.index import Family, ModelIndex, Overload
+from inspector.core.functions import CallSite
+from inspector.core.index import ModelIndex, Overload
+from inspector.core.provenance import AtenCall
 from inspector.gui.text import tooltip
 
 Index = QModelIndex | QPersistentModelIndex
-ItemKind = Literal["root", "family", "overload", "aten_call", "call_site"]  # KindRole's values
+ItemKind = Literal["root", "family", "overload", "aten_call", "call_site", "more"]  # KindRole's values
+Call = AtenCall | CallSite
+CAP = 500  # call rows made per overload (plus the calls jumped to)
+EAGER = 64  # an overload with at most this many calls has its rows from the start
+_ROW = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_LEAF = _ROW | Qt.ItemFlag.ItemNeverHasChildren
 
 
 class _Item:
-    __slots__ = ("children", "count", "kind", "obj", "parent", "row", "text")
+    """A row. For an overload: ``calls`` are all its calls, ``match`` those the filter keeps (None: all),
+    ``pinned`` the calls given a row by a jump; ``children`` are the rows made (``made``)."""
+
+    __slots__ = ("calls", "children", "count", "kind", "made", "match", "obj", "parent", "pinned", "row", "text")
 
     def __init__(self, parent: _Item | None, row: int, kind: ItemKind, obj: Any, text: str, count: str = "") -> None:
         self.parent, self.row, self.kind, self.obj, self.text, self.count = parent, row, kind, obj, text, count
         self.children: list[_Item] = []
+        self.calls: Sequence[Call] = ()
+        self.match: Sequence[Call] | None = None
+        self.pinned: list[Call] = []
+        self.made = False
+
+    def label(self) -> str:
+        if not self.text and self.kind in ("aten_call", "call_site"):
+            self.text = call_text(self.obj)  # on first show: a call's module path is read from its metadata
+        return self.text
+
+    def build_rows(self) -> list[_Item]:
+        """The call rows: the first ``CAP`` calls the filter keeps, the pinned ones, and a row saying how many
+        more there are."""
+        shown = self.calls if self.match is None else self.match
+        head = list(shown[:CAP])
+        ids = {id(c) for c in head}
+        rows = [self._call_row(row, call) for row, call in enumerate(head + [c for c in self.pinned
+                                                                              if id(c) not in ids])]
+        if len(shown) > CAP:
+            more = len(shown) - CAP
+            rows.append(_Item(self, len(rows), "more", None, f"… {more:,} more call{'s' if more != 1 else ''}: "
+                                                             "type in the filter to narrow them"))
+        return rows
+
+    def make_rows(self) -> None:
+        self.children, self.made = self.build_rows(), True
+
+    def _call_row(self, row: int, call: Call) -> _Item:
+        if isinstance(call, AtenCall):
+            return _Item(self, row, "aten_call", call, "", _plural(len(call.node_paths), "node"))
+        return _Item(self, row, "call_site", call, call.where)
+
+    def has_rows(self) -> bool:
+        return bool(self.children) if self.made else bool(self.calls if self.match is None else self.match)
+
+
+def call_text(call: Call) -> str:
+    """A call row's name: the FX name and module path of an aten call, the path of a function call site."""
+    if isinstance(call, AtenCall):
+        return f"{call.name}  ({call.module_path or 'root'})"
+    return call.where
+
+
+@dataclass(frozen=True, slots=True)
+class Matches:
+    """What the filter keeps: ``kept``, the ids of the family and overload rows kept; ``calls``, per kept overload
+    row (by id) the calls it keeps when its own name does not match (a matching name keeps all its calls)."""
+
+    text: str
+    kept: frozenset[int]
+    calls: dict[int, list[Call]]
+
+
+class FamilyTree:
+    """The rows of one model's functions tree, built off the GUI thread (pure Python, no Qt): families and
+    overloads, the call rows of small overloads, and where each call is (``locate``)."""
+
+    def __init__(self, index: ModelIndex) -> None:
+        self.root = _Item(None, 0, "root", None, "")
+        self.root.made = True
+        self._where: dict[int, _Item] = {}  # id(call) -> its overload's row
+        for fam in index.families:
+            item = _Item(self.root, len(self.root.children), "family", fam, fam.label, str(fam.call_count))
+            item.made = True
+            self.root.children.append(item)
+            for ov in fam.overloads:
+                item.children.append(self._overload_item(item, ov, index))
+
+    def _overload_item(self, parent: _Item, ov: Overload, index: ModelIndex) -> _Item:
+        text = ov.label if ov.kind == "aten_call" else (ov.overload or "(default)")
+        item = _Item(parent, len(parent.children), "overload", ov, text, str(ov.call_count))
+        if ov.kind == "aten_call":
+            item.calls = ov.aten_calls
+        elif ov.function is not None:
+            item.calls = index.functions.calls.get(ov.function, ())
+        for call in item.calls:
+            self._where[id(call)] = item
+        if len(item.calls) <= EAGER:
+            item.make_rows()
+        return item
+
+    def overload_of(self, call: Any) -> _Item | None:
+        return self._where.get(id(call))
+
+    def find(self, obj: Any) -> _Item | None:
+        """The family or overload row of ``obj``."""
+        for fam in self.root.children:
+            if fam.obj is obj:
+                return fam
+            for ov in fam.children:
+                if ov.obj is obj:
+                    return ov
+        return None
+
+    def matching(self, text: str) -> Matches | None:
+        """What the filter ``text`` keeps (None: all): rows whose name contains it (ignoring case), everything
+        below them, and their parents. Reads nothing the GUI thread changes, so it runs off the GUI thread."""
+        q = text.strip().casefold()
+        if not q:
+            return None
+        kept: set[int] = set()
+        calls: dict[int, list[Call]] = {}
+        for fam in self.root.children:
+            fam_hit = q in fam.text.casefold()
+            for ov in fam.children:
+                if fam_hit or q in ov.text.casefold():
+                    kept.add(id(ov))
+                    continue
+                hits = [c for c in ov.calls if q in call_text(c).casefold()]
+                if hits:
+                    kept.add(id(ov))
+                    calls[id(ov)] = hits
+            if fam_hit or any(id(ov) in kept for ov in fam.children):
+                kept.add(id(fam))
+        return Matches(text, frozenset(kept), calls)
+
+    def item_count(self) -> int:
+        """How many rows have been made (families, overloads, calls and "more" rows)."""
+        count, stack = 0, [self.root]
+        while stack:
+            item = stack.pop()
+            count += len(item.children)
+            stack.extend(item.children)
+        return count
 
 
 class FamilyModel(QAbstractItemModel):
-    """Two columns: name and calls. ``ObjectRole`` gives the core object behind a row."""
+    """Three columns: name, calls, review. ``ObjectRole`` gives the core object behind a row."""
 
     ObjectRole = Qt.ItemDataRole.UserRole + 1
     KindRole = Qt.ItemDataRole.UserRole + 2
 
     def __init__(self, index: ModelIndex | None = None) -> None:
         super().__init__()
+        self.tree: FamilyTree | None = None
         self._root = _Item(None, 0, "root", None, "")
         self._badges: dict[int, tuple[int, int]] = {}
         if index is not None:
             self.set_index(index)
 
     def set_index(self, index: ModelIndex) -> None:
+        """Build the rows here (small models, tests); the window builds a ``FamilyTree`` off the GUI thread."""
+        self.set_tree(FamilyTree(index))
+
+    def set_tree(self, tree: FamilyTree) -> None:
         self.beginResetModel()
-        self._root = _Item(None, 0, "root", None, "")
-        for fam in index.families:
-            self._add_family(fam)
+        self.tree, self._root = tree, tree.root
         self.endResetModel()
 
-    def _add_family(self, fam: Family) -> None:
-        item = _Item(self._root, len(self._root.children), "family", fam, fam.label, str(fam.call_count))
-        self._root.children.append(item)
-        for ov in fam.overloads:
-            item.children.append(self._overload_item(item, ov))
+    def matching(self, text: str) -> Matches | None:
+        return self.tree.matching(text) if self.tree is not None else None
 
-    def _overload_item(self, parent: _Item, ov: Overload) -> _Item:
-        text = ov.label if ov.kind == "aten_call" else (ov.overload or "(default)")
-        item = _Item(parent, len(parent.children), "overload", ov, text, str(ov.call_count))
-        if ov.kind == "aten_call":
-            for call in ov.aten_calls:
-                where = f"{call.name}  ({call.module_path or 'root'})"
-                item.children.append(_Item(item, len(item.children), "aten_call", call, where,
-                                           _plural(len(call.node_paths), "node")))
-        return item
-
-    def add_call_sites(self, index: ModelIndex) -> None:
-        """Attach function call sites below their overloads (done once after ``set_index``)."""
-        self.beginResetModel()
-        for fam_item in self._root.children:
-            for ov_item in fam_item.children:
-                ov = ov_item.obj
-                if ov.kind == "function" and ov.function is not None:
-                    for site in index.functions.calls.get(ov.function, ()):
-                        ov_item.children.append(_Item(ov_item, len(ov_item.children), "call_site", site, site.where))
-        self.endResetModel()
-
-    def matching(self, text: str) -> set[int] | None:
-        """``id`` of every row the filter ``text`` keeps (None: all): rows whose name contains it (ignoring
-        case), everything below them, and their parents. Pure Python over the rows: safe off the GUI thread."""
-        q = text.strip().casefold()
-        if not q:
-            return None
-        kept: set[int] = set()
+    def apply(self, matches: Matches | None) -> None:
+        """Show the calls the filter keeps below each overload (the rows of collapsed overloads are made later).
+        At most ``CAP`` rows per overload change: the GUI thread never walks all calls."""
+        if self.tree is None:
+            return
         for fam in self._root.children:
-            fam_hit = q in fam.text.casefold()
             for ov in fam.children:
-                ov_hit = fam_hit or q in ov.text.casefold()
-                for call in ov.children:
-                    if ov_hit or q in call.text.casefold():
-                        kept.add(id(call))
-                if ov_hit or any(id(c) in kept for c in ov.children):
-                    kept.add(id(ov))
-            if fam_hit or any(id(o) in kept for o in fam.children):
-                kept.add(id(fam))
-        return kept
+                match = matches.calls.get(id(ov)) if matches is not None else None
+                if match is ov.match:
+                    continue
+                parent = self.createIndex(ov.row, 0, ov)
+                if ov.made and ov.children:
+                    self.beginRemoveRows(parent, 0, len(ov.children) - 1)
+                    ov.children = []
+                    self.endRemoveRows()
+                ov.match = match
+                if ov.made:
+                    ov.made = False
+                    self.fetch(ov)
+
+    def fetch(self, item: _Item) -> None:
+        """Make the call rows of overload ``item`` (once)."""
+        if item.made or item.kind != "overload":
+            return
+        rows = item.build_rows()
+        if rows:
+            self.beginInsertRows(self.createIndex(item.row, 0, item), 0, len(rows) - 1)
+        item.children, item.made = rows, True
+        if rows:
+            self.endInsertRows()
+
+    def index_of(self, obj: Any) -> QModelIndex:
+        """The row showing ``obj`` (a Family, Overload, AtenCall or CallSite). A call's row is made when it has
+        none: its overload's rows are made, and a call beyond the first ``CAP`` gets a row of its own."""
+        if self.tree is None:
+            return QModelIndex()
+        found = self.tree.find(obj)
+        if found is not None:
+            return self.createIndex(found.row, 0, found)
+        ov = self.tree.overload_of(obj)
+        if ov is None:
+            return QModelIndex()
+        self.fetch(ov)
+        for child in ov.children:
+            if child.obj is obj:
+                return self.createIndex(child.row, 0, child)
+        ov.pinned.append(obj)
+        row = len(ov.children) - (1 if ov.children and ov.children[-1].kind == "more" else 0)
+        self.beginInsertRows(self.createIndex(ov.row, 0, ov), row, row)
+        ov.children.insert(row, ov._call_row(row, obj))
+        for k in range(row + 1, len(ov.children)):
+            ov.children[k].row = k
+        self.endInsertRows()
+        return self.createIndex(row, 0, ov.children[row])
+
+    def item_count(self) -> int:
+        return self.tree.item_count() if self.tree is not None else 0
 
     def _badge(self, item: _Item, short: bool) -> str:
         if item.kind == "overload":
@@ -95,17 +257,6 @@ class FamilyModel(QAbstractItemModel):
             return ""
         counts = [self._badges.get(id(c.obj), (0, 0)) for c in item.children]
         return badge_text(sum(c[0] for c in counts), sum(c[1] for c in counts), short=short)
-
-    def index_of(self, obj: Any) -> QModelIndex:
-        """The row showing ``obj`` (a Family, Overload, AtenCall or CallSite), searched breadth first."""
-        stack = [self._root]
-        while stack:
-            item = stack.pop(0)
-            for child in item.children:
-                if child.obj is obj:
-                    return self.createIndex(child.row, 0, child)
-                stack.append(child)
-        return QModelIndex()
 
     def set_badges(self, badges: dict[int, tuple[int, int]]) -> None:
         """Per ``id(overload)``: (specialised values, unreviewed items), shown as "3 spec · 2 open"."""
@@ -117,6 +268,10 @@ class FamilyModel(QAbstractItemModel):
                 parent = self.index(row, 0)
                 if fam.children:
                     self.dataChanged.emit(self.index(0, 2, parent), self.index(len(fam.children) - 1, 2, parent))
+
+    def item(self, index: Index) -> _Item:
+        """The row behind ``index`` (the invisible root for an invalid index)."""
+        return self._item(index)
 
     # Qt model API -------------------------------------------------------------------------------
     def _item(self, index: Index) -> _Item:
@@ -145,6 +300,24 @@ class FamilyModel(QAbstractItemModel):
             return 0
         return len(self._item(parent).children)
 
+    def hasChildren(self, parent: Index = QModelIndex()) -> bool:
+        if parent.isValid() and parent.column() != 0:
+            return False
+        return self._item(parent).has_rows()
+
+    def canFetchMore(self, parent: Index) -> bool:
+        item = self._item(parent)
+        return not item.made and item.has_rows() and parent.column() == 0
+
+    def fetchMore(self, parent: Index) -> None:
+        if parent.isValid() and parent.column() == 0:
+            self.fetch(self._item(parent))
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return _LEAF if index.internalPointer().kind in ("aten_call", "call_site", "more") else _ROW
+
     def columnCount(self, parent: Index = QModelIndex()) -> int:
         return 3
 
@@ -162,9 +335,9 @@ class FamilyModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 2:
             return self._badge(item, short=False) or None
         if role == Qt.ItemDataRole.DisplayRole:
-            return item.text if index.column() == 0 else item.count
+            return item.label() if index.column() == 0 else item.count
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
-            return tooltip(item.text)
+            return tooltip(item.label())
         if role == self.ObjectRole:
             return item.obj
         if role == self.KindRole:
@@ -182,16 +355,17 @@ def badge_text(specialised: int, unreviewed: int, short: bool = True) -> str:
 
 
 class FamilyFilter(QSortFilterProxyModel):
-    """Keeps the rows of ``FamilyModel.matching``: a case-insensitive filter that keeps the parents of matching
-    rows and everything below them. The set is computed first (off the GUI thread for large models), so Qt only
-    looks up the rows it shows, never walks every call of a 100k-node model."""
+    """Keeps the family and overload rows of ``FamilyTree.matching`` (the calls an overload keeps are its rows:
+    ``FamilyModel.apply``): a case-insensitive filter that keeps the parents of matching rows and everything
+    below them. The matches are computed first (off the GUI thread for large models), so Qt only looks up the
+    rows the model has, never every call of a 100k-node model."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.kept: set[int] | None = None
+        self.kept: frozenset[int] | None = None
         self.text = ""
 
-    def set_kept(self, text: str, kept: set[int] | None) -> None:
+    def set_kept(self, text: str, kept: frozenset[int] | None) -> None:
         self.beginFilterChange()
         self.text, self.kept = text, kept
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
@@ -199,8 +373,12 @@ class FamilyFilter(QSortFilterProxyModel):
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         if self.kept is None:
             return True
-        item = self.sourceModel().index(source_row, 0, source_parent).internalPointer()
-        return id(item) in self.kept
+        model = self.sourceModel()
+        parent = model.item(source_parent) if isinstance(model, FamilyModel) else None
+        if parent is None or source_row >= len(parent.children):
+            return False
+        row = parent.children[source_row]
+        return row.kind not in ("family", "overload") or id(row) in self.kept
 
 
 def _plural(n: int, noun: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 
-from inspector.gui.family_model import FamilyFilter, FamilyModel
+from inspector.gui.family_model import FamilyFilter, FamilyModel, Matches
 from inspector.gui.widgets import LineEdit
 from inspector.gui.worker import Jobs
 
@@ -34,9 +34,11 @@ class FilterBox(LineEdit):
         if text == self.proxy.text or model is None:
             return
         self._token += 1
-        token = self._token
-        self.jobs.run(lambda: model.matching(text),
-                      lambda kept: self._show(text, kept) if token == self._token and model is self.source() else None)
+        token, tree = self._token, model.tree  # the rows of this model as they are now; a reset makes them stale
+        if tree is None:
+            return
+        self.jobs.run(lambda: tree.matching(text),
+                      lambda found: self._show(text, found) if token == self._token and model.tree is tree else None)
 
     def set_now(self, text: str) -> None:
         """Set the text and filter at once, on this thread (tests, jumps that must reveal a row)."""
@@ -51,9 +53,13 @@ class FilterBox(LineEdit):
         model = self.proxy.sourceModel()
         return model if isinstance(model, FamilyModel) else None
 
-    def _show(self, text: str, kept: set[int] | None) -> None:
+    def _show(self, text: str, matches: Matches | None) -> None:
+        """The calls each overload keeps become its rows, then the family and overload rows are filtered."""
+        model = self.source()
         self.filtering = True
         try:
-            self.proxy.set_kept(text, kept)
+            if model is not None:
+                model.apply(matches)
+            self.proxy.set_kept(text, matches.kept if matches is not None else None)
         finally:
             self.filtering = False

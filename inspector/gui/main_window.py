@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from PySide6.QtCore import QModelIndex, QSettings, Qt, QThreadPool, Signal
+from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -36,7 +36,7 @@ from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView
 from inspector.gui.compare import CompareWindow
 from inspector.gui.dialogs import show_message
-from inspector.gui.family_model import FamilyFilter, FamilyModel
+from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
 from inspector.gui.filtering import FilterBox
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, build_file_menu
@@ -166,7 +166,7 @@ class MainWindow(QMainWindow):
     def _loaded(self, opened: Opened) -> None:
         self.progress.setVisible(bool(self.jobs))
         self.reset_model_state()
-        self.set_index(opened.index)
+        self.set_index(opened.index, opened.tree)
         self.reviews = opened.reviews
         self.nodes.values = opened.values
         self.search_panel.set_index(opened.search)
@@ -199,15 +199,16 @@ class MainWindow(QMainWindow):
         self.family_view.clearSelection()
         self.trees.setCurrentWidget(self.family_view)
 
-    def set_index(self, index: ModelIndex) -> None:
+    def set_index(self, index: ModelIndex, tree: FamilyTree | None = None) -> None:
+        """Show ``index``; ``tree`` holds the functions tree's rows, built off the GUI thread (built here when
+        not given). Nothing here walks every node or call: large models show at once."""
         self.index = index
         self.analyses = Analyses(index)
         self.signature.clear()
         self.bodies.selection = None
         self.center.set_index(index)
-        self.families.set_index(index)
-        self.families.add_call_sites(index)
-        self.family_view.expandToDepth(0)
+        self.families.set_tree(tree or FamilyTree(index))
+        self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
         modules = ModuleModel(index.provenance.module_root)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
@@ -221,7 +222,8 @@ class MainWindow(QMainWindow):
         self.details.setHtml(details.model_overview(index))
 
     def select_in_tree(self, member: TreeObject) -> bool:
-        """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload."""
+        """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload (a call's row is
+        made if it has none yet)."""
         target = member
         if isinstance(member, FunctionKey) and self.index is not None:
             target = next((o for fam in self.index.families for o in fam.overloads if o.function == member), None)
@@ -332,8 +334,10 @@ class MainWindow(QMainWindow):
             self.reviewing.list_all()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Let running jobs finish (they report to this window) before it goes away."""
-        QThreadPool.globalInstance().waitForDone(5000)
+        """Close at once: jobs not started yet are dropped, running ones report to no one (the app waits for
+        them after its last window, so Python never tears down under a worker)."""
+        for jobs in (self.jobs, self.filter_box.jobs):
+            jobs.cancel()
         super().closeEvent(event)
 
     # drag and drop ---------------------------------------------------------------------------------
@@ -355,6 +359,7 @@ class Opened:
     review_error: str
     search: SearchIndex
     values: tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
+    tree: FamilyTree  # the functions tree's rows
 
 
 def _open_for_display(path: Path) -> Opened:
@@ -362,6 +367,7 @@ def _open_for_display(path: Path) -> Opened:
     index = open_index(path)
     index.parameters()
     _ = index.provenance.module_root
+    tree = FamilyTree(index)
     search = SearchIndex(index)
     search.build()
     reviews: ReviewStore | None = ReviewStore(index.path)
@@ -372,7 +378,7 @@ def _open_for_display(path: Path) -> Opened:
         reviews, error = None, str(e)
     graph = index.proto.graph
     values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
-    return Opened(index, reviews, error, search, values)
+    return Opened(index, reviews, error, search, values, tree)
 
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:

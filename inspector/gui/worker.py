@@ -53,8 +53,12 @@ class Job(QRunnable):
         super().__init__()
         self.fn = fn
         self.signals = JobSignals()
+        self.cancelled = False  # set by Jobs.cancel: the result is dropped
 
     def run(self) -> None:
+        if self.cancelled:  # dropped before it started: report at once, run nothing
+            self.signals.qt.finished.emit(_Box(None))
+            return
         try:
             result = self.fn()
         except InspectorError as e:
@@ -90,11 +94,12 @@ class Jobs:
 
         def finished(result: T) -> None:
             self._running.remove(job)
-            done(result)
+            if not job.cancelled:
+                done(result)
 
         def fail(reason: str) -> None:
             self._running.remove(job)
-            if failed is not None:
+            if failed is not None and not job.cancelled:
                 failed(reason)
 
         job.signals.finished.connect(finished)
@@ -102,3 +107,9 @@ class Jobs:
         self._running.append(job)
         QThreadPool.globalInstance().start(job, priority)
         return job
+
+    def cancel(self) -> None:
+        """Drop every job: no callback of any runs, those not started yet run nothing, and a running one
+        finishes on its thread (kept referenced until it reports). Nothing waits here."""
+        for job in self._running:
+            job.cancelled = True
