@@ -28,6 +28,7 @@ from replicate import build  # noqa: E402
 
 TASK = r"""
 import json, os, resource, sys, tempfile, time, io, contextlib
+from pathlib import Path
 op, paths = sys.argv[1], sys.argv[2:]
 out = {}
 def rss():
@@ -102,31 +103,85 @@ elif op == "app":
     # a scripted session after the first graph; the longest GUI-thread stall of each step, in ms
     def wait(ms):
         lp = QEventLoop(); QTimer.singleShot(ms, lp.quit); lp.exec()
-    def step(name, action, settle=300):
+    def step(name, action, settle=300, prepare=None):
+        # what the script needs to find first (rows, results) is not the app's work: done before the clock
+        arg = prepare() if prepare is not None else None
         wait(50); stall[0] = 0; last[0] = clock.elapsed()
-        action(); wait(settle)
+        action() if prepare is None else action(arg)
+        wait(settle)
         steps[name] = stall[0]
     steps = {}
     def typing():
         for k in range(1, 7):
             w.filter_box.setText("linear"[:k]); wait(60)
-    def click_family():
-        w.filter_box.clear(); wait(50)
-        fam = w.family_filter.index(0, 0)
-        w.family_view.setCurrentIndex(w.family_filter.index(0, 0, fam))
+    def first_call():
+        w.filter_box.clear(); wait(300)
+        return w.family_filter.index(0, 0, w.family_filter.index(0, 0))
+    def biggest_overload():
+        # the overload with the most calls (6,120 aten calls at 100k), as the tree shows it
+        proxy = w.family_filter
+        rows = [proxy.index(o, 0, proxy.index(f, 0)) for f in range(proxy.rowCount())
+                for o in range(proxy.rowCount(proxy.index(f, 0)))]
+        return max(rows, key=lambda ix: int(ix.siblingAtColumn(1).data() or 0), default=None)
+    def expand_overload(ov):
+        if ov is not None:
+            out["expanded_calls"] = int(ov.siblingAtColumn(1).data())
+            w.family_view.expand(ov)
+            w.family_view.scrollTo(ov, w.family_view.ScrollHint.PositionAtTop)
     def search():
-        w.search_panel.box.setText("transpose")
-    def jump():
-        item = w.search_panel.results.item(0)
+        w.start_search(); w.search_panel.box.setText("transpose")
+    def deep_result():
+        # the result of an aten call deep in the model (the last one listed), else the first result
+        results = w.search_panel.results
+        items = [results.item(r) for r in range(results.count())]
+        calls = [it for it in items if type(getattr(it.data(256), "ref", None)).__name__ == "AtenCall"]
+        return calls[-1] if calls else results.item(0)
+    def jump(item):
         if item is not None:
             w.search_panel._activated(item)
+    def module_rows():
+        # the chain of single rows from the root, then the widest module (a row per layer) and its last row
+        model = w.module_view.model()
+        chain = [model.index(0, 0)]
+        while model.rowCount(chain[-1]) == 1:
+            chain.append(model.index(0, 0, chain[-1]))
+        widest = max((model.index(r, 0, chain[-1]) for r in range(model.rowCount(chain[-1]))),
+                     key=lambda ix: model.rowCount(ix), default=None)
+        if widest is not None:
+            out["module_rows"] = model.rowCount(widest)
+            chain += [widest, model.index(model.rowCount(widest) - 1, 0, widest)]
+        return chain
+    def module_expand(chain):
+        w.trees.setCurrentWidget(w.module_view)
+        for ix in chain:
+            w.module_view.expand(ix)
+        w.module_view.scrollTo(chain[-1]); w.module_view.setCurrentIndex(chain[-1])
+    compared = []
+    def compare():
+        # File > Compare with... B: both models indexed and diffed off the GUI thread, then the first change shown
+        lp = QEventLoop(); QTimer.singleShot(300_000, lp.quit)
+        t = time.perf_counter()
+        cw = w.open_compare(Path(paths[1]))
+        compared.append(cw)
+        cw.change_shown.connect(lambda _c: lp.quit())
+        cw.load_failed.connect(lambda reason: (out.setdefault("compare_error", reason), lp.quit()))
+        lp.exec()
+        out["compare_s"] = time.perf_counter() - t
+    def quit():
+        for cw in compared:
+            cw.close()
+        w.close()
     if "error" not in marks:
         step("filter typing", typing)
-        step("family click", click_family, 2000)
+        step("family click", w.family_view.setCurrentIndex, 2000, first_call)
+        step("expand overload", expand_overload, 2000, biggest_overload)
         step("search", search, 1500)
-        step("jump to result", jump, 2000)
+        step("jump to result", jump, 2000, deep_result)
+        step("module expand", module_expand, 2000, module_rows)
+        if len(paths) > 1:
+            step("compare", compare, 2000)
     t = time.perf_counter()
-    step("quit", w.close, 100)
+    step("quit", quit, 100)
     out["quit_s"] = time.perf_counter() - t
     out["session_stalls_ms"] = steps
     QThreadPool.globalInstance().waitForDone(60000)
@@ -193,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         a, b = models[n]
         for op in ops:
-            res[op][n] = run(op, [a, b] if op == "diff" else [a], args.timeout)
+            res[op][n] = run(op, [a, b] if op in ("diff", "app") else [a], args.timeout)
             r = res[op][n]
             extra = {k: v for k, v in r.items() if k not in ("t", "rss_mb", "rc")}
             print(f"  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s  {r.get('rss_mb', 0):7.0f} MB  "
