@@ -212,3 +212,19 @@ def test_github_annotations_keep_model_text_inside_one_command(tmp_path, capsys)
         assert _unescape(fields["file"]).endswith("evil,name:1.onnx")
         assert "evil,dom" in _unescape(fields["title"]) and "\n" not in _unescape(fields["title"])
         assert "\r" not in message and "%0A" not in message  # one_line already showed the newline as text
+
+
+def test_reviews_without_a_recorded_value_still_flag_the_change(tmp_path, capsys):
+    # a sidecar written before values were recorded: the change is still found, its old value is unknown
+    a, b = _copy(tmp_path, "pair_scale_a"), _copy(tmp_path, "pair_scale_b")
+    store = ReviewStore(a)
+    for analysis in Specialiser(open_index(a)).analyse_all():
+        for key, _obj in review_keys(analysis):
+            store.set(key, "ok", "")
+    code, out, _err = _run(capsys, str(b), "--reviews", str(store.path), "--format", "json")
+    failing = [i for i in json.loads(out)["items"] if i["status"] != "ok"]
+    assert code == 1 and failing and all(i["status"] == "changed" for i in failing)
+    assert {i["family"] for i in failing} == {"aten::scaled_dot_product_attention"}
+    assert all(i["reviewed_value"] is None and i["changes"] == [] for i in failing)
+    code, out, _err = _run(capsys, str(b), "--reviews", str(store.path))
+    assert "was (not recorded) when reviewed ok" in out
