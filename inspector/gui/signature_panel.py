@@ -98,8 +98,10 @@ class SignaturePanel(QWidget):
             shown = "".join(f"<li>{'<b>' + esc(c) + '</b>' if c == sel.call else esc(c)}</li>"
                             for c in sel.calls[:MAX_CALLS_LISTED])
             more = f"<li>… {len(sel.calls) - MAX_CALLS_LISTED} more</li>" if len(sel.calls) > MAX_CALLS_LISTED else ""
-            parts.append(f"<p><b>Identical calls ({len(sel.calls)})</b> <small>same body, same values</small></p>"
-                         f"<ul>{shown}{more}</ul>")
+            head = (f"Calls ({len(sel.calls)})</b> <small>same body; the values they pass differ (per call, above)"
+                    if any(s.varies and s.call_values for s in analysis.specialised)  # TorchScript's eps per call
+                    else f"Identical calls ({len(sel.calls)})</b> <small>same body, same values")
+            parts.append(f"<p><b>{head}</small></p><ul>{shown}{more}</ul>")
         parts.append(_legend())
         self.view.setHtml("".join(parts))
 
