@@ -76,30 +76,34 @@ def test_two_calls_of_a_family_differ_in_the_arguments_torch_bound(model, a, b, 
         assert colour == CHANGED and c.pairing.marks_b[c.pairing.pairs[ida]][0] == CHANGED
 
 
-def test_identical_calls_are_torch_calls_of_one_module_path_and_equal_linked_arguments():
-    """For every aten call: the identical calls listed name the module torch recorded for each FX node, and all of
-    them bound the same value to every argument their body's values are linked to."""
-    for model in ("tiny_noopt", "t5_noopt", "gpt2"):
-        index = open_index(ZOO / f"{model}.onnx")
-        truth = _truth(model)
-        analyses = Analyses(index)
-        checked = 0
-        for call in index.provenance.calls:
-            sel = analyses.selection(call)
-            if sel is None or call.name not in truth:
-                continue
-            names = [c.rsplit(" › ", 1) for c in sel.calls]
-            assert [call.module_path or "root", call.name] in names
-            linked = {x.parameter for s in sel.analysis.specialised for x in s.links}
-            mine = _plain_args(truth[call.name])
-            for module, name in names:
-                assert (truth[name]["module"] or "root") == module
-                # one aten op; overloads may share a body (t5: where.self and where.ScalarOther)
-                assert truth[name]["target"].split(".")[0] == truth[call.name]["target"].split(".")[0]
-                other = _plain_args(truth[name])
-                assert {p: other.get(p) for p in linked} == {p: mine.get(p) for p in linked}, (model, call.name, name)
-            checked += len(names) > 1
-        assert checked > 10, model
+DYNAMO = sorted(p.name[:-len(".truth.json")] for p in ZOO.glob("*.truth.json")
+                if json.loads(p.read_text())["kind"].startswith("dynamo"))
+
+
+@pytest.mark.parametrize("model", DYNAMO)
+def test_identical_calls_are_torch_calls_of_one_module_path_and_equal_linked_arguments(model):
+    """For every aten call: the identical calls listed name the module torch recorded for each FX node, are calls
+    of one aten op, and all bound the same value to every argument their body's values are linked to."""
+    index = open_index(ZOO / f"{model}.onnx")
+    truth = _truth(model)
+    analyses = Analyses(index)
+    lists = 0
+    for call in index.provenance.calls:
+        sel = analyses.selection(call)
+        if sel is None or call.name not in truth:
+            continue
+        names = [c.rsplit(" › ", 1) for c in sel.calls]
+        assert [call.module_path or "root", call.name] in names
+        linked = {x.parameter for s in sel.analysis.specialised for x in s.links}
+        mine = _plain_args(truth[call.name])
+        for module, name in names:
+            assert (truth[name]["module"] or "root") == module
+            # one aten op; overloads may share a body (t5_noopt: where.self and where.ScalarOther)
+            assert truth[name]["target"].split(".")[0] == truth[call.name]["target"].split(".")[0]
+            other = _plain_args(truth[name])
+            assert {p: other.get(p) for p in linked} == {p: mine.get(p) for p in linked}, (call.name, name)
+        lists += len(names) > 1
+    assert lists > 0
 
 
 def test_layer_norm_calls_of_tiny_noopt_list_their_identical_calls():
@@ -224,3 +228,19 @@ def test_two_sdpa_calls_with_different_head_counts_differ_only_in_shape_speciali
     assert rows[2][0] == "scale (Mul.B)"
     assert rows[2][1] == pytest.approx((1 / d0 ** 0.5) ** 0.5) and rows[2][2] == pytest.approx((1 / d1 ** 0.5) ** 0.5)
     assert len(rows) == 3
+
+
+def test_torchscript_call_sites_passing_different_values_are_not_called_identical(qtbot, window):
+    """ts_functions: each Block instance passes its own eps (torch: 1e-5, 1e-6, 1e-5) to the one Block function, so
+    its three call sites share a body but are not identical calls."""
+    t = json.loads((ZOO / "ts_functions.truth.json").read_text())
+    block = next(f for f in t["module_functions"] if f["name"] == "Block")
+    assert len({i["eps"] for i in block["instances"]}) == 2
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(ZOO / "ts_functions.onnx")
+    fam = next(f for f in window.index.families if f.name == "Block")
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        assert window.select_in_tree(fam.overloads[0])
+    text = window.signature.view.toPlainText()
+    assert f"Calls ({block['calls']}) same body; the values they pass differ" in text
+    assert "Identical calls" not in text
