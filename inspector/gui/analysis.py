@@ -46,6 +46,9 @@ class Analyses:
         self._cache: dict[int, FamilyAnalysis] = {}
 
     def family(self, fam: Family) -> FamilyAnalysis:
+        hit = self._cache.get(id(fam))  # a finished analysis takes no lock: the GUI thread (reviewing's target)
+        if hit is not None:  # never waits while the background analyses another family
+            return hit
         with self._lock:
             hit = self._cache.get(id(fam))
             if hit is None:
