@@ -77,6 +77,14 @@ def test_arrows_follow_the_graph_and_enter_opens_an_aten_call(qtbot, window: Mai
     assert node is not None and isinstance(node.ref, AtenCall) and node.ref.name == reader
     qtbot.keyClick(graph, Qt.Key.Key_Up)
     assert _selected(window) == "mod:model.layers.0.self_attn.q_proj"
+    # Down follows the edges: from the attention block to the residual add that reads its output projection
+    graph.select("mod:model.layers.0.self_attn.o_proj", centre=False)
+    o_linear = next(n["name"] for n in fx if n["module"] == "model.layers.0.self_attn.o_proj")
+    residual = next(n["name"] for n in fx if n["target"] == "aten::add.Tensor" and {"node": o_linear} in
+                    n["args"].values())
+    qtbot.keyClick(graph, Qt.Key.Key_Down)
+    node = graph.selected()
+    assert node is not None and isinstance(node.ref, AtenCall) and node.ref.name == residual
     sdpa = next(i for i, item in graph.items_by_id.items()
                 if isinstance(item.node.ref, AtenCall) and item.node.ref.name == "scaled_dot_product_attention")
     graph.select(sdpa, centre=False)
@@ -84,6 +92,7 @@ def test_arrows_follow_the_graph_and_enter_opens_an_aten_call(qtbot, window: Mai
         qtbot.keyClick(graph, Qt.Key.Key_Return)  # Enter opens the call's nodes
     scope = window.center.current_scope()
     assert isinstance(scope, AtenCall) and scope.name == "scaled_dot_product_attention"
+    assert window.details.toPlainText().startswith("aten::scaled_dot_product_attention")  # the call opened
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         qtbot.keyClick(graph, Qt.Key.Key_Backspace)
     graph.select(sdpa, centre=False)

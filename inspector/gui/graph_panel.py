@@ -323,7 +323,9 @@ class GraphPanel(QWidget):
             self.open_view(View(self._current.scope, frozenset(expanded)), push=True, region=inside(node))
 
     def open_body(self, node: SceneNode) -> None:
-        """ƒ (or Enter) on a call box: a function call opens the function's body, an aten call its own nodes."""
+        """ƒ (or Enter) on a call box: a function call opens the function's body, an aten call its own nodes; the
+        details show the call."""
+        self.node_selected.emit(self.current_scope(), node)
         if node.kind == "function_call" and isinstance(node.ref, tuple) and node.ref:
             callee = node.ref[0]
             if isinstance(callee, FunctionKey):

@@ -489,8 +489,9 @@ class GraphView(QGraphicsView):
         return True
 
     def move_selection(self, dx: int, dy: int) -> None:
-        """Select the nearest box in a direction (arrow keys); with nothing selected, the box nearest the middle
-        of the view."""
+        """Arrow keys: Down and Up follow the edges (to the successor or predecessor nearest in x; the nearest box
+        below or above when there is none), Left and Right go to the nearest box on that side, rows first. With
+        nothing selected, the box nearest the middle of the view."""
         items = list(self.items_by_id.values())
         selected = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
         if not items:
@@ -500,14 +501,22 @@ class GraphView(QGraphicsView):
             best = min(items, key=lambda i: _distance(i.rect().center(), middle))
             self.select(best.node.id, centre=False)
             return
-        here = selected[0].rect().center()
+        here, current = selected[0].rect().center(), selected[0].node.id
+        if dy:
+            linked = {e.target if dy > 0 else e.source for e in self.edges
+                      if (e.source if dy > 0 else e.target) == current} - {current}
+            near = [self.items_by_id[i] for i in linked if i in self.items_by_id]
+            if near:
+                best = min(near, key=lambda i: (abs(i.rect().center().x() - here.x()), i.rect().center().y() * dy))
+                self.select(best.node.id, centre=False)
+                return
         candidates = []
         for item in items:
             c = item.rect().center()
             along = (c.x() - here.x()) * dx + (c.y() - here.y()) * dy  # distance in the direction asked
             across = abs((c.x() - here.x()) * dy) + abs((c.y() - here.y()) * dx)
             if along > 1.0:
-                candidates.append((along + 2 * across, item.node.id))
+                candidates.append((along + 4 * across, item.node.id))
         if candidates:
             self.select(min(candidates)[1], centre=False)
 
