@@ -46,8 +46,9 @@ from inspector.core.provenance import AtenCall
 from inspector.core.signature import CallSignature
 from inspector.core.specialise import SpecialisedValue
 from inspector.core.walk import resolve_path
-from inspector.gui.analysis import Analyses, TreeObject
+from inspector.gui.analysis import Analyses, TreeObject, site_node
 from inspector.gui.family_model import FamilyModel
+from inspector.gui.graph_panel import scene_id
 from inspector.gui.menus import add_action
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pair_bodies
 from inspector.gui.text import esc, tooltip
@@ -71,6 +72,8 @@ class Member:
     specialised: list[SpecialisedValue]
     signature: CallSignature | None
     calls: tuple[str, ...]  # every call with exactly this body
+    site: CallSite | None = None  # a function's call compared, not the function alone
+    passed: dict[str, str] = field(default_factory=dict)  # the attributes the call site passes, as text
 
     @property
     def scope(self) -> Scope:
@@ -95,7 +98,7 @@ class MemberComparison:
     b: Member
     pairing: BodyPairing
     rows: list[DiffRow] = field(default_factory=list)
-    arguments: set[str] = field(default_factory=set)  # aten parameters whose values differ
+    arguments: set[str] = field(default_factory=set)  # aten parameters, and attributes passed, whose values differ
 
     @property
     def identical(self) -> bool:
@@ -125,12 +128,14 @@ def compare_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject) ->
     fam = analyses.family_of(ma)
     if fam is None or analyses.family_of(mb) is not fam:
         raise ValueError("the two are not of one family")
-    a, b = _member(analyses, ma), _member(analyses, mb)
+    a = _member(analyses, ma, obj_a if isinstance(obj_a, CallSite) else None)
+    b = _member(analyses, mb, obj_b if isinstance(obj_b, CallSite) else None)
     pairing = pair_bodies(a.body, b.body)
     out = MemberComparison(fam, a, b, pairing)
     out.rows.extend(_argument_rows(a.signature, b.signature))
-    out.arguments = {r.label for r in out.rows}
     out.rows.extend(_value_rows(a, b, pairing.changed))
+    out.rows.extend(_passed(a, b, pairing, {r.label for r in out.rows if r.kind == "argument"}))
+    out.arguments = {r.label for r in out.rows if r.kind in ("argument", "passed")}
     only_a = [note for colour, note in pairing.marks_a.values() if colour == REMOVED]
     only_b = [note for colour, note in pairing.marks_b.values() if colour == ADDED]
     if only_a or only_b:
@@ -138,14 +143,35 @@ def compare_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject) ->
     return out
 
 
-def _member(analyses: Analyses, obj: AtenCall | FunctionKey) -> Member:
-    row: TreeObject = obj
-    if isinstance(obj, FunctionKey):  # the tree's row for a function is its overload
+def _passed(a: Member, b: Member, pairing: BodyPairing, arguments: set[str]) -> list[DiffRow]:
+    """Attributes two call sites pass with different values (TorchScript passes each instance's eps this way),
+    lit where the body refers to them (``epsilon = @inferred::LayerNormalization_epsilon``); a folded function's
+    attributes are its aten arguments, listed as such already."""
+    rows = []
+    for name in dict.fromkeys([*a.passed, *b.passed]):
+        va, vb = a.passed.get(name, "-"), b.passed.get(name, "-")
+        if va == vb or name in arguments:
+            continue
+        rows.append(DiffRow("passed", name, va, vb))
+        refs_a = [s.literal for s in a.specialised if s.literal.kind == "parametric" and s.literal.ref == name]
+        refs_b = [s.literal for s in b.specialised if s.literal.kind == "parametric" and s.literal.ref == name]
+        for la, lb in zip(refs_a, refs_b):
+            note = f"@{name}: {va} -> {vb}"
+            pairing.marks_a[scene_id(a.body, la.path)] = (CHANGED, note)
+            pairing.marks_b[scene_id(b.body, lb.path)] = (CHANGED, note)
+            pairing.changed.append(((la.path, la.name), (lb.path, lb.name)))
+    return rows
+
+
+def _member(analyses: Analyses, obj: AtenCall | FunctionKey, site: CallSite | None) -> Member:
+    row: TreeObject = site or obj
+    if site is None and isinstance(obj, FunctionKey):  # the tree's row for a function is its overload
         fam = analyses.family_of(obj)
         row = next((o for o in fam.overloads if o.function == obj), None) if fam is not None else None
     sel = analyses.selection(row)
     if sel is None:
         raise ValueError(f"{obj} has no body to compare")
+    passed: dict[str, str] = {}
     if isinstance(obj, AtenCall):
         body = analyses.specialiser.body_of_call(obj)
         title = f"{obj.name}  ({obj.module_path or 'root'})"
@@ -154,8 +180,11 @@ def _member(analyses: Analyses, obj: AtenCall | FunctionKey) -> Member:
         if proto is None:
             raise ValueError(f"{obj} is not defined in this model")
         body = function_body(obj, proto)
-        title = str(obj)
-    return Member(obj, title, body, list(sel.analysis.specialised), sel.signature, tuple(sel.calls))
+        title = str(obj) if site is None else f"{obj} at {site.where}"
+        node = site_node(analyses.index, site) if site is not None else None
+        passed = {x.name: show_value(unwrap(attribute_value(x)[0])) for x in (node.attribute if node else ())
+                  if not x.ref_attr_name and x.type not in (x.GRAPH, x.GRAPHS)}
+    return Member(obj, title, body, list(sel.analysis.specialised), sel.signature, tuple(sel.calls), site, passed)
 
 
 def argument_values(sig: CallSignature | None) -> dict[str, str]:
@@ -240,13 +269,20 @@ def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str
         html = "".join(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
                        and seg.argument.parameter.name in lit_arguments else esc(seg.text) for seg in line)
         parts.append(f"<p><b>Aten signature</b></p><pre style='white-space:pre-wrap'>{html}</pre>")
+    if m.site is not None and m.passed:
+        shown = ", ".join(_lit(f"{k} = {v}") if k in lit_arguments else esc(f"{k} = {v}")
+                          for k, v in m.passed.items())
+        parts.append(f"<p><b>This call</b> ({esc(m.site.where)}) passes</p><pre style='white-space:pre-wrap'>"
+                     f"{shown}</pre>")
     n = len(m.calls)
-    parts.append(f"<p><b>ONNX body</b> <small>{n} call{'s' if n != 1 else ''} with exactly this body</small></p>")
+    parts.append(f"<p><b>ONNX body</b> <small>{n} call{'s' if n != 1 else ''} with this body</small></p>")
     parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
     if n > 1:
         shown = "".join(f"<li>{esc(c)}</li>" for c in m.calls[:MAX_CALLS_LISTED])
         more = f"<li>… {n - MAX_CALLS_LISTED} more</li>" if n > MAX_CALLS_LISTED else ""
-        parts.append(f"<p><b>Identical calls ({n})</b></p><ul>{shown}{more}</ul>")
+        differ = any(s.varies and s.call_values for s in m.specialised)  # each call passes its own values
+        head = f"Calls ({n})</b> <small>the values they pass differ" if differ else f"Identical calls ({n})</b> <small>"
+        parts.append(f"<p><b>{head}</small></p><ul>{shown}{more}</ul>")
     return "".join(parts)
 
 
@@ -376,17 +412,23 @@ class FamilyCompare(QObject):
         return window
 
     def siblings(self, obj: TreeObject) -> list[tuple[str, TreeObject]]:
-        """What ``obj`` can be compared with: the other overloads of its function family, or the other calls of
-        its aten family, as (label, object)."""
+        """What ``obj`` can be compared with: the other overloads of its function family and their call sites, or
+        the other calls of its aten family, as (label, object)."""
         analyses = self.w.analyses
         me = member_of(obj)
-        fam = analyses.family_of(me) if analyses is not None and me is not None else None
+        if analyses is None or me is None:
+            return []
+        fam = analyses.family_of(me)
         if fam is None:
             return []
+        calls = analyses.index.functions.calls
         out: list[tuple[str, TreeObject]] = []
         for ov in fam.overloads:
-            if ov.kind == "function" and ov.function is not None and ov.function != me:
-                out.append((str(ov.function), ov.function))
+            if ov.kind == "function" and ov.function is not None:
+                if ov.function != me:
+                    out.append((str(ov.function), ov.function))
+                if ov.function != me or isinstance(obj, CallSite):  # a call: the other calls of its function too
+                    out.extend((f"call {site.where}", site) for site in calls.get(ov.function, ()) if site != obj)
             for call in ov.aten_calls:
                 if call is not me:
                     out.append((f"{call.name}  ({call.module_path or 'root'})", call))
