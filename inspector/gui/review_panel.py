@@ -70,7 +70,7 @@ class ReviewItem:
         """The label on two lines, as the Review panel shows it: what (and its value), then whose."""
         if isinstance(self.obj, SpecialisedValue):
             return f"{short_where(self.obj)} = {self.obj.literal.value!r}\n{self.owner}"
-        return f"body of\n{self.owner}"
+        return f"body of {self.owner}"
 
 
 class ReviewBar(QWidget):
