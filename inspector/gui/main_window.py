@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.index import ModelIndex, build_index
 from inspector.core.keys import FunctionKey, GraphScope
+from inspector.core.loader import load_model
 from inspector.core.provenance import AtenCall
 from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
@@ -364,7 +365,7 @@ class Opened:
 
 def _open_for_display(path: Path) -> Opened:
     """Index a model and prepare, still off the GUI thread, what the window shows first."""
-    index = open_index(path)
+    index = build_index(load_model(path, pieces=True))  # a large file in pieces: the GUI thread runs meanwhile
     index.parameters()
     _ = index.provenance.module_root
     tree = FamilyTree(index)
