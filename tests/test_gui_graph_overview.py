@@ -96,7 +96,8 @@ def test_fit_on_a_graph_too_big_to_read_shows_the_module_overview(qtbot, window:
 
 
 @pytest.mark.parametrize("name", ["llama_gqa", "t5_noopt", "whisper"])
-def test_the_overview_of_a_zoo_export_fits_readably_and_names_torchs_modules(qtbot, window: MainWindow, name: str):
+def test_the_overview_of_a_zoo_export_fits_readably_and_names_torchs_modules(qtbot, window: MainWindow, name: str,
+                                                                             tmp_path: Path):
     window.resize(1366, 768)
     _open(qtbot, window, ZOO / f"{name}.onnx")
     graph = window.center.graph
@@ -115,6 +116,9 @@ def test_the_overview_of_a_zoo_export_fits_readably_and_names_torchs_modules(qtb
         assert f"{nodes:,} node" in node.detail  # the first member's count for a run
     top = {m for m in emitted if not any(m.startswith(o + ".") for o in emitted if o != m)}
     assert {f"mod:{m}" for m in top} <= set(boxes)  # every top-level module is there
+    assert window.center.export_name() == "module_overview"
+    window.center.export(tmp_path / "o.svg")  # Qt draws the overview: written as PNG
+    assert (tmp_path / "o.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "o.svg").exists()
 
 
 def test_navigating_to_a_module_selects_it_and_zooms_to_it(qtbot, window: MainWindow):

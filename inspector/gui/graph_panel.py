@@ -356,19 +356,24 @@ class GraphPanel(QWidget):
             self.open_view(target, push=False)
 
     def export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export graph", self.export_name() + ".svg",
-                                              "SVG (*.svg);;PNG (*.png)")
+        overview = self._current is not None and self._current.overview  # drawn by Qt only: PNG
+        path, _ = QFileDialog.getSaveFileName(self, "Export graph", self.export_name() + (
+            ".png" if overview else ".svg"), "PNG (*.png)" if overview else "SVG (*.svg);;PNG (*.png)")
         if path:
             self.export(Path(path))
 
     def export_name(self) -> str:
         """A file name for the shown scope: ``local.tr_perm_0231``, ``aten_transpose.int_transpose_2``."""
         scope = self.current_scope()
+        if self._current is not None and self._current.overview:
+            return "module_overview"
         label = "graph" if scope is None else scope_label(scope).replace(" ", "_")
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).strip("._")
         return re.sub("_+", "_", name)[:80] or "graph"
 
     def export(self, path: Path) -> None:
+        if self._current is not None and self._current.overview:  # drawn by Qt only: PNG
+            path = path.with_suffix(".png")
         if path.suffix.lower() == ".png":
             self.graph.export_png(path)
         else:
