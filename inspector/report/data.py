@@ -30,6 +30,7 @@ from inspector.core.provenance import AtenCall
 if TYPE_CHECKING:
     from inspector.core.bodytext import Line
     from inspector.core.review import Review, ReviewKey, ReviewStore
+    from inspector.core.signature import CallSignature
     from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 
 STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
@@ -68,6 +69,36 @@ class ArgumentLink:
     parameter: str
     value: Any  # JSON-safe
     rule: str  # the evidence, e.g. "perm swaps dims 1 and 2"
+    place: str = ""  # where the lowering implements the argument: "Transpose.perm", "Mul on query/key"
+
+
+@dataclass(slots=True)
+class CallValue:
+    """The value one call site passes for a parametric attribute (a TorchScript module function's eps)."""
+
+    call: str  # the call site's path
+    value: Any  # JSON-safe
+    text: str
+
+
+@dataclass(slots=True)
+class TorchlibInfo:
+    """The torchlib (onnxscript) function that lowers an aten overload, from the shipped catalogue."""
+
+    target: str  # "aten::transpose.int"
+    function: str  # "aten_transpose"
+    trace_only: bool
+    source: str  # "function_libs/torch_lib/ops/core.py:10114"
+
+    @property
+    def kind(self) -> str:
+        """``trace_only`` (Python run at export time: the values it computes are baked in) or ``script``."""
+        return "trace_only" if self.trace_only else "script"
+
+    @property
+    def text(self) -> str:
+        """``aten::transpose.int → torchlib aten_transpose, trace_only``."""
+        return f"{self.target} → torchlib {self.function}, {self.kind}"
 
 
 @dataclass(slots=True)
@@ -88,6 +119,10 @@ class SpecialisedInfo:
     description: str  # plain text: what it is, what varies, where it came from (tooltips)
     line: int | None = None  # index of the body line that shows it
     review: ReviewInfo | None = None
+    shape: str | None = None  # shape-specialised: how an input shape made it (wrong for another shape)
+    baked_by: str | None = None  # the trace_only torchlib function that put it there at export time
+    call_sites: list[CallValue] = field(default_factory=list)  # parametric: what each call site passes
+    read_by: str | None = None  # a constant input: the path of the first node reading it
 
 
 @dataclass(slots=True)
@@ -138,6 +173,10 @@ class BodyInfo:
     review: ReviewInfo | None = None
     svg: str | None = None  # standalone SVG (inspector.render.layout.to_svg), model strings XML-escaped
     graph_note: str | None = None
+    lone: bool = False  # no other body of its template in the family: nothing to compare its values with
+    left_out: list[SpecialisedInfo] = field(default_factory=list)  # literals not listed: ONNX schema defaults
+    torchlib: TorchlibInfo | None = None  # what lowered the body's aten target
+    rewritten_by: list[str] = field(default_factory=list)  # optimizer rules that rewrote the call's nodes
 
     @property
     def spec_by_id(self) -> dict[str, SpecialisedInfo]:
@@ -153,6 +192,7 @@ class OverloadInfo:
     target: str | None
     nodes: int | None
     body_ids: list[str] = field(default_factory=list)
+    torchlib: TorchlibInfo | None = None
 
 
 @dataclass(slots=True)
@@ -348,7 +388,7 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
             from inspector.core.specialise import Specialiser
 
             specialiser = Specialiser(index)
-        _detail(info, fam, specialiser.analyse(fam), store, lim, scopes)
+        _detail(index, info, fam, specialiser.analyse(fam), store, lim, scopes)
         detailed += 1
     omitted = len(out) - detailed
     if omitted:
@@ -368,6 +408,7 @@ def _family_info(fid: str, fam: Family) -> FamilyInfo:
             function=tuple(ov.function) if ov.function is not None else None,  # type: ignore[arg-type]
             target=ov.target,
             nodes=sum(len(c.node_paths) for c in ov.aten_calls) if ov.aten_calls else None,
+            torchlib=torchlib_info(ov.target),
         )
         for ov in fam.overloads
     ]
@@ -375,7 +416,15 @@ def _family_info(fid: str, fam: Family) -> FamilyInfo:
                       overloads)
 
 
-def _detail(info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: ReviewStore | None,
+def torchlib_info(target: str | None) -> TorchlibInfo | None:
+    """The real-valued torchlib lowering of ``target`` from the catalogue; None when there is none."""
+    from inspector.core.torchlib_catalogue import torchlib_for
+
+    entry = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
+    return TorchlibInfo(entry.target, entry.function, entry.trace_only, entry.source) if entry is not None else None
+
+
+def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: ReviewStore | None,
             lim: Limits, scopes: dict[str, object]) -> None:
     from inspector.core.review import review_keys
 
@@ -409,10 +458,14 @@ def _detail(info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: Revi
         owners.append(sorted(found - {-1}))
         for i in owners[-1]:
             info.overloads[i].body_ids.append(f"{info.id}-b{j}")
+    templates: dict[str, int] = {}
+    for body in analysis.bodies:
+        templates[body.fingerprints.template] = templates.get(body.fingerprints.template, 0) + 1
     for j, body in enumerate(analysis.bodies[: lim.bodies_per_family]):
         bid = f"{info.id}-b{j}"
-        body_info = _body_info(bid, fam, body, [info.overloads[i] for i in owners[j]], reviewed,
+        body_info = _body_info(index, bid, fam, body, [info.overloads[i] for i in owners[j]], reviewed,
                                store is not None, lim)
+        body_info.lone = templates[body.fingerprints.template] == 1
         info.bodies.append(body_info)
         if body.members:
             scopes[bid] = body.members[0]
@@ -429,7 +482,7 @@ def _review_info(store: ReviewStore, key: ReviewKey) -> ReviewInfo:
     return info
 
 
-def _body_info(bid: str, fam: Family, body: BodyAnalysis, overloads: list[OverloadInfo],
+def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, overloads: list[OverloadInfo],
                reviewed: dict[int, ReviewInfo], with_reviews: bool, lim: Limits) -> BodyInfo:
     from inspector.core.bodytext import body_lines
 
@@ -462,8 +515,17 @@ def _body_info(bid: str, fam: Family, body: BodyAnalysis, overloads: list[Overlo
                 by_id[span.spec].line = n
     signature = None
     first = members[0] if members else None
+    rewritten: list[str] = []
     if isinstance(first, AtenCall):
-        signature = _signature_info(first, body.specialised, spec_ids)
+        from inspector.core.signature import call_signature
+
+        signature = _signature_info(call_signature(first), body.specialised, spec_ids)
+        rewritten = list(first.rule_names)
+    elif isinstance(first, FunctionKey):
+        folded = _folded_signature(index, first)
+        if folded is not None:
+            signature = _signature_info(folded, body.specialised, spec_ids)
+    target = signature.target if signature is not None else None
     fp = body.fingerprints
     return BodyInfo(
         id=bid, title=title, overloads=[o.overload for o in overloads], fingerprint=fp.full, template=fp.template,
@@ -471,7 +533,21 @@ def _body_info(bid: str, fam: Family, body: BodyAnalysis, overloads: list[Overlo
         members_omitted=max(len(names) - lim.members_listed, 0), signature=signature, lines=lines,
         lines_omitted=max(len(lines_all) - lim.body_lines, 0), specialised=specs,
         review=reviewed.get(id(body)) if with_reviews else None,
+        left_out=[_spec_info(f"{bid}-l{k}", s) for k, s in enumerate(body.left_out)],
+        torchlib=torchlib_info(target), rewritten_by=rewritten,
     )
+
+
+def _folded_signature(index: ModelIndex, key: FunctionKey) -> CallSignature | None:
+    """The aten signature of a function ``fold`` made, bound with its first call's values (None for others)."""
+    from inspector.core.signature import function_call_signature
+
+    proto = index.functions.functions.get(key)
+    if proto is None:
+        return None
+    sites = index.functions.calls.get(key, ())
+    first = index.functions.site_node(sites[0], index.proto.graph.node) if sites else None
+    return function_call_signature(proto, first)
 
 
 def _spans(line: Line, spec_ids: dict[int, str]) -> list[Span]:
@@ -483,12 +559,10 @@ def _spans(line: Line, spec_ids: dict[int, str]) -> list[Span]:
     return out
 
 
-def _signature_info(call: AtenCall, specialised: Sequence[SpecialisedValue],
+def _signature_info(sig: CallSignature, specialised: Sequence[SpecialisedValue],
                     spec_ids: dict[int, str]) -> SignatureInfo:
     from inspector.core.bodytext import line_text, signature_line
-    from inspector.core.signature import call_signature
 
-    sig = call_signature(call)
     line = signature_line(sig, specialised)
     linked: dict[str, list[str]] = {}
     for s in specialised:
@@ -529,8 +603,10 @@ def _spec_info(sid: str, s: SpecialisedValue) -> SpecialisedInfo:
         node="/".join(str(p) for p in lit.path) if lit.path else None, op_type=lit.op_type or None,
         kind=lit.kind, name=lit.name, value=json_safe(lit.value), value_text=value_text(lit.value),
         varies=s.varies, family_values=[json_safe(v) for v in s.family_values],
-        links=[ArgumentLink(a.parameter, json_safe(_arg_value(a.value)), a.rule) for a in s.links],
-        refers_to=lit.ref, description=explain(s),
+        links=[ArgumentLink(a.parameter, json_safe(_arg_value(a.value)), a.rule, a.place) for a in s.links],
+        refers_to=lit.ref, description=explain(s), shape=s.shape, baked_by=s.baked_by,
+        call_sites=[CallValue(c, json_safe(v), value_text(v)) for c, v in s.call_values],
+        read_by="/".join(str(p) for p in lit.reader) if lit.reader else None,
     )
 
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from inspector.core.categories import Category, value_text
+from inspector.core.categories import Category, baked_text, value_text
 from inspector.core.textsafe import html_text, one_line
 from inspector.core.units import human_size
 from inspector.report.data import (
@@ -296,15 +296,18 @@ class _Writer:
             out.append("<p class='muted'>TorchScript module-function variants (Name, Name.1, …) shown as overloads."
                        "</p>")
         out.append("<table><tr><th>overload</th><th class='num'>calls</th><th>target / function</th>"
-                   "<th class='num'>nodes</th><th>bodies</th></tr>")
+                   "<th>torchlib</th><th class='num'>nodes</th><th>bodies</th></tr>")
         shown = {b.id for b in f.bodies}
         for ov in f.overloads:
             what = ov.target or (":".join(x for x in (".".join(x for x in ov.function[:2] if x), ov.function[2]) if x)
                                  if ov.function else "")
             links = ", ".join(f"<a href='#{bid}'>{bid.rsplit('-', 1)[1]}</a>" if bid in shown else
                               f"{bid.rsplit('-', 1)[1]}" for bid in ov.body_ids) or "<span class='muted'>-</span>"
+            lowering = (f"<code>{esc(ov.torchlib.function)}</code>, {ov.torchlib.kind}" if ov.torchlib is not None
+                        else "<span class='muted'>-</span>")
             out.append(f"<tr><td class='mono'>{esc_line(ov.overload or '(default)', 200)}</td>"
                        f"<td class='num'>{ov.calls:,}</td><td class='mono'>{esc_line(what, 200)}</td>"
+                       f"<td>{lowering}</td>"
                        f"<td class='num'>{'' if ov.nodes is None else f'{ov.nodes:,}'}</td><td>{links}</td></tr>")
         out.append("</table>")
         for b in f.bodies:
@@ -362,6 +365,7 @@ def _body_html(b: BodyInfo, open_attr: str) -> str:
         more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
         out.append(f"; calls: <span class='mono'>{esc_line(', '.join(b.members), 2000)}</span>{more}")
     out.append("</p>")
+    out.append(_lowering(b))
     if b.signature is not None:
         sig = b.signature
         out.append("<h4>Aten signature <small class='muted'>(this call's values bound to parameter names)</small>"
@@ -374,6 +378,8 @@ def _body_html(b: BodyInfo, open_attr: str) -> str:
     more = f"\n… {b.lines_omitted:,} more lines" if b.lines_omitted else ""
     out.append(f"<pre class='body'>{lines}{esc(more)}</pre>")
     out.append(_spec_table(b))
+    out.append(_per_call(b))
+    out.append(_left_out(b, open_attr))
     if b.svg:
         out.append(f"<div class='graph'>{inline_svg(b.svg)}</div>")
     elif b.graph_note:
@@ -408,23 +414,30 @@ def _spec_table(b: BodyInfo) -> str:
     if not b.specialised:
         return "<p class='muted'>No specialised values.</p>"
     with_reviews = any(s.review is not None for s in b.specialised)
-    head = ("<tr><th>value</th><th>where</th><th>in the family</th><th>aten arguments</th>"
+    head = ("<tr><th>value</th><th>where</th><th>in the family</th><th>evidence</th>"
             + ("<th>review</th>" if with_reviews else "") + "</tr>")
     params = {a.parameter for a in b.signature.arguments} if b.signature else set()
     rows = []
     for s in b.specialised:
         if s.kind == "parametric":
             family = f"parametric: @{esc(s.refers_to or '')}"
+            if s.call_sites:
+                family += ", varies between calls" if s.varies else ", the same at every call"
         elif s.varies:
             family = "varies: " + " | ".join(esc(value_text(v, 60)) for v in s.family_values[:12])
             if len(s.family_values) > 12:
                 family += f" | … ({len(s.family_values)} values)"
         else:
-            family = esc(s.category.label) if s.category is Category.LONE else "same in every body"
-        links = "<br>".join(
-            (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
-             if a.parameter in params else esc(a.parameter))
-            + f"={esc(value_text(a.value, 60))}: {esc(a.rule)}" for a in s.links) or "-"
+            family = esc(Category.LONE.label) if b.lone else "same in every body"
+        evidence = [("shape-specialised: " if a.rule == s.shape else "")
+                    + (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
+                       if a.parameter in params else esc(a.parameter))
+                    + f"={esc(value_text(a.value, 60))}" + (f" at <code>{esc(a.place)}</code>" if a.place else "")
+                    + f": {esc(a.rule)}" for a in s.links]
+        if s.shape and not any(a.rule == s.shape for a in s.links):
+            evidence.insert(0, f"shape-specialised: {esc(s.shape)}")
+        if s.call_sites:
+            evidence.append(f"each call passes its own value (<a href='#{b.id}-calls'>{len(s.call_sites)} calls</a>)")
         review = ""
         if with_reviews:
             review = "<td>" + (_review_inline(s.review) if s.review else "") + "</td>"
@@ -432,8 +445,63 @@ def _spec_table(b: BodyInfo) -> str:
         rows.append(f"<tr id='{s.id}'><td class='mono'><span class='spec {s.category}' "
                     f"title='{esc(s.description)}'>{value}</span></td>"
                     f"<td class='mono'>{esc_line(s.where, 200)}</td><td class='mono'>{family}</td>"
-                    f"<td>{links}</td>{review}</tr>")
-    return "<h4>Specialised values</h4><table>" + head + "".join(rows) + "</table>"
+                    f"<td>{'<br>'.join(evidence) or '-'}</td>{review}</tr>")
+    baked = sorted({s.baked_by for s in b.specialised if s.baked_by})
+    note = "".join(f"<p class='muted'>{esc(baked_text(f)[0].upper() + baked_text(f)[1:])}.</p>" for f in baked)
+    return "<h4>Specialised values</h4><table>" + head + "".join(rows) + "</table>" + note
+
+
+def _lowering(b: BodyInfo) -> str:
+    """``aten::transpose.int → torchlib aten_transpose, trace_only`` with its source, and a rewriter's note."""
+    t = b.torchlib
+    if t is None:
+        return ""
+    out = (f"<p>{esc(t.target)} → torchlib <code>{esc(t.function)}</code>, {t.kind} "
+           f"<span class='muted'>({esc(t.source)})</span>")
+    if b.rewritten_by:
+        out += (f"<br><span class='muted'>The optimizer's rewriter changed these nodes (rule "
+                f"{esc(', '.join(b.rewritten_by))}), so their values are not attributed to torchlib's code.</span>")
+    return out + "</p>"
+
+
+def _per_call(b: BodyInfo, limit: int = 200) -> str:
+    """Parametric values as each call site passes them, one column per value; values unlike the first call's are
+    marked as varying."""
+    cols = [s for s in b.specialised if s.call_sites]
+    if not cols:
+        return ""
+    calls = list(dict.fromkeys(c.call for s in cols for c in s.call_sites))  # in order, once each
+    head = "".join(f"<th class='mono'><a href='#{s.id}'>@{esc_line(s.refers_to or '', 80)}</a> "
+                   f"<span class='muted'>({esc_line(s.where, 80)})</span></th>" for s in cols)
+    values = [{c.call: c for c in s.call_sites} for s in cols]
+    rows = []
+    for call in calls[:limit]:
+        cells = []
+        for s, by_call in zip(cols, values, strict=True):
+            c = by_call.get(call)
+            if c is None:
+                cells.append("<td class='muted'>-</td>")
+            elif c.value != s.call_sites[0].value:
+                cells.append(f"<td class='mono'><span class='spec {Category.VARIES}'>{esc(c.text)}</span></td>")
+            else:
+                cells.append(f"<td class='mono'>{esc(c.text)}</td>")
+        rows.append(f"<tr><td class='mono'>{esc_line(call, 200)}</td>{''.join(cells)}</tr>")
+    more = f"<p class='muted'>{len(calls) - limit:,} more calls not listed.</p>" if len(calls) > limit else ""
+    return (f"<h4 id='{b.id}-calls'>Per call site <small class='muted'>(the values each call passes to the "
+            "function's attributes)</small></h4><table><tr><th>call</th>" + head + "</tr>" + "".join(rows)
+            + "</table>" + more)
+
+
+def _left_out(b: BodyInfo, open_attr: str) -> str:
+    """The literals of a lone body left out as ONNX schema defaults, one click away."""
+    if not b.left_out:
+        return ""
+    n = len(b.left_out)
+    rows = "".join(f"<tr id='{s.id}'><td class='mono'>{esc(s.value_text)}</td><td class='mono'>{esc_line(s.where, 200)}"
+                   "</td></tr>" for s in b.left_out)
+    return (f"<details class='left-out'{open_attr}><summary>{n} attribute{'s' if n != 1 else ''} equal to "
+            f"{'their' if n != 1 else 'its'} ONNX default left out (neither varying nor linked)</summary>"
+            f"<table><tr><th>value</th><th>where</th></tr>{rows}</table></details>")
 
 
 def inline_svg(svg: str) -> str:

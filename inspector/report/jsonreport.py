@@ -2,7 +2,9 @@
 
 ``{"format": "onnx-inspector/report", "version": 1, ...}``. The model facts, families/overloads, op histogram and
 findings have the shapes of ``summary --json`` (``resources/summary.schema.json``); specialised values extend
-the summary's with an ``id``, a ``category``, a ``description`` and their ``review``. Graphs (SVG) are not part
+the summary's (``place`` of each link, ``shape_specialised``, ``baked_by``, ``call_sites``, ``read_by`` included)
+with an ``id``, a ``category``, a ``description`` and their ``review``; a body adds the ``torchlib`` function that
+lowered it, whether it is ``lone``, and the literals it ``left_out`` as ONNX defaults. Graphs (SVG) are not part
 of it. Bump ``REPORT_VERSION`` on any incompatible change; additive fields keep the version.
 """
 
@@ -20,6 +22,7 @@ from inspector.report.data import (
     ReviewInfo,
     SignatureInfo,
     SpecialisedInfo,
+    TorchlibInfo,
 )
 
 REPORT_FORMAT = "onnx-inspector/report"
@@ -98,6 +101,7 @@ def _family(f: FamilyInfo) -> dict[str, Any]:
                 "function": ({"domain": ov.function[0], "name": ov.function[1], "overload": ov.function[2]}
                              if ov.function is not None else None),
                 "target": ov.target,
+                "torchlib": _torchlib(ov.torchlib),
                 "nodes": ov.nodes,
                 "bodies": list(ov.body_ids),
             }
@@ -128,7 +132,23 @@ def _body(b: BodyInfo) -> dict[str, Any]:
         "specialised": [_spec(s) for s in b.specialised],
         "review": _review(b.review),
         "graph": b.svg is not None,
+        "lone": b.lone,
+        "left_out": [_left_out(s) for s in b.left_out],
+        "torchlib": _torchlib(b.torchlib),
+        "rewritten_by": list(b.rewritten_by),
     }
+
+
+def _torchlib(t: TorchlibInfo | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"target": t.target, "function": t.function, "trace_only": t.trace_only, "source": t.source}
+
+
+def _left_out(s: SpecialisedInfo) -> dict[str, Any]:
+    return {"id": s.id, "where": s.where, "node": s.node, "op_type": s.op_type, "kind": s.kind,
+            "attribute" if s.kind in ("attribute", "constant", "parametric") else "constant": s.name,
+            "value": json_safe(s.value)}
 
 
 def _signature(s: SignatureInfo) -> dict[str, Any]:
@@ -156,13 +176,22 @@ def _spec(s: SpecialisedInfo) -> dict[str, Any]:
         "value": json_safe(s.value),
         "varies": s.varies,
         "family_values": json_safe(s.family_values),
-        "aten_arguments": [{"parameter": a.parameter, "value": json_safe(a.value), "rule": a.rule} for a in s.links],
+        "aten_arguments": [{"parameter": a.parameter, "value": json_safe(a.value), "rule": a.rule, "place": a.place}
+                           for a in s.links],
         "description": s.description,
         "line": s.line,
         "review": _review(s.review),
     }
     if s.refers_to:
         out["refers_to"] = s.refers_to
+    if s.read_by:
+        out["read_by"] = s.read_by
+    if s.shape:
+        out["shape_specialised"] = s.shape
+    if s.baked_by:
+        out["baked_by"] = f"torchlib {s.baked_by} (trace_only)"  # as in the summary
+    if s.call_sites:
+        out["call_sites"] = [{"call": c.call, "value": json_safe(c.value)} for c in s.call_sites]
     return out
 
 

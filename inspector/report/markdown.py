@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from inspector.core.categories import Category, value_text
+from inspector.core.categories import Category, baked_text, value_text
 from inspector.core.textsafe import md_html, printable
 from inspector.core.textsafe import md_text as md
 from inspector.core.units import human_size
@@ -228,6 +228,12 @@ def _body(b: BodyInfo) -> str:
     if b.members and (len(b.members) > 1 or b.members[0] != b.title):
         more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
         out += [f"Calls: {md(', '.join(b.members), 600)}{more}", ""]
+    if b.torchlib is not None:
+        t = b.torchlib
+        out += [f"{md(t.target, 120)} → torchlib {md(t.function, 120)}, {t.kind} ({md(t.source, 200)})", ""]
+        if b.rewritten_by:
+            out += [f"_The optimizer's rewriter changed these nodes (rule {md(', '.join(b.rewritten_by), 200)}), so "
+                    "their values are not attributed to torchlib's code._", ""]
     if b.signature is not None:
         out += ["**Aten signature** (this call's values bound to parameter names)", "",
                 fence(printable(b.signature.text, keep_newlines=True)), ""]
@@ -241,26 +247,65 @@ def _body(b: BodyInfo) -> str:
     out += ["**ONNX body**", "", fence(body), ""]
     if b.specialised:
         with_reviews = any(s.review is not None for s in b.specialised)
-        out += ["| | value | where | in the family | aten arguments |" + (" review |" if with_reviews else ""),
+        out += ["| | value | where | in the family | evidence |" + (" review |" if with_reviews else ""),
                 "|---|---|---|---|---|" + ("---|" if with_reviews else "")]
         for s in b.specialised[:MAX_SPEC_ROWS]:
             if s.kind == "parametric":
-                family = f"parametric: @{md(s.refers_to or '', 60)}"
-                value = f"@{md(s.refers_to or '', 60)}"
+                family = f"parametric: {md('@' + (s.refers_to or ''), 61)}"
+                if s.call_sites:
+                    family += ", varies between calls" if s.varies else ", the same at every call"
+                value = f"{md('@' + (s.refers_to or ''), 61)}"
             else:
                 value = md(s.value_text, 80)
                 family = ("varies: " + " \\| ".join(md(value_text(v, 40)) for v in s.family_values[:8])
                           + (" \\| …" if len(s.family_values) > 8 else "")) if s.varies else (
-                    md(s.category.label) if s.category is Category.LONE else "same in every body")
-            links = "<br>".join(f"{md(a.parameter, 40)}={md(value_text(a.value, 40))}: {md(a.rule, 120)}"
-                                for a in s.links) or "-"
+                    md(Category.LONE.label) if b.lone else "same in every body")
+            evidence = [("shape-specialised: " if a.rule == s.shape else "") + f"{md(a.parameter, 40)}="
+                        f"{md(value_text(a.value, 40))}" + (f" at {md(a.place, 60)}" if a.place else "")
+                        + f": {md(a.rule, 160)}" for a in s.links]
+            if s.shape and not any(a.rule == s.shape for a in s.links):
+                evidence.insert(0, f"shape-specialised: {md(s.shape, 160)}")
+            if s.call_sites:
+                evidence.append(f"each call passes its own value ({len(s.call_sites)} calls, below)")
+            links = "<br>".join(evidence) or "-"
             review = f" {_review_text(s.review)} |" if with_reviews and s.review else (" |" if with_reviews else "")
             out.append(f"| {s.category.icon} | {value} | {md(s.where, 80)} | {family} | {links} |{review}")
         if len(b.specialised) > MAX_SPEC_ROWS:
             out += ["", f"_{len(b.specialised) - MAX_SPEC_ROWS} more specialised values not listed._"]
+        for f in sorted({s.baked_by for s in b.specialised if s.baked_by}):
+            out += ["", f"_{md(baked_text(f)[0].upper() + baked_text(f)[1:])}._"]
         out.append("")
+    out += _per_call(b)
+    if b.left_out:
+        n = len(b.left_out)
+        shown = ", ".join(f"{md(s.where, 60)} = {md(s.value_text, 40)}" for s in b.left_out[:MAX_SPEC_ROWS])
+        out += [f"_Left out: {n} attribute{'s' if n != 1 else ''} equal to {'their' if n != 1 else 'its'} ONNX "
+                f"default (neither varying nor linked): {shown}" + (", …" if n > MAX_SPEC_ROWS else "") + "._", ""]
     out.append("</details>")
     return "\n".join(out)
+
+
+def _per_call(b: BodyInfo) -> list[str]:
+    """Parametric values as each call site passes them (a column per value; values unlike the first call's marked
+    with the varies icon)."""
+    cols = [s for s in b.specialised if s.call_sites]
+    if not cols:
+        return []
+    calls = list(dict.fromkeys(c.call for s in cols for c in s.call_sites))
+    out = ["**Per call site** (the values each call passes to the function's attributes)", "",
+           "| call | " + " | ".join(f"{md('@' + (s.refers_to or ''), 61)} ({md(s.where, 60)})" for s in cols) + " |",
+           "|---|" + "---|" * len(cols)]
+    by_call = [{c.call: c for c in s.call_sites} for s in cols]
+    for call in calls[:MAX_SPEC_ROWS]:
+        cells = []
+        for s, values in zip(cols, by_call, strict=True):
+            c = values.get(call)
+            mark = f"{Category.VARIES.icon} " if c is not None and c.value != s.call_sites[0].value else ""
+            cells.append(mark + md(c.text, 60) if c is not None else "-")
+        out.append(f"| {md(call, 100)} | " + " | ".join(cells) + " |")
+    if len(calls) > MAX_SPEC_ROWS:
+        out += ["", f"_{len(calls) - MAX_SPEC_ROWS} more calls not listed._"]
+    return [*out, ""]
 
 
 def _ops(r: Report) -> str:
