@@ -188,30 +188,27 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
 
     One pass, linear in the calls: a call whose ``name_scopes`` is the plain repr of a list of names
     (``['', 'model', 'model.layers.0', 'mul_5']``, what exporters write) reads only that one entry when another
-    call with the same names before its last has already found its module (the module is the path of names);
-    other calls read the three module entries (never the long stack trace) and go through ``_module_for``.
+    call with the same names before its last has already found its module (the module is the path of names),
+    and that entry and ``class_hierarchy`` when it is the first call of its module; other calls read the three
+    module entries and go through ``_module_for``. The long stack trace is never read.
     """
     root = ModuleNode("", "")
     cache: dict[tuple[str, str, str], ModuleNode] = {}
     by_scopes: dict[str, ModuleNode] = {}  # plain name_scopes text up to its last entry -> module
-    pos = -1  # where name_scopes sits in a node's metadata; exporters write the keys in one order
+    spos = cpos = -1  # where name_scopes and class_hierarchy sit in a node's metadata (exporters keep one order)
     for i, call in enumerate(calls):
         node = call.first_node
         module = None
         if node is not None and call._meta is None and root.class_name:
             props = node.metadata_props
-            value: str | bytes | None = None
-            if 0 <= pos < len(props):
-                p = props[pos]
-                if p.key == NAME_SCOPES:
-                    value = p.value
-            if value is None:
-                for j, p in enumerate(props):
-                    if p.key == NAME_SCOPES:
-                        value, pos = p.value, j
-                        break
-            if isinstance(value, str) and _is_plain_list(value):
-                module = by_scopes.get(value[: value.rfind("', '")])
+            scopes, spos = _entry(props, NAME_SCOPES, spos)
+            if isinstance(scopes, str) and _is_plain_list(scopes):
+                prefix = scopes[: scopes.rfind("', '")]
+                module = by_scopes.get(prefix)
+                if module is None:  # the first call of its module: the path of names, with their classes
+                    classes, cpos = _entry(props, CLASS_HIERARCHY, cpos)
+                    chain = module_chain({NAME_SCOPES: scopes, CLASS_HIERARCHY: as_text(classes or "")})
+                    module = by_scopes[prefix] = _walk_chain(root, chain)
         if module is None:
             if call._meta is not None or node is None:
                 meta = call.metadata
@@ -225,6 +222,18 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
         module.calls.append(i)
         module.node_count += len(call.node_paths)
     return root
+
+
+def _entry(props: Sequence[onnx.StringStringEntryProto], key: str, pos: int) -> tuple[str | bytes | None, int]:
+    """The value of ``key`` in ``props`` and where it is; ``pos`` (where it was on the last node) is tried first."""
+    if 0 <= pos < len(props):
+        p = props[pos]
+        if p.key == key:
+            return p.value, pos
+    for j, p in enumerate(props):
+        if p.key == key:
+            return p.value, j
+    return None, pos
 
 
 def _is_plain_list(text: str) -> bool:
@@ -288,8 +297,14 @@ def _module_for(root: ModuleNode, cache: dict[tuple[str, str, str], ModuleNode],
     hit = cache.get(cache_key)
     if hit is not None:
         return hit
+    node = cache[cache_key] = _walk_chain(root, module_chain(meta))
+    return node
+
+
+def _walk_chain(root: ModuleNode, chain: list[tuple[str, str]]) -> ModuleNode:
+    """The module at the end of ``chain`` (``[(path, class)]`` from the root), made where missing."""
     node = root
-    for path, cls_name in module_chain(meta):
+    for path, cls_name in chain:
         if path == "" and node is root:
             if cls_name and not root.class_name:
                 root.class_name = cls_name
@@ -299,5 +314,4 @@ def _module_for(root: ModuleNode, cache: dict[tuple[str, str, str], ModuleNode],
             child = ModuleNode(path, cls_name)
             node.children[path] = child
         node = child
-    cache[cache_key] = node
     return node
