@@ -165,3 +165,25 @@ def test_a_search_hit_deep_in_a_big_graph_is_selected_and_zoomed_to(qtbot, windo
         window.jump_to_hit(hit)
     node_id = f"n:{hit.path[0]}"
     assert graph.selected().id == node_id and _in_view(graph, node_id) and graph.readable()
+
+
+def test_navigating_past_the_boxes_drawn_shows_the_boxes_around_the_target(qtbot, window: MainWindow,
+                                                                          replica: Path, monkeypatch):
+    """A scene draws its first boxes only (300; 30 here, so that the 64-layer replica is too big): a module
+    further down is shown with the boxes around it, selected."""
+    import inspector.gui.graph_panel as graph_panel
+
+    monkeypatch.setattr(graph_panel, "MAX_NODES", 30)
+    window.resize(1366, 768)
+    _open(qtbot, window, replica)
+    graph = window.center.graph
+    with qtbot.waitSignal(window.center.view_shown, timeout=60000):
+        window.show_object(module_node(window.index, "model.layers.50.mlp"))
+    view = window.center.current_view()
+    assert view == View(MAIN, frozenset({"mod:model", "mod:model.layers.50"}))  # real ancestors only
+    assert graph.selected().id == "mod:model.layers.50.mlp"
+    assert _in_view(graph, "mod:model.layers.50.mlp") and graph.readable()
+    ids = set(graph.items_by_id)
+    assert len(ids) == 30 and "mod:model.layers.0" not in ids and "in:input_ids" not in ids
+    assert {"mod:model.layers.49", "mod:model.layers.50.self_attn", "mod:model.layers.51"} <= ids
+    assert "more boxes not shown" in window.center.info.full_text()

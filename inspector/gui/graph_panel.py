@@ -29,8 +29,10 @@ from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache
 from inspector.render.overview import Overview, module_overview
 from inspector.render.scene import Scene, SceneNode, build_scene
+from inspector.render.window import window_scene
 
 MAX_NODES = 300
+WHOLE_SCENE = 1_000_000  # boxes built (never laid out) to find the window around a box the first ones leave out
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +210,11 @@ class GraphPanel(QWidget):
 
         def work() -> tuple[Scene, Layout]:
             scene = build_scene(index, view.scope, view.expanded, max_nodes=MAX_NODES)
+            if focus and scene.truncated and all(n.id != focus for n in scene.nodes):
+                # the box to show is not among the first boxes: draw the boxes around it instead
+                whole = build_scene(index, view.scope, view.expanded, max_nodes=WHOLE_SCENE)
+                scene = window_scene(whole, focus, MAX_NODES)
+                return scene, cache.get_or_compute((*key, focus), scene)
             return scene, cache.get_or_compute(key, scene)
 
         def done(result: tuple[Scene, Layout]) -> None:
@@ -291,9 +298,8 @@ class GraphPanel(QWidget):
             obj = obj.callee
         if isinstance(obj, (FunctionKey, AtenCall)):
             self.show_scope(obj)
-        elif isinstance(obj, ModuleNode) and obj.path:
-            parts = obj.path.split(".")
-            chain = ["mod:" + ".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+        elif isinstance(obj, ModuleNode) and obj.path and self.index is not None:
+            chain = module_chain(self.index.provenance.module_root, obj.path) or ["mod:" + obj.path]
             self.show_scope(MAIN, frozenset(chain[:-1]), focus=chain[-1])
 
     def collapse_all(self) -> None:
