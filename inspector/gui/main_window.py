@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         header = self.family_view.header()  # names take the room left by the counts, so Review stays visible
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)  # fitted per model (_fit_counts)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         self.center.set_index(index)
         self.families.set_tree(tree or FamilyTree(index))
         self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
+        self._fit_counts()
         modules = ModuleModel(index.provenance.module_root)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
@@ -221,6 +222,14 @@ class MainWindow(QMainWindow):
                             f"{len(index.provenance.calls):,} aten calls · {len(index.findings)} findings")
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))
+
+    def _fit_counts(self) -> None:
+        """Size the Calls column to its widest text: a family's count, or a call's node count. Qt's
+        ResizeToContents measured every shown row again on each change (4x the work of expanding 500 calls)."""
+        model, metrics = self.families, self.family_view.fontMetrics()
+        texts = ["Calls", *(["99 nodes"] if self.index is not None and self.index.provenance.calls else []),
+                 *(model.index(r, 1).data() for r in range(model.rowCount()))]
+        self.family_view.header().resizeSection(1, max(metrics.horizontalAdvance(t) for t in texts) + 16)
 
     def select_in_tree(self, member: TreeObject) -> bool:
         """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload (a call's row is
