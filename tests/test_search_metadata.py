@@ -181,3 +181,13 @@ def test_function_bodies_and_subgraphs(tmp_path: Path):
     assert _expected(path, "rotary") == {"stack_trace": [(MAIN, (1, "then_branch", 0)), (body_f, (0,))],
                                          "metadata": [(MAIN, (0,))]}
     assert _expected(path, "mul_9")["metadata"] == [(body_f, (0,)), (body_f, (1,))]  # fx_node, through the call
+
+
+def test_joined_texts_match_each_item_once_and_never_across_items():
+    from inspector.core.search import _Joined
+
+    items = ["abcab", "", "b", "xa", "bx", "ab\0c"]
+    joined = _Joined(items)
+    for q in ("ab", "b", "a", "x", "xab", "a\0b", "\0", "ab\0c", "c", "zz", "bcab"):
+        assert joined.matching(q) == [k for k, item in enumerate(items) if q in item], q
+    assert _Joined([]).matching("a") == []

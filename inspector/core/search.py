@@ -29,6 +29,8 @@ query tests each distinct text once and then the nodes by a small integer each.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +130,7 @@ class SearchIndex:
         self._targets: list[tuple[str, str, str, str, list[int]]] = []
         self._functions: list[tuple[FunctionKey, str, str]] = []
         self._modules: list[tuple[ModuleNode, str, str]] = []
+        self._names = _Joined([])  # the casefolded names, searched at once
         self._meta: _Metadata | None = None  # read on the first query
 
     # --- building -----------------------------------------------------------------------------------------------
@@ -157,6 +160,7 @@ class SearchIndex:
             else:
                 self._add_nodes(nodes)
         self._ops = {op: op.casefold() for op in set(self._op)}
+        self._names = _Joined(self._name_cf)
         by_target: dict[str, list[int]] = {}
         raw_of: dict[str, str] = {}
         for i, call in enumerate(index.provenance.calls):
@@ -220,6 +224,7 @@ class SearchIndex:
                     meta.sigs.append(ids)
                 node_sig.append(sig)
         meta.fx_cf = [call.fx_text.casefold() for call in self.index.provenance.calls]
+        meta.fx = _Joined(meta.fx_cf)
         return meta
 
     def _call_nodes(self, call: AtenCall) -> list[int]:
@@ -272,11 +277,10 @@ class SearchIndex:
                 if sig in best_of_sig and i not in taken:
                     found[i] = best_of_sig[sig]
         calls = self.index.provenance.calls
-        for c, cf in enumerate(meta.fx_cf):
-            if q in cf:
-                for i in self._call_nodes(calls[c]):
-                    if i not in taken and (i not in found or texts[found[i]][0] != STACK_TRACE):
-                        found[i] = -1 - c
+        for c in meta.fx.matching(q):
+            for i in self._call_nodes(calls[c]):
+                if i not in taken and (i not in found or texts[found[i]][0] != STACK_TRACE):
+                    found[i] = -1 - c
         out: list[tuple[HitKind, int, int, bool]] = []
         for i in sorted(found):
             j = found[i]
@@ -310,10 +314,9 @@ class SearchIndex:
         ops = {op for op, op_cf in self._ops.items() if q in op_cf}
         exact_ops = {op for op in ops if self._ops[op] == q}
         name_cf, op_of = self._name_cf, self._op
+        matched = self._names.matching(q)
         if ops:
-            matched = [i for i, (n, o) in enumerate(zip(name_cf, op_of)) if o in ops or q in n]
-        else:
-            matched = [i for i, n in enumerate(name_cf) if q in n]
+            matched = sorted({*matched, *(i for i, o in enumerate(op_of) if o in ops)})
         for i in matched:
             op = op_of[i]
             if op in exact_ops:
@@ -379,8 +382,36 @@ class _Metadata:
     sigs: list[tuple[int, ...]] = field(default_factory=list)  # distinct sets of text ids that nodes carry
     node_sig: list[int] = field(default_factory=list)  # per node number: its sig, or -1
     fx_cf: list[str] = field(default_factory=list)  # per aten call: its fx_node text, casefolded
+    fx: _Joined = field(default_factory=lambda: _Joined([]))  # the same, searched at once
     numbers: dict[int, dict[NodePath, int]] = field(default_factory=dict)  # per nested scope: path -> number
     scope_of: dict[GraphScope, int] = field(default_factory=dict)  # scope -> its index in SearchIndex._scopes
+
+
+class _Joined:
+    """Many strings searched for one substring at once: joined by NUL into one text that ``str.find`` scans in C,
+    with where each string starts. A match that runs over a boundary (a query holding NUL) is not a match."""
+
+    __slots__ = ("starts", "text")
+
+    def __init__(self, items: Sequence[str]) -> None:
+        self.text = "\0".join(items)
+        # starts[k]: where item k begins; starts[len(items)] is one past the end (len(text) + 1)
+        self.starts = list(map(operator.add, itertools.accumulate(map(len, items), initial=0), range(len(items) + 1)))
+
+    def matching(self, q: str) -> list[int]:
+        """The indices of the items that contain ``q``, ascending, each once."""
+        out: list[int] = []
+        text, starts, n = self.text, self.starts, len(q)
+        pos = text.find(q) if q else -1
+        while pos >= 0:
+            k = bisect.bisect_right(starts, pos) - 1
+            end = starts[k + 1] - 1  # where item k ends
+            if pos + n <= end:
+                out.append(k)
+                pos = text.find(q, end + 1)
+            else:
+                pos = text.find(q, pos + 1)
+        return out
 
 
 def matched_line(text: str, q: str) -> str:
