@@ -29,8 +29,9 @@ def test_typing_rotary_lists_the_stack_trace_hits_and_a_click_reveals_the_node(q
         window.open_path(path)
     panel = window.search_panel
     window.start_search()
-    qtbot.keyClicks(panel.box, "rotary")  # the debounced search runs on a worker and fills the list later
-    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=30000)
+    with qtbot.waitSignal(panel.shown, timeout=30000) as shown:
+        qtbot.keyClicks(panel.box, "rotary")  # the debounced search runs on a worker and fills the list later
+    assert shown.args == ["rotary"]
     expected = _rotary_nodes(path)
     assert len(expected) == 28
     assert panel.status.text() == "28 results"

@@ -25,6 +25,7 @@ class SearchPanel(QWidget):
     """Type to search; Up/Down move through results, Enter (or a click) jumps to the selected one."""
 
     jump = Signal(object)  # Hit
+    shown = Signal(str)  # the rows for this text are in the list (searches off the GUI thread report later)
 
     def __init__(self) -> None:
         super().__init__()
@@ -125,6 +126,7 @@ class SearchPanel(QWidget):
         n = len(result.hits)
         more = f" (showing {n:,} of {result.total:,})" if result.truncated else ""
         self.status.setText(f"{n:,} result{'s' if n != 1 else ''}{more}")
+        self.shown.emit(text or "")
 
     def owner(self, hit: Hit) -> AtenCall | None:
         """The aten call a hit belongs to: the call itself, or the call holding a main-graph node."""
