@@ -121,3 +121,31 @@ def test_alt_left_goes_back_wherever_the_focus_is(qtbot, window: MainWindow, whe
     assert window.center.history() == before[1:]
     if where != "tree":
         assert window.center.current_view().expanded == frozenset() and window.center.history() == []
+
+
+def test_alt_left_in_a_window_with_two_graphs_goes_back_in_the_one_with_the_focus(qtbot, window: MainWindow):
+    from inspector.gui.compare import CompareWindow
+
+    assert window.center.back_shortcut.context() == Qt.ShortcutContext.WindowShortcut  # alone in its window
+    compare = CompareWindow()
+    qtbot.addWidget(compare)
+    compare.show()
+    qtbot.waitExposed(compare)
+    with qtbot.waitSignal(compare.pair_loaded, timeout=60000):
+        compare.open_pair(ZOO / "pair_scale_a.onnx", ZOO / "pair_scale_b.onnx")
+    QThreadPool.globalInstance().waitForDone(30000)
+    QApplication.processEvents()
+    a, b = compare.side_a, compare.side_b
+    assert a.back_shortcut.context() == b.back_shortcut.context() == Qt.ShortcutContext.WidgetWithChildrenShortcut
+    with qtbot.waitSignal(a.view_shown, timeout=30000):
+        a.show_scope(MAIN)
+    with qtbot.waitSignal(a.view_shown, timeout=30000):
+        a.show_scope(MAIN, frozenset({"mod:layers.0"}))
+    before_b = (b.current_view(), b.history())
+    assert a.history()
+    a.back_button.setFocus()  # in side A's panel, outside its graph: the shortcut, not the graph's own key
+    QApplication.processEvents()
+    assert QApplication.focusWidget() is a.back_button
+    with qtbot.waitSignal(a.view_shown, timeout=30000):
+        qtbot.keyClick(a.back_button, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+    assert a.current_view().expanded == frozenset() and (b.current_view(), b.history()) == before_b

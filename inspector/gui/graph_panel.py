@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from inspector.core.body import Body
@@ -162,9 +162,11 @@ class GraphPanel(QWidget):
         lay.addWidget(self.graph, 1)
         lay.addWidget(self.info)
         self.graph.back_requested.connect(self.back)
-        back_action = QShortcut(QKeySequence("Alt+Left"), self)  # wherever the focus is in the window
-        back_action.setContext(Qt.ShortcutContext.WindowShortcut)
-        back_action.activated.connect(self.back)
+        # Alt+Left wherever the focus is in the window; in a window with two graphs (compare), in each graph's own
+        # panel (two window-wide shortcuts with one key would be ambiguous, and neither would fire)
+        self.back_shortcut = QShortcut(QKeySequence("Alt+Left"), self)
+        self.back_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+        self.back_shortcut.activated.connect(self.back)
         self.index: ModelIndex | None = None
         self.cache = LayoutCache(32)
         self._stack: list[View] = []
@@ -181,6 +183,12 @@ class GraphPanel(QWidget):
         self._stack = []
         self._current = None
         self.open_view(View(MAIN))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        alone = len(self.window().findChildren(GraphPanel)) == 1
+        self.back_shortcut.setContext(Qt.ShortcutContext.WindowShortcut if alone
+                                      else Qt.ShortcutContext.WidgetWithChildrenShortcut)
 
     def current_scope(self) -> Scope | None:
         return self._current.scope if self._current else None
