@@ -177,12 +177,15 @@ class GraphPanel(QWidget):
         self._pending_region: Callable[[SceneNode], bool] | None = None
         self.scene: Scene | None = None
 
-    def set_index(self, index: ModelIndex) -> None:
+    def set_index(self, index: ModelIndex, show_main: bool = True) -> None:
+        """Show ``index``, starting on its main graph (``show_main=False``: nothing until a scope is shown, for
+        a caller that shows one at once and would lay out the main graph for nothing)."""
         self.index = index
         self.cache.clear()
         self._stack = []
         self._current = None
-        self.open_view(View(MAIN))
+        if show_main:
+            self.open_view(View(MAIN))
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
