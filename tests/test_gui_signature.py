@@ -176,7 +176,8 @@ def test_window_shows_torchlib_and_evidence_for_a_selected_call(window: MainWind
         window.family_view.setCurrentIndex(call)
     text = window.signature.view.toPlainText()
     assert "aten::transpose.int → torchlib aten_transpose, trace_only" in text
-    assert "dim0=1 at Transpose.perm: perm swaps dims 1 and 2" in text
+    # the place (Transpose.perm) is the row's where: said once
+    assert "Transpose.perm\n[0, 2, 1, 3]\nno sibling to compare\ndim0=1: perm swaps dims 1 and 2" in text
     assert "Put there at export time by torchlib aten_transpose (trace_only Python)." in text
     assert "torchlib\naten::transpose.int → aten_transpose, trace_only" in window.details.toPlainText()
 

@@ -56,8 +56,10 @@ def test_transpose_body_names_torchlib_the_place_and_what_put_the_perm_there(rep
     html = render_html(r)
     assert ("<p>aten::transpose.int → torchlib <code>aten_transpose</code>, trace_only <span class='muted'>"
             "(function_libs/torch_lib/ops/core.py:10114)</span></p>") in html
-    assert (f"<a href='#{body.id}-a-dim0'>dim0</a>=1 at <code>Transpose.perm</code>: perm swaps dims 1 and 3<br>"
-            f"<a href='#{body.id}-a-dim1'>dim1</a>=3 at <code>Transpose.perm</code>: perm swaps dims 1 and 3") in html
+    # the place is the row's where (Transpose.perm): said once
+    assert (f"<td class='mono'>Transpose.perm</td><td class='mono'>no sibling to compare</td><td><a href='#{body.id}"
+            f"-a-dim0'>dim0</a>=1: perm swaps dims 1 and 3<br><a href='#{body.id}-a-dim1'>dim1</a>=3: perm swaps "
+            "dims 1 and 3</td>") in html
     assert "<p class='muted'>Put there at export time by torchlib aten_transpose (trace_only Python).</p>" in html
     fam = next(f for f in r.families if f.label == "aten::transpose")
     assert fam.overloads[0].torchlib is not None and fam.overloads[0].torchlib.function == "aten_transpose"
@@ -65,8 +67,8 @@ def test_transpose_body_names_torchlib_the_place_and_what_put_the_perm_there(rep
     md = render_markdown(r)
     assert ("aten::transpose.int → torchlib aten&#95;transpose, trace_only "
             "(function&#95;libs/torch&#95;lib/ops/core.py:10114)") in md
-    assert ("| 🟦 | &#91;0, 3, 2, 1&#93; | Transpose.perm | no sibling to compare | dim0=1 at Transpose.perm: "
-            "perm swaps dims 1 and 3<br>dim1=3 at Transpose.perm: perm swaps dims 1 and 3 |") in md
+    assert ("| 🟦 | &#91;0, 3, 2, 1&#93; | Transpose.perm | no sibling to compare | dim0=1: perm swaps dims 1 and 3"
+            "<br>dim1=3: perm swaps dims 1 and 3 |") in md
     assert "_Put there at export time by torchlib aten&#95;transpose (trace&#95;only Python)._" in md
 
 
@@ -87,6 +89,9 @@ def test_json_report_carries_the_summary_keys_and_validates(reports):
     assert scale["aten_arguments"][0]["place"] == "Mul on query/key" and scale["aten_arguments"][0]["value"] is None
     assert scale["shape_specialised"].endswith("for head dim E=8 (the last dim of query [1,4,8,8])")
     assert scale["read_by"] == "3"
+    html = render_html(reports["pair_scale_a"])  # a constant: the place (an operand it reaches) is named
+    assert ("shape-specialised: <a href='#f5-b0-a-scale'>scale</a>=None at <code>Mul on query/key</code>: default "
+            "scale: constant val_64 is sqrt(1/sqrt(E)), applied to both query and key, for head dim E&#61;8") in html
     llama = report_dict(reports["llama_gqa"])
     sdpa = next(f for f in llama["families"] if f["label"] == "aten::scaled_dot_product_attention")["bodies"][0]
     assert sdpa["rewritten_by"] == ["ReshapeReshape"] and sdpa["lone"] is True

@@ -130,10 +130,11 @@ def explain(spec: SpecialisedValue, max_calls: int = MAX_CALLS_EXPLAINED) -> str
     return "\n".join(lines)
 
 
-def link_text(link: ArgLink) -> str:
+def link_text(link: ArgLink, shown_at: str = "") -> str:
     """``dim0=1 at Transpose.perm: perm swaps dims 1 and 2``: the argument, where the lowering implements it (the
-    place the literal reached), and the rule's evidence."""
-    at = f" at {link.place}" if link.place else ""
+    place the literal reached; left out when it is ``shown_at``, where a table row already says the value sits), and
+    the rule's evidence."""
+    at = f" at {link.place}" if link.place and link.place != shown_at else ""
     return f"{link.parameter}={value_text(link.value)}{at}: {link.rule}"
 
 

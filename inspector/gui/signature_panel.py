@@ -30,6 +30,7 @@ from inspector.gui.text import esc, tooltip
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
 LEFT_OUT_LINK = "leftout:toggle"
+NOWRAP = "white-space:nowrap"  # where a value sits and its state read whole; the evidence wraps
 
 
 class SignaturePanel(QWidget):
@@ -158,11 +159,13 @@ class SignaturePanel(QWidget):
                 value = value_text(lit.value, MAX_VALUE_CHARS)
                 state = "varies" if s.varies else "no sibling to compare" if lone else "same in family"
                 # the default SDPA scale's link is its shape explanation: said once, as both
-                evidence = [("shape-specialised: " if a.rule == s.shape else "") + link_text(a) for a in s.links]
+                evidence = [("shape-specialised: " if a.rule == s.shape else "") + link_text(a, short_where(s))
+                            for a in s.links]
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
-            rows.append(f"<tr><td>{self._mark(s, short_where(s))}</td><td>{esc(value)}</td><td>{esc(state)}</td>"
-                        f"<td>{'<br>'.join(esc(e) for e in evidence) or '-'}</td></tr>")
+            cells = (self._mark(s, short_where(s)), esc(value), esc(state), "<br>".join(map(esc, evidence)) or "-")
+            rows.append(f"<tr><td style='{NOWRAP}'>{cells[0]}</td><td>{cells[1]}</td>"
+                        f"<td style='{NOWRAP}'>{cells[2]}</td><td>{cells[3]}</td></tr>")
         baked = {s.baked_by for s in specs if s.baked_by}
         note = "".join(f"<p><small>{esc(baked_text(b)[0].upper() + baked_text(b)[1:])}.</small></p>"
                        for b in sorted(baked))

@@ -432,7 +432,7 @@ def _spec_table(b: BodyInfo) -> str:
         evidence = [("shape-specialised: " if a.rule == s.shape else "")
                     + (f"<a href='#{b.id}-a-{_param_id(a.parameter)}'>{esc(a.parameter)}</a>"
                        if a.parameter in params else esc(a.parameter))
-                    + f"={esc(value_text(a.value, 60))}" + (f" at <code>{esc(a.place)}</code>" if a.place else "")
+                    + f"={esc(value_text(a.value, 60))}" + _at(a.place, s.where)
                     + f": {esc(a.rule)}" for a in s.links]
         if s.shape and not any(a.rule == s.shape for a in s.links):
             evidence.insert(0, f"shape-specialised: {esc(s.shape)}")
@@ -449,6 +449,11 @@ def _spec_table(b: BodyInfo) -> str:
     baked = sorted({s.baked_by for s in b.specialised if s.baked_by})
     note = "".join(f"<p class='muted'>{esc(baked_text(f)[0].upper() + baked_text(f)[1:])}.</p>" for f in baked)
     return "<h4>Specialised values</h4><table>" + head + "".join(rows) + "</table>" + note
+
+
+def _at(place: str, where: str) -> str:
+    """`` at <code>Mul on query/key</code>``: where the lowering implements an argument, unless the row says it."""
+    return f" at <code>{esc(place)}</code>" if place and place != where else ""
 
 
 def _lowering(b: BodyInfo) -> str:

@@ -261,7 +261,8 @@ def _body(b: BodyInfo) -> str:
                           + (" \\| …" if len(s.family_values) > 8 else "")) if s.varies else (
                     md(Category.LONE.label) if b.lone else "same in every body")
             evidence = [("shape-specialised: " if a.rule == s.shape else "") + f"{md(a.parameter, 40)}="
-                        f"{md(value_text(a.value, 40))}" + (f" at {md(a.place, 60)}" if a.place else "")
+                        f"{md(value_text(a.value, 40))}" + (
+                            f" at {md(a.place, 60)}" if a.place and a.place != s.where else "")
                         + f": {md(a.rule, 160)}" for a in s.links]
             if s.shape and not any(a.rule == s.shape for a in s.links):
                 evidence.insert(0, f"shape-specialised: {md(s.shape, 160)}")
