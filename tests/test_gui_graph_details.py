@@ -106,3 +106,14 @@ def test_counts_in_the_right_number(qtbot, window: MainWindow):
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         window.center.show_scope(MAIN)
     assert window.center.info.full_text().startswith("4 boxes, 3 edges")
+
+
+def test_a_scalar_initializer_is_one_value(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    text = _select_op(qtbot, window, "pow_1", "Pow")  # x ** 2: the exponent is a one-element initializer
+    model = onnx.load(str(ZOO / "llama_gqa.onnx"))
+    pow_node = next(n for n in model.graph.node if n.op_type == "Pow")
+    exponent = next(t for t in model.graph.initializer if t.name == pow_node.input[1])
+    assert list(exponent.dims) == [] and onnx.numpy_helper.to_array(exponent).item() == 2.0
+    assert exponent.name in text and "[2] min 2 max 2 mean 2 std 0 (1 value)" in text  # (spaces as HTML shows them)
+    assert "1 values" not in text

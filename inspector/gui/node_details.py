@@ -41,7 +41,7 @@ def tensor_preview(array: np.ndarray) -> str:
     stats = ""
     if flat.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
         if flat.size <= STATS_SAMPLE:
-            sample, over = flat, f"all {flat.size:,} values"
+            sample, over = flat, "1 value" if flat.size == 1 else f"all {flat.size:,} values"
         else:  # bounded memory: a float64 copy of a sample, never of the whole tensor
             block = STATS_SAMPLE // 64
             starts = np.linspace(0, flat.size - block, 64).astype(np.int64)
