@@ -294,4 +294,4 @@ def test_tensor_statistics_count_nan_and_inf_without_warnings():
         warnings.simplefilter("error")
         text = tensor_preview(np.array([1.0, np.nan, np.inf, 3.0], dtype=np.float32))
         assert text.endswith("min 1  max 3  mean 2  std 1  2 NaN/inf (all 4 values)")
-        assert tensor_preview(np.array([np.nan], dtype=np.float64)).endswith("]  1 NaN/inf (all 1 values)")
+        assert tensor_preview(np.array([np.nan], dtype=np.float64)).endswith("]  1 NaN/inf (1 value)")
