@@ -16,7 +16,7 @@ from inspector.core.signature import call_signature, function_call_signature
 from inspector.core.torchlib_catalogue import torchlib_for
 from inspector.core.walk import resolve_path
 from inspector.gui.analysis import TreeObject, site_node
-from inspector.gui.text import esc
+from inspector.gui.text import esc, plural
 
 
 def describe(index: ModelIndex, obj: TreeObject) -> str:
@@ -54,7 +54,7 @@ def model_overview(index: ModelIndex) -> str:
 def _family(fam: Family) -> str:
     rows = [("Kind", "local function" if fam.kind == "function" else "aten calls"), ("Overloads", len(fam.overloads)),
             ("Calls", fam.call_count)]
-    items = "".join(f"<li><code>{esc(o.overload or '(default)')}</code>: {o.call_count} calls</li>"
+    items = "".join(f"<li><code>{esc(o.overload or '(default)')}</code>: {plural(o.call_count, 'call')}</li>"
                     for o in fam.overloads)
     return f"<h2>{esc(fam.label)}</h2>{_table(rows)}<ul>{items}</ul>"
 
