@@ -48,6 +48,7 @@ from inspector.gui.review_panel import ReviewBar, ReviewPanel
 from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
+from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
@@ -218,8 +219,9 @@ class MainWindow(QMainWindow):
         self.module_view.selectionModel().currentChanged.connect(lambda cur, _prev: self.show_object(object_of(cur)))
         self.setWindowTitle(f"{index.path.name} — ONNX Inspector")
         f = index.facts
-        self.counts.set_full_text(f"{f.total_nodes:,} nodes · {f.function_count} functions · "
-                            f"{len(index.provenance.calls):,} aten calls · {len(index.findings)} findings")
+        self.counts.set_full_text(f"{plural(f.total_nodes, 'node')} · {plural(f.function_count, 'function')} · "
+                                  f"{plural(len(index.provenance.calls), 'aten call')} · "
+                                  f"{plural(len(index.findings), 'finding')}")
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))
 
