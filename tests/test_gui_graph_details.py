@@ -117,3 +117,25 @@ def test_a_scalar_initializer_is_one_value(qtbot, window: MainWindow):
     assert list(exponent.dims) == [] and onnx.numpy_helper.to_array(exponent).item() == 2.0
     assert exponent.name in text and "[2] min 2 max 2 mean 2 std 0 (1 value)" in text  # (spaces as HTML shows them)
     assert "1 values" not in text
+
+
+def test_one_call_and_one_function_are_singular(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    fam = window.index.family("aten_call", "aten", "embedding")
+    assert fam is not None and fam.call_count == _truth_count("llama_gqa", "aten::embedding") == 1
+    window.show_object(fam)
+    text = window.details.toPlainText()
+    assert ": 1 call" in text and "1 calls" not in text
+    import json
+
+    truth = json.loads((ZOO / "llama_gqa.truth.json").read_text())
+    calls = sum(1 for n in truth["fx_nodes"] if n["onnx_nodes"])
+    assert (truth["onnx"]["main_graph_nodes"], calls) == (137, 110)
+    assert window.counts.full_text() == "137 nodes · 0 functions · 110 aten calls · 0 findings"
+
+
+def _truth_count(name: str, target: str) -> int:
+    import json
+
+    truth = json.loads((ZOO / f"{name}.truth.json").read_text())
+    return sum(1 for n in truth["fx_nodes"] if n["target"] == target and n["onnx_nodes"])
