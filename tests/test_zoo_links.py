@@ -5,7 +5,8 @@ file covers.
 Each expected file was written by reading the ONNX graph (node names, attributes, constant inputs) beside the
 arguments torch bound to each FX node (``NAME.truth.json``) and torchlib's lowering of the target; never from our
 output. An entry is ``[FX call, literal, aten parameter, value]``: the literal is ``NODE.attribute`` (an attribute
-of a main-graph node, a Constant node's ``value`` included) or ``init:NAME`` (a small initializer the call reads).
+of a node in the main graph or an If branch, a Constant node's ``value`` included) or ``init:NAME`` (a small
+initializer the call reads).
 ``known_missing`` lists links the data flow shows that we do not make yet (said why in the file's ``note``).
 """
 
@@ -20,6 +21,7 @@ import pytest
 from inspector.core.index import open_index
 from inspector.core.provenance import AtenCall
 from inspector.core.specialise import Specialiser
+from inspector.core.walk import resolve_path
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 FILES = sorted(p.name[: -len(".links.json")] for p in ZOO.glob("*.links.json"))
@@ -57,7 +59,7 @@ def found(name: str) -> dict[str, set[Link]]:
                     else:
                         first = lit.path[0]
                         assert isinstance(first, int) and len(lit.path) == 1
-                        where = f"{graph.node[own.node_paths[first][0]].name}.{lit.name}"
+                        where = f"{resolve_path(graph.node, own.node_paths[first]).name}.{lit.name}"
                     for a in spec.links:
                         out.setdefault(member.target, set()).add((member.name, where, a.parameter, json.dumps(a.value)))
     return out
