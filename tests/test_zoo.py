@@ -28,12 +28,7 @@ MAX_FILE = 1_000_000
 MAX_TOTAL = 12_000_000
 
 # Discrepancies between our summary and the truth that are not fixed yet: (model, test) -> reason.
-KNOWN: dict[tuple[str, str], str] = {
-    ("cond", "bodies"): "aten calls inside the If branches of torch.cond get no body in the summary: "
-                        "aten::layer_norm, aten::mul.Tensor, aten::relu, aten::sub.Tensor, aten::tanh have calls 1 "
-                        "and bodies [], aten::linear has calls 4 but 2 in bodies (the 2 branch calls are missing), "
-                        "so e.g. the branch's LayerNormalization.epsilon (torch: eps=1e-05) is never analysed",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @cache

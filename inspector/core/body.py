@@ -66,9 +66,13 @@ class GraphMaps:
     """Producers, consumers and initializers of one graph, built once and shared by all its groups; each node's
     inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
 
-    def __init__(self, graph: onnx.GraphProto) -> None:
+    def __init__(self, graph: onnx.GraphProto, outer: GraphMaps | None = None, prefix: NodePath = ()) -> None:
+        """``outer``: the maps of the graph enclosing ``graph`` (a branch or loop body at node path ``prefix``),
+        whose initializers and parameters it sees."""
         self.graph = graph
-        self.initializers: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        self.prefix = prefix
+        self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
+        self.initializers.update((t.name, t) for t in graph.initializer)
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
         self.inputs: list[list[str]] = []  # per node, as declared (empty names for omitted optional inputs)
@@ -92,8 +96,8 @@ class GraphMaps:
         self.graph_outputs = {v.name for v in graph.output}
         # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
-        self.onnx_name: dict[str, str] = {}
-        self.parameters: set[str] = set()
+        self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
+        self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
         for v in (*graph.input, *graph.value_info):
             for p in v.metadata_props:
                 if p.key == ORIGINAL_NODE_NAME:
@@ -144,8 +148,11 @@ def captured_names(node: onnx.NodeProto) -> list[str]:
 
 
 def group_body(call: AtenCall, maps: GraphMaps) -> Body:
-    """The body of an aten call group in the main graph, with baked-in small initializers as constants."""
-    indices = sorted(p[0] for p in call.node_paths if len(p) == 1 and isinstance(p[0], int))
+    """The body of an aten call group in the graph of ``maps`` (the main graph, or the branch or loop body at
+    ``maps.prefix``), with baked-in small initializers as constants."""
+    prefix, depth = maps.prefix, len(maps.prefix)
+    indices = sorted(p[-1] for p in call.node_paths
+                     if len(p) == depth + 1 and isinstance(p[-1], int) and p[:-1] == prefix)
     nodes = [maps.graph.node[i] for i in indices]
     inside = set(indices)
     produced: set[str] = set()
@@ -176,13 +183,13 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
             external = any(c not in inside for c in maps.consumers.get(name, ()))
             if external or name in maps.graph_outputs:
                 outputs.append(name)
-    return Body(call.name, nodes, inputs, outputs, constants, [(i,) for i in indices], first_use)
+    return Body(call.name, nodes, inputs, outputs, constants, [(*prefix, i) for i in indices], first_use)
 
 
 def _args_first(inputs: list[str], args: list[str]) -> list[str]:
     """Order inputs as the aten call's tensor arguments, then whatever else the group reads."""
     order = {name: k for k, name in enumerate(args)}
-    return sorted(inputs, key=lambda n: (order.get(n, len(order)), inputs.index(n)))
+    return [n for _k, _p, n in sorted((order.get(n, len(order)), p, n) for p, n in enumerate(inputs))]
 
 
 def is_small_constant(t: onnx.TensorProto) -> bool:

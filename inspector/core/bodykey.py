@@ -19,9 +19,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from onnx import AttributeProto
+
 from inspector.core.body import GraphMaps, is_small_constant
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import FX_REF
+
+_serialized = AttributeProto.SerializeToString
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +56,6 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
     if any(i in captured for i in top):
         return None
-    graph_nodes = maps.graph.node
-    nodes = [graph_nodes[i] for i in top]
     # inputs and outputs as GraphMaps read them: reading a repeated field builds Python strings every time
     io = [(all_inputs[i], all_outputs[i]) for i in top]
     produced: set[str] = set()
@@ -99,17 +101,20 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
 
     counter = 0
     tokens: list[Hashable] = []
-    for n, (ins, outs) in zip(nodes, io):
+    graph_nodes = maps.graph.node
+    for i, (ins, outs) in zip(top, io):
         read = tuple(ref(x) for x in ins)  # before this node's outputs are numbered, as fingerprint does
         made = []
         for x in outs:
             if x:
-                names[x] = f"v{counter}"
+                names[x] = made_ref = f"v{counter}"
                 counter += 1
-            made.append(names[x] if x else "_")
-        tokens.append((n.domain, n.op_type, n.overload, read, tuple(made),
-                       tuple(a.SerializeToString() for a in n.attribute)))
-    inside = set(top)
+                made.append(made_ref)
+            else:
+                made.append("_")
+        n = graph_nodes[i]
+        tokens.append((n.domain, n.op_type, n.overload, read, tuple(made), tuple(map(_serialized, n.attribute))))
+    inside = set(top) if len(top) > 4 else top
     consumers, graph_outputs = maps.consumers, maps.graph_outputs
     outputs = [x for _ins, outs in io for x in outs
                if x and (x in graph_outputs or any(c not in inside for c in consumers.get(x, ())))]

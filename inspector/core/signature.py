@@ -88,15 +88,16 @@ class SignatureForms:
         if not eq or not head.startswith("%") or _PLACEHOLDER in rest:
             return None
         names = FX_REF.findall(rest)
-        counter = iter(range(len(names)))
-        numbered = FX_REF.sub(lambda _m: f"%{_PLACEHOLDER}{next(counter)}", rest)
-        key = (call.target, numbered)
+        # the k-th ``%_`` of the pattern is the k-th reference, so the pattern keys the form
+        key = (call.target, FX_REF.sub("%_", rest))
         if key not in self._forms:
-            self._forms[key] = self._make(call.target, numbered, len(names))
+            self._forms[key] = self._make(*key, len(names))
         form = self._forms[key]
         return (form, names) if form is not None else None
 
-    def _make(self, target: str, numbered: str, refs: int) -> SignatureForm | None:
+    def _make(self, target: str, pattern: str, refs: int) -> SignatureForm | None:
+        counter = iter(range(refs))
+        numbered = FX_REF.sub(lambda _m: f"%{_PLACEHOLDER}{next(counter, refs)}", pattern)
         fx = parse_fx_node(f"%{_PLACEHOLDER}call : = {numbered}")
         if fx is None:
             return None

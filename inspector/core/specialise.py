@@ -26,7 +26,7 @@ from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 from inspector.core.torchlib_catalogue import torchlib_for
-from inspector.core.walk import resolve_path
+from inspector.core.walk import NodePath, resolve_path, subgraphs
 
 Member: TypeAlias = FunctionKey | AtenCall
 """What shares a body in a family: a function overload, or an aten call."""
@@ -113,6 +113,8 @@ class Specialiser:
         self._maps: GraphMaps | None = None
         self._shapes: dict[str, Shape] | None = None
         self._opsets: dict[str, int] | None = None
+        # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
+        self._inner: dict[NodePath, tuple[GraphMaps, dict[str, Shape]]] = {}
 
     @property
     def maps(self) -> GraphMaps:
@@ -159,7 +161,37 @@ class Specialiser:
         return out
 
     def body_of_call(self, call: AtenCall) -> Body:
-        return group_body(call, self.maps)
+        """The call's group body, in the main graph or in the branch or loop body that holds all its nodes."""
+        return group_body(call, self.maps_of(call)[0])
+
+    def maps_of(self, call: AtenCall) -> tuple[GraphMaps, dict[str, Shape]]:
+        """Maps and shapes of the graph that holds the call's nodes (the main graph when they are not in one)."""
+        prefixes = {p[:-1] for p in call.node_paths}
+        prefix = prefixes.pop() if len(prefixes) == 1 else ()
+        if not prefix:
+            return self.maps, self.shapes
+        found = self._inner.get(prefix)
+        if found is not None:
+            return found
+        # outermost first, each level once (iteratively: subgraphs may nest hundreds deep)
+        maps, shapes = self.maps, self.shapes
+        for depth in range(2, len(prefix) + 1, 2):
+            step = prefix[:depth]
+            known = self._inner.get(step)
+            if known is None:
+                index, attr = step[-2], step[-1]
+                graph = None
+                if isinstance(index, int) and index < len(maps.graph.node):
+                    graph = next((g for s, g in subgraphs(maps.graph.node[index]) if s == attr), None)
+                if graph is None:
+                    return self.maps, self.shapes
+                known = self._inner[step] = (GraphMaps(graph, maps, step), {**shapes, **graph_shapes(graph)})
+            maps, shapes = known
+        return maps, shapes
+
+    def in_one_graph(self, call: AtenCall) -> bool:
+        """All the call's nodes sit in one graph of the main scope (the main graph, or one branch or loop body)."""
+        return str(call.scope) == "main" and len({p[:-1] for p in call.node_paths}) == 1
 
     def analyse(self, family: Family) -> FamilyAnalysis:
         bodies: dict[str, BodyAnalysis] = {}
@@ -173,9 +205,9 @@ class Specialiser:
             seen: dict[Hashable, Fingerprints] = {}
             for ov in family.overloads:
                 for call in ov.aten_calls:
-                    if not (all(len(p) == 1 for p in call.node_paths) and str(call.scope) == "main"):
+                    if not self.in_one_graph(call):
                         continue
-                    key = group_key(call, self.maps)
+                    key = group_key(call, self.maps)  # None for calls in a branch or loop body
                     fp = seen.get(key) if key is not None else None
                     if fp is not None:
                         bodies[fp.full].members.append(call)
@@ -223,7 +255,7 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
         first = b.members[0] if b.members else None
         target = first.target if isinstance(first, AtenCall) else ""
         args = {x.parameter.name: x.value for x in b.bound if x.provided}
-        flow = BodyFlow(b.body, specialiser.shapes) if target and args else None
+        flow = BodyFlow(b.body, specialiser.maps_of(first)[1]) if isinstance(first, AtenCall) and args else None
         lowering = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
         # not when the optimizer's rewriter rewrote the call's nodes (then it, not torchlib, made the values)
         rewritten = isinstance(first, AtenCall) and bool(first.rule_names)
