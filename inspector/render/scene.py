@@ -15,6 +15,9 @@ escapes them.
 
 Built for 100k-node graphs: one pass over the nodes assigns each to a box (plain lists of ints and strings);
 values and edges are read only for nodes whose box is kept in the scene; no Python object is made per node.
+What does need the whole graph (how often each value is read, value types by name, small initializers) is read
+once per graph by ``Scenes(index)`` and shared by all the scenes it builds (the report draws 20 aten calls of a
+100k-node export with one pass); ``build_scene`` is a ``Scenes`` used once.
 """
 
 from __future__ import annotations
