@@ -57,7 +57,7 @@ def module_overview(root: ModuleNode, width: float, height: float | None = None,
                     max_boxes: int = MAX_BOXES) -> Overview:
     """The overview of the module tree under ``root``, flowed to ``width`` points and, when ``height`` is given,
     no taller than that if it can be (fewer modules are opened until it fits)."""
-    totals = _totals(root)
+    totals = module_totals(root)
     budget = max_boxes
     while True:
         overview = _overview(root, width, budget, totals)
@@ -99,7 +99,7 @@ def title(box: Box) -> str:
     return f"{box.node.label} · {box.node.detail}"
 
 
-def _totals(root: ModuleNode) -> dict[int, int]:
+def module_totals(root: ModuleNode) -> dict[int, int]:
     """Nodes under each module (itself and its descendants), by ``id``: one pass."""
     order: list[ModuleNode] = []
     stack = [root]
