@@ -63,3 +63,31 @@ def test_workers_hand_the_gil_to_the_gui_thread_often(qtbot: object) -> None:
     Jobs().run(lambda: 42, results.append)
     QThreadPool.globalInstance().waitForDone(10000)
     assert sys.getswitchinterval() <= GIL_SWITCH_S == 0.0002
+
+
+@pytest.mark.parametrize("name", ["llama_gqa", "gpt2", "t5", "whisper"])
+def test_module_rows_count_the_nodes_torch_says_each_module_emitted(name: str, qtbot: object) -> None:
+    """The Nodes column of the modules tree, with the counts worked out in one pass off the GUI thread: for each
+    nn.Module of the truth file, the ONNX nodes of the aten calls made inside it (modules that emitted none have
+    no row)."""
+    import json
+
+    from inspector.core.index import open_index
+    from inspector.gui.module_model import ModuleModel, object_of
+    from inspector.render.overview import module_totals
+
+    root = open_index(ROOT / "tests" / "zoo" / f"{name}.onnx").provenance.module_root
+    model = ModuleModel(root, module_totals(root))
+    shown: dict[str, str] = {}
+    stack = [model.index(0, 0)]
+    while stack:
+        ix = stack.pop()
+        node = object_of(ix)
+        assert node is not None
+        shown[node.path] = ix.siblingAtColumn(2).data()
+        stack += [model.index(r, 0, ix) for r in range(model.rowCount(ix))]
+    truth = json.loads((ROOT / "tests" / "zoo" / f"{name}.truth.json").read_text())
+    for path in truth["module_paths"]:
+        emitted = sum(n["onnx_nodes"] for n in truth["fx_nodes"] if n["graph"] == "" and path in n["module_stack"])
+        assert shown.get(path, "0") == str(emitted), path
+    assert len(shown) > 10

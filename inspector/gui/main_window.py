@@ -51,6 +51,7 @@ from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
+from inspector.render.overview import module_totals
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
@@ -168,7 +169,7 @@ class MainWindow(QMainWindow):
     def _loaded(self, opened: Opened) -> None:
         self.progress.setVisible(bool(self.jobs))
         self.reset_model_state()
-        self.set_index(opened.index, opened.tree)
+        self.set_index(opened.index, opened.tree, opened.totals)
         self.reviews = opened.reviews
         self.nodes.values = opened.values
         self.search_panel.set_index(opened.search)
@@ -201,9 +202,10 @@ class MainWindow(QMainWindow):
         self.family_view.clearSelection()
         self.trees.setCurrentWidget(self.family_view)
 
-    def set_index(self, index: ModelIndex, tree: FamilyTree | None = None) -> None:
-        """Show ``index``; ``tree`` holds the functions tree's rows, built off the GUI thread (built here when
-        not given). Nothing here walks every node or call: large models show at once."""
+    def set_index(self, index: ModelIndex, tree: FamilyTree | None = None,
+                  totals: dict[int, int] | None = None) -> None:
+        """Show ``index``; ``tree`` holds the functions tree's rows and ``totals`` the modules' node counts, both
+        worked out off the GUI thread (here when not given). Nothing here walks every node or call."""
         self.index = index
         self.analyses = Analyses(index)
         self.signature.clear()
@@ -212,7 +214,7 @@ class MainWindow(QMainWindow):
         self.families.set_tree(tree or FamilyTree(index))
         self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
         self._fit_counts()
-        modules = ModuleModel(index.provenance.module_root)
+        modules = ModuleModel(index.provenance.module_root, totals)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
         self.module_view.setColumnWidth(0, 220)
@@ -372,13 +374,14 @@ class Opened:
     search: SearchIndex
     values: tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
     tree: FamilyTree  # the functions tree's rows
+    totals: dict[int, int]  # nodes per module (module_totals)
 
 
 def _open_for_display(path: Path) -> Opened:
     """Index a model and prepare, still off the GUI thread, what the window shows first."""
     index = build_index(load_model(path, pieces=True))  # a large file in pieces: the GUI thread runs meanwhile
     index.parameters()
-    _ = index.provenance.module_root
+    totals = module_totals(index.provenance.module_root)
     tree = FamilyTree(index)
     search = SearchIndex(index)
     search.build()
@@ -390,7 +393,7 @@ def _open_for_display(path: Path) -> Opened:
         reviews, error = None, str(e)
     graph = index.proto.graph
     values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
-    return Opened(index, reviews, error, search, values, tree)
+    return Opened(index, reviews, error, search, values, tree, totals)
 
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:

@@ -18,12 +18,15 @@ HEADERS = ("Module", "Class", "Nodes")
 
 
 class ModuleModel(QAbstractItemModel):
-    def __init__(self, root: ModuleNode) -> None:
+    """``totals``: nodes per module (``module_totals``, one pass off the GUI thread); without it, each shown row
+    walks its subtree."""
+
+    def __init__(self, root: ModuleNode, totals: dict[int, int] | None = None) -> None:
         super().__init__()
         self._top = [root]  # one visible root row: the model itself
         self._children: dict[int, list[ModuleNode]] = {}
         self._parent: dict[int, tuple[ModuleNode | None, int]] = {id(root): (None, 0)}
-        self._totals: dict[int, int] = {}
+        self._totals: dict[int, int] = totals if totals is not None else {}
 
     def _kids(self, node: ModuleNode | None) -> list[ModuleNode]:
         if node is None:
