@@ -10,7 +10,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QSettings, Qt, QThreadPool
 
-from inspector.core.keys import FunctionKey
+from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.gui.compare import ADDED, CHANGED, REMOVED, CompareWindow
 from inspector.gui.main_window import MainWindow
@@ -101,6 +101,9 @@ def test_renamed_copy_is_equal(qtbot, compare: CompareWindow):
     _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_renamed.onnx")
     assert compare.changes.topLevelItemCount() == 0
     assert "equal" in compare.summary.text()
+    assert compare.side_a.current_scope() == MAIN == compare.side_b.current_scope()  # nothing changed: both mains
+    qtbot.waitUntil(lambda: bool(compare.side_a.graph.items_by_id) and bool(compare.side_b.graph.items_by_id),
+                    timeout=30000)
 
 
 def test_compare_with_from_the_main_window(qtbot, tmp_path: Path):

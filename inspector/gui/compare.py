@@ -224,6 +224,8 @@ class CompareWindow(QMainWindow):
         child = first.child(0) if first is not None and first.childCount() else None
         if child is not None:
             self.changes.setCurrentItem(child)  # start on the first change, not on two main graphs
+        else:
+            self.twin.show_pair(MAIN, MAIN, None)  # nothing changed: the two main graphs
 
     # showing a change ----------------------------------------------------------------------------------
     def _selected(self, item: QTreeWidgetItem | None) -> None:

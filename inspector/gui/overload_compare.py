@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 from PySide6.QtCore import QModelIndex, QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -39,7 +39,7 @@ from inspector.core.diff import show_value
 from inspector.core.diff.bodies import reader
 from inspector.core.diff.values import unwrap
 from inspector.core.functions import CallSite
-from inspector.core.index import Family, Overload
+from inspector.core.index import Family, Overload, paused_gc
 from inspector.core.keys import FunctionKey, Scope
 from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall
@@ -54,6 +54,7 @@ from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pa
 from inspector.gui.text import esc, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
+from inspector.gui.worker import Jobs
 
 if TYPE_CHECKING:
     from inspector.gui.main_window import MainWindow
@@ -119,15 +120,22 @@ def member_of(obj: TreeObject) -> AtenCall | FunctionKey | None:
     return None
 
 
-def compare_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject) -> MemberComparison:
-    """Align the bodies of two members of one family and list what differs; ``ValueError`` says why two objects
-    cannot be compared (not members, or not of one family)."""
+def check_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject
+                  ) -> tuple[AtenCall | FunctionKey, AtenCall | FunctionKey, Family]:
+    """The two members and their family, at once (no analysis); ``ValueError`` says why they cannot be compared."""
     ma, mb = member_of(obj_a), member_of(obj_b)
     if ma is None or mb is None:
         raise ValueError("pick two overloads or two calls (not a whole family)")
     fam = analyses.family_of(ma)
     if fam is None or analyses.family_of(mb) is not fam:
         raise ValueError("the two are not of one family")
+    return ma, mb, fam
+
+
+def compare_members(analyses: Analyses, obj_a: TreeObject, obj_b: TreeObject) -> MemberComparison:
+    """Align the bodies of two members of one family and list what differs; ``ValueError`` says why two objects
+    cannot be compared (not members, or not of one family)."""
+    ma, mb, fam = check_members(analyses, obj_a, obj_b)
     a = _member(analyses, ma, obj_a if isinstance(obj_a, CallSite) else None)
     b = _member(analyses, mb, obj_b if isinstance(obj_b, CallSite) else None)
     pairing = pair_bodies(a.body, b.body)
@@ -308,6 +316,7 @@ class OverloadCompareWindow(QMainWindow):
         super().__init__()
         self.analyses = analyses
         self.comparison: MemberComparison | None = None
+        self.jobs = Jobs()
         fit_to_screen(self, 1366, 768)
         self.header = QLabel("")
         self.header.setTextFormat(Qt.TextFormat.PlainText)
@@ -337,6 +346,21 @@ class OverloadCompareWindow(QMainWindow):
         menu = self.menuBar().addMenu("&File")
         add_action(menu, "&Close", QKeySequence.StandardKey.Close, self.close)
 
+    def start(self, a: TreeObject, b: TreeObject) -> None:
+        """Compare ``a`` with ``b`` off the GUI thread (the family's first analysis can take seconds on a large
+        model), then show the comparison."""
+        self.header.setText("Comparing… (analysing the family)")
+        analyses = self.analyses
+
+        def failed(reason: str) -> None:
+            self.header.setText(f"Cannot compare: {reason}")
+
+        def work() -> MemberComparison:
+            with paused_gc():  # many small objects, no cycles: the cyclic GC would stall the GUI thread too
+                return compare_members(analyses, a, b)
+
+        self.jobs.run(work, self.show_comparison, failed)
+
     def show_comparison(self, c: MemberComparison) -> None:
         self.comparison = c
         self.ready = False
@@ -361,6 +385,11 @@ class OverloadCompareWindow(QMainWindow):
         self.twin.show_pair(c.a.scope, c.b.scope, c.pairing, side_html("A", c.a, lit_a, c.arguments),
                             side_html("B", c.b, lit_b, c.arguments))
 
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Close at once: a comparison still being worked out reports to no one."""
+        self.jobs.cancel()
+        super().closeEvent(event)
 
     def _drawn(self) -> None:
         if self.comparison is not None:
@@ -400,7 +429,7 @@ class FamilyCompare(QObject):
         if analyses is None:
             return None
         try:
-            comparison = compare_members(analyses, a, b)
+            check_members(analyses, a, b)
         except ValueError as e:
             self.w.statusBar().showMessage(f"Cannot compare: {e}", 5000)
             return None
@@ -408,7 +437,7 @@ class FamilyCompare(QObject):
         window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.windows = [x for x in self.windows if x.isVisible()] + [window]
         window.show()
-        window.show_comparison(comparison)
+        window.start(a, b)
         return window
 
     def siblings(self, obj: TreeObject) -> list[tuple[str, TreeObject]]:

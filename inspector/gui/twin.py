@@ -53,7 +53,7 @@ class Side(QWidget):
         if index is not self.index:
             self.index = index
             self._values = None
-        self.panel.set_index(index)
+        self.panel.set_index(index, show_main=False)  # a pair of scopes is shown next, never the main graph
 
     def show_info(self, node: SceneNode | None) -> None:
         """The info panel: the side's summary, then the selected box's details (scrolled into view)."""
