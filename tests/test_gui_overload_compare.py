@@ -278,3 +278,49 @@ def test_two_torchscript_call_sites_differ_in_what_each_instance_passes():
     assert {(r.kind, _parsed(r.a).__repr__(), _parsed(r.b).__repr__()) for r in c.rows} == {
         ("passed", repr(shapes[0]), repr(shapes[1]))}
     assert len(c.rows) == 3 and len(c.pairing.marks_a) == 3  # three Constant nodes take the shape
+
+
+def test_ctrl_d_reaches_the_window_from_the_filter_box(qtbot, window):
+    """Qt's line edits take Ctrl+D as 'delete the next character' on Linux: the filter box leaves it to the
+    window, so two rows selected and then a filter typed still compare with Ctrl+D."""
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(ZOO / "tiny_noopt.onnx")
+    index = window.index
+    _select_rows(window, _call(index, "view"), _call(index, "view_4"))
+    box = window.filter_box
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    ow = _opened(qtbot, window)
+    assert [ow.rows.topLevelItem(i).text(0) for i in range(ow.rows.topLevelItemCount())] == [
+        "argument size", "size (Constant.value_ints)", "size (Constant.value_ints)"]
+
+
+def test_markup_in_model_names_is_shown_as_text(qtbot, window, tmp_path: Path):
+    """Model strings are untrusted: a function named with markup and a node name with markup read as text in the
+    side-by-side window's header, rows and info panels."""
+    import onnx
+
+    model = onnx.load(str(FIXTURES / "overloads.onnx"))
+    hostile = "<img src=x>tr"
+    for f in model.functions:
+        if f.name == "tr":
+            f.name = hostile
+            f.node[0].name = "<b>bold</b>"
+    for n in model.graph.node:
+        if n.op_type == "tr":
+            n.op_type = hostile
+    path = tmp_path / "hostile.onnx"
+    onnx.save(model, str(path))
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(path)
+    fc = window.findChild(FamilyCompare)
+    ow = fc.compare(FunctionKey("local", hostile, "perm_0231"), FunctionKey("local", hostile, "perm_0213"))
+    assert ow is not None
+    qtbot.addWidget(ow)
+    qtbot.waitUntil(lambda: ow.ready, timeout=60000)
+    ow.twin.side_a.graph.select("n:0")
+    assert f"local.{hostile}:perm_0231" in ow.header.text()
+    for info in (ow.twin.a.info, ow.twin.b.info):
+        assert f"local.{hostile}" in info.toPlainText()
+        assert "<img" not in info.toHtml() and "<b>bold" not in info.toHtml()
+    assert "<b>bold</b>" in ow.twin.a.info.toPlainText()  # the selected node's name, as text
