@@ -1,6 +1,6 @@
 """Legible graphs on real exports: every text of a box (op, attributes, constant values, detail) stays inside the
-box, no two labels overlap, and no edge label lies on a box. The main graph with every module open, and the aten
-calls with the most boxes, of the zoo's llama_gqa, t5_noopt and whisper, as the app draws them."""
+box, no two labels overlap, no edge label lies on a box and no call's ƒ covers any text. The main graph with modules
+open, and the aten calls with the most boxes, of the zoo's llama_gqa, t5_noopt and whisper, as the app draws them."""
 
 from __future__ import annotations
 
@@ -43,6 +43,10 @@ def _problems(view: GraphView) -> list[str]:
                 texts.append((r, child.text(), f"{edge.source}->{edge.target}"))
                 out += [f"edge label {child.text()!r} lies on {node_id}" for box, node_id in boxes
                         if r.intersects(box.adjusted(1, 1, -1, -1))]
+    for node_id, item in view.items_by_id.items():  # a call's ƒ covers no text, its own box's or another's
+        if item.badge is not None:
+            r = item.badge.sceneBoundingRect()
+            out += [f"the ƒ of {node_id} covers {t!r} ({owner})" for box, t, owner in texts if r.intersects(box)]
     for (a, ta, oa), (b, tb, ob) in itertools.combinations(texts, 2):
         if oa != ob and a.adjusted(0.5, 0.5, -0.5, -0.5).intersects(b.adjusted(0.5, 0.5, -0.5, -0.5)):
             out.append(f"{ta!r} ({oa}) overlaps {tb!r} ({ob})")

@@ -170,12 +170,14 @@ def hint(node: SceneNode) -> str:
 class DrillBadge(QGraphicsEllipseItem):
     """Netron's ƒ: a round badge on the top-right corner of a call box; one click opens the body."""
 
-    RADIUS = 7.0
+    RADIUS = 6.5
 
     def __init__(self, box: NodeItem) -> None:
         r = self.RADIUS
-        corner = box.rect().topRight()
-        super().__init__(QRectF(corner.x() - r - 1, corner.y() - r + 1, 2 * r, 2 * r), box)
+        # on the middle of the box's right side: clear of its text (which keeps a padding wider than r) and of the
+        # edge labels, which dot places between the ranks; in the layout's units, so it scales with the boxes
+        rect = box.rect()
+        super().__init__(QRectF(rect.right() - r, rect.center().y() - r, 2 * r, 2 * r), box)
         self.box = box
         self.setBrush(QBrush(box.stroke))
         self.setPen(QPen(QColor("#ffffff"), 1.2))
