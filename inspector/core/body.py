@@ -7,8 +7,10 @@ the group reads and that are not tensor arguments of the call (the SDPA scale, a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import onnx
 
@@ -73,26 +75,19 @@ class GraphMaps:
         self.prefix = prefix
         self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
         self.initializers.update((t.name, t) for t in graph.initializer)
-        self.producer: dict[str, int] = {}
-        self.consumers: dict[str, list[int]] = {}
-        self.inputs: list[list[str]] = []  # per node, as declared (empty names for omitted optional inputs)
-        self.outputs: list[list[str]] = []
-        self.captured: dict[int, list[str]] = {}  # per node with subgraphs: the outer names they read
-        producer, consumers, captured = self.producer, self.consumers, self.captured
-        for i, node in enumerate(graph.node):
-            ins, outs = list(node.input), list(node.output)
-            self.inputs.append(ins)
-            self.outputs.append(outs)
-            for name in outs:
-                if name:
-                    producer[name] = i
-            for name in ins:
-                if name:
-                    consumers.setdefault(name, []).append(i)
-            if may_have_subgraphs(node):
-                inner = captured[i] = captured_names(node)
-                for name in inner:
-                    consumers.setdefault(name, []).append(i)
+        self.inputs: list[list[str]] = [list(node.input) for node in graph.node]  # as declared ("" = omitted)
+        self.outputs: list[list[str]] = [list(node.output) for node in graph.node]
+        # per node with subgraphs: the outer names they read
+        self.captured: dict[int, list[str]] = {i: captured_names(node) for i, node in enumerate(graph.node)
+                                               if may_have_subgraphs(node)}
+        self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
+        self.producer.pop("", None)
+        # how many times each value is read (a node reading it twice counts twice); consumers on demand
+        self.read_count: Counter[str] = Counter(chain.from_iterable(self.inputs))
+        for inner in self.captured.values():
+            self.read_count.update(inner)
+        del self.read_count[""]
+        self._consumers: dict[str, list[int]] | None = None
         self.graph_outputs = {v.name for v in graph.output}
         # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
@@ -104,6 +99,21 @@ class GraphMaps:
                     self.onnx_name[p.value] = v.name
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                     self.parameters.add(v.name)
+
+    @property
+    def consumers(self) -> dict[str, list[int]]:
+        """Value name -> the nodes reading it, in node order (once per read); built on first use."""
+        if self._consumers is None:
+            consumers: dict[str, list[int]] = {}
+            for i in range(len(self.inputs)):
+                for name in self.reads(i):
+                    consumers.setdefault(name, []).append(i)
+            self._consumers = consumers
+        return self._consumers
+
+    def read_outside(self, name: str, reads_inside: int) -> bool:
+        """True when ``name`` is read more often than the ``reads_inside`` reads of it by a group's nodes."""
+        return self.read_count.get(name, 0) > reads_inside
 
     def reads(self, i: int) -> list[str]:
         """What node ``i`` reads: ``node_reads(graph.node[i])`` without reading protobuf again."""
@@ -154,7 +164,6 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
     indices = sorted(p[-1] for p in call.node_paths
                      if len(p) == depth + 1 and isinstance(p[-1], int) and p[:-1] == prefix)
     nodes = [maps.graph.node[i] for i in indices]
-    inside = set(indices)
     produced: set[str] = set()
     for n in nodes:
         produced.update(x for x in n.output if x)
@@ -175,14 +184,9 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
                 inputs.append(name)
     first_use = list(inputs)
     inputs = _args_first(inputs, args)
-    outputs = []
-    for n in nodes:
-        for name in n.output:
-            if not name:
-                continue
-            external = any(c not in inside for c in maps.consumers.get(name, ()))
-            if external or name in maps.graph_outputs:
-                outputs.append(name)
+    read_inside = Counter(chain.from_iterable(node_reads(n) for n in nodes))
+    outputs = [name for n in nodes for name in n.output
+               if name and (name in maps.graph_outputs or maps.read_outside(name, read_inside[name]))]
     return Body(call.name, nodes, inputs, outputs, constants, [(*prefix, i) for i in indices], first_use)
 
 

@@ -16,8 +16,10 @@ and outputs, by name), which is all ``fold`` needs per call once the body of the
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass
+from itertools import chain
 
 from onnx import AttributeProto
 
@@ -114,9 +116,14 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
                 made.append("_")
         n = graph_nodes[i]
         tokens.append((n.domain, n.op_type, n.overload, read, tuple(made), tuple(map(_serialized, n.attribute))))
-    inside = set(top) if len(top) > 4 else top
-    consumers, graph_outputs = maps.consumers, maps.graph_outputs
-    outputs = [x for _ins, outs in io for x in outs
-               if x and (x in graph_outputs or any(c not in inside for c in consumers.get(x, ())))]
+    # read outside the group: read more often in the graph than by the group's own nodes
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    if len(io) == 1:
+        only = io[0][0]
+        outputs = [x for x in io[0][1] if x and (x in graph_outputs or read_count[x] > only.count(x))]
+    else:
+        inside = Counter(chain.from_iterable(ins for ins, _o in io))
+        outputs = [x for _ins, outs in io for x in outs
+                   if x and (x in graph_outputs or read_count[x] > inside[x])]
     key = tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
     return GroupShape(key, top, inputs, constants, outputs)

@@ -294,12 +294,17 @@ class _Evidence:
     def roles(self, reads: list[str], args: list[str]) -> list[int | None]:
         """Per read, the position of the tensor argument it is; None without evidence or when ambiguous."""
         roles: list[int | None] = []
-        used: dict[int, int] = {}
-        for p, name in enumerate(reads):
-            names = self.fx_of.get(name, set())
-            role = next((k for k, a in enumerate(args) if a in names and k not in used), None)
-            if role is not None:
-                used[role] = p
+        used: set[int] = set()
+        fx_of = self.fx_of
+        for name in reads:
+            names = fx_of.get(name)
+            role = None
+            if names:
+                for k, a in enumerate(args):
+                    if a in names and k not in used:
+                        role = k
+                        used.add(k)
+                        break
             roles.append(role)
         return roles
 
