@@ -66,3 +66,16 @@ def test_a_result_for_older_text_is_not_shown(qtbot, window):
     texts = [panel.results.item(i).text() for i in range(panel.results.count())]
     assert texts and all(t.startswith("metadata  ReshapeReshape  ·  ") for t in texts)
     assert len(texts) == 2
+
+
+def test_enter_before_the_results_come_jumps_to_the_first_once_they_do(qtbot, window):
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.open_path(ZOO / "llama_gqa.onnx")
+    panel = window.search_panel
+    window.start_search()
+    qtbot.keyClicks(panel.box, "rotary")
+    with qtbot.waitSignal(panel.jump, timeout=30000) as jumped:
+        qtbot.keyClick(panel.box, Qt.Key.Key_Return)  # at once: the search has not even started
+        assert panel.results.count() == 0  # nothing ran on this thread
+    first = panel.results.item(0).data(Qt.ItemDataRole.UserRole)
+    assert jumped.args == [first] and first.path == (_rotary_nodes(ZOO / "llama_gqa.onnx")[0],)

@@ -46,6 +46,7 @@ class SearchPanel(QWidget):
         self._index: SearchIndex | None = None
         self._owners: dict[int, AtenCall] | None = None  # main-graph node -> its aten call, built on first use
         self._shown: str | None = None  # the text the rows are for
+        self._jump_when_shown: str | None = None  # Enter was pressed before the rows for this text came
         self._generation = 0  # bumped per model: a search of the previous model reports to no one
         self._timer = QTimer(self, singleShot=True, interval=150)
         self._timer.timeout.connect(self._start)
@@ -58,6 +59,7 @@ class SearchPanel(QWidget):
     def set_index(self, index: SearchIndex | None) -> None:
         self._generation += 1
         self._index = index
+        self._shown = self._jump_when_shown = None
         self._owners = None
         self._timer.stop()
         self.results.clear()
@@ -127,6 +129,9 @@ class SearchPanel(QWidget):
         more = f" (showing {n:,} of {result.total:,})" if result.truncated else ""
         self.status.setText(f"{n:,} result{'s' if n != 1 else ''}{more}")
         self.shown.emit(text or "")
+        if text is not None and self._jump_when_shown == text:
+            self._jump_when_shown = None
+            self._enter()
 
     def owner(self, hit: Hit) -> AtenCall | None:
         """The aten call a hit belongs to: the call itself, or the call holding a main-graph node."""
@@ -138,8 +143,12 @@ class SearchPanel(QWidget):
         return self._owners_of(self._index).get(first) if isinstance(first, int) else None
 
     def _enter(self) -> None:
-        if self.results.count() == 0 or self._shown != self.box.text():  # no rows yet, or rows of older text
-            self.run()
+        text = self.box.text()
+        if self._shown != text:  # the rows are of older text: jump once this text's rows come (off this thread)
+            self._timer.stop()
+            self._jump_when_shown = text
+            self._start()
+            return
         if self.results.count():
             row = max(self.results.currentRow(), 0)
             self.results.setCurrentRow(row)
