@@ -148,22 +148,23 @@ class Comparer:
 
     def compare_aten(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
         A, B = self.A, self.B
-        targets_a = {u.call.target for u in A.units if u.call is not None}
-        targets_b = {u.call.target for u in B.units if u.call is not None}
+        calls_a = [A.unit(k) for k in range(A.n_calls)]
+        calls_b = [B.unit(k) for k in range(B.n_calls)]
+        targets_a = {u.call.target for u in calls_a if u.call is not None}
+        targets_b = {u.call.target for u in calls_b if u.call is not None}
         matched_b = set(umap.values())
-        for k, unit in enumerate(A.units):
-            if unit.kind != "aten_call":
-                continue
+        families: dict[str, str] = {}
+        for k, unit in enumerate(calls_a):
             call = unit.call
             assert call is not None
-            family = aten_family(call.target)
+            family = families.get(call.target) or families.setdefault(call.target, aten_family(call.target))
             kb = umap.get(k)
             if kb is None:
                 if call.target in targets_b:
                     self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
                                     f"{call.target} calls removed"), ("call_removed", call.target), call.name)
                 continue
-            ub = B.units[kb]
+            ub = calls_b[kb]
             site = call.name
             if unit.callee is not None and ub.callee is not None:
                 if fmap.get(unit.callee) != ub.callee:
@@ -199,8 +200,8 @@ class Comparer:
                 fpb = fingerprint(bb)
             if fpa.full != fpb.full:
                 self.report_bodies("aten_call", family, site, ba, fpa, bb, fpb, (A, call), (B, ub.call))
-        for kb, unit in enumerate(B.units):
-            if unit.kind == "aten_call" and kb not in matched_b:
+        for kb, unit in enumerate(calls_b):
+            if kb not in matched_b:
                 call = unit.call
                 assert call is not None
                 if call.target in targets_a:
@@ -221,8 +222,9 @@ class Comparer:
     def compare_calls(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
         A, B = self.A, self.B
         matched_b = set(umap.values())
-        for k, u in enumerate(A.units):
-            if u.kind != "function_call" or u.callee is None:
+        for k in A.function_call_ids:
+            u = A.unit(k)
+            if u.callee is None:
                 continue
             family = A.family_of_key.get(u.callee, str(u.callee))
             kb = umap.get(k)
@@ -232,10 +234,11 @@ class Comparer:
                                     f"calls of {u.callee} removed"), ("fcall_removed", u.callee), u.label)
                 continue
             self.compare_call_attributes(family, "function", u.label, A.graph.node[u.nodes[0]],
-                                         B.graph.node[B.units[kb].nodes[0]])
+                                         B.graph.node[B.node_of(kb)])
         mapped = set(fmap.values())
-        for kb, u in enumerate(B.units):
-            if u.kind == "function_call" and u.callee is not None and kb not in matched_b and u.callee in mapped:
+        for kb in B.function_call_ids:
+            u = B.unit(kb)
+            if u.callee is not None and kb not in matched_b and u.callee in mapped:
                 family = B.family_of_key.get(u.callee, str(u.callee))
                 self.add(Change("call_added", "function", family, u.label, None, str(u.callee),
                                 f"calls of {u.callee} added"), ("fcall_added", u.callee), u.label)
@@ -243,17 +246,26 @@ class Comparer:
     def compare_nodes(self, umap: dict[int, int]) -> None:
         A, B = self.A, self.B
         matched_b = set(umap.values())
-        for k, u in enumerate(A.units):
-            if u.kind != "node":
-                continue
-            node = A.graph.node[u.nodes[0]]
-            label = op_label(node)
+        labels: dict[tuple[str, str, str], str] = {}  # one op label string per operator (a model may hold millions)
+
+        def label_of(node: onnx.NodeProto) -> str:
+            key = (node.domain, node.op_type, node.overload)
+            found = labels.get(key)
+            if found is None:
+                found = labels[key] = op_label(node)
+            return found
+
+        nodes_a, nodes_b = A.graph.node, B.graph.node
+        for k in A.node_ids():
+            i = A.node_of(k)
+            node = nodes_a[i]
+            label = label_of(node)
+            name = node.name or f"{node.op_type}#{i}"
             kb = umap.get(k)
             if kb is None:
-                self.add(Change("node_removed", "node", label, u.label, label, None, f"{label} node {u.label}",
-                                [u.label]))
+                self.add(Change("node_removed", "node", label, name, label, None, f"{label} node {name}", [name]))
                 continue
-            other = B.graph.node[B.units[kb].nodes[0]]
+            other = nodes_b[B.node_of(kb)]
             attrs_a, attrs_b = attribute_keys(node), attribute_keys(other)
             parts = []
             if attrs_a != attrs_b:
@@ -263,14 +275,16 @@ class Comparer:
                              f"{len(node.output)}->{len(other.output)} outputs")
             if parts:
                 edits = subgraph_edits(node, other, attrs_a, attrs_b)
-                self.add(Change("node_changed", "node", label, u.label, {k: v[0] for k, v in attrs_a.items()},
-                                {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [u.label],
+                self.add(Change("node_changed", "node", label, name, {k: v[0] for k, v in attrs_a.items()},
+                                {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [name],
                                 edits[:MAX_EDITS]))
-        for kb, u in enumerate(B.units):
-            if u.kind == "node" and kb not in matched_b:
-                label = op_label(B.graph.node[u.nodes[0]])
-                self.add(Change("node_added", "node", label, u.label, None, label, f"{label} node {u.label}",
-                                [u.label]))
+        for kb in B.node_ids():
+            if kb not in matched_b:
+                i = B.node_of(kb)
+                node = nodes_b[i]
+                label = label_of(node)
+                name = node.name or f"{node.op_type}#{i}"
+                self.add(Change("node_added", "node", label, name, None, label, f"{label} node {name}", [name]))
 
     def report_bodies(self, section: Section, family: str, site: str, ba: Body, fpa: Fingerprints, bb: Body,
                       fpb: Fingerprints, call_a: tuple[Side, AtenCall] | None,

@@ -141,8 +141,14 @@ class GraphComparer:
                 return None if k is None else ("init", k)
             return src if kind == "none" else None
 
+        for side, keys in ((A, umap.keys()), (B, umap.values())):
+            if not side.keeps_producers:  # graphs of plain nodes: look up only what is asked below
+                names = {v.name for v in side.graph.output}
+                for k in keys:
+                    names.update(side.unit(k).reads)
+                side.prepare_sources(names)
         for ka, kb in umap.items():
-            ua, ub = A.units[ka], B.units[kb]
+            ua, ub = A.unit(ka), B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
             if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
@@ -159,7 +165,10 @@ class GraphComparer:
                                     f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
         outs_a, outs_b = A.graph.output, B.graph.output
         for k, kb in omap.items():
-            sa = A.source(outs_a[k].name)
+            name = outs_a[k].name
+            if not umap and name and name not in A.input_pos and name not in A.init_pos:
+                continue  # produced by a unit (or from outside), and no unit is matched: nothing to compare with
+            sa = A.source(name)
             want = mapped(sa)
             if want is None:
                 continue
@@ -174,7 +183,7 @@ class GraphComparer:
         if want[0] == "init" and sb[0] == "init":
             return same_content(self.A.graph.initializer[sa[1]], self.B.graph.initializer[sb[1]])
         if want[0] == "unit" and sb[0] == "unit" and want[1] == sb[1]:
-            ua, ub = self.A.units[sa[1]], self.B.units[sb[1]]
+            ua, ub = self.A.unit(sa[1]), self.B.unit(sb[1])
             if len(ua.outputs) != len(ub.outputs):
                 return True
             return ua.kind == "aten_call" and not self.pairs.same_template(sa[1], sb[1])

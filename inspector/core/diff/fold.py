@@ -17,7 +17,7 @@ def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:
     the other, all in one direction."""
     directions: dict[Literal["a", "b"], list[tuple[Unit, Unit]]] = {"a": [], "b": []}
     for ka, kb in umap.items():
-        ua, ub = A.units[ka], B.units[kb]
+        ua, ub = A.unit(ka), B.unit(kb)
         if ua.callee is None and ub.callee is not None:
             directions["b"].append((ua, ub))
         elif ua.callee is not None and ub.callee is None:
@@ -48,8 +48,8 @@ def explained_functions(A: Side, B: Side, fold: FoldRelation | None, umap: dict[
     fold_calls: dict[FunctionKey, int] = defaultdict(int)
     pairs = umap.items() if fold.folded == "b" else ((ub, ua) for ua, ub in umap.items())
     for u_flat, u_call in pairs:
-        flat = other.units[u_flat]
-        unit = side.units[u_call]
+        flat = other.unit(u_flat)
+        unit = side.unit(u_call)
         if unit.kind == "aten_call" and unit.callee is not None and flat.kind == "aten_call" and flat.callee is None:
             fold_calls[unit.callee] += 1
     return {k for k, n in fold_calls.items()

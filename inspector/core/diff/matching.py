@@ -4,13 +4,16 @@ Matching records only pairs and counts (``MatchCount``); what differs between pa
 from __future__ import annotations
 
 import difflib
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 
+from inspector.core.body import node_reads
 from inspector.core.diff.model import MatchCount
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest
 from inspector.core.keys import FunctionKey
+from inspector.core.walk import may_have_subgraphs
 
 
 class Matcher:
@@ -52,19 +55,18 @@ class Matcher:
 
     def match_aten(self, umap: dict[int, int]) -> None:
         A, B = self.A, self.B
-        ua = [k for k, u in enumerate(A.units) if u.kind == "aten_call"]
-        ub = [k for k, u in enumerate(B.units) if u.kind == "aten_call"]
+        ua, ub = range(A.n_calls), range(B.n_calls)
         index_b: dict[tuple[str, str, str], list[int]] = defaultdict(list)
         for k in ub:
-            call = B.units[k].call
+            call = B.unit(k).call
             assert call is not None
-            index_b[(call.target, call.name, B.units[k].module)].append(k)
+            index_b[(call.target, call.name, B.unit(k).module)].append(k)
         taken: set[int] = set()
         rest_a: dict[str, list[int]] = defaultdict(list)
         for k in ua:
-            call = A.units[k].call
+            call = A.unit(k).call
             assert call is not None
-            cands = index_b.get((call.target, call.name, A.units[k].module))
+            cands = index_b.get((call.target, call.name, A.unit(k).module))
             if cands:
                 kb = cands.pop(0)
                 umap[k] = kb
@@ -74,7 +76,7 @@ class Matcher:
         rest_b: dict[str, list[int]] = defaultdict(list)
         for k in ub:
             if k not in taken:
-                call = B.units[k].call
+                call = B.unit(k).call
                 assert call is not None
                 rest_b[call.target].append(k)
         for target, left_a in rest_a.items():
@@ -83,7 +85,7 @@ class Matcher:
                 umap.update(self._align(left_a, left_b))
         n_a, n_b = len(ua), len(ub)
         matched = sum(1 for k in ua if k in umap)
-        renamed = sum(1 for k in ua if k in umap and A.units[k].label != B.units[umap[k]].label)
+        renamed = sum(1 for k in ua if k in umap and A.unit(k).label != B.unit(umap[k]).label)
         self.matched["aten_calls"] = MatchCount(matched, n_a - matched, n_b - matched, renamed)
 
     def _align(self, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
@@ -93,7 +95,7 @@ class Matcher:
             return list(zip(left_a, left_b))
 
         def key(side: Side, k: int) -> tuple[str, str]:
-            unit = side.units[k]
+            unit = side.unit(k)
             assert unit.call is not None
             return (unit.module, side.unit_fp(unit).template)
 
@@ -108,14 +110,15 @@ class Matcher:
     def match_calls(self, fmap: dict[FunctionKey, FunctionKey], umap: dict[int, int]) -> None:
         A, B = self.A, self.B
         by_callee_b: dict[FunctionKey, list[int]] = defaultdict(list)
-        for k, u in enumerate(B.units):
-            if u.kind == "function_call" and u.callee is not None:
+        for k in B.function_call_ids:
+            u = B.unit(k)
+            if u.callee is not None:
                 by_callee_b[u.callee].append(k)
-        calls_a = [k for k, u in enumerate(A.units) if u.kind == "function_call" and u.callee is not None]
-        by_name_b = {(u.callee, u.label): k for k, u in enumerate(B.units) if u.kind == "function_call"}
+        calls_a = [k for k in A.function_call_ids if A.unit(k).callee is not None]
+        by_name_b = {(B.unit(k).callee, B.unit(k).label): k for k in B.function_call_ids}
         taken: set[int] = set()
         for k in calls_a:  # the same callee and node name
-            u = A.units[k]
+            u = A.unit(k)
             assert u.callee is not None
             target = fmap.get(u.callee)
             kb = by_name_b.get((target, u.label)) if target is not None else None
@@ -125,7 +128,7 @@ class Matcher:
         n_a, matched, renamed = len(calls_a), 0, 0
         cursor: dict[FunctionKey, int] = defaultdict(int)
         for k in calls_a:  # then by position among the calls of that callee
-            u = A.units[k]
+            u = A.unit(k)
             assert u.callee is not None
             target = fmap.get(u.callee)
             if k not in umap and target is not None:
@@ -139,52 +142,58 @@ class Matcher:
                     taken.add(cands[pos])
             if k in umap:
                 matched += 1
-                renamed += B.units[umap[k]].label != u.label
-        n_b = sum(1 for u in B.units if u.kind == "function_call")
+                renamed += B.unit(umap[k]).label != u.label
+        n_b = len(B.function_call_ids)
         self.matched["function_calls"] = MatchCount(matched, n_a - matched, n_b - matched, renamed)
 
     def match_nodes(self, umap: dict[int, int]) -> None:
         A, B = self.A, self.B
-        na = [k for k, u in enumerate(A.units) if u.kind == "node"]
-        nb = [k for k, u in enumerate(B.units) if u.kind == "node"]
-        if not na or not nb:
-            self.matched["nodes"] = MatchCount(0, len(na), len(nb), 0)
+        if not A.node_count or not B.node_count:
+            self.matched["nodes"] = MatchCount(0, A.node_count, B.node_count, 0)
             return
+        na, nb = array("q", A.node_ids()), array("q", B.node_ids())
         hashes_a, hashes_b = _neighbourhood_hashes(A), _neighbourhood_hashes(B)
-        left_a, left_b = list(na), list(nb)
+        left_a, left_b = na, nb
         for rnd in (2, 1):  # most specific first
-            ca = _counts(hashes_a[rnd][A.units[k].nodes[0]] for k in left_a)
-            cb = _counts(hashes_b[rnd][B.units[k].nodes[0]] for k in left_b)
-            unique_b = {hashes_b[rnd][B.units[k].nodes[0]]: k for k in left_b
-                        if cb[hashes_b[rnd][B.units[k].nodes[0]]] == 1}
-            for k in left_a:
-                h = hashes_a[rnd][A.units[k].nodes[0]]
-                if ca[h] == 1 and h in unique_b:
+            ha = array("q", [hashes_a[rnd][A.node_of(k)] for k in left_a])
+            hb = array("q", [hashes_b[rnd][B.node_of(k)] for k in left_b])
+            # how often each hash occurs on each side; on the larger side only the hashes the smaller one has
+            if len(ha) <= len(hb):
+                ca = _counts(ha)
+                cb = _counts(x for x in hb if x in ca)
+            else:
+                cb = _counts(hb)
+                ca = _counts(x for x in ha if x in cb)
+            unique_b = {h: k for h, k in zip(hb, left_b) if cb.get(h) == 1}
+            for h, k in zip(ha, left_a):
+                if ca.get(h) == 1 and h in unique_b:
                     umap[k] = unique_b[h]
             taken = set(umap.values())
-            left_a = [k for k in left_a if k not in umap]
-            left_b = [k for k in left_b if k not in taken]
+            left_a = array("q", [k for k in left_a if k not in umap])
+            left_b = array("q", [k for k in left_b if k not in taken])
+        ops: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 
         def op(side: Side, k: int) -> tuple[str, str, str]:
-            node = side.graph.node[side.units[k].nodes[0]]
-            return (node.domain, node.op_type, node.overload)
+            node = side.graph.node[side.node_of(k)]
+            key = (node.domain, node.op_type, node.overload)
+            return ops.setdefault(key, key)  # one tuple per operator
 
-        by_name_b = {(B.graph.node[B.units[k].nodes[0]].name, op(B, k)): k for k in left_b
-                     if B.graph.node[B.units[k].nodes[0]].name}
+        by_name_b = {(B.graph.node[B.node_of(k)].name, op(B, k)): k for k in left_b
+                     if B.graph.node[B.node_of(k)].name}
         for k in left_a:
-            name = A.graph.node[A.units[k].nodes[0]].name
+            name = A.graph.node[A.node_of(k)].name
             kb = by_name_b.pop((name, op(A, k)), None) if name else None
             if kb is not None:
                 umap[k] = kb
         taken = set(umap.values())
-        left_a = [k for k in left_a if k not in umap]
-        left_b = [k for k in left_b if k not in taken]
+        left_a = array("q", [k for k in left_a if k not in umap])
+        left_b = array("q", [k for k in left_b if k not in taken])
         sm = difflib.SequenceMatcher(None, [op(A, k) for k in left_a], [op(B, k) for k in left_b], autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":
                 umap.update(zip(left_a[i1:i2], left_b[j1:j2]))
         taken = set(umap.values())
-        left_a = [k for k in left_a if k not in umap]
+        left_a = array("q", [k for k in left_a if k not in umap])
         pool: dict[tuple[str, str, str], list[int]] = defaultdict(list)
         for k in left_b:
             if k not in taken:
@@ -194,7 +203,7 @@ class Matcher:
             if cands:
                 umap[k] = cands.pop(0)
         matched = sum(1 for k in na if k in umap)
-        renamed = sum(1 for k in na if k in umap and A.units[k].label != B.units[umap[k]].label)
+        renamed = sum(1 for k in na if k in umap and A.unit(k).label != B.unit(umap[k]).label)
         self.matched["nodes"] = MatchCount(matched, len(na) - matched, len(nb) - matched, renamed)
 
     def match_initializers(self, umap: dict[int, int]) -> dict[int, int]:
@@ -205,7 +214,7 @@ class Matcher:
         if len(tmap) < min(len(inits_a), len(inits_b)):
             # by role: the same input of matched calls whose bodies share a template
             for ka, kb in umap.items():
-                ua, ub = A.units[ka], B.units[kb]
+                ua, ub = A.unit(ka), B.unit(kb)
                 if len(ua.reads) != len(ub.reads):
                     continue
                 if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
@@ -236,40 +245,62 @@ class Matcher:
         return tmap
 
 
-def _neighbourhood_hashes(side: Side, rounds: int = 2) -> list[list[int]]:
+_TAGS = ("", "in", "init", "outer")  # what a node reads when no node produces it: nothing, input, initializer, other
+_MASK = (1 << 64) - 1
+
+
+def _neighbourhood_hashes(side: Side, rounds: int = 2) -> list[array[int]]:
     """Per main-graph node: hashes of its op, domain and attribute names, refined ``rounds`` times with the
-    hashes of its producers (by input position) and consumers (as a multiset). ``[h0, h1, h2]``."""
+    hashes of its producers (by input position) and consumers (as a multiset). ``[h0, h1, h2]``.
+
+    Only equality of hashes matters (unique ones are matched), so the graph is kept in flat integer arrays (what
+    each node reads, coded; who reads each node) and the consumer multiset is a sum of mixed hashes: a million-node
+    graph costs tens of megabytes here, not a list per node."""
     nodes = side.graph.node
-    maps = side.maps
-    h = [hash((n.domain, n.op_type, n.overload, tuple(sorted(a.name for a in n.attribute)), len(n.input),
-               len(n.output))) for n in nodes]
-    producers: list[list[int | str]] = []
-    consumers: list[list[int]] = []
-    for n in nodes:
-        ps: list[int | str] = []
-        for name in n.input:
-            p = maps.producer.get(name)
+    producer = side.producers()  # held only while hashing, unless the side keeps the whole map anyway
+    input_pos, init_pos = side.input_pos, side.init_pos
+    n = len(nodes)
+    h = array("q", [hash((x.domain, x.op_type, x.overload, tuple(sorted(a.name for a in x.attribute)), len(x.input),
+                         len(x.output))) for x in nodes])
+    reads = array("q")  # per node, what each input is: a producing node (>= 0) or -1 - the index of a tag
+    start = array("q", [0]) * (n + 1)
+    consumer_of = array("q")  # edges (producer, consumer), flattened: one per name a consumer reads
+    for i, x in enumerate(nodes):
+        for name in x.input:
+            p = producer.get(name)
+            reads.append(p if p is not None else -1 if not name else -2 if name in input_pos else
+                         -3 if name in init_pos else -4)
+        start[i + 1] = len(reads)
+        for name in (node_reads(x) if may_have_subgraphs(x) else x.input):
+            p = producer.get(name) if name else None
             if p is not None:
-                ps.append(p)
-            else:
-                ps.append("" if not name else "in" if name in side.input_pos else "init" if name in side.init_pos
-                          else "outer")
-        producers.append(ps)
-        cs: list[int] = []
-        for o in n.output:
-            cs.extend(maps.consumers.get(o, ()))
-        consumers.append(cs)
+                consumer_of.append(p)
+                consumer_of.append(i)
     out = [h]
     for _ in range(rounds):
         prev = out[-1]
-        out.append([hash((prev[i], tuple(prev[p] if isinstance(p, int) else p for p in producers[i]),
-                          tuple(sorted(prev[c] for c in consumers[i])))) for i in range(len(nodes))])
+        cons = array("Q", [0]) * n
+        for e in range(0, len(consumer_of), 2):
+            p = consumer_of[e]
+            cons[p] = (cons[p] + _mix(prev[consumer_of[e + 1]])) & _MASK
+        out.append(array("q", [hash((prev[i], tuple(prev[r] if r >= 0 else _TAGS[-1 - r]
+                                                     for r in reads[start[i]:start[i + 1]]), cons[i]))
+                               for i in range(n)]))
     return out
 
 
+def _mix(x: int) -> int:
+    """A 64-bit mix (splitmix64's finaliser), so that a sum of mixed hashes stands for a multiset of hashes."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
 def _counts(items: Iterable[int]) -> dict[int, int]:
-    out: dict[int, int] = defaultdict(int)
+    out: dict[int, int] = {}
+    get = out.get
     for x in items:
-        out[x] += 1
+        out[x] = get(x, 0) + 1
     return out
 

@@ -7,6 +7,7 @@ the verdict) is presentation and lives in ``inspector.report.diff_text``. ``Chan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -77,7 +78,7 @@ class Change:
     new: Any = None
     detail: str = ""  # one readable line
     sites: list[str] = field(default_factory=list)
-    edits: list[NodeEdit] = field(default_factory=list)
+    edits: Sequence[NodeEdit] = ()  # a shared empty tuple: a diff may hold a million changes
     arguments: tuple[ArgChange, ...] = ()  # for value changes: the aten arguments whose values differ
 
     def to_json(self) -> dict[str, Any]:
