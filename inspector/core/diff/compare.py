@@ -89,7 +89,7 @@ class Comparer:
                 continue
             ba, bb = function_body(ka, fa_proto), function_body(kb, fb_proto)
             # a folded aten function: its values are labelled with the arguments of its first call
-            call_a, call_b = A.aten_call_of(ka), B.aten_call_of(kb)
+            call_a, call_b = A.links.aten_call_of(ka), B.links.aten_call_of(kb)
             self.report_bodies("function", family, str(ka), ba, fpa, bb, fpb,
                                (A, call_a) if call_a is not None else None, (B, call_b))
 
@@ -294,8 +294,8 @@ class Comparer:
         same_template = fpa.template == fpb.template
         ctx_a = ctx_b = None
         if same_template:  # value changes are labelled with the aten arguments of these calls
-            ctx_a = call_a[0].call_context(call_a[1], ba, self.cat) if call_a is not None else None
-            ctx_b = call_b[0].call_context(call_b[1], bb, self.cat) if call_b is not None else None
+            ctx_a = call_a[0].links.call_context(call_a[1], ba, self.cat) if call_a is not None else None
+            ctx_b = call_b[0].links.call_context(call_b[1], bb, self.cat) if call_b is not None else None
         cache_key = (section, fpa.full, fpb.full, ctx_a.key if ctx_a else "", ctx_b.key if ctx_b else "")
         hit = self._body_cache.get(cache_key)
         if hit is None:
@@ -327,8 +327,8 @@ class Comparer:
         nodes_a = [A.graph.node[i] for i in ua.nodes]
         slot, uses = reader(nodes_a, name)
         assert ua.call is not None and ub.call is not None
-        ctx_a = A.call_context(ua.call, A.body(ua), self.cat)
-        ctx_b = B.call_context(ub.call, B.body(ub), self.cat)
+        ctx_a = A.links.call_context(ua.call, A.body(ua), self.cat)
+        ctx_b = B.links.call_context(ub.call, B.body(ub), self.cat)
         key = (family, slot, uses, content_digest(ta), content_digest(tb), ctx_a.key if ctx_a else "",
                ctx_b.key if ctx_b else "")
         hit = self._constant_cache.get(key)

@@ -12,10 +12,8 @@ from typing import Any, Literal
 import onnx
 from onnx import TensorProto
 
-from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import (
     INPUT_KIND,
-    ORIGINAL_NODE_NAME,
     SMALL_CONSTANT_ELEMENTS,
     Body,
     GraphMaps,
@@ -25,15 +23,13 @@ from inspector.core.body import (
     group_body,
     node_reads,
 )
-from inspector.core.diff.arguments import CallContext, call_context
 from inspector.core.diff.bodies import function_form, key_of
-from inspector.core.diff.values import is_number, same_content
+from inspector.core.diff.linking import SideLinks
+from inspector.core.diff.values import same_content
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.links import Shape, value_shape
 from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
-from inspector.core.signature import call_signature
 from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
 
 # What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
@@ -75,8 +71,6 @@ class Side:
         self._producer: dict[str, int] | None = None
         self._some_producers: dict[str, int] = {}  # producers of the names given to prepare_sources
         self._asked: set[str] = set()
-        self._scopes_pos = -1
-        self._modules: dict[str, str] = {}
         self.functions = index.functions.functions
         initializers = {t.name for t in self.graph.initializer}
         self.inputs = [v for v in self.graph.input if v.name not in initializers]
@@ -97,10 +91,7 @@ class Side:
                         self.family_of_key[ov.function] = fam.label
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
-        self._bound: dict[int, list[BoundArgument]] = {}
-        self._onnx_name: dict[str, str] | None = None
-        self._aten_call_of: dict[FunctionKey, AtenCall] | None = None
-        self._value_pos: dict[str, int | tuple[int, ...]] | None = None
+        self.links = SideLinks(self)  # what the link rules read, for labelling value changes
         self._build_units()
 
     @property
@@ -159,10 +150,6 @@ class Side:
         u = self.units[k]
         return u.nodes[0] if u is not None else self._node_of_unit[k - self.n_calls]
 
-    def kind(self, k: int) -> UnitKind:
-        u = self.units[k]
-        return "node" if u is None else u.kind
-
     def node_ids(self) -> Iterator[int]:
         """The units of plain nodes (neither aten calls nor function calls), in graph order."""
         units = self.units
@@ -180,6 +167,7 @@ class Side:
         unit_of_node = self.unit_of_node
         units = self.units
         functions = self.functions
+        module_key = ModuleKeys()
         for call in self.index.provenance.calls:
             if call.scope != MAIN:
                 continue
@@ -194,7 +182,7 @@ class Side:
                 if key in functions:
                     callee = key
             uid = len(units)
-            units.append(Unit("aten_call", top, call.name, call=call, callee=callee, module=self._module_key(call)))
+            units.append(Unit("aten_call", top, call.name, call=call, callee=callee, module=module_key(call)))
             for i in top:
                 unit_of_node[i] = uid
         n_calls = self.n_calls = len(units)
@@ -245,7 +233,7 @@ class Side:
             other_reads.extend(node.input)
             if may_have_subgraphs(node):
                 other_reads.extend(captured_names(node))
-        small = self._small_constants()
+        small = small_constants(self.graph, self.input_pos)
         # values some unit other than their producer's reads
         read_outside: set[str] = {name for name in other_reads if name in producer}
         del other_reads
@@ -254,7 +242,7 @@ class Side:
             assert unit is not None
             if unit.callee is not None:
                 node = nodes[unit.nodes[0]]
-                unit.reads = self._callee_reads(node, unit.callee)
+                unit.reads = callee_reads(node, self.functions[unit.callee])
                 unit.outputs = list(node.output)
                 read_outside.update(name for name in unit.reads if name in producer)
                 continue
@@ -296,43 +284,6 @@ class Side:
         self.units.append(unit)
         return unit
 
-    def _small_constants(self) -> dict[str, TensorProto]:
-        """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants."""
-        small = {t.name: t for t in self.graph.initializer if t.name not in self.input_pos and is_small(t)}
-        if small:
-            for v in (*self.graph.input, *self.graph.value_info):
-                if v.name in small:
-                    for p in v.metadata_props:
-                        if p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
-                            del small[v.name]
-                            break
-        return small
-
-    def _module_key(self, call: AtenCall) -> str:
-        """The module chain of a call as its metadata spells it, without the call's own (FX) name. Exporters
-        write metadata keys in one order, so the position of the name scopes is looked up once."""
-        node = call.first_node
-        if node is None:
-            return ""
-        props = node.metadata_props
-        pos = self._scopes_pos
-        if 0 <= pos < len(props):
-            p = props[pos]
-            if p.key == NAME_SCOPES:
-                return self._one(cut_last(p.value, ","))
-        namespace = ""
-        for j, p in enumerate(props):
-            if p.key == NAME_SCOPES:
-                self._scopes_pos = j
-                return self._one(cut_last(p.value, ","))
-            if p.key == NAMESPACE:
-                namespace = p.value
-        return self._one(cut_last(namespace, "/")) if "/" in namespace else ""
-
-    def _one(self, module: str) -> str:
-        """One string per module chain (the calls of a module share it)."""
-        return self._modules.setdefault(module, module)
-
     def body(self, unit: Unit) -> Body:
         """The body of a flat aten call unit, as the diff compares it (constants: small non-parameter initializers;
         inputs in first-use order). Built on first use."""
@@ -349,23 +300,6 @@ class Side:
         form = function_form(body)
         form.canonical_inputs = body.canonical_inputs  # numbered by first use, as function_fp_by_use numbers
         return form
-
-    def _callee_reads(self, node: onnx.NodeProto, key: FunctionKey) -> list[str]:
-        """The call's actual inputs in the order the function body first reads the formal ones (as a group body
-        orders what it reads), so a folded call lines up with the flat group it came from."""
-        f = self.functions[key]
-        actual = {formal: (node.input[k] if k < len(node.input) else "") for k, formal in enumerate(f.input)}
-        produced = {o for n in f.node for o in n.output if o}
-        out: list[str] = []
-        seen: set[str] = set()
-        for n in f.node:
-            for name in node_reads(n):
-                if name in produced or name in seen or name not in actual:
-                    continue
-                seen.add(name)
-                out.append(actual[name])
-        out.extend(actual[formal] for formal in f.input if formal not in seen)
-        return out
 
     def function_fp(self, key: FunctionKey) -> Fingerprints:
         fp = self._function_fp.get(key)
@@ -389,69 +323,6 @@ class Side:
             else:
                 unit.fp = Fingerprints("", "")  # single nodes are compared attribute by attribute
         return unit.fp
-
-    def bound(self, call: AtenCall, catalogue: SchemaCatalogue) -> list[BoundArgument]:
-        """Non-tensor aten arguments (and numbers passed to Tensor parameters), as the specialiser uses them."""
-        got = self._bound.get(id(call))
-        if got is None:
-            sig = call_signature(call, catalogue)
-            got = [x for x in sig.bound if not x.parameter.is_tensor or is_number(x.value)]
-            self._bound[id(call)] = got
-        return got
-
-    def aten_call_of(self, key: FunctionKey) -> AtenCall | None:
-        """The first aten call of the main graph that calls function ``key`` (a folded export's call node)."""
-        if self._aten_call_of is None:
-            self._aten_call_of = {}
-            for unit in self.units[:self.n_calls]:
-                if unit is not None and unit.callee is not None and unit.call is not None:
-                    self._aten_call_of.setdefault(unit.callee, unit.call)
-        return self._aten_call_of.get(key)
-
-    def call_context(self, call: AtenCall | None, body: Body, catalogue: SchemaCatalogue) -> CallContext | None:
-        """What the link rules read for a body of ``call``: its bound arguments, and the body's inputs in the order
-        of the call's tensor arguments, typed from the graph (only the values the body touches are looked up)."""
-        if call is None:
-            return None
-        args = {x.parameter.name: x.value for x in self.bound(call, catalogue) if x.provided}
-        if not args:
-            return None
-        order = {self.onnx_name.get(n, n): k for k, n in enumerate(call.tensor_args())}
-        inputs = sorted(body.inputs, key=lambda n: order.get(n, len(order)))  # stable: the rest keep their order
-        ordered = Body(body.label, body.nodes, inputs, body.outputs, body.constants, body.node_paths,
-                       body.canonical_inputs)
-        return call_context(call.target, args, ordered, LazyShapes(self))
-
-    @property
-    def onnx_name(self) -> dict[str, str]:
-        """FX names of parameters -> their ONNX value names (as ``GraphMaps.onnx_name``), read on first use."""
-        if self._onnx_name is None:
-            self._onnx_name = {}
-            for v in (*self.graph.input, *self.graph.value_info):
-                for p in v.metadata_props:
-                    if p.key == ORIGINAL_NODE_NAME:
-                        self._onnx_name[p.value] = v.name
-        return self._onnx_name
-
-    def static_shape(self, name: str) -> Shape | None:
-        """The static shape of a value of the main graph, as ``links.graph_shapes`` reads it (the last typed
-        entry among inputs, value infos and outputs). The positions of the names are read on first use."""
-        g = self.graph
-        if self._value_pos is None:
-            self._value_pos = {}
-            for k, v in enumerate((*g.input, *g.value_info, *g.output)):
-                seen = self._value_pos.get(v.name)
-                self._value_pos[v.name] = k if seen is None else (*(seen if isinstance(seen, tuple) else (seen,)), k)
-        found = self._value_pos.get(name)
-        if found is None:
-            return None
-        n_in, n_vi = len(g.input), len(g.value_info)
-        out: Shape | None = None
-        for k in found if isinstance(found, tuple) else (found,):
-            v = g.input[k] if k < n_in else g.value_info[k - n_in] if k < n_in + n_vi else g.output[k - n_in - n_vi]
-            shape = value_shape(v)
-            out = shape if shape is not None else out
-        return out
 
     def source(self, name: str) -> tuple[Any, ...]:
         """Where a value read by a unit comes from: a unit's output, a graph input, an initializer."""
@@ -489,20 +360,66 @@ class Side:
         return f"value {src[1]}"
 
 
-class LazyShapes(dict[str, Shape]):
-    """The static shapes a link rule asks for (``BodyFlow.shapes``), looked up in the graph on first use: most
-    rules need none, and typing every value of a large graph costs more than the diff of two similar ones."""
+def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int]) -> dict[str, TensorProto]:
+    """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants."""
+    small = {t.name: t for t in graph.initializer if t.name not in input_pos and is_small(t)}
+    if small:
+        for v in (*graph.input, *graph.value_info):
+            if v.name in small:
+                for p in v.metadata_props:
+                    if p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                        del small[v.name]
+                        break
+    return small
 
-    def __init__(self, side: Side) -> None:
-        super().__init__()
-        self._side = side
-        self._looked_up: dict[str, Shape | None] = {}
 
-    def get(self, name: str, default: Any = None) -> Any:
-        if name not in self._looked_up:
-            self._looked_up[name] = self._side.static_shape(name)
-        found = self._looked_up[name]
-        return default if found is None else found
+def callee_reads(node: onnx.NodeProto, f: onnx.FunctionProto) -> list[str]:
+    """A call's actual inputs in the order the function body first reads the formal ones (as a group body orders
+    what it reads), so a folded call lines up with the flat group it came from."""
+    actual = {formal: (node.input[k] if k < len(node.input) else "") for k, formal in enumerate(f.input)}
+    produced = {o for n in f.node for o in n.output if o}
+    out: list[str] = []
+    seen: set[str] = set()
+    for n in f.node:
+        for name in node_reads(n):
+            if name in produced or name in seen or name not in actual:
+                continue
+            seen.add(name)
+            out.append(actual[name])
+    out.extend(actual[formal] for formal in f.input if formal not in seen)
+    return out
+
+
+class ModuleKeys:
+    """The module chain of a call as its metadata spells it, without the call's own (FX) name; one string per
+    chain (the calls of a module share it). Exporters write metadata keys in one order, so the position of the
+    name scopes is looked up once."""
+
+    def __init__(self) -> None:
+        self._scopes_pos = -1
+        self._modules: dict[str, str] = {}
+
+    def __call__(self, call: AtenCall) -> str:
+        node = call.first_node
+        if node is None:
+            return ""
+        props = node.metadata_props
+        pos = self._scopes_pos
+        if 0 <= pos < len(props):
+            p = props[pos]
+            if p.key == NAME_SCOPES:
+                return self._one(cut_last(p.value, ","))
+        namespace = ""
+        for j, p in enumerate(props):
+            if p.key == NAME_SCOPES:
+                self._scopes_pos = j
+                return self._one(cut_last(p.value, ","))
+            if p.key == NAMESPACE:
+                namespace = p.value
+        return self._one(cut_last(namespace, "/")) if "/" in namespace else ""
+
+    def _one(self, module: str) -> str:
+        return self._modules.setdefault(module, module)
 
 
 def is_small(t: TensorProto) -> bool:

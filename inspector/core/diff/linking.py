@@ -1,0 +1,108 @@
+"""What the link rules (``inspector.core.links``) read about one side of a diff, to name the aten arguments a
+changed value came from: each call's bound arguments, its body's inputs in the order of its tensor arguments, and
+the static shapes of the values a rule asks about (looked up on demand; most rules ask none)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
+from inspector.core.body import ORIGINAL_NODE_NAME, Body
+from inspector.core.diff.arguments import CallContext, call_context
+from inspector.core.diff.values import is_number
+from inspector.core.keys import FunctionKey
+from inspector.core.links import Shape, value_shape
+from inspector.core.provenance import AtenCall
+from inspector.core.signature import call_signature
+
+if TYPE_CHECKING:
+    from inspector.core.diff.units import Side
+
+
+class SideLinks:
+    def __init__(self, side: Side) -> None:
+        self.side = side
+        self.graph = side.graph
+        self._bound: dict[int, list[BoundArgument]] = {}
+        self._onnx_name: dict[str, str] | None = None
+        self._aten_call_of: dict[FunctionKey, AtenCall] | None = None
+        self._value_pos: dict[str, int | tuple[int, ...]] | None = None
+
+    def bound(self, call: AtenCall, catalogue: SchemaCatalogue) -> list[BoundArgument]:
+        """Non-tensor aten arguments (and numbers passed to Tensor parameters), as the specialiser uses them."""
+        got = self._bound.get(id(call))
+        if got is None:
+            sig = call_signature(call, catalogue)
+            got = [x for x in sig.bound if not x.parameter.is_tensor or is_number(x.value)]
+            self._bound[id(call)] = got
+        return got
+
+    def aten_call_of(self, key: FunctionKey) -> AtenCall | None:
+        """The first aten call of the main graph that calls function ``key`` (a folded export's call node)."""
+        if self._aten_call_of is None:
+            self._aten_call_of = {}
+            for unit in self.side.units[:self.side.n_calls]:
+                if unit is not None and unit.callee is not None and unit.call is not None:
+                    self._aten_call_of.setdefault(unit.callee, unit.call)
+        return self._aten_call_of.get(key)
+
+    def call_context(self, call: AtenCall | None, body: Body, catalogue: SchemaCatalogue) -> CallContext | None:
+        """What the link rules read for a body of ``call``: its bound arguments, and the body's inputs in the order
+        of the call's tensor arguments, typed from the graph (only the values the body touches are looked up)."""
+        if call is None:
+            return None
+        args = {x.parameter.name: x.value for x in self.bound(call, catalogue) if x.provided}
+        if not args:
+            return None
+        order = {self.onnx_name.get(n, n): k for k, n in enumerate(call.tensor_args())}
+        inputs = sorted(body.inputs, key=lambda n: order.get(n, len(order)))  # stable: the rest keep their order
+        ordered = Body(body.label, body.nodes, inputs, body.outputs, body.constants, body.node_paths,
+                       body.canonical_inputs)
+        return call_context(call.target, args, ordered, LazyShapes(self))
+
+    @property
+    def onnx_name(self) -> dict[str, str]:
+        """FX names of parameters -> their ONNX value names (as ``GraphMaps.onnx_name``), read on first use."""
+        if self._onnx_name is None:
+            self._onnx_name = {}
+            for v in (*self.graph.input, *self.graph.value_info):
+                for p in v.metadata_props:
+                    if p.key == ORIGINAL_NODE_NAME:
+                        self._onnx_name[p.value] = v.name
+        return self._onnx_name
+
+    def static_shape(self, name: str) -> Shape | None:
+        """The static shape of a value of the main graph, as ``links.graph_shapes`` reads it (the last typed
+        entry among inputs, value infos and outputs). The positions of the names are read on first use."""
+        g = self.graph
+        if self._value_pos is None:
+            self._value_pos = {}
+            for k, v in enumerate((*g.input, *g.value_info, *g.output)):
+                seen = self._value_pos.get(v.name)
+                self._value_pos[v.name] = k if seen is None else (*(seen if isinstance(seen, tuple) else (seen,)), k)
+        found = self._value_pos.get(name)
+        if found is None:
+            return None
+        n_in, n_vi = len(g.input), len(g.value_info)
+        out: Shape | None = None
+        for k in found if isinstance(found, tuple) else (found,):
+            v = g.input[k] if k < n_in else g.value_info[k - n_in] if k < n_in + n_vi else g.output[k - n_in - n_vi]
+            shape = value_shape(v)
+            out = shape if shape is not None else out
+        return out
+
+
+class LazyShapes(dict[str, Shape]):
+    """The static shapes a link rule asks for (``BodyFlow.shapes``), looked up in the graph on first use: most
+    rules need none, and typing every value of a large graph costs more than the diff of two similar ones."""
+
+    def __init__(self, side: SideLinks) -> None:
+        super().__init__()
+        self._side = side
+        self._looked_up: dict[str, Shape | None] = {}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in self._looked_up:
+            self._looked_up[name] = self._side.static_shape(name)
+        found = self._looked_up[name]
+        return default if found is None else found
