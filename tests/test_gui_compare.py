@@ -104,6 +104,10 @@ def test_renamed_copy_is_equal(qtbot, compare: CompareWindow):
     assert compare.side_a.current_scope() == MAIN == compare.side_b.current_scope()  # nothing changed: both mains
     qtbot.waitUntil(lambda: bool(compare.side_a.graph.items_by_id) and bool(compare.side_b.graph.items_by_id),
                     timeout=30000)
+    ga, gb = compare.side_a.graph, compare.side_b.graph
+    box = next(i for i, item in ga.items_by_id.items() if item.node.kind not in ("input", "output"))
+    ga.select(box)  # nothing aligned: the same box, as it is the same op or call in a renamed copy
+    assert gb.selected().id == box and gb.selected().label == ga.selected().label
 
 
 def test_compare_with_from_the_main_window(qtbot, tmp_path: Path):

@@ -126,6 +126,7 @@ class TwinGraphs(QSplitter):
             side.panel.show_scope(scope)
 
     def partner(self, node_id: str, from_a: bool) -> str | None:
+        """The aligned box on the other side; with nothing aligned, the box of the same id."""
         if self.pairing is None:
             return node_id
         return self.pairing.partner(node_id, from_a)
@@ -137,6 +138,8 @@ class TwinGraphs(QSplitter):
         target = self.partner(node.id, from_a)
         graph = other.panel.graph
         current = graph.selected()
+        if self.pairing is None and target in graph.items_by_id and graph.items_by_id[target].node.label != node.label:
+            target = None  # nothing aligned (two main graphs): a box pairs with the same box only if it is the same op
         if target is None or target not in graph.items_by_id:
             if current is not None:
                 graph.scene().clearSelection()
