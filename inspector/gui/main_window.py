@@ -31,6 +31,7 @@ from inspector.core.loader import load_model
 from inspector.core.provenance import AtenCall
 from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
+from inspector.core.torchlib_catalogue import torchlib_version
 from inspector.core.values import graph_value_types
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
@@ -382,6 +383,7 @@ def _open_for_display(path: Path) -> Opened:
     index = build_index(load_model(path, pieces=True))  # a large file in pieces: the GUI thread runs meanwhile
     index.parameters()
     totals = module_totals(index.provenance.module_root)
+    torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection
     tree = FamilyTree(index)
     search = SearchIndex(index)
     search.build()
