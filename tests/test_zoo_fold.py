@@ -379,3 +379,59 @@ def test_folded_model_reads_as_its_aten_families(name: str, folded_dir: Path):
         if f["onnx_nodes"] > 0:
             emitted[f["target"]] = emitted.get(f["target"], 0) + 1
     assert {a["target"]: a["calls"] for a in data["aten_targets"]} == emitted
+
+
+# ------------------------------------------------------------------------------------------------
+# torch.cond: calls inside the If branches fold there too (inside_subgraphs; off by default, see fold_model)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_cond_folds_inside_its_if_branches():
+    """With inside_subgraphs, every aten call of the cond export is folded, the branch ones inside their branch:
+    the result passes the full checker and runs bit for bit like the export; each branch holds exactly the calls
+    torch's branch graph made (then_branch = true_graph_0, else_branch = false_graph_0, by the truth file), each
+    calls a function of its own target, and every input named after an aten parameter receives the value torch
+    bound to it (read with plain onnx: the producer's fx_node, or a parameter's original_node_name)."""
+    index = open_index(ZOO / "cond.onnx")
+    model, report = fold_model(index, inside_subgraphs=True)
+    t = truth("cond")
+    emitting = [f for f in t["fx_nodes"] if f["onnx_nodes"] > 0]
+    assert report.calls_folded == sum(f["target"].startswith("aten::") for f in emitting) == 11
+    assert [(fx, reason) for fx, _target, reason in report.left_flat] == [("cond", "not an aten op")]
+    assert fold_model(index)[1].calls_folded == 4  # the default leaves the branch calls flat
+    onnx.checker.check_model(model, full_check=True)
+    inputs = feeds("cond")
+    for w, g in zip(run(onnx.load(str(ZOO / "cond.onnx")), inputs), run(model, inputs), strict=True):
+        assert w.dtype == g.dtype and w.shape == g.shape
+        np.testing.assert_array_equal(w, g)
+
+    functions = {(f.domain, f.name, f.overload): f for f in model.functions}
+    (holder,) = [n for n in model.graph.node if n.op_type == "If"]
+    branches = {a.name: a.g for a in holder.attribute if a.type == onnx.AttributeProto.GRAPH}
+    producer_fx: dict[str, str] = {}
+    for g in (model.graph, *branches.values()):
+        for node in g.node:
+            fx = fx_of(node)
+            if fx is not None:
+                producer_fx.update((o, fx[0]) for o in node.output)
+    for v in (*model.graph.input, *model.graph.value_info):
+        producer_fx.update((v.name, p.value) for p in v.metadata_props if p.key == ORIGINAL_NODE_NAME)
+    bound = 0
+    for attr, fx_graph in (("then_branch", "true_graph_0"), ("else_branch", "false_graph_0")):
+        nodes = branches[attr].node
+        assert all(n.domain == "pkg.torch.aten" for n in nodes)
+        want = sorted((f["name"], f["target"]) for f in emitting if f["graph"] == fx_graph)
+        made = [fx_of(n) for n in nodes]
+        assert sorted(fx for fx in made if fx is not None) == want
+        args = {f["name"]: f["args"] for f in emitting if f["graph"] == fx_graph}
+        for node in nodes:
+            fx = fx_of(node)
+            assert fx is not None
+            f = functions[(node.domain, node.op_type, node.overload)]
+            assert f.doc_string.startswith(fx[1] + "(")
+            for formal, actual in zip(f.input, node.input, strict=True):
+                torch_arg = args[fx[0]].get(formal)
+                if isinstance(torch_arg, dict) and "node" in torch_arg:
+                    assert producer_fx.get(actual) == torch_arg["node"], (node.name, formal, actual)
+                    bound += 1
+    assert bound == 13  # linear 3 + relu 1 + mul 1 | layer_norm 3 + linear 3 + tanh 1 + sub 1

@@ -25,7 +25,7 @@ import onnx
 from onnx import AttributeProto, helper
 
 from inspector.core.aten_schema import BoundArgument, Parameter
-from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body
+from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body, node_reads
 from inspector.core.bodykey import group_shape
 from inspector.core.fingerprint import fingerprint
 from inspector.core.fx import FxNode, Symbol, TensorRef
@@ -34,7 +34,7 @@ from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.literals import Literal, body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import CallSignature, SignatureForm, SignatureForms, call_signature
-from inspector.core.walk import subgraphs
+from inspector.core.walk import NodePath, resolve_path, subgraphs
 
 DEFAULT_DOMAIN = "pkg.torch.aten"
 USER_INPUT = "USER_INPUT"
@@ -63,6 +63,7 @@ class _Planned:
     outputs: list[str]  # what this call's group makes that is read outside it
     roles: list[int | None]  # per read: the tensor argument it is, by position in ``arg_names``
     form: _Form
+    maps: GraphMaps  # of the graph holding the group: the main graph, or a branch or loop body of one of its nodes
 
 
 @dataclass(slots=True)
@@ -116,29 +117,35 @@ class _Class:
         return ",".join(f"{p}:{r}" for p, r in sorted(self.roles.items()))
 
 
-def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN) -> tuple[onnx.ModelProto, FoldReport]:
-    """A new model in which every foldable aten call is a call of a local function."""
+def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN,
+               inside_subgraphs: bool = False) -> tuple[onnx.ModelProto, FoldReport]:
+    """A new model in which every foldable aten call is a call of a local function.
+
+    With ``inside_subgraphs``, calls whose nodes all sit in one branch or loop body of a main-graph node (the
+    If branches of torch.cond) are folded there too. Off by default: ``diff`` and the index read function calls
+    of the main graph only, so they would not recognise the fold of such a call.
+    """
     with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _fold(index, domain)
+        return _fold(index, domain, inside_subgraphs)
 
 
-def _fold(index: ModelIndex, domain: str) -> tuple[onnx.ModelProto, FoldReport]:
+def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool) -> tuple[onnx.ModelProto, FoldReport]:
     proto = index.proto
     graph = proto.graph
     if any(k.domain == domain for k in index.functions.functions):
         raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
     maps = GraphMaps(graph)
-    planner = _Planner(index, maps)
+    planner = _Planner(index, maps, inside_subgraphs)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[_Planned] = []
-    claimed: set[int] = set()
+    claimed: dict[NodePath, set[int]] = {(): set()}  # node indices taken by a group, per graph (by node path)
     for call in index.provenance.calls:
         plan = planner.plan(call, claimed)
         if isinstance(plan, str):
             report.left_flat.append((call.name, call.target, plan))
         else:
             planned.append(plan)
-            claimed.update(plan.indices)
+            claimed.setdefault(plan.maps.prefix, set()).update(plan.indices)
 
     classes = _classes(planned)
     _name_overloads(classes, domain)
@@ -146,20 +153,29 @@ def _fold(index: ModelIndex, domain: str) -> tuple[onnx.ModelProto, FoldReport]:
     # the call replaces its group at the group's last node; per entry of the new graph: reads, outputs, and the
     # original node index or the call to make (nodes are made once, in the folded graph, in their final order)
     call_at: dict[int, tuple[FunctionKey, _Planned, list[int]]] = {}
+    inner: dict[NodePath, dict[int, tuple[FunctionKey, _Planned, list[int]]]] = {}  # calls in branch/loop bodies
     opsets = list(proto.opset_import)
     for cls in classes:
         assert cls.key is not None
         order = cls.order()
-        functions.append(_make_function(cls.key, cls, order, opsets, maps))
+        functions.append(_make_function(cls.key, cls, order, opsets))
         for plan in cls.plans:
-            call_at[plan.indices[-1]] = (cls.key, plan, order)
-    entries: list[tuple[list[str], list[str], int | tuple[FunctionKey, _Planned, list[int]]]] = []
+            where = call_at if not plan.maps.prefix else inner.setdefault(plan.maps.prefix, {})
+            where[plan.indices[-1]] = (cls.key, plan, order)
+    holders: dict[int, list[NodePath]] = {}  # main-graph node -> its subgraphs in which calls were folded
+    for prefix in inner:
+        holders.setdefault(int(prefix[0]), []).append(prefix)
+    main_claimed = claimed[()]
+    entries: list[tuple[list[str], list[str], int | onnx.NodeProto | tuple[FunctionKey, _Planned, list[int]]]] = []
     for i in range(len(graph.node)):
         made = call_at.get(i)
         if made is not None:
             _key, plan, order = made
             entries.append(([plan.reads[p] for p in order], plan.outputs, made))
-        elif i not in claimed:
+        elif i in holders:
+            holder = _fold_subgraphs(graph.node[i], holders[i], inner, claimed, planner)
+            entries.append((node_reads(holder), maps.outputs[i], holder))
+        elif i not in main_claimed:
             entries.append((maps.reads(i), maps.outputs[i], i))
     ordered = _topological([(r, o) for r, o, _e in entries], {v.name for v in graph.input} | set(maps.initializers))
     # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
@@ -173,9 +189,11 @@ def _fold(index: ModelIndex, domain: str) -> tuple[onnx.ModelProto, FoldReport]:
         reads, _outs, what = entries[k]
         if isinstance(what, int):
             nodes.append(graph.node[what])
+        elif isinstance(what, onnx.NodeProto):
+            nodes.append(what)
         else:
             _make_call(nodes.add(), what[0], what[1], reads)
-            report.calls_folded += 1
+    report.calls_folded = len(planned)
     folded.graph.value_info.extend(v for v in graph.value_info if v.name in used)
     folded.graph.initializer.extend(t for t in graph.initializer if t.name not in moved or t.name in still_read)
     folded.functions.extend(functions)
@@ -214,23 +232,83 @@ def _copy_field(target: Any, desc: Any, value: Any) -> None:
         setattr(target, desc.name, value)
 
 
+def _fold_subgraphs(node: onnx.NodeProto, prefixes: list[NodePath],
+                    inner: dict[NodePath, dict[int, tuple[FunctionKey, _Planned, list[int]]]],
+                    claimed: dict[NodePath, set[int]], planner: _Planner) -> onnx.NodeProto:
+    """A copy of ``node`` (an If, Loop or Scan) whose subgraphs at ``prefixes`` have their folded calls in place
+    of their groups; what else the subgraph holds and declares is kept, value infos of values that are gone are
+    dropped."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    for prefix in prefixes:
+        sub = planner.maps_at(prefix)
+        graph = next((g for s, g in subgraphs(copy) if s == prefix[1]), None)
+        if sub is None or graph is None:
+            continue
+        calls, taken = inner[prefix], claimed.get(prefix, set())
+        entries: list[tuple[list[str], list[str], onnx.NodeProto]] = []
+        for j in range(len(sub.inputs)):
+            made = calls.get(j)
+            if made is not None:
+                key, plan, order = made
+                call = onnx.NodeProto()
+                reads = [plan.reads[p] for p in order]
+                _make_call(call, key, plan, reads)
+                entries.append((reads, plan.outputs, call))
+            elif j not in taken:
+                entries.append((sub.reads(j), sub.outputs[j], sub.graph.node[j]))
+        made_here = {o for _r, outs, _n in entries for o in outs}
+        outer = {r for reads, _o, _n in entries for r in reads} - made_here
+        ordered = _topological([(r, o) for r, o, _n in entries], outer)
+        used = made_here | outer | {v.name for v in graph.output}
+        keep_vi = [v for v in graph.value_info if v.name in used]
+        new_nodes = [entries[k][2] for k in ordered]
+        del graph.node[:]
+        graph.node.extend(new_nodes)
+        del graph.value_info[:]
+        graph.value_info.extend(keep_vi)
+    return copy
+
+
 class _Planner:
     """Plans the fold of each call. Work that depends only on the body (``group_body``, its fingerprint) is done
     once per distinct group key (``core/bodykey.py``), and work that depends only on the FX arguments' form (the
     schema binding, the call's attributes) once per form (``SignatureForms``); each call binds its own names."""
 
-    def __init__(self, index: ModelIndex, maps: GraphMaps) -> None:
+    def __init__(self, index: ModelIndex, maps: GraphMaps, inside_subgraphs: bool = False) -> None:
         self.maps = maps
+        self.inside_subgraphs = inside_subgraphs
         self.evidence = _Evidence(index, maps)
         self.signatures = SignatureForms()
         self.bodies: dict[Hashable, tuple[Body, str]] = {}
         self.forms: dict[int, _Form] = {}  # by id of the SignatureForm (kept alive by ``signatures``)
+        self.inner: dict[NodePath, GraphMaps | None] = {}
 
-    def plan(self, call: AtenCall, claimed: set[int]) -> _Planned | str:
+    def maps_at(self, prefix: NodePath) -> GraphMaps | None:
+        """Maps of the branch or loop body ``prefix`` = (main-graph node, attribute); None if there is none."""
+        if prefix not in self.inner:
+            index, attr = prefix
+            graph = None
+            if isinstance(index, int) and index < len(self.maps.inputs):
+                graph = next((g for s, g in subgraphs(self.maps.graph.node[index]) if s == attr), None)
+            self.inner[prefix] = GraphMaps(graph, self.maps, prefix) if graph is not None else None
+        return self.inner[prefix]
+
+    def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]]) -> _Planned | str:
         """The call's plan, or why it stays flat."""
-        reason = _why_not(call, claimed)
-        if reason is not None:
-            return reason
+        reason = _why_not(call, claimed[()])
+        maps: GraphMaps | None = self.maps
+        if reason == _IN_SUBGRAPH and self.inside_subgraphs:
+            prefixes = {p[:-1] for p in call.node_paths}
+            prefix = prefixes.pop() if len(prefixes) == 1 else None
+            maps = self.maps_at(prefix) if prefix is not None and len(prefix) == 2 else None
+            if prefix is None or maps is None:
+                return reason
+            if any(p[-1] in claimed.get(prefix, ()) for p in call.node_paths):
+                return "nodes shared with another call"
+            reason = None
+        if reason is not None or maps is None:
+            return reason or _IN_SUBGRAPH
         shared = self.signatures.form(call)
         if shared is not None:
             sig_form, names = shared
@@ -246,24 +324,24 @@ class _Planner:
                 return "fx_node metadata unreadable"
             form = _form(call_signature(call), fx, shared=False)
             args = form.args
-        shape = group_shape(call, self.maps)
+        shape = group_shape(call, maps) if maps is self.maps else None
         if shape is not None:
             known = self.bodies.get(shape.key)
             if known is None:
-                body = group_body(call, self.maps)
+                body = group_body(call, maps)
                 known = self.bodies[shape.key] = (body, fingerprint(body).full)
             body, fp = known
             indices, reads, outputs = shape.indices, shape.reads, shape.outputs
         else:
-            body = group_body(call, self.maps)
+            body = group_body(call, maps)
             fp = fingerprint(body).full
-            indices = [int(p[0]) for p in body.node_paths]
+            indices = [int(p[-1]) for p in body.node_paths]
             reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
             outputs = body.outputs
-        reason = _cycle_reason(indices, self.maps) or (None if outputs else "no output is used")
+        reason = _cycle_reason(indices, maps) or (None if outputs else "no output is used")
         if reason is not None:
             return reason
-        return _Planned(call, body, fp, indices, reads, outputs, self.evidence.roles(reads, args), form)
+        return _Planned(call, body, fp, indices, reads, outputs, self.evidence.roles(reads, args), form, maps)
 
 
 class _Evidence:
@@ -278,9 +356,15 @@ class _Evidence:
                 continue
             for p in call.node_paths:
                 if len(p) == 1 and isinstance(p[0], int):
-                    for out in maps.outputs[p[0]]:
-                        if out:
-                            self.fx_of.setdefault(out, set()).add(call.name)
+                    outs = maps.outputs[p[0]]
+                else:  # in a branch or loop body (value names are unique across the model's graphs)
+                    try:
+                        outs = list(resolve_path(maps.graph.node, p).output)
+                    except KeyError:
+                        continue
+                for out in outs:
+                    if out:
+                        self.fx_of.setdefault(out, set()).add(call.name)
         graph = maps.graph
         for v in (*graph.input, *graph.value_info):
             for prop in v.metadata_props:
@@ -357,6 +441,9 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_IN_SUBGRAPH = "nodes inside a subgraph"  # folded when they all sit in one branch or loop body of a main-graph node
+
+
 def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
     """Why the call cannot be folded, before its FX arguments are read."""
     if call.scope != MAIN:
@@ -364,7 +451,7 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
     if not call.target.startswith("aten::"):
         return "not an aten op"
     if any(len(p) != 1 for p in call.node_paths):
-        return "nodes inside a subgraph"
+        return _IN_SUBGRAPH
     if any(p[0] in claimed for p in call.node_paths):
         return "nodes shared with another call"
     return None
@@ -436,11 +523,11 @@ def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str
     return names
 
 
-def _make_function(key: FunctionKey, cls: _Class, order: list[int], opsets: list[onnx.OperatorSetIdProto],
-                   maps: GraphMaps) -> onnx.FunctionProto:
+def _make_function(key: FunctionKey, cls: _Class, order: list[int],
+                   opsets: list[onnx.OperatorSetIdProto]) -> onnx.FunctionProto:
     plan = cls.plans[0]
     # the first call's own body (the shared one may come from a call of another target with the same body)
-    body = group_body(plan.call, maps)
+    body = group_body(plan.call, plan.maps)
     internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
     formals = _formal_names(cls, order, internal)
     rename = {plan.reads[p]: formals[k] for k, p in enumerate(order)}
