@@ -187,6 +187,10 @@ class GraphPanel(QWidget):
         if show_main:
             self.open_view(View(MAIN))
 
+    def drop_pending(self) -> None:
+        """Forget the layouts still being made (another model is being opened): they are never shown."""
+        self._token += 1
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         alone = len(self.window().findChildren(GraphPanel)) == 1
