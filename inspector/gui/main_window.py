@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
         """Load and index ``path`` on a worker thread; the window stays responsive meanwhile."""
         p = Path(path)
         self.statusBar().showMessage(f"Opening {p.name}…")
+        self.center.drop_pending()  # a graph of the previous model still being laid out is not shown any more
         self.progress.show()
         self.jobs.run(lambda: _open_for_display(p), self._loaded, lambda reason: self._failed(p, reason))
 
