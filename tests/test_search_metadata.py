@@ -108,6 +108,13 @@ def test_exact_metadata_values_come_first_and_name_their_key():
     fx = [h for h in search(index, "unsqueeze_14").hits if h.kind == "metadata"]
     assert fx and {h.key for h in fx} == {"pkg.torch.onnx.fx_node"}
     assert all("unsqueeze_14" in h.text for h in fx)
+    # a whole fx_node text is an exact match on each node that carries it
+    model = onnx.load(ZOO / "llama_gqa.onnx")
+    text = next(e.value for e in model.graph.node[17].metadata_props if e.key == "pkg.torch.onnx.fx_node")
+    carriers = [i for i, n in enumerate(model.graph.node)
+                if any(e.key == "pkg.torch.onnx.fx_node" and e.value == text for e in n.metadata_props)]
+    exact = [h for h in search(index, text.upper()).hits if h.exact]
+    assert [(h.kind, h.path) for h in exact] == [("metadata", (i,)) for i in carriers] and carriers
 
 
 def test_each_hit_says_where_it_matched():
@@ -191,3 +198,4 @@ def test_joined_texts_match_each_item_once_and_never_across_items():
     for q in ("ab", "b", "a", "x", "xab", "a\0b", "\0", "ab\0c", "c", "zz", "bcab"):
         assert joined.matching(q) == [k for k, item in enumerate(items) if q in item], q
     assert _Joined([]).matching("a") == []
+    assert [joined.item(k) for k in range(len(items))] == items

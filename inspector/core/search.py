@@ -223,8 +223,7 @@ class SearchIndex:
                     sig = sig_ids[ids] = len(meta.sigs)
                     meta.sigs.append(ids)
                 node_sig.append(sig)
-        meta.fx_cf = [call.fx_text.casefold() for call in self.index.provenance.calls]
-        meta.fx = _Joined(meta.fx_cf)
+        meta.fx = _Joined([call.fx_text.casefold() for call in self.index.provenance.calls])
         return meta
 
     def _call_nodes(self, call: AtenCall) -> list[int]:
@@ -288,7 +287,7 @@ class SearchIndex:
                 kind: HitKind = "stack_trace" if texts[j][0] == STACK_TRACE else "metadata"
                 out.append((kind, i, j, texts[j][2] == q))
             else:
-                out.append(("metadata", i, j, meta.fx_cf[-1 - j] == q))
+                out.append(("metadata", i, j, meta.fx.item(-1 - j) == q))
         return out
 
     # --- searching ----------------------------------------------------------------------------------------------
@@ -381,8 +380,7 @@ class _Metadata:
     texts: list[tuple[str, str, str]] = field(default_factory=list)  # (key, value, value casefolded)
     sigs: list[tuple[int, ...]] = field(default_factory=list)  # distinct sets of text ids that nodes carry
     node_sig: list[int] = field(default_factory=list)  # per node number: its sig, or -1
-    fx_cf: list[str] = field(default_factory=list)  # per aten call: its fx_node text, casefolded
-    fx: _Joined = field(default_factory=lambda: _Joined([]))  # the same, searched at once
+    fx: _Joined = field(default_factory=lambda: _Joined([]))  # per aten call: its fx_node text, casefolded
     numbers: dict[int, dict[NodePath, int]] = field(default_factory=dict)  # per nested scope: path -> number
     scope_of: dict[GraphScope, int] = field(default_factory=dict)  # scope -> its index in SearchIndex._scopes
 
@@ -397,6 +395,9 @@ class _Joined:
         self.text = "\0".join(items)
         # starts[k]: where item k begins; starts[len(items)] is one past the end (len(text) + 1)
         self.starts = list(map(operator.add, itertools.accumulate(map(len, items), initial=0), range(len(items) + 1)))
+
+    def item(self, k: int) -> str:
+        return self.text[self.starts[k]: self.starts[k + 1] - 1]
 
     def matching(self, q: str) -> list[int]:
         """The indices of the items that contain ``q``, ascending, each once."""
