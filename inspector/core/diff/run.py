@@ -15,8 +15,10 @@ from inspector.core.index import ModelIndex, open_index, paused_gc
 
 
 def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str]) -> ModelDiff:
-    """Open, index and diff two model files."""
-    return diff_models(open_index(path_a), open_index(path_b))
+    """Open, index and diff two model files (with the cyclic GC paused throughout: between the two indexes and the
+    diff it would rescan every object of the first index, and none of them is garbage)."""
+    with paused_gc():
+        return diff_models(open_index(path_a), open_index(path_b))
 
 
 def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None) -> ModelDiff:
