@@ -21,6 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import chain
 
+import onnx
 from onnx import AttributeProto
 
 from inspector.core.body import GraphMaps, is_small_constant
@@ -54,8 +55,10 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
         if len(p) != 1 or not isinstance(p[0], int):
             return None
         top.append(p[0])
-    top.sort()
     captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
+    if len(top) == 1 and len(all_inputs[top[0]]) <= 8:  # list membership below stays cheap
+        return None if top[0] in captured else _one_node(call, top[0], maps)
+    top.sort()
     if any(i in captured for i in top):
         return None
     # inputs and outputs as GraphMaps read them: reading a repeated field builds Python strings every time
@@ -80,19 +83,8 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
                 candidates.append(name)
             inputs.append(name)
     if candidates:
-        constants = candidates
-        # tensor arguments are among the %references of the FX text; parse it only if a candidate is one of them
-        refs = {maps.onnx_name.get(r, r) for r in FX_REF.findall(call.fx_text)}
-        if any(c in refs for c in candidates):
-            tensor_args = set(maps.tensor_args(call))
-            constants = [c for c in candidates if c not in tensor_args]
-        if constants:
-            baked = set(constants)
-            inputs = [x for x in inputs if x not in baked]
-    # fingerprint's numbering: inputs, then constants, then outputs as they are made, others by first use
-    names: dict[str, str] = {name: f"in{k}" for k, name in enumerate(inputs)}
-    for k, name in enumerate(constants):
-        names[name] = f"c{k}"
+        inputs, constants = _baked(call, inputs, candidates, maps)
+    names = _numbered(inputs, constants)
 
     def ref(name: str) -> str:
         if not name:
@@ -106,16 +98,8 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     graph_nodes = maps.graph.node
     for i, (ins, outs) in zip(top, io):
         read = tuple(ref(x) for x in ins)  # before this node's outputs are numbered, as fingerprint does
-        made = []
-        for x in outs:
-            if x:
-                names[x] = made_ref = f"v{counter}"
-                counter += 1
-                made.append(made_ref)
-            else:
-                made.append("_")
-        n = graph_nodes[i]
-        tokens.append((n.domain, n.op_type, n.overload, read, tuple(made), tuple(map(_serialized, n.attribute))))
+        token, counter = _node_token(graph_nodes[i], read, outs, names, counter)
+        tokens.append(token)
     # read outside the group: read more often in the graph than by the group's own nodes
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     if len(io) == 1:
@@ -127,3 +111,80 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
                    if x and (x in graph_outputs or read_count[x] > inside[x])]
     key = tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
     return GroupShape(key, top, inputs, constants, outputs)
+
+
+def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
+           maps: GraphMaps) -> tuple[list[str], list[str]]:
+    """(inputs, constants): the small-initializer candidates are constants unless they are tensor arguments."""
+    constants = candidates
+    # tensor arguments are among the %references of the FX text; parse it only if a candidate is one of them
+    refs = {maps.onnx_name.get(r, r) for r in FX_REF.findall(call.fx_text)}
+    if any(c in refs for c in candidates):
+        tensor_args = set(maps.tensor_args(call))
+        constants = [c for c in candidates if c not in tensor_args]
+    if constants:
+        baked = set(constants)
+        inputs = [x for x in inputs if x not in baked]
+    return inputs, constants
+
+
+def _numbered(inputs: list[str], constants: list[str]) -> dict[str, str]:
+    """fingerprint's numbering: inputs, then constants (then outputs as they are made, others by first use)."""
+    names = {name: f"in{k}" for k, name in enumerate(inputs)}
+    for k, name in enumerate(constants):
+        names[name] = f"c{k}"
+    return names
+
+
+def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], names: dict[str, str],
+                counter: int) -> tuple[Hashable, int]:
+    """A node's part of the key; its outputs are numbered ``v<counter>``… (after its reads, as fingerprint does)."""
+    made = []
+    for x in outs:
+        if x:
+            names[x] = made_ref = f"v{counter}"
+            counter += 1
+            made.append(made_ref)
+        else:
+            made.append("_")
+    attrs = tuple(map(_serialized, node.attribute))
+    return (node.domain, node.op_type, node.overload, read, tuple(made), attrs), counter
+
+
+def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> GroupShape:
+    """``group_shape`` of a group of one node (most aten calls): the same steps, without what only several nodes
+    need."""
+    ins, outs = maps.inputs[i], maps.outputs[i]
+    inputs: list[str] = []
+    candidates: list[str] = []
+    initializers, parameters = maps.initializers, maps.parameters
+    for name in ins:
+        if not name or name in outs or name in inputs:
+            continue
+        init = initializers.get(name)
+        if init is not None and name not in parameters and is_small_constant(init):
+            candidates.append(name)
+        inputs.append(name)
+    constants: list[str] = []
+    if candidates:
+        inputs, constants = _baked(call, inputs, candidates, maps)
+    names = _numbered(inputs, constants)
+    read = []
+    for x in ins:
+        if not x:
+            read.append("_")
+            continue
+        r = names.get(x)
+        if r is None:
+            r = names[x] = f"x{len(names)}"
+        read.append(r)
+    token, _counter = _node_token(maps.graph.node[i], tuple(read), outs, names, 0)
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    outputs = [x for x in outs if x and (x in graph_outputs or read_count[x] > ins.count(x))]
+    out_refs = []
+    for x in outputs:
+        r = names.get(x)
+        if r is None:
+            r = names[x] = f"x{len(names)}"
+        out_refs.append(r)
+    return GroupShape((tuple(constants), (token,), tuple(out_refs)), [i], inputs, constants, outputs)
