@@ -11,7 +11,6 @@ path is in both and equal. A pair that cannot be read is a row with its error.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,6 @@ from inspector.core.diff import diff_files
 from inspector.core.dir_diff import MAX_JOBS, diff_dirs, is_dir_pair
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output, write_atomic
-from inspector.core.index import paused_gc
 from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES, diff_chunks
 from inspector.report.diff_text import verdict
 from inspector.report.dir_diff import dir_diff_verdict, render_dir_diff
@@ -51,21 +49,15 @@ def main(argv: Sequence[str]) -> int:
         dd = diff_dirs(args.a, args.b, jobs=args.jobs)
         _write(render_dir_diff(dd, fmt), args.output, dir_diff_verdict(dd))
         return 0 if dd.equal else 1
-    # The indexes and the diff are millions of objects without cycles: frozen, no collection rescans them.
-    with paused_gc():
-        d = diff_files(args.a, args.b)
-        gc.freeze()
-    try:
-        chunks = diff_chunks(d, fmt)
-        if args.output:
-            write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)
-            sys.stdout.write(f"{verdict(d)}; wrote {args.output}\n")
-        else:
-            for chunk in chunks:
-                sys.stdout.write(chunk)
-        return 0 if d.equal else 1
-    finally:
-        gc.unfreeze()
+    d = diff_files(args.a, args.b)
+    chunks = diff_chunks(d, fmt)
+    if args.output:
+        write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)
+        sys.stdout.write(f"{verdict(d)}; wrote {args.output}\n")
+    else:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+    return 0 if d.equal else 1
 
 
 def _write(text: str, output: str | None, verdict_line: str) -> None:
