@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,27 @@ def test_module_rows_count_the_nodes_torch_says_each_module_emitted(name: str, q
         emitted = sum(n["onnx_nodes"] for n in truth["fx_nodes"] if n["graph"] == "" and path in n["module_stack"])
         assert shown.get(path, "0") == str(emitted), path
     assert len(shown) > 10
+
+
+def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> None:
+    """A job's QObject must go when it reports, on the GUI thread: left in a reference cycle, it was freed by
+    whichever thread's allocation set off a collection, a worker's too (a segfault while a model loaded)."""
+    import gc
+    import weakref
+
+    from PySide6.QtCore import QThreadPool
+
+    from inspector.gui.worker import Jobs
+
+    results: list[int] = []
+    gc.disable()
+    try:
+        jobs = Jobs()
+        job = jobs.run(lambda: 42, results.append)
+        signals = weakref.ref(job.signals.qt)
+        del job
+        QThreadPool.globalInstance().waitForDone(10000)
+        qtbot.waitUntil(lambda: results == [42], timeout=5000)
+        assert not jobs and signals() is None
+    finally:
+        gc.enable()

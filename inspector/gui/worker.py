@@ -98,16 +98,24 @@ class Jobs:
         if sys.getswitchinterval() > GIL_SWITCH_S:
             sys.setswitchinterval(GIL_SWITCH_S)  # once workers run beside the GUI thread
         job = Job(fn)
+        # the callbacks reach the job through this list, emptied when it reports: no reference cycle is left
+        # through the job's signals, so the job and its QObject are freed at once on the GUI thread, never by a
+        # garbage collection that happens to run on a worker thread (a segfault)
+        holder = [job]
 
         def finished(result: T) -> None:
-            self._running.remove(job)
-            if not job.cancelled:
-                done(result)
+            if holder:
+                ended = holder.pop()
+                self._running.remove(ended)
+                if not ended.cancelled:
+                    done(result)
 
         def fail(reason: str) -> None:
-            self._running.remove(job)
-            if failed is not None and not job.cancelled:
-                failed(reason)
+            if holder:
+                ended = holder.pop()
+                self._running.remove(ended)
+                if failed is not None and not ended.cancelled:
+                    failed(reason)
 
         job.signals.finished.connect(finished)
         job.signals.failed.connect(fail)
