@@ -4,7 +4,10 @@ the static shapes of the values a rule asks about (looked up on demand; most rul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import onnx
 
 from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
 from inspector.core.body import ORIGINAL_NODE_NAME, Body
@@ -16,13 +19,14 @@ from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 
 if TYPE_CHECKING:
-    from inspector.core.diff.units import Side
+    from inspector.core.diff.units import Unit
 
 
 class SideLinks:
-    def __init__(self, side: Side) -> None:
-        self.side = side
-        self.graph = side.graph
+    def __init__(self, graph: onnx.GraphProto, aten_units: Sequence[Unit | None]) -> None:
+        # (no reference to the Side: a cycle would keep its units alive until the cyclic GC runs)
+        self.graph = graph
+        self._aten_units = aten_units
         self._bound: dict[int, list[BoundArgument]] = {}
         self._onnx_name: dict[str, str] | None = None
         self._aten_call_of: dict[FunctionKey, AtenCall] | None = None
@@ -41,7 +45,7 @@ class SideLinks:
         """The first aten call of the main graph that calls function ``key`` (a folded export's call node)."""
         if self._aten_call_of is None:
             self._aten_call_of = {}
-            for unit in self.side.units[:self.side.n_calls]:
+            for unit in self._aten_units:
                 if unit is not None and unit.callee is not None and unit.call is not None:
                     self._aten_call_of.setdefault(unit.callee, unit.call)
         return self._aten_call_of.get(key)

@@ -91,8 +91,8 @@ class Side:
                         self.family_of_key[ov.function] = fam.label
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
-        self.links = SideLinks(self)  # what the link rules read, for labelling value changes
         self._build_units()
+        self.links = SideLinks(self.graph, self.units[:self.n_calls])  # what the link rules read (value labels)
 
     @property
     def maps(self) -> GraphMaps:
