@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -95,8 +96,10 @@ class Jobs:
         """Run ``fn`` on the global thread pool, then ``done(result)`` or ``failed(one-line reason)`` on the GUI
         thread (a failure is dropped without ``failed``). Higher priority runs first (background analysis uses
         a negative priority)."""
-        if sys.getswitchinterval() > GIL_SWITCH_S:
-            sys.setswitchinterval(GIL_SWITCH_S)  # once workers run beside the GUI thread
+        if sys.getswitchinterval() > GIL_SWITCH_S:  # once, when workers first run beside the GUI thread
+            sys.setswitchinterval(GIL_SWITCH_S)
+            # a closed window no longer waits for its jobs: Python must not finalize under a running one
+            atexit.register(QThreadPool.globalInstance().waitForDone, 60_000)
         job = Job(fn)
         # the callbacks reach the job through this list, emptied when it reports: no reference cycle is left
         # through the job's signals, so the job and its QObject are freed at once on the GUI thread, never by a
