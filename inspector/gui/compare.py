@@ -33,7 +33,7 @@ from inspector.core.provenance import AtenCall
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
-from inspector.gui.text import esc, tooltip
+from inspector.gui.text import esc, plural, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
@@ -219,7 +219,7 @@ class CompareWindow(QMainWindow):
         self.changes.expandAll()
         self.twin.set_indexes(pair.a, pair.b)
         self.details.setHtml(f"<p>{esc(text)}</p><p>Select a change to see it in both graphs.</p>")
-        self.statusBar().showMessage(f"{len(d.changes)} changes", 5000)
+        self.statusBar().showMessage(plural(len(d.changes), "change"), 5000)
         first = self.changes.topLevelItem(0)
         child = first.child(0) if first is not None and first.childCount() else None
         if child is not None:
