@@ -105,6 +105,7 @@ def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> No
     from inspector.gui.worker import Jobs
 
     results: list[int] = []
+    was_enabled = gc.isenabled()  # off once jobs have run: the GUI thread's timer collects instead
     gc.disable()
     try:
         jobs = Jobs()
@@ -115,4 +116,34 @@ def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> No
         qtbot.waitUntil(lambda: results == [42], timeout=5000)
         assert not jobs and signals() is None
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
+
+
+def test_the_collector_runs_on_the_gui_thread_only(qtbot: Any) -> None:
+    """Once jobs run, automatic collection is off (a worker could otherwise free Qt wrappers under the GUI
+    thread) and the GUI thread's timer collects cycles instead."""
+    import gc
+    import threading
+    import weakref
+
+    from inspector.gui.worker import Jobs
+
+    results: list[int] = []
+    Jobs().run(lambda: 1, results.append)
+    qtbot.waitUntil(lambda: results == [1], timeout=5000)
+    assert not gc.isenabled()
+
+    class Cycle:
+        pass
+
+    freed_on: list[str] = []
+    a, b = Cycle(), Cycle()
+    a.other, b.other = b, a  # type: ignore[attr-defined]
+    weakref.finalize(a, lambda: freed_on.append(threading.current_thread().name))
+    del a, b
+    for _ in range(2000):  # allocations past generation 0's threshold
+        Cycle()
+        [Cycle()]
+    qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)
+    assert freed_on == [threading.main_thread().name]

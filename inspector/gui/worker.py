@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from inspector.core.errors import InspectorError
 
@@ -16,6 +17,48 @@ T = TypeVar("T")
 # view's layout and painting, and each call waits for the GIL: behind a busy worker, Python's default of 5 ms per
 # hand-over made the GUI thread's 30 ms of work take 1-2 s (a convoy). 0.2 ms keeps such a wait ~1.1x the work.
 GIL_SWITCH_S = 0.0002
+
+
+class _GuiThreadCollector(QObject):
+    """The cyclic garbage collector runs on the GUI thread only, from a timer.
+
+    Python collects on whichever thread happens to allocate past the threshold. When that is a worker (building
+    a report, indexing) while the GUI thread is tearing down graph items, the collection frees Qt wrappers that
+    sit in reference cycles under the GUI thread's feet: the test suite aborted ("Fatal Python error: Aborted",
+    "Garbage-collecting" in ``build_report``'s thread, ``GraphView._clear`` in the GUI thread). So once workers run,
+    automatic collection is switched off and this timer collects each generation past its threshold, as Python
+    would, on the GUI thread. ``core.index.paused_gc`` leaves the collector off when it finds it off."""
+
+    INTERVAL_MS = 250
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self._thresholds = gc.get_threshold()
+        gc.disable()
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self.collect)
+        self._timer.start(self.INTERVAL_MS)
+
+    def collect(self) -> None:
+        counts, limits = gc.get_count(), self._thresholds
+        generation = -1
+        for g in range(3):
+            if limits[g] and counts[g] > limits[g]:
+                generation = g
+            else:
+                break
+        if generation >= 0:
+            gc.collect(generation)
+
+
+_collector: list[_GuiThreadCollector] = []
+
+
+def collect_on_gui_thread() -> None:
+    """Install the GUI thread's collector once per application (called on the GUI thread)."""
+    app = QCoreApplication.instance()
+    if app is not None and not _collector:
+        _collector.append(_GuiThreadCollector(app))
 
 
 class _Box:
@@ -100,6 +143,7 @@ class Jobs:
             sys.setswitchinterval(GIL_SWITCH_S)
             # a closed window no longer waits for its jobs: Python must not finalize under a running one
             atexit.register(QThreadPool.globalInstance().waitForDone, 60_000)
+        collect_on_gui_thread()
         job = Job(fn)
         # the callbacks reach the job through this list, emptied when it reports: no reference cycle is left
         # through the job's signals, so the job and its QObject are freed at once on the GUI thread, never by a
