@@ -102,7 +102,7 @@ def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> No
 
     from PySide6.QtCore import QThreadPool
 
-    from inspector.gui.worker import Jobs
+    from inspector.gui.worker import Jobs, gui_collects
 
     results: list[int] = []
     was_enabled = gc.isenabled()  # off once jobs have run: the GUI thread's timer collects instead
@@ -116,7 +116,7 @@ def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> No
         qtbot.waitUntil(lambda: results == [42], timeout=5000)
         assert not jobs and signals() is None
     finally:
-        if was_enabled:
+        if was_enabled and not gui_collects():
             gc.enable()
 
 
@@ -142,8 +142,7 @@ def test_the_collector_runs_on_the_gui_thread_only(qtbot: Any) -> None:
     a.other, b.other = b, a  # type: ignore[attr-defined]
     weakref.finalize(a, lambda: freed_on.append(threading.current_thread().name))
     del a, b
-    for _ in range(2000):  # allocations past generation 0's threshold
-        Cycle()
-        [Cycle()]
+    kept = [Cycle() for _ in range(3 * gc.get_threshold()[0])]  # live allocations past generation 0's threshold
     qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)
+    del kept
     assert freed_on == [threading.main_thread().name]

@@ -54,6 +54,11 @@ class _GuiThreadCollector(QObject):
 _collector: list[_GuiThreadCollector] = []
 
 
+def gui_collects() -> bool:
+    """Whether the GUI thread's collector is installed (automatic collection is then off for good)."""
+    return bool(_collector)
+
+
 def collect_on_gui_thread() -> None:
     """Install the GUI thread's collector once per application (called on the GUI thread)."""
     app = QCoreApplication.instance()
