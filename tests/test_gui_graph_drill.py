@@ -84,3 +84,19 @@ def test_one_click_on_f_enters_a_torchscript_module_function(qtbot, window: Main
     assert isinstance(key, FunctionKey) and key.name == "Block"
     body = next(f for f in onnx.load(str(ZOO / "ts_functions.onnx")).functions if f.name == "Block")
     assert sorted(_ops(graph)) == sorted(n.op_type for n in body.node)
+
+
+def test_a_call_body_too_big_to_fit_never_offers_the_module_overview(qtbot, window: MainWindow):
+    """The module overview stands in for a main graph only: a body that does not fit says nothing of it."""
+    window.resize(800, 500)
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, SELF_ATTN)
+    graph = window.center.graph
+    sdpa = next(i for i in graph.items_by_id.values()
+                if isinstance(i.node.ref, AtenCall) and i.node.ref.name == "scaled_dot_product_attention")
+    _click_badge(qtbot, window, sdpa)
+    assert isinstance(window.center.current_scope(), AtenCall)
+    assert not graph.fits()
+    assert window.center.info.full_text().startswith("20 boxes, 21 edges")
+    assert "module overview" not in window.center.info.full_text()

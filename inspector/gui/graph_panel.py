@@ -240,8 +240,8 @@ class GraphPanel(QWidget):
             self.graph.show_layout(scene, layout)
             hidden = (f" · {plural(scene.hidden_nodes, 'more box', 'more boxes')} not shown (expand less, or "
                       "open a smaller scope)" if scene.truncated else "")
-            too_big = (" · too big to read whole: Fit (F) shows the module overview" if not self.graph.fits()
-                       and self.has_overview() else "")
+            too_big = (" · too big to read whole: Fit (F) shows the module overview" if view.scope == MAIN
+                       and not self.graph.fits() and self.has_overview() else "")
             self.info.set_full_text(f"{plural(len(scene.nodes), 'box', 'boxes')}, {plural(len(scene.edges), 'edge')}"
                                     f"{hidden}{too_big} — double-click a module or aten call to expand it; click ƒ "
                                     "to open a call's body")
