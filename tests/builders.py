@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from typing import Any
+
 import onnx
 from onnx import AttributeProto, TensorProto, helper
 
@@ -90,3 +94,21 @@ def renamed_copy(model: onnx.ModelProto) -> onnx.ModelProto:
         for i, name in enumerate(f.output):
             f.output[i] = inner.get(name, mapping.get(name, name))
     return m
+
+
+def count_calls(fn: Callable[[], Any]) -> int:
+    """Python function calls made by ``fn()``: the work a scaling test compares between sizes, the same on every
+    machine (a quadratic pass shows as a work ratio, never as a timed assertion)."""
+    count = 0
+
+    def prof(_frame: Any, event: str, _arg: Any) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count

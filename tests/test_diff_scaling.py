@@ -11,9 +11,7 @@ other, or looks names up in lists, makes the ratio grow with the size and this t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import onnx
 import pytest
@@ -21,7 +19,7 @@ from onnx import TensorProto, helper
 
 from inspector.core.diff import diff_models
 from inspector.core.index import ModelIndex, open_index
-from tests.builders import renamed_copy
+from tests.builders import count_calls, renamed_copy
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -32,20 +30,6 @@ SMALL, FACTOR = 3, 8
 LIMIT = 8.5  # 8x the size may cost at most this many times the work (fixed costs keep linear passes below 8)
 
 
-def _work(fn: Callable[[], Any]) -> int:
-    count = 0
-
-    def prof(_frame: Any, event: str, _arg: Any) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def _save(model: onnx.ModelProto, path: Path) -> ModelIndex:
@@ -91,9 +75,9 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[int, tuple
 @pytest.mark.parametrize("path", ["values", "renamed", "plain"])
 def test_diff_work_is_linear(pairs: dict[str, dict[int, tuple[ModelIndex, ModelIndex]]], path: str):
     by_size = pairs[path]
-    _work(lambda: diff_models(*by_size[1]))
-    small = _work(lambda: diff_models(*by_size[SMALL]))
-    large = _work(lambda: diff_models(*by_size[SMALL * FACTOR]))
+    count_calls(lambda: diff_models(*by_size[1]))
+    small = count_calls(lambda: diff_models(*by_size[SMALL]))
+    large = count_calls(lambda: diff_models(*by_size[SMALL * FACTOR]))
     ratio = large / small
     print(f"{path}: {small} -> {large} calls, {ratio:.2f}x")
     assert ratio <= LIMIT, f"{path}: {FACTOR}x the size cost {ratio:.1f}x the work ({small} -> {large} calls)"

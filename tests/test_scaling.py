@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import onnx
 import pytest
@@ -29,6 +28,7 @@ from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
 from inspector.report.data import build_report
 from inspector.report.render import render_text
+from tests.builders import count_calls
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -48,21 +48,6 @@ def _build(tmp: Path, copies: int, perturb: int = 0) -> ModelIndex:
     return open_index(out)
 
 
-def _work(fn: Callable[[], Any]) -> int:
-    """Python function calls made by ``fn()``."""
-    count = 0
-
-    def prof(_frame: Any, event: str, _arg: Any) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +86,7 @@ def test_work_grows_linearly_with_the_model(op: str, replicas: dict[int, tuple[M
     a1, b1 = replicas[SMALL]
     a8, b8 = replicas[SMALL * FACTOR]
     fn(*replicas[2])  # warm what all models share (schema catalogue, templates) on a third model
-    small, big = _work(lambda: fn(a1, b1)), _work(lambda: fn(a8, b8))
+    small, big = count_calls(lambda: fn(a1, b1)), count_calls(lambda: fn(a8, b8))
     assert big <= LIMIT * small, f"{op}: {big:,} calls on {FACTOR}x the layers, {small:,} on 1x ({big / small:.1f}x)"
 
 
