@@ -16,8 +16,9 @@ from onnx import TensorProto, helper
 from inspector.core.index import ModelIndex, open_index
 from inspector.core.keys import MAIN
 from inspector.render.scene import Scenes, build_scene
+from tests.builders import count_calls
 from tests.conftest import ROOT
-from tests.test_scaling import _build, _work
+from tests.test_scaling import _build
 
 ZOO = ROOT / "tests" / "zoo"
 
@@ -45,10 +46,10 @@ def test_shared_scenes_equal_fresh_ones(name):
 
 def test_twenty_call_scenes_cost_about_one(llama_x64):
     calls = [c for c in llama_x64.provenance.calls if c.scope == MAIN][-20:]  # the last layers': far from the start
-    one = _work(lambda: Scenes(llama_x64).scene(calls[0]))
+    one = count_calls(lambda: Scenes(llama_x64).scene(calls[0]))
     shared = Scenes(llama_x64)
-    twenty = _work(lambda: [shared.scene(c) for c in calls])
-    fresh = _work(lambda: [build_scene(llama_x64, c) for c in calls[:2]])
+    twenty = count_calls(lambda: [shared.scene(c) for c in calls])
+    fresh = count_calls(lambda: [build_scene(llama_x64, c) for c in calls[:2]])
     # one pass over the graph is most of one scene; the other 19 add only their own nodes
     assert twenty < 1.6 * one, (one, twenty, fresh)
     assert fresh > 1.8 * one  # without sharing, each scene pays the pass again
