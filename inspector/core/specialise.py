@@ -4,7 +4,7 @@ For each family (the overloads of a local function, or the aten calls of one tar
 by template fingerprint; members of one template are aligned node by node (their bodies have the same shape)
 and every literal slot whose value varies is reported. Bodies with no sibling of the same template report all
 their literals. For aten calls, each literal is linked to the non-tensor aten arguments it plausibly came from,
-by explicit rules only (see ``link_literal``).
+by explicit evidence rules only (``core.links``).
 """
 
 from __future__ import annotations
@@ -288,90 +288,6 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
                     b.left_out.append(spec)
                 else:
                     b.specialised.append(spec)
-
-
-# --- name-level hints for diff labels ---------------------------------------------------------------------------
-
-_NAME_ALIASES = {
-    "axis": {"dim"}, "axes": {"dim", "dims"}, "keepdims": {"keepdim"}, "perm": {"dims"}, "epsilon": {"eps"},
-    "alpha": {"alpha", "negative_slope"}, "approximate": {"approximate"}, "value": {"value", "fill_value"},
-}
-_REL = 1e-5
-
-
-def link_literal(lit: Literal, bound: Sequence[BoundArgument]) -> list[ArgLink]:
-    """Aten arguments a literal plausibly came from, by name and value only, for labelling a changed literal in a
-    diff (``scale (Mul.B)``). Not evidence: specialised values are linked by ``links.link``, which checks data flow."""
-    args = {b.parameter.name: b.value for b in bound if b.provided}
-    value = _scalar_or_list(lit.value)
-    links: list[ArgLink] = []
-    # Transpose: perm is the identity with two dimensions swapped.
-    if lit.name == "perm" and isinstance(value, list) and "dim0" in args and "dim1" in args:
-        d0, d1 = args["dim0"], args["dim1"]
-        if isinstance(d0, int) and isinstance(d1, int) and value:
-            r = len(value)
-            expect = list(range(r))
-            a, b = d0 % r, d1 % r
-            expect[a], expect[b] = expect[b], expect[a]
-            if value == expect:
-                why = f"perm swaps dims {a} and {b}"
-                links += [ArgLink("dim0", d0, why), ArgLink("dim1", d1, why)]
-    for name, arg in args.items():
-        if arg is None or (isinstance(arg, bool) and lit.name not in _NAME_ALIASES):
-            continue
-        if isinstance(arg, (list, tuple)) and isinstance(value, list) and len(arg) >= 2:
-            if all(isinstance(x, int) for x in arg) and list(arg) == value:
-                links.append(ArgLink(name, list(arg), f"{_what(lit)} equals {name}"))
-            continue
-        names_match = name in _NAME_ALIASES.get(lit.name, set())
-        if isinstance(arg, str):
-            if names_match and value == arg:
-                links.append(ArgLink(name, arg, f"{lit.name} equals {name}"))
-            continue
-        if isinstance(arg, int) and isinstance(value, float) and not isinstance(arg, bool) and value == float(arg) \
-                and lit.kind in ("constant", "initializer"):
-            links.append(ArgLink(name, arg, f"{_what(lit)} equals {name}"))
-            continue
-        if isinstance(arg, int):  # bools included
-            if names_match and isinstance(value, int) and int(arg) == value:
-                links.append(ArgLink(name, arg, f"{lit.name} equals {name}"))
-            elif names_match and isinstance(value, list) and value == [int(arg)]:
-                links.append(ArgLink(name, arg, f"{lit.name} equals [{name}]"))
-            continue
-        if isinstance(arg, float) and isinstance(value, float):
-            if _close(value, arg) and (names_match or lit.kind in ("constant", "initializer") or name in ("scale",)):
-                links.append(ArgLink(name, arg, f"{_what(lit)} equals {name}"))
-            elif name == "scale" and lit.uses >= 2 and _close(value * value, arg):
-                links.append(ArgLink(name, arg, f"{_what(lit)} is sqrt({name}), applied to both query and key"))
-    # SDPA with the default scale: 1/sqrt(E) for head dim E, often split as sqrt over query and key.
-    defaulted = [b for b in bound if b.parameter.name == "scale" and b.value is None]
-    if defaulted and isinstance(value, float) and value > 0 and lit.kind in ("constant", "initializer"):
-        # read twice (query and key) means the scale was split as its square root
-        power, how = (4, "sqrt(1/sqrt(E)), applied to both query and key") if lit.uses >= 2 else (2, "1/sqrt(E)")
-        e = 1.0 / value**power
-        if 1 <= e <= 65536 and abs(e - round(e)) < 1e-3 * e:
-            links.append(ArgLink("scale", None, f"default scale: {_what(lit)} is {how} for head dim E={round(e)}"))
-    return links
-
-
-def _what(lit: Literal) -> str:
-    return f"{lit.op_type}.{lit.name}" if lit.kind == "attribute" else f"constant {lit.name}"
-
-
-
-def _scalar_or_list(v: Any) -> Any:
-    """Single-element tensors compare as scalars; nested one-element lists are unwrapped."""
-    while isinstance(v, list) and len(v) == 1 and isinstance(v[0], (int, float, str, list)):
-        v = v[0]
-    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
-        return float(v)
-    return v
-
-
-def _close(a: float, b: float) -> bool:
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= _REL * max(1.0, abs(b))
 
 
 def _is_number(v: Any) -> bool:
