@@ -16,6 +16,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ZOO = FIXTURES.parent / "zoo"  # the committed real exports (tests/zoo/README.md)
 SAMPLE = ROOT / "resources" / "samples" / "sample_export.onnx"
 
 

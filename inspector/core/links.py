@@ -10,7 +10,7 @@ begin and end). Equal values in any other place are a coincidence, not a link.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ _MAX_VIA = 4
 class BodyFlow:
     """Consumers of each value of a body and which of the body's inputs each value derives from (one pass)."""
 
-    def __init__(self, body: Body, shapes: dict[str, Shape]) -> None:
+    def __init__(self, body: Body, shapes: Mapping[str, Shape]) -> None:
         self.body = body
         self.shapes = shapes
         self.consumers: dict[str, list[tuple[int, int]]] = {}
@@ -92,14 +92,60 @@ class BodyFlow:
         return self.derives.get(name, frozenset())
 
 
-def graph_shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
-    """Static shapes (None for symbolic dims) of the typed values of a graph."""
-    out: dict[str, Shape] = {}
-    for v in (*graph.input, *graph.value_info, *graph.output):
-        shape = value_shape(v)
-        if shape is not None:
-            out[v.name] = shape
-    return out
+class GraphShapes(Mapping[str, Shape]):
+    """Static shapes (None for symbolic dims) of the typed values of a graph, each read on first use.
+
+    Typing every value of a 100k-node graph costs about as much as parsing it, and the link rules ask for the
+    shapes of a few hundred: so only where each name is declared is read up front, on the first look-up. The last
+    typed declaration among inputs, value infos and outputs wins; ``outer`` (the enclosing graph's shapes, for a
+    branch or loop body) answers for names this graph does not type."""
+
+    def __init__(self, graph: onnx.GraphProto, outer: GraphShapes | None = None) -> None:
+        self._graph = graph
+        self._outer = outer
+        self._where: dict[str, list[onnx.ValueInfoProto]] | None = None
+        self._known: dict[str, Shape | None] = {}
+
+    def _declared(self) -> dict[str, list[onnx.ValueInfoProto]]:
+        if self._where is None:
+            where: dict[str, list[onnx.ValueInfoProto]] = {}
+            g = self._graph
+            for v in (*g.input, *g.value_info, *g.output):
+                found = where.get(v.name)
+                if found is None:
+                    where[v.name] = [v]
+                else:
+                    found.append(v)
+            self._where = where
+        return self._where
+
+    def _shape(self, name: str) -> Shape | None:
+        known = self._known
+        if name in known:
+            return known[name]
+        shape: Shape | None = None
+        for v in self._declared().get(name, ()):
+            typed = value_shape(v)
+            if typed is not None:
+                shape = typed
+        if shape is None and self._outer is not None:
+            shape = self._outer._shape(name)
+        known[name] = shape
+        return shape
+
+    def __getitem__(self, name: str) -> Shape:
+        shape = self._shape(name) if isinstance(name, str) else None
+        if shape is None:
+            raise KeyError(name)
+        return shape
+
+    def __iter__(self) -> Iterator[str]:
+        names = dict.fromkeys(self._outer or ())
+        names.update(dict.fromkeys(self._declared()))
+        return (n for n in names if self._shape(n) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def value_shape(v: onnx.ValueInfoProto) -> Shape | None:

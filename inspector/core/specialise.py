@@ -20,7 +20,7 @@ from inspector.core.bodykey import group_key
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
 from inspector.core.keys import FunctionKey
-from inspector.core.links import ArgLink, BodyFlow, Shape, explain_shape, graph_shapes, link, literal_place
+from inspector.core.links import ArgLink, BodyFlow, GraphShapes, explain_shape, link, literal_place
 from inspector.core.literals import Literal, attribute_value, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
 from inspector.core.provenance import AtenCall
@@ -111,10 +111,10 @@ class Specialiser:
         self.index = index
         self.catalogue = catalogue or SchemaCatalogue.default()
         self._maps: GraphMaps | None = None
-        self._shapes: dict[str, Shape] | None = None
+        self._shapes: GraphShapes | None = None
         self._opsets: dict[str, int] | None = None
         # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
-        self._inner: dict[NodePath, tuple[GraphMaps, dict[str, Shape]]] = {}
+        self._inner: dict[NodePath, tuple[GraphMaps, GraphShapes]] = {}
 
     @property
     def maps(self) -> GraphMaps:
@@ -123,10 +123,10 @@ class Specialiser:
         return self._maps
 
     @property
-    def shapes(self) -> dict[str, Shape]:
-        """Static shapes of the main graph's typed values (read once)."""
+    def shapes(self) -> GraphShapes:
+        """Static shapes of the main graph's typed values (each read on first use)."""
         if self._shapes is None:
-            self._shapes = graph_shapes(self.index.proto.graph)
+            self._shapes = GraphShapes(self.index.proto.graph)
         return self._shapes
 
     def is_onnx_default(self, body: Body, lit: Literal) -> bool:
@@ -164,7 +164,7 @@ class Specialiser:
         """The call's group body, in the main graph or in the branch or loop body that holds all its nodes."""
         return group_body(call, self.maps_of(call)[0])
 
-    def maps_of(self, call: AtenCall) -> tuple[GraphMaps, dict[str, Shape]]:
+    def maps_of(self, call: AtenCall) -> tuple[GraphMaps, GraphShapes]:
         """Maps and shapes of the graph that holds the call's nodes (the main graph when they are not in one)."""
         prefixes = {p[:-1] for p in call.node_paths}
         prefix = prefixes.pop() if len(prefixes) == 1 else ()
@@ -185,7 +185,7 @@ class Specialiser:
                     graph = next((g for s, g in subgraphs(maps.graph.node[index]) if s == attr), None)
                 if graph is None:
                     return self.maps, self.shapes
-                known = self._inner[step] = (GraphMaps(graph, maps, step), {**shapes, **graph_shapes(graph)})
+                known = self._inner[step] = (GraphMaps(graph, maps, step), GraphShapes(graph, shapes))
             maps, shapes = known
         return maps, shapes
 
