@@ -94,7 +94,10 @@ class GraphMaps:
         self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
         self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
         for v in (*graph.input, *graph.value_info):
-            for p in v.metadata_props:
+            props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
+            if not props:
+                continue
+            for p in props:
                 if p.key == ORIGINAL_NODE_NAME:
                     self.onnx_name[p.value] = v.name
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):

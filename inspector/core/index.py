@@ -18,6 +18,7 @@ from typing import Literal
 
 import onnx
 
+from inspector.core.body import GraphMaps
 from inspector.core.findings import Finding
 from inspector.core.functions import FunctionIndex, build_function_index, scan_model
 from inspector.core.keys import MAIN, FunctionKey
@@ -136,6 +137,7 @@ class ModelIndex:
     op_histogram: Counter[tuple[str, str]]
     findings: list[Finding]
     _parameters: ParameterStats | None = field(default=None, repr=False)
+    _maps: GraphMaps | None = field(default=None, repr=False)
 
     @property
     def proto(self) -> onnx.ModelProto:
@@ -150,6 +152,14 @@ class ModelIndex:
         if self._parameters is None:
             self._parameters = parameter_stats(self.proto.graph)
         return self._parameters
+
+    def graph_maps(self) -> GraphMaps:
+        """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read
+        from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
+        A 100k-node graph takes ~0.4 s to read; each of those used to read it again."""
+        if self._maps is None:
+            self._maps = GraphMaps(self.proto.graph)
+        return self._maps
 
     def user_inputs(self) -> list[str]:
         """Graph inputs that are not initializers (reads every initializer's name, so not done at index time)."""

@@ -110,7 +110,6 @@ class Specialiser:
     def __init__(self, index: ModelIndex, catalogue: SchemaCatalogue | None = None) -> None:
         self.index = index
         self.catalogue = catalogue or SchemaCatalogue.default()
-        self._maps: GraphMaps | None = None
         self._shapes: GraphShapes | None = None
         self._opsets: dict[str, int] | None = None
         # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
@@ -118,9 +117,7 @@ class Specialiser:
 
     @property
     def maps(self) -> GraphMaps:
-        if self._maps is None:
-            self._maps = GraphMaps(self.index.proto.graph)
-        return self._maps
+        return self.index.graph_maps()
 
     @property
     def shapes(self) -> GraphShapes:

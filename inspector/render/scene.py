@@ -149,7 +149,7 @@ class Scenes:
                 g = index.proto.graph
                 facts = _GraphFacts(g.node, [v.name for v in g.output],
                                     lambda: itertools.chain(g.input, g.output, g.value_info), g.initializer,
-                                    _function_calls(index, MAIN))
+                                    _function_calls(index, MAIN), lambda: index.graph_maps().read_count)
             self._graphs[scope] = facts
         return facts
 
@@ -159,8 +159,11 @@ class _GraphFacts:
 
     def __init__(self, nodes: Sequence[onnx.NodeProto], outputs: list[str],
                  value_infos: Callable[[], Iterable[onnx.ValueInfoProto]],
-                 initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey]) -> None:
+                 initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey],
+                 read_count: Callable[[], Counter[str]] | None = None) -> None:
+        """``read_count``: the graph's read counts when they are shared (the main graph's ``GraphMaps``)."""
         self.nodes = nodes
+        self._read_count = read_count
         self.outputs = outputs
         self.initializers = initializers
         self.fcalls = fcalls  # top-level node index -> the local function it calls
@@ -212,6 +215,8 @@ class _GraphFacts:
 
     def reads(self) -> Counter[str]:
         """Value -> how many times top-level nodes read it (captured names of subgraphs included), counted in C."""
+        if self._reads is None and self._read_count is not None:
+            self._reads = self._read_count()
         if self._reads is None:
             nodes = self.nodes
             reads = Counter(itertools.chain.from_iterable(
