@@ -44,20 +44,31 @@ class GroupShape:
 
 def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
     """The key of ``call``'s group body (None when it has none that this shortcut covers)."""
+    paths = call.node_paths
+    if len(paths) == 1:  # most aten calls: the key alone, without the names fold needs
+        p = paths[0]
+        if len(p) == 1 and type(p[0]) is int and len(maps.inputs[p[0]]) <= 8:
+            return None if p[0] in maps.captured else _one_node(call, p[0], maps)[0]
     shape = group_shape(call, maps)
     return shape.key if shape is not None else None
 
 
 def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     """``call``'s group key with the names it was made from (None when the shortcut does not cover the group)."""
+    paths = call.node_paths
+    captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
+    if len(paths) == 1:  # most aten calls
+        p = paths[0]
+        if len(p) != 1 or type(p[0]) is not int:
+            return None
+        i = p[0]
+        if len(all_inputs[i]) <= 8:  # list membership below stays cheap
+            return None if i in captured else GroupShape(*_one_node(call, i, maps))
     top: list[int] = []
-    for p in call.node_paths:
+    for p in paths:
         if len(p) != 1 or not isinstance(p[0], int):
             return None
         top.append(p[0])
-    captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
-    if len(top) == 1 and len(all_inputs[top[0]]) <= 8:  # list membership below stays cheap
-        return None if top[0] in captured else _one_node(call, top[0], maps)
     top.sort()
     if any(i in captured for i in top):
         return None
@@ -90,7 +101,7 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
         if not name:
             return "_"
         if name not in names:
-            names[name] = f"x{len(names)}"
+            names[name] = _ref(len(names), _X, "x")
         return names[name]
 
     counter = 0
@@ -130,10 +141,20 @@ def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
 
 def _numbered(inputs: list[str], constants: list[str]) -> dict[str, str]:
     """fingerprint's numbering: inputs, then constants (then outputs as they are made, others by first use)."""
-    names = {name: f"in{k}" for k, name in enumerate(inputs)}
+    names = dict(zip(inputs, _IN)) if len(inputs) <= _PRE else {name: f"in{k}" for k, name in enumerate(inputs)}
     for k, name in enumerate(constants):
         names[name] = f"c{k}"
     return names
+
+
+_PRE = 64  # references numbered up to here are shared strings, not made per call
+_IN = tuple(f"in{k}" for k in range(_PRE))
+_X = tuple(f"x{k}" for k in range(_PRE))
+_V = tuple(f"v{k}" for k in range(_PRE))
+
+
+def _ref(k: int, names: tuple[str, ...], prefix: str) -> str:
+    return names[k] if k < _PRE else f"{prefix}{k}"
 
 
 def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], names: dict[str, str],
@@ -142,18 +163,19 @@ def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], na
     made = []
     for x in outs:
         if x:
-            names[x] = made_ref = f"v{counter}"
+            names[x] = made_ref = _ref(counter, _V, "v")
             counter += 1
             made.append(made_ref)
         else:
             made.append("_")
-    attrs = tuple(map(_serialized, node.attribute))
-    return (node.domain, node.op_type, node.overload, read, tuple(made), attrs), counter
+    attrs = node.attribute
+    return (node.domain, node.op_type, node.overload, read, tuple(made),
+            tuple(map(_serialized, attrs)) if attrs else ()), counter
 
 
-def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> GroupShape:
-    """``group_shape`` of a group of one node (most aten calls): the same steps, without what only several nodes
-    need."""
+def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[int], list[str], list[str], list[str]]:
+    """``group_shape``'s fields for a group of one node (most aten calls): the same steps, without what only
+    several nodes need."""
     ins, outs = maps.inputs[i], maps.outputs[i]
     inputs: list[str] = []
     candidates: list[str] = []
@@ -176,7 +198,7 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> GroupShape:
             continue
         r = names.get(x)
         if r is None:
-            r = names[x] = f"x{len(names)}"
+            r = names[x] = _ref(len(names), _X, "x")
         read.append(r)
     token, _counter = _node_token(maps.graph.node[i], tuple(read), outs, names, 0)
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
@@ -185,6 +207,6 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> GroupShape:
     for x in outputs:
         r = names.get(x)
         if r is None:
-            r = names[x] = f"x{len(names)}"
+            r = names[x] = _ref(len(names), _X, "x")
         out_refs.append(r)
-    return GroupShape((tuple(constants), (token,), tuple(out_refs)), [i], inputs, constants, outputs)
+    return (tuple(constants), (token,), tuple(out_refs)), [i], inputs, constants, outputs

@@ -19,7 +19,7 @@ from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.bodykey import group_key
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
-from inspector.core.keys import FunctionKey
+from inspector.core.keys import FunctionKey, MainGraph
 from inspector.core.links import ArgLink, BodyFlow, GraphShapes, explain_shape, link, literal_place
 from inspector.core.literals import Literal, attribute_value, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
@@ -88,6 +88,11 @@ class FamilyAnalysis:
 
     def bodies_of(self, members: Sequence[Member]) -> list[BodyAnalysis]:
         """The bodies the given members use, in analysis order; linear in ``members``, not in the family."""
+        return [b for b, _n in self.bodies_counted(members)]
+
+    def bodies_counted(self, members: Sequence[Member]) -> list[tuple[BodyAnalysis, int]]:
+        """``(body, how many of members use it)`` for the bodies the given members use, in analysis order; one
+        look-up per member."""
         where = self._where
         if where is None:
             # aten calls by identity, function keys (tuples) by value; built once per analysis
@@ -95,8 +100,12 @@ class FamilyAnalysis:
             for i, b in enumerate(self.bodies):
                 for m in b.members:
                     where.setdefault(member_key(m), i)
-        found = {where[k] for k in map(member_key, members) if k in where}
-        return [self.bodies[i] for i in sorted(found)]
+        counts: dict[int, int] = {}
+        for k in map(member_key, members):
+            i = where.get(k)
+            if i is not None:
+                counts[i] = counts.get(i, 0) + 1
+        return [(self.bodies[i], counts[i]) for i in sorted(counts)]
 
 
 def member_key(m: Member) -> Any:
@@ -188,7 +197,13 @@ class Specialiser:
 
     def in_one_graph(self, call: AtenCall) -> bool:
         """All the call's nodes sit in one graph of the main scope (the main graph, or one branch or loop body)."""
-        return str(call.scope) == "main" and len({p[:-1] for p in call.node_paths}) == 1
+        paths = call.node_paths
+        if not paths or not isinstance(call.scope, MainGraph):
+            return False
+        if len(paths) == 1:  # most calls
+            return True
+        graph = paths[0][:-1]
+        return all(p[:-1] == graph for p in paths)
 
     def analyse(self, family: Family) -> FamilyAnalysis:
         bodies: dict[str, BodyAnalysis] = {}

@@ -92,22 +92,19 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
         ],
     }
     if analysis is not None:
-        from inspector.core.specialise import member_key
-
         overloads_json: list[dict[str, Any]] = out["overloads"]
         for ov, ov_json in zip(fam.overloads, overloads_json):
-            members: list[Any] = [ov.function] if ov.function is not None else list(ov.aten_calls)
-            bodies = analysis.bodies_of(members)
-            ov_json["fingerprint"] = bodies[0].fingerprints.full if len(bodies) == 1 else None
-            templates = {b.fingerprints.template for b in bodies}
+            members: list[Any] = [ov.function] if ov.function is not None else ov.aten_calls
+            counted = analysis.bodies_counted(members)  # one look-up per call, never list membership
+            ov_json["fingerprint"] = counted[0][0].fingerprints.full if len(counted) == 1 else None
+            templates = {b.fingerprints.template for b, _n in counted}
             ov_json["template"] = templates.pop() if len(templates) == 1 else None
-            mine = set(map(member_key, members))  # a set, never list membership over the calls
             ov_json["bodies"] = [
                 {"fingerprint": b.fingerprints.full, "template": b.fingerprints.template,
-                 "calls": sum(1 for m in b.members if member_key(m) in mine),
+                 "calls": calls,
                  "nodes": len(b.body.nodes),
                  "specialised": [s.to_json() for s in b.specialised], "left_out": len(b.left_out)}
-                for b in bodies
+                for b, calls in counted
             ]
             ov_json["specialised"] = [s for b in ov_json["bodies"] for s in b["specialised"]]
     return out
