@@ -147,13 +147,36 @@ class GraphComparer:
                 for k in keys:
                     names.update(side.unit(k).reads)
                 side.prepare_sources(names)
+        # the common case, a value produced by a matched unit that keeps its outputs on both sides, is checked
+        # inline (the same test as below, without building the two sources)
+        fast = A.keeps_producers and B.keeps_producers
+        prod_a, prod_b = (A.producer, B.producer) if fast else ({}, {})
+        node_unit_a, node_unit_b = A.unit_of_node, B.unit_of_node
+        units_a, units_b = A.units, B.units
+        same_template = self.pairs.same_template
         for ka, kb in umap.items():
             ua, ub = A.unit(ka), B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
-            if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
+            if ua.kind == "aten_call" and not same_template(ka, kb):
                 continue  # body changes already explain different inputs
             for pos, (ra, rb) in enumerate(zip(ua.reads, ub.reads)):
+                pa = prod_a.get(ra)
+                if pa is not None:
+                    ka2 = node_unit_a[pa]
+                    pu = units_a[ka2]
+                    if pu is not None:
+                        kb2 = umap.get(ka2)
+                        if kb2 is None:
+                            continue  # its producer is not matched: nothing to compare with
+                        pb = prod_b.get(rb)
+                        if pb is not None and node_unit_b[pb] == kb2:
+                            qu = units_b[kb2]
+                            if qu is not None:
+                                outs_a, outs_b = pu.outputs, qu.outputs
+                                if (outs_a.index(ra) if ra in outs_a else -1) == \
+                                        (outs_b.index(rb) if rb in outs_b else -1):
+                                    continue
                 sa = A.source(ra)
                 want = mapped(sa)
                 if want is None:

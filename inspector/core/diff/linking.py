@@ -70,7 +70,10 @@ class SideLinks:
         if self._onnx_name is None:
             self._onnx_name = {}
             for v in (*self.graph.input, *self.graph.value_info):
-                for p in v.metadata_props:
+                props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
+                if not props:
+                    continue
+                for p in props:
                     if p.key == ORIGINAL_NODE_NAME:
                         self._onnx_name[p.value] = v.name
         return self._onnx_name

@@ -54,38 +54,66 @@ class Matcher:
         return fmap
 
     def match_aten(self, umap: dict[int, int]) -> None:
+        """Aten calls by (target, FX name, module chain), in A's order, each taking B's first untaken call with
+        that key; the rest per target by position (``_align``). Module chains are read only where first nodes
+        differ (``UnitPairs.same_module``) or several calls of B share a target and name."""
         A, B = self.A, self.B
-        ua, ub = range(A.n_calls), range(B.n_calls)
-        index_b: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-        for k in ub:
-            call = B.unit(k).call
+        pairs = self.pairs
+        units_a, units_b = A.units, B.units
+        n_a, n_b = A.n_calls, B.n_calls
+        index_b: dict[tuple[str, str], list[int]] = {}  # (target, FX name) -> calls of B, in order
+        for k in range(n_b):
+            call = units_b[k].call  # type: ignore[union-attr]
             assert call is not None
-            index_b[(call.target, call.name, B.unit(k).module)].append(k)
+            key = (call.target, call.name)
+            found = index_b.get(key)
+            if found is None:
+                index_b[key] = [k]
+            else:
+                found.append(k)
+        by_module: dict[tuple[str, str], dict[str, list[int]]] = {}  # for keys several calls of B share
         taken: set[int] = set()
         rest_a: dict[str, list[int]] = defaultdict(list)
-        for k in ua:
-            call = A.unit(k).call
+        for k in range(n_a):
+            call = units_a[k].call  # type: ignore[union-attr]
             assert call is not None
-            cands = index_b.get((call.target, call.name, A.unit(k).module))
-            if cands:
-                kb = cands.pop(0)
+            key = (call.target, call.name)
+            cands = index_b.get(key)
+            kb = None
+            if cands is not None:
+                if len(cands) == 1:
+                    if cands[0] not in taken and pairs.same_module(k, cands[0]):
+                        kb = cands[0]
+                else:
+                    groups = by_module.get(key)
+                    if groups is None:
+                        groups = by_module[key] = defaultdict(list)
+                        for c in cands:
+                            groups[B.module(c)].append(c)
+                    left = groups.get(A.module(k))
+                    if left:
+                        kb = left.pop(0)
+            if kb is not None:
                 umap[k] = kb
                 taken.add(kb)
             else:
                 rest_a[call.target].append(k)
         rest_b: dict[str, list[int]] = defaultdict(list)
-        for k in ub:
+        for k in range(n_b):
             if k not in taken:
-                call = B.unit(k).call
+                call = units_b[k].call  # type: ignore[union-attr]
                 assert call is not None
                 rest_b[call.target].append(k)
         for target, left_a in rest_a.items():
             left_b = rest_b.get(target, [])
             if left_b:
                 umap.update(self._align(left_a, left_b))
-        n_a, n_b = len(ua), len(ub)
-        matched = sum(1 for k in ua if k in umap)
-        renamed = sum(1 for k in ua if k in umap and A.unit(k).label != B.unit(umap[k]).label)
+        matched = renamed = 0
+        for k in range(n_a):
+            kb = umap.get(k)
+            if kb is not None:
+                matched += 1
+                renamed += units_a[k].label != units_b[kb].label  # type: ignore[union-attr]
         self.matched["aten_calls"] = MatchCount(matched, n_a - matched, n_b - matched, renamed)
 
     def _align(self, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
@@ -97,7 +125,7 @@ class Matcher:
         def key(side: Side, k: int) -> tuple[str, str]:
             unit = side.unit(k)
             assert unit.call is not None
-            return (unit.module, side.unit_fp(unit).template)
+            return (side.module(k), side.unit_fp(unit).template)
 
         ka, kb = [key(A, k) for k in left_a], [key(B, k) for k in left_b]
         pairs: list[tuple[int, int]] = []

@@ -48,8 +48,8 @@ class Unit:
                  "outputs", "reads")
 
     def __init__(self, kind: UnitKind, nodes: list[int], label: str, reads: list[str] | None = None,
-                 outputs: list[str] | None = None, call: AtenCall | None = None, callee: FunctionKey | None = None,
-                 module: str = "") -> None:
+                 outputs: list[str] | None = None, call: AtenCall | None = None,
+                 callee: FunctionKey | None = None) -> None:
         self.kind = kind
         self.nodes = nodes
         self.label = label  # FX node name for aten calls, node name (or op#index) otherwise
@@ -58,7 +58,7 @@ class Unit:
         self.call = call
         self.callee = callee  # the local function a single call node calls
         self.constants: dict[str, TensorProto] = NO_CONSTANTS  # small initializers baked into an aten call
-        self.module = module  # the module chain of an aten call (its name scopes without the FX name)
+        self.module: str | None = None  # an aten call's module chain (name scopes without the FX name), on demand
         self.body: Body | None = None
         self.fp: Fingerprints | None = None
 
@@ -91,6 +91,7 @@ class Side:
                         self.family_of_key[ov.function] = fam.label
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
+        self._module_keys = ModuleKeys()
         self._build_units()
         self.links = SideLinks(self.graph, self.units[:self.n_calls])  # what the link rules read (value labels)
 
@@ -145,6 +146,15 @@ class Side:
             reads.extend(captured_names(node))
         return Unit("node", [i], node.name or f"{node.op_type}#{i}", reads, list(node.output))
 
+    def module(self, k: int) -> str:
+        """The module chain of aten call ``k`` (read from its first node's metadata on first use: matching compares
+        whole first nodes first, and equal nodes have equal chains)."""
+        u = self.units[k]
+        assert u is not None and u.call is not None
+        if u.module is None:
+            u.module = self._module_keys(u.call)
+        return u.module
+
     def node_of(self, k: int) -> int:
         """The (first) node of unit ``k``."""
         u = self.units[k]
@@ -167,22 +177,27 @@ class Side:
         unit_of_node = self.unit_of_node
         units = self.units
         functions = self.functions
-        module_key = ModuleKeys()
         for call in self.index.provenance.calls:
             if call.scope != MAIN:
                 continue
-            top: list[int] = [p[0] for p in call.node_paths if len(p) == 1]  # type: ignore[misc]
-            if not top:
-                continue
-            if len(top) > 1:
-                top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
+            paths = call.node_paths
+            if len(paths) == 1:  # most calls: one node
+                if len(paths[0]) != 1:
+                    continue
+                top: list[int] = [paths[0][0]]  # type: ignore[list-item]
+            else:
+                top = [p[0] for p in paths if len(p) == 1]  # type: ignore[misc]
+                if not top:
+                    continue
+                if len(top) > 1:
+                    top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
             callee = None
             if len(top) == 1 and functions:
                 key = key_of(nodes[top[0]])
                 if key in functions:
                     callee = key
             uid = len(units)
-            units.append(Unit("aten_call", top, call.name, call=call, callee=callee, module=module_key(call)))
+            units.append(Unit("aten_call", top, call.name, call=call, callee=callee))
             for i in top:
                 unit_of_node[i] = uid
         n_calls = self.n_calls = len(units)
@@ -202,37 +217,47 @@ class Side:
             return
         # One pass in graph order: producers, what each group reads (in node order, resolved below) and produces,
         # and a unit for every other node. Value names are interned: the producer map, the reads and the outputs
-        # of units share one string per name.
-        producer = self._producer = {}
+        # of units share one string per name. A group's inputs are kept as the node's own repeated field (no
+        # strings made) until they are resolved.
+        producer: dict[str, int] = {}
+        self._producer = producer
         intern = sys.intern
         plain, subgraph_ops = STANDARD_DOMAINS, SUBGRAPH_OPS
-        raw_reads: list[list[str]] = [[] for _ in range(n_calls)]
+        raw_reads: list[Any] = [None] * n_calls
         other_reads: list[str] = []  # what the other nodes read
         for i, node in enumerate(nodes):
-            outputs = [intern(name) if name else name for name in node.output]
+            outputs = [intern(name) for name in node.output]
             for name in outputs:
-                if name:
-                    producer[name] = i
+                producer[name] = i
             uid = unit_of_node[i]
             if uid != -1:
                 unit = units[uid]
                 assert unit is not None
                 if unit.callee is None:
-                    domain, op = node.domain, node.op_type
-                    raw_reads[uid].extend(node.input if domain in plain and op not in subgraph_ops
-                                          else node_reads(node))
-                    unit.outputs.extend(outputs)  # every output for now; filtered once all reads are known
+                    reads = node.input if node.domain in plain and node.op_type not in subgraph_ops \
+                        else node_reads(node)
+                    got = raw_reads[uid]
+                    if got is None:
+                        raw_reads[uid] = reads
+                        unit.outputs = outputs  # every output for now; filtered once all reads are known
+                    else:
+                        if type(got) is not list:
+                            got = raw_reads[uid] = list(got)
+                        got.extend(reads)
+                        unit.outputs.extend(outputs)
                 continue
             unit_of_node[i] = len(units)
             node_of_unit.append(i)
-            key = key_of(node)
-            if key in functions:
-                other_reads.extend(self._add_call_node(i, node, key).reads)
-                continue
+            if functions:
+                key = key_of(node)
+                if key in functions:
+                    other_reads.extend(self._add_call_node(i, node, key).reads)
+                    continue
             units.append(None)
             other_reads.extend(node.input)
             if may_have_subgraphs(node):
                 other_reads.extend(captured_names(node))
+        producer.pop("", None)  # an unused optional output produces nothing
         small = small_constants(self.graph, self.input_pos)
         # values some unit other than their producer's reads
         read_outside: set[str] = {name for name in other_reads if name in producer}
@@ -431,23 +456,6 @@ def cut_last(text: str, sep: str) -> str:
     return text[:cut] if cut > 0 else text
 
 
-def node_match(A: Side, ua: Unit, B: Side, ub: Unit) -> list[str] | None:
-    """For two flat groups that are node for node the same, names included (so the same template): the baked
-    constants whose content differs (empty: identical bodies). None when the nodes differ in any way."""
-    if len(ua.nodes) != len(ub.nodes) or ua.reads != ub.reads or ua.outputs != ub.outputs \
-            or list(ua.constants) != list(ub.constants):
-        return None
-    na_all, nb_all = A.graph.node, B.graph.node
-    for i, j in zip(ua.nodes, ub.nodes):
-        na, nb = na_all[i], nb_all[j]
-        if na == nb:  # one comparison in C (metadata included): the common case of two exports of one model
-            continue
-        if na.op_type != nb.op_type or na.domain != nb.domain or na.overload != nb.overload \
-                or na.input != nb.input or na.output != nb.output or na.attribute != nb.attribute:
-            return None
-    return [name for name, t in ua.constants.items() if not same_content(t, ub.constants[name])]
-
-
 def aten_family(target: str) -> str:
     ns, name, _overload = split_target(target)
     return name if ns == "python" else f"{ns}::{name}"
@@ -468,15 +476,58 @@ class UnitPairs:
     def __init__(self, A: Side, B: Side) -> None:
         self.A, self.B = A, B
         self._node_match: dict[int, list[str] | None] = {}
+        self._first_equal: dict[int, int] = {}  # aten call of A -> the call of B whose first node equals its own
+        self._same_constant: dict[str, bool] = {}  # a baked constant's name -> same content on both sides
+
+    def same_module(self, ka: int, kb: int) -> bool:
+        """Whether aten calls ``ka`` and ``kb`` have the same module chain. Equal first nodes (one comparison in C,
+        metadata included) have; the outcome is kept for ``node_match``."""
+        ca, cb = self.A.units[ka], self.B.units[kb]
+        assert ca is not None and ca.call is not None and cb is not None and cb.call is not None
+        na, nb = ca.call.first_node, cb.call.first_node
+        if na is not None and nb is not None and na == nb:
+            self._first_equal[ka] = kb
+            return True
+        return self.A.module(ka) == self.B.module(kb)
 
     def node_match(self, ka: int, kb: int) -> list[str] | None:
-        """``node_match`` of two matched flat aten calls (cached)."""
+        """For two matched flat aten calls that are node for node the same, names included (so the same
+        template): the baked constants whose content differs (empty: identical bodies). None when the nodes differ
+        in any way, or either is a function call. Cached."""
         if ka in self._node_match:
             return self._node_match[ka]
         ua, ub = self.A.unit(ka), self.B.unit(kb)
-        hit = node_match(self.A, ua, self.B, ub) if ua.callee is None and ub.callee is None else None
-        self._node_match[ka] = hit
+        hit = self._node_match[ka] = self._compare(ka, ua, kb, ub) \
+            if ua.callee is None and ub.callee is None else None
         return hit
+
+    def _compare(self, ka: int, ua: Unit, kb: int, ub: Unit) -> list[str] | None:
+        if len(ua.nodes) != len(ub.nodes) or ua.reads != ub.reads or ua.outputs != ub.outputs:
+            return None
+        baked = ua.constants is not NO_CONSTANTS or ub.constants is not NO_CONSTANTS
+        if baked and list(ua.constants) != list(ub.constants):
+            return None
+        na_all, nb_all = self.A.graph.node, self.B.graph.node
+        # the first nodes (a call's first node) may have been compared already, while matching
+        first = 1 if self._first_equal.get(ka) == kb else 0
+        for i, j in zip(ua.nodes[first:], ub.nodes[first:]) if first else zip(ua.nodes, ub.nodes):
+            na, nb = na_all[i], nb_all[j]
+            if na == nb:  # one comparison in C (metadata included): the common case of two exports of one model
+                continue
+            if na.op_type != nb.op_type or na.domain != nb.domain or na.overload != nb.overload \
+                    or na.input != nb.input or na.output != nb.output or na.attribute != nb.attribute:
+                return None
+        if not baked:
+            return []
+        same = self._same_constant
+        changed = []
+        for name, t in ua.constants.items():  # each side's constant of one name is one tensor: compared once
+            hit = same.get(name)
+            if hit is None:
+                hit = same[name] = same_content(t, ub.constants[name])
+            if not hit:
+                changed.append(name)
+        return changed
 
     def same_template(self, ka: int, kb: int) -> bool:
         return self.node_match(ka, kb) is not None or self.A.unit_fp(self.A.unit(ka)).template == \
