@@ -174,24 +174,26 @@ def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], na
 
 
 def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[int], list[str], list[str], list[str]]:
-    """``group_shape``'s fields for a group of one node (most aten calls): the same steps, without what only
-    several nodes need."""
+    """``group_shape``'s fields for a group of one node (most aten calls): the same steps as for several nodes,
+    inlined, since this runs once per call of an 80k-call export."""
     ins, outs = maps.inputs[i], maps.outputs[i]
     inputs: list[str] = []
-    candidates: list[str] = []
-    initializers, parameters = maps.initializers, maps.parameters
+    candidates: list[str] | None = None
+    initializers = maps.initializers
     for name in ins:
         if not name or name in outs or name in inputs:
             continue
         init = initializers.get(name)
-        if init is not None and name not in parameters and is_small_constant(init):
+        if init is not None and name not in maps.parameters and is_small_constant(init):
+            if candidates is None:
+                candidates = []
             candidates.append(name)
         inputs.append(name)
     constants: list[str] = []
     if candidates:
         inputs, constants = _baked(call, inputs, candidates, maps)
     names = _numbered(inputs, constants)
-    read = []
+    read: list[str] = []
     for x in ins:
         if not x:
             read.append("_")
@@ -200,13 +202,21 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         if r is None:
             r = names[x] = _ref(len(names), _X, "x")
         read.append(r)
-    token, _counter = _node_token(maps.graph.node[i], tuple(read), outs, names, 0)
+    # the node's outputs are numbered v0, v1, ... after its reads (as fingerprint does)
+    made: list[str] = []
+    k = 0
+    for x in outs:
+        if x:
+            names[x] = ref = _V[k] if k < _PRE else f"v{k}"
+            k += 1
+            made.append(ref)
+        else:
+            made.append("_")
+    node = call.first_node if call.first_node is not None else maps.graph.node[i]  # the scan's: not read again
+    attrs = node.attribute
+    token = (node.domain, node.op_type, node.overload, tuple(read), tuple(made),
+             tuple(map(_serialized, attrs)) if attrs else ())
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     outputs = [x for x in outs if x and (x in graph_outputs or read_count[x] > ins.count(x))]
-    out_refs = []
-    for x in outputs:
-        r = names.get(x)
-        if r is None:
-            r = names[x] = _ref(len(names), _X, "x")
-        out_refs.append(r)
-    return (tuple(constants), (token,), tuple(out_refs)), [i], inputs, constants, outputs
+    out_refs = tuple([names[x] for x in outputs])  # every output was numbered above
+    return (tuple(constants), (token,), out_refs), [i], inputs, constants, outputs
