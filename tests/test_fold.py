@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from google.protobuf.unknown_fields import UnknownFieldSet
 from onnx import TensorProto, helper
 
 from inspector.cli import main
@@ -130,6 +131,22 @@ def test_fold_command(tmp_path: Path, capsys):
     assert main(["fold", str(FIXTURES / "overloads.onnx"), "-o", str(tmp_path / "x.onnx")]) == 2
     assert "no aten calls to fold" in capsys.readouterr().err
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_fields_onnx_does_not_know_are_left_out_of_the_model_and_main_graph_in_place_too(tmp_path: Path):
+    """A model and main graph carrying fields this onnx does not know (a newer exporter's): the folded model leaves
+    them out, whether it is made in the index's own protobuf (the command) or in a copy, and both are the same."""
+    model = onnx.load(str(FIXTURES / "dynamo_block.onnx"))
+    unknown = b"\xf8\x07\x05"  # field 127, varint 5
+    model.graph.MergeFromString(unknown)
+    path = tmp_path / "unknown_fields.onnx"
+    path.write_bytes(model.SerializeToString() + unknown)
+    assert len(UnknownFieldSet(open_index(path).proto)) == len(UnknownFieldSet(open_index(path).proto.graph)) == 1
+    copied, report = fold_model(open_index(path))
+    in_place, _ = fold_model(open_index(path), consume=True)
+    assert report.calls_folded == 40
+    assert in_place.SerializeToString() == copied.SerializeToString()
+    assert len(UnknownFieldSet(in_place)) == len(UnknownFieldSet(in_place.graph)) == 0
 
 
 def _one_function_model(doc: str) -> onnx.ModelProto:

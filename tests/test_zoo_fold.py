@@ -47,7 +47,8 @@ TORCHSCRIPT = [n for n in NAMES if truth(n)["kind"].startswith("torchscript")]
 
 @cache
 def folded(name: str) -> onnx.ModelProto:
-    model, _report = fold_model(open_index(ZOO / f"{name}.onnx"))
+    """The fold as the command makes it: in the index's own protobuf (``consume``)."""
+    model, _report = fold_model(open_index(ZOO / f"{name}.onnx"), consume=True)
     return model
 
 
@@ -120,6 +121,18 @@ def test_fold_command_checks_its_own_output(name: str, folded_dir: Path, capsys)
     out = folded_dir / f"{name}.cmd.onnx"
     assert main(["fold", str(ZOO / f"{name}.onnx"), "-o", str(out), "--check"]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", DYNAMO)
+def test_fold_of_a_copy_is_the_same_model_and_leaves_the_index_alone(name: str):
+    """Without ``consume`` the fold works on a copy: the index's model is not changed (it can be folded again), and
+    the folded model is byte for byte the one the command makes in place."""
+    index = open_index(ZOO / f"{name}.onnx")
+    before = index.proto.SerializeToString()
+    model, report = fold_model(index)
+    assert index.proto.SerializeToString() == before
+    assert model.SerializeToString() == folded(name).SerializeToString()
+    assert fold_model(index)[1] == report
 
 
 @pytest.mark.parametrize("name", DYNAMO)
@@ -399,6 +412,8 @@ def test_cond_folds_inside_its_if_branches():
     assert report.calls_folded == sum(f["target"].startswith("aten::") for f in emitting) == 11
     assert [(fx, reason) for fx, _target, reason in report.left_flat] == [("cond", "not an aten op")]
     assert fold_model(index)[1].calls_folded == 4  # the default leaves the branch calls flat
+    in_place, _report = fold_model(open_index(ZOO / "cond.onnx"), inside_subgraphs=True, consume=True)
+    assert in_place.SerializeToString() == model.SerializeToString()
     onnx.checker.check_model(model, full_check=True)
     inputs = feeds("cond")
     for w, g in zip(run(onnx.load(str(ZOO / "cond.onnx")), inputs), run(model, inputs), strict=True):

@@ -37,7 +37,7 @@ def main(argv: Sequence[str]) -> int:
         already = f"; it has {have} local functions already (a TorchScript export?)" if have else ""
         raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
     try:
-        folded, report = fold_model(index, args.domain)
+        folded, report = fold_model(index, args.domain, consume=True)  # the index is not used after this
     except ValueError as e:
         raise InspectorError(str(e)) from None
     if args.check:

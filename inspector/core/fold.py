@@ -17,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
+from google.protobuf.unknown_fields import UnknownFieldSet
 from onnx import AttributeProto, helper
 
 from inspector.core.aten_schema import BoundArgument, Parameter
@@ -117,19 +118,27 @@ class _Class:
         return ",".join(f"{p}:{r}" for p, r in sorted(self.roles.items()))
 
 
-def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN,
-               inside_subgraphs: bool = False) -> tuple[onnx.ModelProto, FoldReport]:
+_Made = None | onnx.NodeProto | tuple[FunctionKey, _Planned, list[int]]  # what replaces a node of the graph
+
+
+def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN, inside_subgraphs: bool = False, *,
+               consume: bool = False) -> tuple[onnx.ModelProto, FoldReport]:
     """A new model in which every foldable aten call is a call of a local function.
 
     With ``inside_subgraphs``, calls whose nodes all sit in one branch or loop body of a main-graph node (the
     If branches of torch.cond) are folded there too. Off by default: ``diff`` and the index read function calls
     of the main graph only, so they would not recognise the fold of such a call.
+
+    With ``consume``, the folded model is made from the index's own protobuf: nodes are changed and moved in place
+    instead of copied (the command does this; a 100k-node export's nodes and metadata are not copied once more),
+    and the index must not be used afterwards. Either way the folded model is the same.
     """
     with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _fold(index, domain, inside_subgraphs)
+        return _fold(index, domain, inside_subgraphs, consume)
 
 
-def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool) -> tuple[onnx.ModelProto, FoldReport]:
+def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
+          consume: bool) -> tuple[onnx.ModelProto, FoldReport]:
     proto = index.proto
     graph = proto.graph
     if any(k.domain == domain for k in index.functions.functions):
@@ -151,7 +160,7 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool) -> tuple[onnx.
     _name_overloads(classes, domain)
     functions: list[onnx.FunctionProto] = []
     # the call replaces its group at the group's last node; per entry of the new graph: reads, outputs, and the
-    # original node index or the call to make (nodes are made once, in the folded graph, in their final order)
+    # original node index or the call to make
     call_at: dict[int, tuple[FunctionKey, _Planned, list[int]]] = {}
     inner: dict[NodePath, dict[int, tuple[FunctionKey, _Planned, list[int]]]] = {}  # calls in branch/loop bodies
     opsets = list(proto.opset_import)
@@ -166,36 +175,50 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool) -> tuple[onnx.
     for prefix in inner:
         holders.setdefault(int(prefix[0]), []).append(prefix)
     main_claimed = claimed[()]
-    entries: list[tuple[list[str], list[str], int | onnx.NodeProto | tuple[FunctionKey, _Planned, list[int]]]] = []
+    # per entry: what it reads and makes, the original node's index, and what replaces that node (None: nothing)
+    entries: list[tuple[list[str], list[str], int, _Made]] = []
     for i in range(len(graph.node)):
         made = call_at.get(i)
         if made is not None:
             _key, plan, order = made
-            entries.append(([plan.reads[p] for p in order], plan.outputs, made))
+            entries.append(([plan.reads[p] for p in order], plan.outputs, i, made))
         elif i in holders:
             holder = _fold_subgraphs(graph.node[i], holders[i], inner, claimed, planner)
-            entries.append((node_reads(holder), maps.outputs[i], holder))
+            entries.append((node_reads(holder), maps.outputs[i], i, holder))
         elif i not in main_claimed:
-            entries.append((maps.reads(i), maps.outputs[i], i))
-    ordered = _topological([(r, o) for r, o, _e in entries], {v.name for v in graph.input} | set(maps.initializers))
+            entries.append((maps.reads(i), maps.outputs[i], i, None))
+    ordered = _topological([(e[0], e[1]) for e in entries], {v.name for v in graph.input} | set(maps.initializers))
     # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
     # info carries the parameter's metadata, e.g. original_node_name).
-    still_read = {r for reads, _o, _e in entries for r in reads} | maps.graph_outputs
-    used = still_read | {o for _r, outs, _e in entries for o in outs}
+    still_read = {r for e in entries for r in e[0]} | maps.graph_outputs
+    used = still_read | {o for e in entries for o in e[1]}
     moved = {name for plan in planned for name in plan.body.constants}
-    folded = _copy_without(proto, graph)
+    # The folded model: the index's protobuf itself (``consume``) or a copy; either way its main graph's nodes
+    # are those of the index, by position. Each call is made from its group's first node (which carries the
+    # metadata the call keeps), kept nodes stay as they are, and one sort puts them in their new order.
+    folded = proto if consume and not _unknown_fields(proto) else _copy_known(proto)
     nodes = folded.graph.node
+    originals = list(graph.node)  # held, so that each node's wrapper (and its id) stays the same
+    position = {id(n): i for i, n in enumerate(originals)}
+    held = originals if folded is proto else list(nodes)
+    rank: dict[int, int] = {}  # id of a node of the folded graph -> its place
     for k in ordered:
-        reads, _outs, what = entries[k]
-        if isinstance(what, int):
-            nodes.append(graph.node[what])
-        elif isinstance(what, onnx.NodeProto):
-            nodes.append(what)
+        reads, _outs, i, made = entries[k]
+        if made is None:
+            node = held[i]
+        elif isinstance(made, onnx.NodeProto):  # a node whose subgraphs hold folded calls
+            node = held[i]
+            node.CopyFrom(made)
         else:
-            _make_call(nodes.add(), what[0], what[1], reads)
+            node = _call_node(held, position, made[1])
+            _make_call(node, made[0], made[1], reads)
+        rank[id(node)] = len(rank)
+    last = len(rank)
+    nodes.sort(key=lambda n: rank.get(id(n), last))
+    del nodes[last:]
     report.calls_folded = len(planned)
-    folded.graph.value_info.extend(v for v in graph.value_info if v.name in used)
-    folded.graph.initializer.extend(t for t in graph.initializer if t.name not in moved or t.name in still_read)
+    _keep_only(folded.graph.value_info, lambda v: v.name in used)
+    _keep_only(folded.graph.initializer, lambda t: t.name not in moved or t.name in still_read)
     folded.functions.extend(functions)
     if not any(o.domain == domain for o in folded.opset_import):
         folded.opset_import.append(helper.make_opsetid(domain, 1))
@@ -205,21 +228,32 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool) -> tuple[onnx.
     return folded, report
 
 
-_REBUILT = frozenset({"node", "value_info", "initializer"})
+def _unknown_fields(proto: onnx.ModelProto) -> bool:
+    """Whether the model or its main graph carries fields this onnx does not know (a copy drops those)."""
+    return bool(len(UnknownFieldSet(proto)) or len(UnknownFieldSet(proto.graph)))
 
 
-def _copy_without(proto: onnx.ModelProto, graph: onnx.GraphProto) -> onnx.ModelProto:
-    """A copy of the model whose main graph lacks nodes, value infos and initializers (the fold chooses those):
-    copying the whole model first would copy every node and its metadata once more."""
+def _copy_known(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of the model with the fields onnx knows, at the model's and the main graph's level (nodes, tensors
+    and the rest are copied whole)."""
     folded = onnx.ModelProto()
     for desc, value in proto.ListFields():
         if desc.name != "graph":
             _copy_field(folded, desc, value)
-    for desc, value in graph.ListFields():
-        if desc.name not in _REBUILT:
-            _copy_field(folded.graph, desc, value)
+    for desc, value in proto.graph.ListFields():
+        _copy_field(folded.graph, desc, value)
     folded.graph.SetInParent()
     return folded
+
+
+def _keep_only(items: Any, keep: Callable[[Any], bool]) -> None:
+    """Drop the entries of a repeated message field for which ``keep`` is false, in place (a stable sort moves
+    the kept ones to the front; nothing is copied)."""
+    held = list(items)
+    dropped = {id(x) for x in held if not keep(x)}
+    if dropped:
+        items.sort(key=lambda x: id(x) in dropped)
+        del items[len(held) - len(dropped):]
 
 
 def _copy_field(target: Any, desc: Any, value: Any) -> None:
@@ -253,7 +287,7 @@ def _fold_subgraphs(node: onnx.NodeProto, prefixes: list[NodePath],
                 key, plan, order = made
                 call = onnx.NodeProto()
                 reads = [plan.reads[p] for p in order]
-                _make_call(call, key, plan, reads)
+                _make_call(call, key, plan, reads, fresh=True)
                 entries.append((reads, plan.outputs, call))
             elif j not in taken:
                 entries.append((sub.reads(j), sub.outputs[j], sub.graph.node[j]))
@@ -575,12 +609,31 @@ def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
 _NOT_METADATA = ("input", "output", "attribute", "doc_string", "device_configurations")
 
 
-def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: list[str]) -> None:
-    """Fill ``node`` (made in place) as the call of ``key``, with the metadata of the group's first node: copied
-    with the whole node in one protobuf call (copying the metadata entry by entry costs twice as much)."""
+def _call_node(held: list[onnx.NodeProto], position: dict[int, int], plan: _Planned) -> onnx.NodeProto:
+    """The node of the folded main graph (``held``, by the original positions) that becomes ``plan``'s call: its
+    group's first node, which already carries the metadata the call keeps; without one, the group's last node,
+    emptied."""
     first = plan.call.first_node
-    if first is not None:
+    at = position.get(id(first)) if first is not None else None
+    if at is not None:
+        return held[at]
+    node = held[plan.indices[-1]]
+    if first is None:
+        node.Clear()
+    else:
         node.CopyFrom(first)
+    return node
+
+
+def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: list[str],
+               fresh: bool = False) -> None:
+    """Make ``node`` the call of ``key``. It keeps the metadata of the group's first node: ``node`` is that node
+    (``_call_node``), or, when ``fresh``, the first node is copied into it whole (one protobuf call; copying the
+    metadata entry by entry costs twice as much); its other fields are replaced."""
+    first = plan.call.first_node
+    if fresh and first is not None:
+        node.CopyFrom(first)
+    if first is not None:
         for name in _NOT_METADATA:
             node.ClearField(name)
     node.op_type, node.domain, node.overload, node.name = key.name, key.domain, key.overload, plan.call.name
