@@ -102,10 +102,10 @@ class FamilyAnalysis:
                     where.setdefault(member_key(m), i)
         counts: dict[int, int] = {}
         for k in map(member_key, members):
-            i = where.get(k)
-            if i is not None:
-                counts[i] = counts.get(i, 0) + 1
-        return [(self.bodies[i], counts[i]) for i in sorted(counts)]
+            at = where.get(k)
+            if at is not None:
+                counts[at] = counts.get(at, 0) + 1
+        return [(self.bodies[at], counts[at]) for at in sorted(counts)]
 
 
 def member_key(m: Member) -> Any:
