@@ -168,9 +168,10 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
         assert cls.key is not None
         order = cls.order()
         functions.append(_make_function(cls.key, cls, order, opsets))
+        as_read = [] if order == list(range(len(order))) else order  # see _call_inputs
         for plan in cls.plans:
             where = call_at if not plan.maps.prefix else inner.setdefault(plan.maps.prefix, {})
-            where[plan.indices[-1]] = (cls.key, plan, order)
+            where[plan.indices[-1]] = (cls.key, plan, as_read)
     holders: dict[int, list[NodePath]] = {}  # main-graph node -> its subgraphs in which calls were folded
     for prefix in inner:
         holders.setdefault(int(prefix[0]), []).append(prefix)
@@ -180,8 +181,7 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     for i in range(len(graph.node)):
         made = call_at.get(i)
         if made is not None:
-            _key, plan, order = made
-            entries.append(([plan.reads[p] for p in order], plan.outputs, i, made))
+            entries.append((_call_inputs(made[1], made[2]), made[1].outputs, i, made))
         elif i in holders:
             holder = _fold_subgraphs(graph.node[i], holders[i], inner, claimed, planner)
             entries.append((node_reads(holder), maps.outputs[i], i, holder))
@@ -206,12 +206,14 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
         reads, _outs, i, made = entries[k]
         if made is None:
             node = held[i]
-        elif isinstance(made, onnx.NodeProto):  # a node whose subgraphs hold folded calls
+        elif type(made) is tuple:
+            plan = made[1]
+            at = position.get(id(plan.call.first_node))
+            node = held[at] if at is not None else _call_node(held, plan)
+            _make_call(node, made[0], plan, reads)
+        else:  # a node whose subgraphs hold folded calls
             node = held[i]
             node.CopyFrom(made)
-        else:
-            node = _call_node(held, position, made[1])
-            _make_call(node, made[0], made[1], reads)
         rank[id(node)] = len(rank)
     last = len(rank)
     nodes.sort(key=lambda n: rank.get(id(n), last))
@@ -286,7 +288,7 @@ def _fold_subgraphs(node: onnx.NodeProto, prefixes: list[NodePath],
             if made is not None:
                 key, plan, order = made
                 call = onnx.NodeProto()
-                reads = [plan.reads[p] for p in order]
+                reads = _call_inputs(plan, order)
                 _make_call(call, key, plan, reads, fresh=True)
                 entries.append((reads, plan.outputs, call))
             elif j not in taken:
@@ -385,12 +387,13 @@ class _Evidence:
     def __init__(self, index: ModelIndex, maps: GraphMaps) -> None:
         self.maps = maps
         self.fx_of: dict[str, set[str]] = {}
+        fx_of, outputs = self.fx_of, maps.outputs
         for call in index.provenance.calls:
-            if call.scope != MAIN:
+            if call.scope is not MAIN and call.scope != MAIN:
                 continue
             for p in call.node_paths:
-                if len(p) == 1 and isinstance(p[0], int):
-                    outs = maps.outputs[p[0]]
+                if len(p) == 1 and type(p[0]) is int:
+                    outs = outputs[p[0]]
                 else:  # in a branch or loop body (value names are unique across the model's graphs)
                     try:
                         outs = list(resolve_path(maps.graph.node, p).output)
@@ -398,10 +401,17 @@ class _Evidence:
                         continue
                 for out in outs:
                     if out:
-                        self.fx_of.setdefault(out, set()).add(call.name)
+                        known = fx_of.get(out)
+                        if known is None:
+                            fx_of[out] = {call.name}
+                        else:
+                            known.add(call.name)
         graph = maps.graph
         for v in (*graph.input, *graph.value_info):
-            for prop in v.metadata_props:
+            props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
+            if not props:
+                continue
+            for prop in props:
                 if prop.key == ORIGINAL_NODE_NAME:
                     self.fx_of.setdefault(v.name, set()).add(prop.value)
         for v in graph.input:
@@ -460,14 +470,24 @@ def _classes(planned: list[_Planned]) -> list[_Class]:
     """Calls grouped by target, body and tensor parameters, split further where their input bindings disagree."""
     by_key: dict[tuple[str, str, tuple[str, ...]], list[_Class]] = {}
     out: list[_Class] = []
+    # A class that took a binding keeps taking it, and one that refused it keeps refusing it (a class's roles only
+    # grow), so the class a (target, body, form, binding) went to is remembered: most calls repeat one.
+    went: dict[tuple[str, str, int, tuple[int | None, ...]], _Class] = {}
     for plan in planned:
-        options = by_key.setdefault((plan.call.target, plan.fingerprint, tuple(plan.form.arg_names)), [])
-        cls = next((c for c in options if c.accepts(plan.roles)), None)
+        target, form = plan.call.target, plan.form
+        memo = (target, plan.fingerprint, id(form), tuple(plan.roles))
+        cls = went.get(memo)
         if cls is None:
-            cls = _Class(plan.call.target, plan.fingerprint, {}, [])
-            options.append(cls)
-            out.append(cls)
-        cls.add(plan)
+            options = by_key.setdefault((target, plan.fingerprint, tuple(form.arg_names)), [])
+            cls = next((c for c in options if c.accepts(plan.roles)), None)
+            if cls is None:
+                cls = _Class(target, plan.fingerprint, {}, [])
+                options.append(cls)
+                out.append(cls)
+            went[memo] = cls
+            cls.add(plan)
+        else:
+            cls.plans.append(plan)  # its roles are in the class already
     return out
 
 
@@ -480,19 +500,24 @@ _IN_SUBGRAPH = "nodes inside a subgraph"  # folded when they all sit in one bran
 
 def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
     """Why the call cannot be folded, before its FX arguments are read."""
-    if call.scope != MAIN:
+    if call.scope is not MAIN and call.scope != MAIN:
         return "inside a function body"
     if not call.target.startswith("aten::"):
         return "not an aten op"
-    if any(len(p) != 1 for p in call.node_paths):
-        return _IN_SUBGRAPH
-    if any(p[0] in claimed for p in call.node_paths):
-        return "nodes shared with another call"
+    paths = call.node_paths
+    for p in paths:
+        if len(p) != 1:
+            return _IN_SUBGRAPH
+    for p in paths:
+        if p[0] in claimed:
+            return "nodes shared with another call"
     return None
 
 
 def _cycle_reason(indices: list[int], maps: GraphMaps) -> str | None:
     """Folding is safe when no path leaves the group and comes back into it (the group is convex)."""
+    if len(indices) == 1:
+        return None
     group = set(indices)
     lo, hi = min(indices), max(indices)
     if hi - lo + 1 == len(group):
@@ -515,7 +540,7 @@ def _topological(nodes: list[tuple[list[str], list[str]]], available: set[str]) 
     have = set(available)
     ok = True
     for reads, outs in nodes:
-        if any(r not in have for r in reads):
+        if not have.issuperset(reads):
             ok = False
             break
         have.update(outs)
@@ -606,17 +631,17 @@ def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
                 v.name = rename[v.name]
 
 
-_NOT_METADATA = ("input", "output", "attribute", "doc_string", "device_configurations")
+def _call_inputs(plan: _Planned, order: list[int]) -> list[str]:
+    """What the call passes, in the order of its function's inputs (``order``, by read position; empty when it is
+    the order of the reads, as for most functions)."""
+    return [plan.reads[p] for p in order] if order else plan.reads
 
 
-def _call_node(held: list[onnx.NodeProto], position: dict[int, int], plan: _Planned) -> onnx.NodeProto:
-    """The node of the folded main graph (``held``, by the original positions) that becomes ``plan``'s call: its
-    group's first node, which already carries the metadata the call keeps; without one, the group's last node,
-    emptied."""
+def _call_node(held: list[onnx.NodeProto], plan: _Planned) -> onnx.NodeProto:
+    """The node of the folded main graph (``held``, by the original positions) that becomes ``plan``'s call when
+    its group's first node (which already carries the metadata the call keeps, and is the call otherwise) is
+    not one of them: the group's last node, with the first node's fields, or emptied when there is none."""
     first = plan.call.first_node
-    at = position.get(id(first)) if first is not None else None
-    if at is not None:
-        return held[at]
     node = held[plan.indices[-1]]
     if first is None:
         node.Clear()
@@ -631,15 +656,16 @@ def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: l
     (``_call_node``), or, when ``fresh``, the first node is copied into it whole (one protobuf call; copying the
     metadata entry by entry costs twice as much); its other fields are replaced."""
     first = plan.call.first_node
-    if fresh and first is not None:
-        node.CopyFrom(first)
     if first is not None:
-        for name in _NOT_METADATA:
-            node.ClearField(name)
+        if fresh:
+            node.CopyFrom(first)
+        clear = node.ClearField  # every field a call sets or must not have (all but the metadata), unrolled
+        clear("input"), clear("output"), clear("attribute"), clear("doc_string"), clear("device_configurations")
     node.op_type, node.domain, node.overload, node.name = key.name, key.domain, key.overload, plan.call.name
     node.input.extend(inputs)
     node.output.extend(plan.outputs)
-    node.attribute.extend(plan.form.attributes)
+    if plan.form.attributes:
+        node.attribute.extend(plan.form.attributes)
 
 
 def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None:

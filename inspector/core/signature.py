@@ -87,9 +87,10 @@ class SignatureForms:
         head, eq, rest = text.partition(" = ")
         if not eq or not head.startswith("%") or _PLACEHOLDER in rest:
             return None
-        names = FX_REF.findall(rest)
+        parts = FX_REF.split(rest)  # text, name, text, name, ..., text: one scan of the text
+        names = parts[1::2]
         # the k-th ``%_`` of the pattern is the k-th reference, so the pattern keys the form
-        key = (call.target, FX_REF.sub("%_", rest))
+        key = (call.target, "%_".join(parts[0::2]))
         if key not in self._forms:
             self._forms[key] = self._make(*key, len(names))
         form = self._forms[key]
