@@ -22,6 +22,7 @@ the function its folded call node calls, and the whole difference is one ``folde
 """
 
 from inspector.core.diff.bodies import align_nodes
+from inspector.core.diff.cut import UnitKind
 from inspector.core.diff.model import (
     CHANGE_KINDS,
     DIFF_FORMAT,
@@ -40,7 +41,6 @@ from inspector.core.diff.model import (
     diff_dict,
 )
 from inspector.core.diff.run import diff_files, diff_models
-from inspector.core.diff.units import UnitKind
 from inspector.core.diff.values import content_digest, show_value
 
 __all__ = [

@@ -24,8 +24,9 @@ from inspector.core.diff.bodies import (
     subgraph_edits,
     value_deltas,
 )
+from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
-from inspector.core.diff.units import Side, Unit, UnitPairs, aten_family
+from inspector.core.diff.units import Side, UnitPairs, aten_family
 from inspector.core.diff.values import content_digest, unwrap
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family

@@ -10,8 +10,9 @@ import onnx
 
 from inspector.core.diff.bodies import op_label
 from inspector.core.diff.compare import Recorder
+from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount, Section
-from inspector.core.diff.units import Side, Unit, UnitPairs, aten_family, baked_constants
+from inspector.core.diff.units import Side, UnitPairs, aten_family, baked_constants
 from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
 from inspector.core.keys import FunctionKey
 from inspector.core.values import type_text

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
+from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import FoldRelation
-from inspector.core.diff.units import Side, Unit
+from inspector.core.diff.units import Side
 from inspector.core.fingerprint import fingerprint
 from inspector.core.keys import FunctionKey
 

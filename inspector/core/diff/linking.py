@@ -19,7 +19,7 @@ from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 
 if TYPE_CHECKING:
-    from inspector.core.diff.units import Unit
+    from inspector.core.diff.cut import Unit
 
 
 class SideLinks:

@@ -28,7 +28,8 @@ def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None 
 
 
 def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None) -> ModelDiff:
-    A, B = Side(a), Side(b)
+    A = Side(a)
+    B = Side(b, like=A)  # cut with A's cut at hand: the nodes they share are read once
     pairs = UnitPairs(A, B)
     matcher = Matcher(pairs)
     recorder = Recorder()

@@ -1,70 +1,34 @@
-"""The two sides of a diff: each model's main graph cut into *units* (what matching works on), with what each
-unit reads and produces, its body and fingerprints built on first use."""
+"""The two sides of a diff: each model's main graph cut into *units* (``inspector.core.diff.cut``: what matching
+works on), with what each unit reads and produces, its body and fingerprints built on first use."""
 
 from __future__ import annotations
 
-import math
 import sys
-from array import array
 from collections.abc import Iterator
-from typing import Any, Literal
-
-import onnx
-from onnx import TensorProto
+from typing import Any
 
 from inspector.core.body import (
-    INPUT_KIND,
-    SMALL_CONSTANT_ELEMENTS,
     Body,
     GraphMaps,
     captured_names,
     function_body,
     function_body_by_use,
     group_body,
-    node_reads,
 )
-from inspector.core.diff.bodies import function_form, key_of
+from inspector.core.diff.bodies import function_form
+from inspector.core.diff.cut import NO_CONSTANTS, GraphCut, Unit
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.keys import FunctionKey
 from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
-from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
-
-# What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
-# function ("function_call"), or any other node.
-UnitKind = Literal["aten_call", "function_call", "node"]
-
-
-NO_CONSTANTS: dict[str, TensorProto] = {}  # shared by the units that bake in nothing (most); never mutated
-
-
-class Unit:
-    """What main-graph matching works on: an aten call group, a function call node, or another node.
-    (A plain class: a 100k-node export has tens of thousands of these, and a dataclass with factories is slower.)"""
-
-    __slots__ = ("body", "call", "callee", "constants", "fp", "kind", "label", "module", "nodes",
-                 "outputs", "reads")
-
-    def __init__(self, kind: UnitKind, nodes: list[int], label: str, reads: list[str] | None = None,
-                 outputs: list[str] | None = None, call: AtenCall | None = None,
-                 callee: FunctionKey | None = None) -> None:
-        self.kind = kind
-        self.nodes = nodes
-        self.label = label  # FX node name for aten calls, node name (or op#index) otherwise
-        self.reads: list[str] = reads if reads is not None else []  # values read from outside, first use first
-        self.outputs: list[str] = outputs if outputs is not None else []
-        self.call = call
-        self.callee = callee  # the local function a single call node calls
-        self.constants: dict[str, TensorProto] = NO_CONSTANTS  # small initializers baked into an aten call
-        self.module: str | None = None  # an aten call's module chain (name scopes without the FX name), on demand
-        self.body: Body | None = None
-        self.fp: Fingerprints | None = None
+from inspector.core.walk import may_have_subgraphs
 
 
 class Side:
-    def __init__(self, index: ModelIndex) -> None:
+    def __init__(self, index: ModelIndex, like: Side | None = None) -> None:
+        """``like``: the other side of the diff, already made; its cut helps cut this one (see ``GraphCut``)."""
         self.index = index
         self.graph = index.proto.graph
         self._maps: GraphMaps | None = None
@@ -78,11 +42,6 @@ class Side:
         self.init_pos = {t.name: k for k, t in enumerate(self.graph.initializer)}
         # Units: aten calls first (ids 0 .. n_calls-1), then one per other node in graph order. A plain node's unit
         # is None here and made on access (``unit``): a million-node graph keeps no object per node.
-        self.units: list[Unit | None] = []
-        self.n_calls = 0
-        self.unit_of_node = array("q", [-1]) * len(self.graph.node)
-        self._node_of_unit = array("q")  # the node of each unit from n_calls on
-        self.function_call_ids: list[int] = []
         self.family_of_key: dict[FunctionKey, str] = {}
         for fam in index.families:
             if fam.kind == "function":
@@ -92,7 +51,18 @@ class Side:
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
         self._module_keys = ModuleKeys()
-        self._build_units()
+        cut = GraphCut(index, self.input_pos, like.cut if like is not None else None)
+        self.cut: GraphCut = cut
+        if like is not None:
+            like.cut.release()
+        # Units: aten calls first (ids 0 .. n_calls-1), then one per other node in graph order. A plain node's unit
+        # is None here and made on access (``unit``): a million-node graph keeps no object per node.
+        self.units = cut.units
+        self.n_calls = cut.n_calls
+        self.unit_of_node = cut.unit_of_node
+        self._node_of_unit = cut.node_of_unit  # the node of each unit from n_calls on
+        self.function_call_ids = cut.function_call_ids
+        self._producer = cut.producer
         self.links = SideLinks(self.graph, self.units[:self.n_calls])  # what the link rules read (value labels)
 
     @property
@@ -168,146 +138,6 @@ class Side:
     @property
     def node_count(self) -> int:
         return len(self.units) - self.n_calls - len(self.function_call_ids)
-
-    def _build_units(self) -> None:
-        """Units of the main graph; what each aten call group reads, produces and bakes in. Each node is read from
-        the protobuf once, in graph order (no FX text is parsed and no Body is built: those are made only for pairs
-        that differ); the rest is work on interned names."""
-        nodes = self.graph.node
-        unit_of_node = self.unit_of_node
-        units = self.units
-        functions = self.functions
-        for call in self.index.provenance.calls:
-            if call.scope != MAIN:
-                continue
-            paths = call.node_paths
-            if len(paths) == 1:  # most calls: one node
-                if len(paths[0]) != 1:
-                    continue
-                top: list[int] = [paths[0][0]]  # type: ignore[list-item]
-            else:
-                top = [p[0] for p in paths if len(p) == 1]  # type: ignore[misc]
-                if not top:
-                    continue
-                if len(top) > 1:
-                    top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
-            callee = None
-            if len(top) == 1 and functions:
-                key = key_of(nodes[top[0]])
-                if key in functions:
-                    callee = key
-            uid = len(units)
-            units.append(Unit("aten_call", top, call.name, call=call, callee=callee))
-            for i in top:
-                unit_of_node[i] = uid
-        n_calls = self.n_calls = len(units)
-        node_of_unit = self._node_of_unit
-        if not n_calls:  # no aten calls: only function calls need reading now
-            for i in range(len(nodes)):
-                uid = len(units)
-                unit_of_node[i] = uid
-                node_of_unit.append(i)
-                if functions:
-                    node = nodes[i]
-                    key = key_of(node)
-                    if key in functions:
-                        self._add_call_node(i, node, key)
-                        continue
-                units.append(None)
-            return
-        # One pass in graph order: producers, what each group reads (in node order, resolved below) and produces,
-        # and a unit for every other node. Value names are interned: the producer map, the reads and the outputs
-        # of units share one string per name. A group's inputs are kept as the node's own repeated field (no
-        # strings made) until they are resolved.
-        producer: dict[str, int] = {}
-        self._producer = producer
-        intern = sys.intern
-        plain, subgraph_ops = STANDARD_DOMAINS, SUBGRAPH_OPS
-        raw_reads: list[Any] = [None] * n_calls
-        other_reads: list[str] = []  # what the other nodes read
-        for i, node in enumerate(nodes):
-            outputs = [intern(name) for name in node.output]
-            for name in outputs:
-                producer[name] = i
-            uid = unit_of_node[i]
-            if uid != -1:
-                unit = units[uid]
-                assert unit is not None
-                if unit.callee is None:
-                    reads = node.input if node.domain in plain and node.op_type not in subgraph_ops \
-                        else node_reads(node)
-                    got = raw_reads[uid]
-                    if got is None:
-                        raw_reads[uid] = reads
-                        unit.outputs = outputs  # every output for now; filtered once all reads are known
-                    else:
-                        if type(got) is not list:
-                            got = raw_reads[uid] = list(got)
-                        got.extend(reads)
-                        unit.outputs.extend(outputs)
-                continue
-            unit_of_node[i] = len(units)
-            node_of_unit.append(i)
-            if functions:
-                key = key_of(node)
-                if key in functions:
-                    other_reads.extend(self._add_call_node(i, node, key).reads)
-                    continue
-            units.append(None)
-            other_reads.extend(node.input)
-            if may_have_subgraphs(node):
-                other_reads.extend(captured_names(node))
-        producer.pop("", None)  # an unused optional output produces nothing
-        small = small_constants(self.graph, self.input_pos)
-        # values some unit other than their producer's reads
-        read_outside: set[str] = {name for name in other_reads if name in producer}
-        del other_reads
-        for uid in range(n_calls):
-            unit = units[uid]
-            assert unit is not None
-            if unit.callee is not None:
-                node = nodes[unit.nodes[0]]
-                unit.reads = callee_reads(node, self.functions[unit.callee])
-                unit.outputs = list(node.output)
-                read_outside.update(name for name in unit.reads if name in producer)
-                continue
-            group_reads: list[str] = []
-            constants: dict[str, TensorProto] = NO_CONSTANTS
-            for name in raw_reads[uid]:
-                if not name or name in group_reads or name in constants:
-                    continue
-                p = producer.get(name)
-                if p is not None:
-                    if unit_of_node[p] != uid:
-                        name = intern(name)
-                        read_outside.add(name)
-                        group_reads.append(name)
-                    continue
-                t = small.get(name)
-                if t is not None:
-                    if constants is NO_CONSTANTS:
-                        constants = {}
-                    constants[name] = t
-                else:
-                    group_reads.append(intern(name))
-            unit.reads, unit.constants = group_reads, constants
-        del raw_reads
-        graph_outputs = {v.name for v in self.graph.output}
-        for uid in range(n_calls):
-            unit = units[uid]
-            assert unit is not None
-            if unit.callee is None:
-                unit.outputs = [o for o in unit.outputs if o and (o in read_outside or o in graph_outputs)]
-
-    def _add_call_node(self, i: int, node: onnx.NodeProto, key: FunctionKey) -> Unit:
-        """The unit of a node calling a local function (not part of an aten call)."""
-        reads = list(node.input)
-        if may_have_subgraphs(node):
-            reads.extend(captured_names(node))
-        unit = Unit("function_call", [i], node.name or f"{node.op_type}#{i}", reads, list(node.output), callee=key)
-        self.function_call_ids.append(len(self.units))
-        self.units.append(unit)
-        return unit
 
     def body(self, unit: Unit) -> Body:
         """The body of a flat aten call unit, as the diff compares it (constants: small non-parameter initializers;
@@ -385,36 +215,6 @@ class Side:
         return f"value {src[1]}"
 
 
-def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int]) -> dict[str, TensorProto]:
-    """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants."""
-    small = {t.name: t for t in graph.initializer if t.name not in input_pos and is_small(t)}
-    if small:
-        for v in (*graph.input, *graph.value_info):
-            if v.name in small:
-                for p in v.metadata_props:
-                    if p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
-                        del small[v.name]
-                        break
-    return small
-
-
-def callee_reads(node: onnx.NodeProto, f: onnx.FunctionProto) -> list[str]:
-    """A call's actual inputs in the order the function body first reads the formal ones (as a group body orders
-    what it reads), so a folded call lines up with the flat group it came from."""
-    actual = {formal: (node.input[k] if k < len(node.input) else "") for k, formal in enumerate(f.input)}
-    produced = {o for n in f.node for o in n.output if o}
-    out: list[str] = []
-    seen: set[str] = set()
-    for n in f.node:
-        for name in node_reads(n):
-            if name in produced or name in seen or name not in actual:
-                continue
-            seen.add(name)
-            out.append(actual[name])
-    out.extend(actual[formal] for formal in f.input if formal not in seen)
-    return out
-
-
 class ModuleKeys:
     """The module chain of a call as its metadata spells it, without the call's own (FX) name; one string per
     chain (the calls of a module share it). Exporters write metadata keys in one order, so the position of the
@@ -445,10 +245,6 @@ class ModuleKeys:
 
     def _one(self, module: str) -> str:
         return self._modules.setdefault(module, module)
-
-
-def is_small(t: TensorProto) -> bool:
-    return t.data_location != TensorProto.EXTERNAL and math.prod(t.dims) <= SMALL_CONSTANT_ELEMENTS
 
 
 def cut_last(text: str, sep: str) -> str:
@@ -485,7 +281,7 @@ class UnitPairs:
         ca, cb = self.A.units[ka], self.B.units[kb]
         assert ca is not None and ca.call is not None and cb is not None and cb.call is not None
         na, nb = ca.call.first_node, cb.call.first_node
-        if na is not None and nb is not None and na == nb:
+        if (ka == kb and self.B.cut.same_nodes(self.A.cut, kb)) or (na is not None and nb is not None and na == nb):
             self._first_equal[ka] = kb
             return True
         return self.A.module(ka) == self.B.module(kb)
@@ -508,8 +304,10 @@ class UnitPairs:
         if baked and list(ua.constants) != list(ub.constants):
             return None
         na_all, nb_all = self.A.graph.node, self.B.graph.node
-        # the first nodes (a call's first node) may have been compared already, while matching
-        first = 1 if self._first_equal.get(ka) == kb else 0
+        if ka == kb and self.B.cut.same_nodes(self.A.cut, kb):
+            first = len(ua.nodes)  # compared while cutting
+        else:  # the first nodes (a call's first node) may have been compared already, while matching
+            first = 1 if self._first_equal.get(ka) == kb else 0
         for i, j in zip(ua.nodes[first:], ub.nodes[first:]) if first else zip(ua.nodes, ub.nodes):
             na, nb = na_all[i], nb_all[j]
             if na == nb:  # one comparison in C (metadata included): the common case of two exports of one model

@@ -1,0 +1,159 @@
+"""The diff cuts its second model with the first one's cut at hand (``GraphCut(..., like=...)``), taking over what
+it read from nodes equal at equal places. Whatever differs, the cut must be the one the model gets on its own:
+the same units, reads (first use first), outputs, baked constants and producers. Checked on the zoo's flat Llama
+export against copies changed in one place each: an attribute, a value renamed, an input rewired, a value
+produced twice (so that unchanged calls read it from elsewhere, or read a node's output where they read a baked
+constant), a baked constant turned into a graph input, optional outputs left empty, a node added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import helper
+
+from inspector.core.diff import diff_models
+from inspector.core.diff.cut import GraphCut
+from inspector.core.diff.units import Side
+from inspector.core.index import open_index
+from tests.conftest import ROOT
+
+LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"
+
+
+def _node(g: onnx.GraphProto, output: str) -> onnx.NodeProto:
+    return next(n for n in g.node if output in n.output)
+
+
+def _attribute(g: onnx.GraphProto) -> None:
+    perm = next(a for a in _node(g, "transpose").attribute if a.name == "perm")
+    perm.ints[:] = list(reversed(perm.ints))
+
+
+def _renamed_value(g: onnx.GraphProto) -> None:
+    _node(g, "val_104").output[0] = "val_104_renamed"
+    reader = next(n for n in g.node if "val_104" in n.input)
+    reader.input[list(reader.input).index("val_104")] = "val_104_renamed"
+
+
+def _rewired(g: onnx.GraphProto) -> None:
+    mul = _node(g, "mul_3")
+    mul.input[list(mul.input).index("rsqrt")] = "add_3"
+
+
+def _produced_twice_later(g: onnx.GraphProto) -> None:
+    _node(g, "neg").output[0] = "slice_4"  # node 20 now also makes slice_4 (node 18's); nothing makes neg
+
+
+def _produced_twice_earlier(g: onnx.GraphProto) -> None:
+    _node(g, "slice_4").output[0] = "neg"  # node 18 now also makes neg (node 20's, the last producer)
+
+
+def _shadows_constant(g: onnx.GraphProto) -> None:
+    _node(g, "neg").output[0] = "val_103"  # a node now makes what unchanged calls read as a baked constant
+
+
+def _made_again_later(g: onnx.GraphProto) -> None:
+    _node(g, "neg").output[0] = "val_104"  # rsqrt (unchanged) made val_104 for itself; now it reads neg's
+
+
+def _constant_to_input(g: onnx.GraphProto) -> None:
+    t = next(t for t in g.initializer if t.name == "val_103")
+    g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    g.initializer.remove(t)
+
+
+def _empty_outputs(g: onnx.GraphProto) -> None:
+    for n in g.node[:4]:
+        n.output.append("")
+
+
+def _added(g: onnx.GraphProto) -> None:
+    g.node.append(helper.make_node("Identity", ["add_3"], ["extra"], name="extra"))
+
+
+def _same(g: onnx.GraphProto) -> None:
+    pass
+
+
+Change = Callable[[onnx.GraphProto], None]
+# (change to B, change to both, how many aten calls of B have a node unequal to A's when B's cut takes over from
+# A's, else None)
+CASES: dict[str, tuple[Change, Change | None, int | None]] = {
+    "same": (_same, None, 0),
+    "attribute": (_attribute, None, 1),
+    "renamed value": (_renamed_value, None, 1),  # Sqrt and Reciprocal: one call (rsqrt)
+    "rewired": (_rewired, None, 1),
+    "produced twice, later": (_produced_twice_later, None, 1),
+    "produced twice, earlier": (_produced_twice_earlier, None, 1),
+    "baked constant turned input": (_constant_to_input, None, 0),
+    "value shadows a baked constant": (_shadows_constant, None, 1),
+    "value made again later": (_made_again_later, None, 1),
+    "empty outputs": (_attribute, _empty_outputs, 1),
+    "first has a value produced twice": (_same, _produced_twice_earlier, None),  # A's producers: not unique
+    "node added": (_added, None, None),
+}
+
+
+def _cut_of(cut: GraphCut) -> tuple[Any, ...]:
+    units = [None if u is None else (u.kind, u.nodes, u.label, u.reads, u.outputs, u.callee,
+                                     [(name, t.SerializeToString()) for name, t in u.constants.items()])
+             for u in cut.units]
+    return (cut.n_calls, list(cut.unit_of_node), list(cut.node_of_unit), cut.function_call_ids, cut.producer, units)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cut_made_like_the_first_is_its_own_cut(tmp_path: Path, case: str):
+    change_b, change_both, unequal = CASES[case]
+    model = onnx.load(str(LLAMA), load_external_data=False)
+    if change_both is not None:
+        change_both(model.graph)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change_b(other.graph)
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
+    A = Side(a)
+    first = A.cut
+    B = Side(b, like=A)
+    assert (B.cut.followed is first) == (unequal is not None)
+    if unequal is not None:
+        assert B.cut.unequal is not None and len(B.cut.unequal) == unequal
+    assert _cut_of(B.cut) == _cut_of(Side(b).cut)
+    assert first.node_outputs is None  # released once taken over
+
+
+def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path):
+    """The whole diff of the rewired copy, with B cut like A (as ``diff_models`` does) and on its own."""
+    model = onnx.load(str(LLAMA), load_external_data=False)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    _rewired(other.graph)
+    _attribute(other.graph)
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
+    followed = diff_models(a, b)
+    import inspector.core.diff.run as run
+
+    original = run.Side
+
+    class OwnCut(original):  # type: ignore[misc, valid-type]
+        def __init__(self, index: Any, like: Any = None) -> None:
+            super().__init__(index)
+
+    run.Side = OwnCut  # type: ignore[misc]
+    try:
+        own = diff_models(a, b)
+    finally:
+        run.Side = original  # type: ignore[misc]
+    kinds = sorted(c.kind for c in followed.changes)
+    assert kinds == sorted(c.kind for c in own.changes)
+    assert "rewired" in kinds and "value_changed" in kinds
+    assert [(c.kind, c.family, c.detail, c.sites) for c in followed.changes] == \
+        [(c.kind, c.family, c.detail, c.sites) for c in own.changes]
