@@ -143,7 +143,7 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     graph = proto.graph
     if any(k.domain == domain for k in index.functions.functions):
         raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
-    maps = GraphMaps(graph)
+    maps = index.graph_maps()
     planner = _Planner(index, maps, inside_subgraphs)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[_Planned] = []
@@ -659,11 +659,11 @@ def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: l
     if first is not None:
         if fresh:
             node.CopyFrom(first)
-        clear = node.ClearField  # every field a call sets or must not have (all but the metadata), unrolled
-        clear("input"), clear("output"), clear("attribute"), clear("doc_string"), clear("device_configurations")
+        clear = node.ClearField  # the fields of the first node a call must not keep, but its inputs and outputs
+        clear("attribute"), clear("doc_string"), clear("device_configurations")
     node.op_type, node.domain, node.overload, node.name = key.name, key.domain, key.overload, plan.call.name
-    node.input.extend(inputs)
-    node.output.extend(plan.outputs)
+    node.input[:] = inputs  # replaced whole (cheaper than clearing and extending)
+    node.output[:] = plan.outputs
     if plan.form.attributes:
         node.attribute.extend(plan.form.attributes)
 
