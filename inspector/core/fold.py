@@ -19,6 +19,7 @@ import heapq
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import onnx
@@ -118,7 +119,8 @@ class _Class:
         return ",".join(f"{p}:{r}" for p, r in sorted(self.roles.items()))
 
 
-_Made = None | onnx.NodeProto | tuple[FunctionKey, _Planned, list[int]]  # what replaces a node of the graph
+_Call = tuple[bytes, _Planned, list[int]]  # a call to make: its head (``_call_head``), plan and input order
+_Made = None | onnx.NodeProto | _Call  # what replaces a node of the graph
 
 
 def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN, inside_subgraphs: bool = False, *,
@@ -161,17 +163,21 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     functions: list[onnx.FunctionProto] = []
     # the call replaces its group at the group's last node; per entry of the new graph: reads, outputs, and the
     # original node index or the call to make
-    call_at: dict[int, tuple[FunctionKey, _Planned, list[int]]] = {}
-    inner: dict[NodePath, dict[int, tuple[FunctionKey, _Planned, list[int]]]] = {}  # calls in branch/loop bodies
+    call_at: dict[int, _Call] = {}
+    inner: dict[NodePath, dict[int, _Call]] = {}  # calls in branch/loop bodies
     opsets = list(proto.opset_import)
     for cls in classes:
         assert cls.key is not None
         order = cls.order()
         functions.append(_make_function(cls.key, cls, order, opsets))
         as_read = [] if order == list(range(len(order))) else order  # see _call_inputs
+        heads: dict[int, bytes] = {}  # by id of the form (kept alive by the plans)
         for plan in cls.plans:
+            head = heads.get(id(plan.form))
+            if head is None:
+                head = heads[id(plan.form)] = _call_head(cls.key, plan.form)
             where = call_at if not plan.maps.prefix else inner.setdefault(plan.maps.prefix, {})
-            where[plan.indices[-1]] = (cls.key, plan, as_read)
+            where[plan.indices[-1]] = (head, plan, as_read)
     holders: dict[int, list[NodePath]] = {}  # main-graph node -> its subgraphs in which calls were folded
     for prefix in inner:
         holders.setdefault(int(prefix[0]), []).append(prefix)
@@ -190,17 +196,16 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     ordered = _topological([(e[0], e[1]) for e in entries], {v.name for v in graph.input} | set(maps.initializers))
     # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
     # info carries the parameter's metadata, e.g. original_node_name).
-    still_read = {r for e in entries for r in e[0]} | maps.graph_outputs
-    used = still_read | {o for e in entries for o in e[1]}
+    still_read = set(chain.from_iterable([e[0] for e in entries])) | maps.graph_outputs
+    used = still_read.union(chain.from_iterable([e[1] for e in entries]))
     moved = {name for plan in planned for name in plan.body.constants}
     # The folded model: the index's protobuf itself (``consume``) or a copy; either way its main graph's nodes
     # are those of the index, by position. Each call is made from its group's first node (which carries the
     # metadata the call keeps), kept nodes stay as they are, and one sort puts them in their new order.
     folded = proto if consume and not _unknown_fields(proto) else _copy_known(proto)
     nodes = folded.graph.node
-    originals = list(graph.node)  # held, so that each node's wrapper (and its id) stays the same
-    position = {id(n): i for i, n in enumerate(originals)}
-    held = originals if folded is proto else list(nodes)
+    held = list(nodes)  # held, so that each node's wrapper (and its id, which ``rank`` keys) stays the same
+    original = graph.node
     rank: dict[int, int] = {}  # id of a node of the folded graph -> its place
     for k in ordered:
         reads, _outs, i, made = entries[k]
@@ -208,8 +213,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
             node = held[i]
         elif type(made) is tuple:
             plan = made[1]
-            at = position.get(id(plan.call.first_node))
-            node = held[at] if at is not None else _call_node(held, plan)
+            at = plan.indices[0]  # where the first node sits (the wrapper the call holds is the graph's own)
+            node = held[at] if original[at] is plan.call.first_node else _call_node(held, plan)
             _make_call(node, made[0], plan, reads)
         else:  # a node whose subgraphs hold folded calls
             node = held[i]
@@ -269,7 +274,7 @@ def _copy_field(target: Any, desc: Any, value: Any) -> None:
 
 
 def _fold_subgraphs(node: onnx.NodeProto, prefixes: list[NodePath],
-                    inner: dict[NodePath, dict[int, tuple[FunctionKey, _Planned, list[int]]]],
+                    inner: dict[NodePath, dict[int, _Call]],
                     claimed: dict[NodePath, set[int]], planner: _Planner) -> onnx.NodeProto:
     """A copy of ``node`` (an If, Loop or Scan) whose subgraphs at ``prefixes`` have their folded calls in place
     of their groups; what else the subgraph holds and declares is kept, value infos of values that are gone are
@@ -286,10 +291,10 @@ def _fold_subgraphs(node: onnx.NodeProto, prefixes: list[NodePath],
         for j in range(len(sub.inputs)):
             made = calls.get(j)
             if made is not None:
-                key, plan, order = made
+                head, plan, order = made
                 call = onnx.NodeProto()
                 reads = _call_inputs(plan, order)
-                _make_call(call, key, plan, reads, fresh=True)
+                _make_call(call, head, plan, reads, fresh=True)
                 entries.append((reads, plan.outputs, call))
             elif j not in taken:
                 entries.append((sub.reads(j), sub.outputs[j], sub.graph.node[j]))
@@ -639,33 +644,41 @@ def _call_inputs(plan: _Planned, order: list[int]) -> list[str]:
 
 def _call_node(held: list[onnx.NodeProto], plan: _Planned) -> onnx.NodeProto:
     """The node of the folded main graph (``held``, by the original positions) that becomes ``plan``'s call when
-    its group's first node (which already carries the metadata the call keeps, and is the call otherwise) is
-    not one of them: the group's last node, with the first node's fields, or emptied when there is none."""
+    its group's first node (which carries the metadata the call keeps, and is the call otherwise) does not sit at
+    the group's first index: the group's last node, given the first node's fields, or emptied when there is none."""
     first = plan.call.first_node
     node = held[plan.indices[-1]]
     if first is None:
         node.Clear()
-    else:
+    elif node is not first:
         node.CopyFrom(first)
     return node
 
 
-def _make_call(node: onnx.NodeProto, key: FunctionKey, plan: _Planned, inputs: list[str],
-               fresh: bool = False) -> None:
-    """Make ``node`` the call of ``key``. It keeps the metadata of the group's first node: ``node`` is that node
-    (``_call_node``), or, when ``fresh``, the first node is copied into it whole (one protobuf call; copying the
-    metadata entry by entry costs twice as much); its other fields are replaced."""
+def _call_head(key: FunctionKey, form: _Form) -> bytes:
+    """What every call of ``key`` whose FX arguments have ``form`` sets alike: the function's key as op type,
+    domain and overload, and the attributes made from the aten arguments; serialized once, parsed into each call
+    (one protobuf call instead of four field writes and a copy of each attribute)."""
+    node = onnx.NodeProto()
+    node.op_type, node.domain, node.overload = key.name, key.domain, key.overload
+    node.attribute.extend(form.attributes)
+    return node.SerializeToString()
+
+
+def _make_call(node: onnx.NodeProto, head: bytes, plan: _Planned, inputs: list[str], fresh: bool = False) -> None:
+    """Make ``node`` the call ``head`` (``_call_head``) begins. It keeps the metadata of the group's first node:
+    ``node`` is that node (``_call_node``), or, when ``fresh``, the first node is copied into it whole (one protobuf
+    call; copying the metadata entry by entry costs twice as much); its other fields are replaced."""
     first = plan.call.first_node
     if first is not None:
         if fresh:
             node.CopyFrom(first)
         clear = node.ClearField  # the fields of the first node a call must not keep, but its inputs and outputs
         clear("attribute"), clear("doc_string"), clear("device_configurations")
-    node.op_type, node.domain, node.overload, node.name = key.name, key.domain, key.overload, plan.call.name
+    node.name = plan.call.name
     node.input[:] = inputs  # replaced whole (cheaper than clearing and extending)
     node.output[:] = plan.outputs
-    if plan.form.attributes:
-        node.attribute.extend(plan.form.attributes)
+    node.MergeFromString(head)  # sets op type, domain and overload, appends the attributes
 
 
 def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None:
