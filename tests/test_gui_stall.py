@@ -102,7 +102,8 @@ def test_a_finished_job_is_freed_without_the_garbage_collector(qtbot: Any) -> No
 
     from PySide6.QtCore import QThreadPool
 
-    from inspector.gui.worker import Jobs, gui_collects
+    from inspector.gui.collector import gui_collects
+    from inspector.gui.worker import Jobs
 
     results: list[int] = []
     was_enabled = gc.isenabled()  # off once jobs have run: the GUI thread's timer collects instead

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
+import shiboken6
+from PySide6.QtCore import QModelIndex, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -36,6 +37,7 @@ from inspector.core.values import graph_value_types
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView
+from inspector.gui.collector import release_model
 from inspector.gui.compare import CompareWindow
 from inspector.gui.dialogs import show_message
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
@@ -170,8 +172,11 @@ class MainWindow(QMainWindow):
 
     def _loaded(self, opened: Opened) -> None:
         self.progress.setVisible(bool(self.jobs))
+        replacing = self.index is not None
         self.reset_model_state()
         self.set_index(opened.index, opened.tree, opened.totals)
+        if replacing:
+            release_model()
         self.reviews = opened.reviews
         self.nodes.values = opened.values
         self.search_panel.set_index(opened.search)
@@ -269,10 +274,15 @@ class MainWindow(QMainWindow):
             return None
         window = CompareWindow()
         window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        # once a closed window is deleted, its wrapper goes too, and with it both models (no cycle holds them)
+        window.destroyed.connect(lambda: QTimer.singleShot(0, self._forget_closed_compares))
         self._compare_windows = [w for w in self._compare_windows if w.isVisible()] + [window]
         window.show()
         window.open_pair(self.index.path, other)
         return window
+
+    def _forget_closed_compares(self) -> None:
+        self._compare_windows = [w for w in self._compare_windows if shiboken6.isValid(w)]
 
     # reports ---------------------------------------------------------------------------------------------
     def export_report(self) -> None:

@@ -3,67 +3,20 @@
 from __future__ import annotations
 
 import atexit
-import gc
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from inspector.core.errors import InspectorError
+from inspector.gui.collector import collect_on_gui_thread
 
 T = TypeVar("T")
 # How often a thread holding the GIL hands it over to one waiting for it. Qt calls into Python once per row for a
 # view's layout and painting, and each call waits for the GIL: behind a busy worker, Python's default of 5 ms per
 # hand-over made the GUI thread's 30 ms of work take 1-2 s (a convoy). 0.2 ms keeps such a wait ~1.1x the work.
 GIL_SWITCH_S = 0.0002
-
-
-class _GuiThreadCollector(QObject):
-    """The cyclic garbage collector runs on the GUI thread only, from a timer.
-
-    Python collects on whichever thread happens to allocate past the threshold. When that is a worker (building
-    a report, indexing) while the GUI thread is tearing down graph items, the collection frees Qt wrappers that
-    sit in reference cycles under the GUI thread's feet: the test suite aborted ("Fatal Python error: Aborted",
-    "Garbage-collecting" in ``build_report``'s thread, ``GraphView._clear`` in the GUI thread). So once workers run,
-    automatic collection is switched off and this timer collects each generation past its threshold, as Python
-    would, on the GUI thread. ``core.index.paused_gc`` leaves the collector off when it finds it off."""
-
-    INTERVAL_MS = 250
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self._thresholds = gc.get_threshold()
-        gc.disable()
-        self._timer = QTimer(self)
-        self._timer.timeout.connect(self.collect)
-        self._timer.start(self.INTERVAL_MS)
-
-    def collect(self) -> None:
-        counts, limits = gc.get_count(), self._thresholds
-        generation = -1
-        for g in range(3):
-            if limits[g] and counts[g] > limits[g]:
-                generation = g
-            else:
-                break
-        if generation >= 0:
-            gc.collect(generation)
-
-
-_collector: list[_GuiThreadCollector] = []
-
-
-def gui_collects() -> bool:
-    """Whether the GUI thread's collector is installed (automatic collection is then off for good)."""
-    return bool(_collector)
-
-
-def collect_on_gui_thread() -> None:
-    """Install the GUI thread's collector once per application (called on the GUI thread)."""
-    app = QCoreApplication.instance()
-    if app is not None and not _collector:
-        _collector.append(_GuiThreadCollector(app))
 
 
 class _Box:
@@ -123,6 +76,21 @@ class Job(QRunnable):
             self.signals.qt.finished.emit(_Box(result))
 
 
+def _nothing() -> None:
+    return None
+
+
+def _ended(job: Job) -> Job:
+    """A job that has reported lets go of its function and callbacks, on the GUI thread. PySide sometimes keeps
+    the wrapper of a finished runnable referenced after the pool deleted it (seen ~1 run in 10 for a layout job
+    of a compare window): through its function's closure and the callbacks' (the window), it kept a closed
+    window's models alive for good."""
+    job.fn = _nothing
+    job.signals.qt.finished.disconnect()
+    job.signals.qt.failed.disconnect()
+    return job
+
+
 class Jobs:
     """The running jobs of one owner (a window or a panel).
 
@@ -157,14 +125,14 @@ class Jobs:
 
         def finished(result: T) -> None:
             if holder:
-                ended = holder.pop()
+                ended = _ended(holder.pop())
                 self._running.remove(ended)
                 if not ended.cancelled:
                     done(result)
 
         def fail(reason: str) -> None:
             if holder:
-                ended = holder.pop()
+                ended = _ended(holder.pop())
                 self._running.remove(ended)
                 if failed is not None and not ended.cancelled:
                     failed(reason)

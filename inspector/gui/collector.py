@@ -1,0 +1,132 @@
+"""The app's cyclic garbage collector: on the GUI thread only, and never examining more than a bounded number of
+objects at once.
+
+Python collects on whichever thread happens to allocate past the threshold. When that is a worker (building a
+report, indexing) while the GUI thread is tearing down graph items, the collection frees Qt wrappers that sit in
+reference cycles under the GUI thread's feet: the test suite aborted ("Fatal Python error: Aborted",
+"Garbage-collecting" in ``build_report``'s thread, ``GraphView._clear`` in the GUI thread). So once workers run,
+automatic collection is switched off and a timer on the GUI thread collects instead, by Python's own rules:
+each generation past its threshold, and the oldest (a *full* collection) only once the objects promoted into it
+since the last full collection exceed 25% of those it kept then (CPython's ``long_lived_pending`` /
+``long_lived_total``; ``gc.collect(2)`` alone skips that test).
+
+A collection holds the GIL for as long as it walks its objects (~0.2-1.5 µs each), and on the GUI thread that
+is a stall: the workers allocate millions of long-lived objects (indexes, analyses, a diff), and walking them
+took 0.4-0.8 s at a time with a 100k-node model open. So a collection that would examine more than
+``SCAN_LIMIT`` objects is replaced by ``gc.freeze()`` (constant time): everything alive then moves to the
+permanent generation, which collections skip. The models hold no reference cycles (a whole scripted session on
+a 100k-node export, compare window included, left 186 objects of cyclic garbage, all graph items; closed models
+were freed by reference counting), so frozen models are still freed when closed; what a freeze keeps is the
+little cyclic garbage alive at that moment. When a model is closed or replaced (``release``), the permanent
+generation is unfrozen and collected in full if everything in it and in the young generations fits the limit;
+with a large model still open it stays frozen, since that collection would walk the open model (the stall this
+module exists to avoid). ``core.index.paused_gc`` leaves the collector off when it finds it off."""
+
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
+
+# Objects one collection may examine on the GUI thread: ~20-50 ms (the app itself holds ~57k objects at start)
+SCAN_LIMIT = 100_000
+
+
+class GuiThreadCollector(QObject):
+    INTERVAL_MS = 250
+
+    def __init__(self, parent: QObject | None = None, *, start: bool = True) -> None:
+        super().__init__(parent)
+        self.thresholds = gc.get_threshold()
+        # objects in generations 1 and 2 (index 0 unused: gc.get_count()[0] counts generation 0), counted once
+        # here, then kept as upper bounds: an object freed by reference counting is not seen
+        self.sizes = [0, len(gc.get_objects(1)), len(gc.get_objects(2))]
+        self.long_lived_total = self.sizes[2]  # objects generation 2 kept at the last full collection
+        self.long_lived_pending = 0  # objects promoted into generation 2 since
+        self.frozen = 0  # freezes so far
+        self._release_due = False
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self.collect)
+        if start:
+            gc.disable()
+            self._timer.start(self.INTERVAL_MS)
+
+    def due(self) -> int:
+        """The generation Python would collect now, -1 for none."""
+        counts, limits = gc.get_count(), self.thresholds
+        generation = -1
+        for g in range(3):
+            if limits[g] and counts[g] > limits[g]:
+                generation = g
+            else:
+                break
+        if generation == 2 and self.long_lived_pending <= self.long_lived_total // 4:
+            generation = 1  # CPython: a full collection waits until a quarter of the long-lived objects are new
+        return generation
+
+    def examined(self, generation: int) -> int:
+        """How many objects a collection of ``generation`` would walk (an upper bound)."""
+        return gc.get_count()[0] + sum(self.sizes[1:generation + 1])
+
+    def release(self) -> None:
+        """A model was closed or replaced: at the next tick, unfreeze and collect everything if that fits."""
+        self._release_due = True
+
+    def collect(self) -> None:
+        if self._release_due:
+            self._release_due = False
+            frozen = gc.get_freeze_count()  # a walk of the permanent generation: ~10 ns an object
+            if frozen and frozen + self.examined(2) <= SCAN_LIMIT:
+                gc.unfreeze()
+                self.sizes[2] += frozen
+                self._collect(2)
+                return
+        generation = self.due()
+        if generation < 0:
+            return
+        if self.examined(generation) > SCAN_LIMIT:
+            self.freeze()
+        else:
+            self._collect(generation)
+
+    def freeze(self) -> None:
+        """Everything alive now moves out of reach of collections (constant time)."""
+        gc.freeze()
+        self.sizes = [0, 0, 0]
+        self.long_lived_total = self.long_lived_pending = 0
+        self.frozen += 1
+
+    def _collect(self, generation: int) -> None:
+        walked = self.examined(generation)
+        survivors = max(walked - gc.collect(generation), 0)
+        if generation == 0:
+            self.sizes[1] += survivors
+        elif generation == 1:  # generations 0 and 1 move into 2
+            self.sizes[1] = 0
+            self.sizes[2] += survivors
+            self.long_lived_pending += survivors
+        else:
+            self.sizes[1] = 0
+            self.sizes[2] = self.long_lived_total = survivors
+            self.long_lived_pending = 0
+
+
+_collector: list[GuiThreadCollector] = []
+
+
+def gui_collects() -> bool:
+    """Whether the GUI thread's collector is installed (automatic collection is then off for good)."""
+    return bool(_collector)
+
+
+def collect_on_gui_thread() -> None:
+    """Install the GUI thread's collector once per application (called on the GUI thread)."""
+    app = QCoreApplication.instance()
+    if app is not None and not _collector:
+        _collector.append(GuiThreadCollector(app))
+
+
+def release_model() -> None:
+    """Called on the GUI thread when a model is closed or replaced (see ``GuiThreadCollector.release``)."""
+    if _collector:
+        _collector[0].release()
