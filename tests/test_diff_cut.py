@@ -157,3 +157,29 @@ def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path):
     assert "rewired" in kinds and "value_changed" in kinds
     assert [(c.kind, c.family, c.detail, c.sites) for c in followed.changes] == \
         [(c.kind, c.family, c.detail, c.sites) for c in own.changes]
+
+
+def _read_instead(g: onnx.GraphProto, output: str, old: str, new: str) -> None:
+    node = _node(g, output)
+    node.input[list(node.input).index(old)] = new
+
+
+def test_calls_reading_another_weight_or_input_are_rewired(tmp_path: Path):
+    """Wiring to graph inputs and initializers (checked inline for matched calls): a call that reads another
+    weight of the same shape, and one that reads another graph input, are reported; nothing else is."""
+    model = onnx.load(str(LLAMA), load_external_data=False)
+    ids = next(v for v in model.graph.input if v.name == "input_ids")
+    extra = model.graph.input.add()
+    extra.CopyFrom(ids)
+    extra.name = "other_ids"
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    _read_instead(other.graph, "linear_1", "val_112", "val_119")  # k_proj reads v_proj's weight
+    _read_instead(other.graph, "embedding", "input_ids", "other_ids")
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    d = diff_models(open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx"))
+    assert sorted((c.where, c.detail) for c in d.changes if c.kind == "rewired") == [
+        ("embedding", "input 1: was input input_ids, now input other_ids"),
+        ("linear_1", "input 1: was initializer val_112, now initializer val_119"),
+    ]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import sys
 from array import array
+from collections.abc import Sequence
+from itertools import islice
 from typing import Any, Literal
 
 import onnx
@@ -67,6 +69,9 @@ class GraphCut:
         self.graph = index.proto.graph
         self.functions = index.functions.functions
         self.input_pos = input_pos
+        # whether any node of the main graph can hold a subgraph (the index's op histogram says): else each node
+        # reads just its inputs, and its domain and op need not be read
+        self.nested = any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in index.op_histogram)
         n = len(self.graph.node)
         self.units: list[Unit | None] = []
         self.n_calls = 0
@@ -74,7 +79,7 @@ class GraphCut:
         self.node_of_unit = array("q")  # the node of each unit from n_calls on
         self.function_call_ids: list[int] = []
         self.producer: dict[str, int] | None = None  # value name -> producing node (kept when there are calls)
-        # what a second cut may take over: each node's outputs (interned), the units of aten calls before the
+        # what a second cut may take over: each node's outputs, the units of aten calls before the
         # other nodes got theirs, and whether every value has one producer
         self.node_outputs: list[list[str]] | None = None
         self.call_of_node: array[int] | None = None
@@ -84,6 +89,7 @@ class GraphCut:
         # same unit ids and equal nodes)
         self.unequal: set[int] | None = None
         self.followed: GraphCut | None = None  # the cut this one was made like
+        self._described: list[onnx.ValueInfoProto] | None = None
         self._cut_calls(index)
         if not self.n_calls:
             self._cut_plain()
@@ -91,6 +97,15 @@ class GraphCut:
             self._cut_like(like)
         else:
             self._cut()
+
+    @property
+    def described_values(self) -> list[onnx.ValueInfoProto]:
+        """The graph inputs and value infos that carry metadata (parameter kinds, FX names), in graph order; few
+        do, and looking once at each of a large graph's value infos costs more than all the rest of what is read
+        about them."""
+        if self._described is None:
+            self._described = [v for v in (*self.graph.input, *self.graph.value_info) if v.metadata_props]
+        return self._described
 
     def _cut_calls(self, index: ModelIndex) -> None:
         nodes = self.graph.node
@@ -112,12 +127,12 @@ class GraphCut:
                 if len(top) > 1:
                     top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
             callee = None
-            if len(top) == 1 and functions:
+            if functions and len(top) == 1:
                 key = key_of(nodes[top[0]])
                 if key in functions:
                     callee = key
             uid = len(units)
-            units.append(Unit("aten_call", top, call.name, call=call, callee=callee))
+            units.append(Unit("aten_call", top, call.name, None, None, call, callee))
             for i in top:
                 unit_of_node[i] = uid
         self.n_calls = len(units)
@@ -148,9 +163,9 @@ class GraphCut:
 
     def _cut(self) -> None:
         """One pass in graph order: producers, what each group reads (in node order, resolved below) and produces,
-        and a unit for every other node. Value names are interned: the producer map, the reads and the outputs of
-        units share one string per name. A group's inputs are kept as its node's own repeated field (no strings
-        made) until they are resolved."""
+        and a unit for every other node. The outputs of units share their strings with the producer map, and reads
+        are interned (one string per name however many read it). A group's inputs are kept as its node's own
+        repeated field (no strings made) until they are resolved."""
         nodes = self.graph.node
         unit_of_node, units, functions = self.unit_of_node, self.units, self.functions
         n_calls = self.n_calls
@@ -160,12 +175,11 @@ class GraphCut:
         node_outputs: list[list[str]] = []
         self.node_outputs = node_outputs
         n_outputs = 0
-        intern = sys.intern
-        plain, subgraph_ops = STANDARD_DOMAINS, SUBGRAPH_OPS
+        nested, plain, subgraph_ops = self.nested, STANDARD_DOMAINS, SUBGRAPH_OPS
         raw_reads: list[Any] = [None] * n_calls
         other_reads: list[str] = []  # what the other nodes read
         for i, node in enumerate(nodes):
-            outputs = [intern(name) for name in node.output]
+            outputs = list(node.output)
             node_outputs.append(outputs)
             n_outputs += len(outputs)
             for name in outputs:
@@ -175,7 +189,7 @@ class GraphCut:
                 unit = units[uid]
                 assert unit is not None
                 if unit.callee is None:
-                    reads = node.input if node.domain in plain and node.op_type not in subgraph_ops \
+                    reads = node.input if not nested or (node.domain in plain and node.op_type not in subgraph_ops) \
                         else node_reads(node)
                     got = raw_reads[uid]
                     if got is None:
@@ -196,13 +210,13 @@ class GraphCut:
                     continue
             units.append(None)
             other_reads.extend(node.input)
-            if may_have_subgraphs(node):
+            if nested and may_have_subgraphs(node):
                 other_reads.extend(captured_names(node))
         if "" in producer:  # an unused optional output produces nothing
             del producer[""]
             n_outputs -= sum(outputs.count("") for outputs in node_outputs)
         self.unique_producers = len(producer) == n_outputs
-        small = self.small = small_constants(self.graph, self.input_pos)
+        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
         # values some unit other than their producer's reads
         read_outside: set[str] = {name for name in other_reads if name in producer}
         del other_reads
@@ -276,11 +290,10 @@ class GraphCut:
         nodes, like_nodes = self.graph.node, like.graph.node
         like_outputs, like_producer, like_units = like.node_outputs, like.producer, like.units
         assert like_outputs is not None and like_producer is not None
-        differ = [i for i, (x, y) in enumerate(zip(nodes, like_nodes)) if x != y]
-        if 2 * len(differ) > len(nodes):  # little to take over: a cut of its own
+        differ = _unequal_nodes(nodes, like_nodes, len(nodes) // 2)
+        if differ is None:  # little to take over: a cut of its own
             self._cut()
             return
-        intern = sys.intern
         unit_of_node, units, n_calls = self.unit_of_node, self.units, self.n_calls
         # producers: the first cut's, with the outputs of the nodes that differ replaced (each value had one
         # producer there, so removing a node's outputs removes only its own; the last producer wins, as in _cut)
@@ -294,7 +307,7 @@ class GraphCut:
                         del producer[name]
                         touched.add(name)
             for i in differ:
-                outputs = own_outputs[i] = [intern(name) for name in nodes[i].output]
+                outputs = own_outputs[i] = list(nodes[i].output)
                 for name in outputs:
                     if name:
                         p = producer.get(name)
@@ -303,7 +316,7 @@ class GraphCut:
         else:
             producer = like_producer  # the same nodes: the same map (never changed once cut)
         self.producer = producer
-        small = self.small = small_constants(self.graph, self.input_pos)
+        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
         touched.update(small.keys() ^ like.small.keys())
         # the other nodes, read as in _cut
         other_reads: list[str] = []
@@ -314,7 +327,7 @@ class GraphCut:
                 self.node_of_unit.append(i)
                 units.append(None)
                 other_reads.extend(node.input)
-                if may_have_subgraphs(node):
+                if self.nested and may_have_subgraphs(node):
                     other_reads.extend(captured_names(node))
         read_outside: set[str] = {name for name in other_reads if name in producer}
         del other_reads
@@ -337,8 +350,8 @@ class GraphCut:
                 raw: list[str] = []
                 for i in unit.nodes:
                     node = nodes[i]
-                    raw.extend(node.input if node.domain in plain and node.op_type not in subgraph_ops
-                               else node_reads(node))
+                    raw.extend(node.input if not self.nested or (node.domain in plain and node.op_type not in
+                               subgraph_ops) else node_reads(node))
                 self._resolve(uid, unit, raw, small, read_outside)
             top = unit.nodes
             if len(top) == 1:
@@ -349,11 +362,26 @@ class GraphCut:
         self._keep_outputs(read_outside)
 
 
-def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int]) -> dict[str, TensorProto]:
-    """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants."""
+def _unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodeProto], most: int,
+                   step: int = 4096) -> list[int] | None:
+    """Where ``nodes`` and ``others`` (of one length) differ; None as soon as more than ``most`` do (a renamed copy
+    differs everywhere: it is found out within the first few thousand nodes)."""
+    out: list[int] = []
+    pairs = enumerate(zip(nodes, others))
+    for _ in range(0, len(nodes), step):
+        out.extend(i for i, (x, y) in islice(pairs, step) if x != y)
+        if len(out) > most:
+            return None
+    return out
+
+
+def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int],
+                    described: list[onnx.ValueInfoProto]) -> dict[str, TensorProto]:
+    """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants. ``described``:
+    the graph inputs and value infos with metadata (``GraphCut.described_values``)."""
     small = {t.name: t for t in graph.initializer if t.name not in input_pos and is_small(t)}
     if small:
-        for v in (*graph.input, *graph.value_info):
+        for v in described:
             if v.name in small:
                 for p in v.metadata_props:
                     if p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):

@@ -148,12 +148,13 @@ class GraphComparer:
                 for k in keys:
                     names.update(side.unit(k).reads)
                 side.prepare_sources(names)
-        # the common case, a value produced by a matched unit that keeps its outputs on both sides, is checked
-        # inline (the same test as below, without building the two sources)
+        # the common cases, a value produced by a matched unit that keeps its outputs on both sides, or a graph
+        # input or initializer, are checked inline (the same test as below, without building the two sources)
         fast = A.keeps_producers and B.keeps_producers
         prod_a, prod_b = (A.producer, B.producer) if fast else ({}, {})
         node_unit_a, node_unit_b = A.unit_of_node, B.unit_of_node
         units_a, units_b = A.units, B.units
+        in_a, in_b, init_a, init_b = A.input_pos, B.input_pos, A.init_pos, B.init_pos
         same_template = self.pairs.same_template
         for ka, kb in umap.items():
             ua, ub = A.unit(ka), B.unit(kb)
@@ -178,6 +179,22 @@ class GraphComparer:
                                 if (outs_a.index(ra) if ra in outs_a else -1) == \
                                         (outs_b.index(rb) if rb in outs_b else -1):
                                     continue
+                elif fast and ra:  # not produced: a graph input or an initializer (weights, mostly)
+                    ki = in_a.get(ra)
+                    if ki is not None:
+                        want_k = imap.get(ki)
+                        if want_k is None:
+                            continue  # not matched: nothing to compare with
+                        if rb and rb not in prod_b and in_b.get(rb) == want_k:
+                            continue
+                    else:
+                        t = init_a.get(ra)
+                        if t is not None:
+                            want_k = tmap.get(t)
+                            if want_k is None:
+                                continue
+                            if rb and rb not in prod_b and rb not in in_b and init_b.get(rb) == want_k:
+                                continue
                 sa = A.source(ra)
                 want = mapped(sa)
                 if want is None:

@@ -19,13 +19,14 @@ from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 
 if TYPE_CHECKING:
-    from inspector.core.diff.cut import Unit
+    from inspector.core.diff.cut import GraphCut, Unit
 
 
 class SideLinks:
-    def __init__(self, graph: onnx.GraphProto, aten_units: Sequence[Unit | None]) -> None:
+    def __init__(self, graph: onnx.GraphProto, aten_units: Sequence[Unit | None], cut: GraphCut) -> None:
         # (no reference to the Side: a cycle would keep its units alive until the cyclic GC runs)
         self.graph = graph
+        self._cut = cut  # (the graph inputs and value infos with metadata)
         self._aten_units = aten_units
         self._bound: dict[int, list[BoundArgument]] = {}
         self._onnx_name: dict[str, str] | None = None
@@ -69,11 +70,8 @@ class SideLinks:
         """FX names of parameters -> their ONNX value names (as ``GraphMaps.onnx_name``), read on first use."""
         if self._onnx_name is None:
             self._onnx_name = {}
-            for v in (*self.graph.input, *self.graph.value_info):
-                props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
-                if not props:
-                    continue
-                for p in props:
+            for v in self._cut.described_values:
+                for p in v.metadata_props:
                     if p.key == ORIGINAL_NODE_NAME:
                         self._onnx_name[p.value] = v.name
         return self._onnx_name

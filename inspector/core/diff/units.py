@@ -63,7 +63,7 @@ class Side:
         self._node_of_unit = cut.node_of_unit  # the node of each unit from n_calls on
         self.function_call_ids = cut.function_call_ids
         self._producer = cut.producer
-        self.links = SideLinks(self.graph, self.units[:self.n_calls])  # what the link rules read (value labels)
+        self.links = SideLinks(self.graph, self.units[:self.n_calls], cut)  # what the link rules read (value labels)
 
     @property
     def maps(self) -> GraphMaps:
