@@ -30,7 +30,6 @@ from inspector.core.index import ModelIndex, build_index
 from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.loader import load_model
 from inspector.core.provenance import AtenCall
-from inspector.gui.collector import release_model
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
@@ -259,8 +258,6 @@ class CompareWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         QThreadPool.globalInstance().waitForDone(5000)
         super().closeEvent(event)
-        if self.pair is not None:
-            release_model()
 
 
 def change_line(c: Change) -> str:
