@@ -29,7 +29,7 @@ from inspector.core.errors import InspectorError
 from inspector.core.index import ModelIndex, build_index
 from inspector.core.keys import FunctionKey, GraphScope
 from inspector.core.loader import load_model
-from inspector.core.provenance import AtenCall
+from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
 from inspector.core.torchlib_catalogue import torchlib_version
@@ -349,9 +349,14 @@ class MainWindow(QMainWindow):
     def show_object(self, obj: TreeObject) -> None:
         if self.index is None:
             return
-        self.details.setHtml(details.describe(self.index, obj))
+        self.details.setHtml(details.describe(self.index, obj, self.module_total))
         self.bodies.show(obj)
         self.center.show_tree_object(obj)
+
+    def module_total(self, node: ModuleNode) -> int:
+        """Nodes in a module and its submodules, as the modules tree counted them (off the GUI thread)."""
+        model = self.module_view.model()
+        return model.total(node) if isinstance(model, ModuleModel) else node.total_nodes()
 
     def _view_shown(self, _view: Any) -> None:
         self.bodies.mark_graph()

@@ -28,6 +28,13 @@ class ModuleModel(QAbstractItemModel):
         self._parent: dict[int, tuple[ModuleNode | None, int]] = {id(root): (None, 0)}
         self._totals: dict[int, int] = totals if totals is not None else {}
 
+    def total(self, node: ModuleNode) -> int:
+        """Nodes in ``node`` and its submodules."""
+        total = self._totals.get(id(node))
+        if total is None:
+            total = self._totals[id(node)] = node.total_nodes()
+        return total
+
     def _kids(self, node: ModuleNode | None) -> list[ModuleNode]:
         if node is None:
             return self._top
@@ -88,10 +95,7 @@ class ModuleModel(QAbstractItemModel):
                 return node.name or "(model)"
             if index.column() == 1:
                 return node.class_name.rsplit(".", 1)[-1]
-            total = self._totals.get(id(node))
-            if total is None:
-                total = self._totals[id(node)] = node.total_nodes()
-            return str(total)
+            return str(self.total(node))
         if role == Qt.ItemDataRole.ToolTipRole:
             return tooltip(f"{node.path or '(root)'}\n{node.class_name}")
         if role == ObjectRole:

@@ -111,7 +111,7 @@ class NodeView:
         elif node.kind == "function_call" and isinstance(node.ref, tuple):
             self.show(graph_scope, node.ref[1], f"{scope_label(scope)} / call of {node.ref[0]}")
         elif node.kind == "module":
-            w.details.setHtml(details.describe(index, module_node(index, str(node.ref))))
+            w.details.setHtml(details.describe(index, module_node(index, str(node.ref)), w.module_total))
             w.right.setCurrentWidget(w.details)
 
 
