@@ -15,7 +15,7 @@ import math
 import sys
 from array import array
 from collections.abc import Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Literal
 
 import onnx
@@ -104,7 +104,7 @@ class GraphCut:
         do, and looking once at each of a large graph's value infos costs more than all the rest of what is read
         about them."""
         if self._described is None:
-            self._described = [v for v in (*self.graph.input, *self.graph.value_info) if v.metadata_props]
+            self._described = [v for v in chain(self.graph.input, self.graph.value_info) if v.metadata_props]
         return self._described
 
     def _cut_calls(self, index: ModelIndex) -> None:
@@ -295,26 +295,24 @@ class GraphCut:
             self._cut()
             return
         unit_of_node, units, n_calls = self.unit_of_node, self.units, self.n_calls
-        # producers: the first cut's, with the outputs of the nodes that differ replaced (each value had one
-        # producer there, so removing a node's outputs removes only its own; the last producer wins, as in _cut)
+        # producers: the first cut's, with the outputs of the nodes that differ in them replaced (each value had
+        # one producer there, so removing a node's outputs removes only its own; the last producer wins, as in
+        # _cut); when none does, the same map (never changed once cut)
+        own_outputs = {i: list(nodes[i].output) for i in differ}
+        moved = [i for i in differ if own_outputs[i] != like_outputs[i]]
         touched: set[str] = set()  # values whose producer may differ from the first cut's
-        own_outputs: dict[int, list[str]] = {}
-        if differ:
-            producer = dict(like_producer)
-            for i in differ:
-                for name in like_outputs[i]:
-                    if name:
-                        del producer[name]
-                        touched.add(name)
-            for i in differ:
-                outputs = own_outputs[i] = list(nodes[i].output)
-                for name in outputs:
-                    if name:
-                        p = producer.get(name)
-                        producer[name] = i if p is None or p < i else p
-                        touched.add(name)
-        else:
-            producer = like_producer  # the same nodes: the same map (never changed once cut)
+        producer = dict(like_producer) if moved else like_producer
+        for i in moved:
+            for name in like_outputs[i]:
+                if name:
+                    del producer[name]
+                    touched.add(name)
+        for i in moved:
+            for name in own_outputs[i]:
+                if name:
+                    p = producer.get(name)
+                    producer[name] = i if p is None or p < i else p
+                    touched.add(name)
         self.producer = producer
         small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
         touched.update(small.keys() ^ like.small.keys())
@@ -339,7 +337,8 @@ class GraphCut:
             assert unit is not None and lu is not None
             if uid not in unequal and (not touched or (
                     touched.isdisjoint(lu.reads) and (lu.constants is NO_CONSTANTS or touched.isdisjoint(lu.constants))
-                    and all(touched.isdisjoint(like_outputs[i]) for i in lu.nodes))):
+                    and (touched.isdisjoint(like_outputs[lu.nodes[0]]) if len(lu.nodes) == 1 else
+                         all(touched.isdisjoint(like_outputs[i]) for i in lu.nodes)))):
                 # (reading, baking in or producing a value whose producer or bakedness differs needs resolving)
                 # the same nodes reading and producing the same values: the same reads and baked constants
                 unit.reads = lu.reads
