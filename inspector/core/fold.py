@@ -80,9 +80,6 @@ class _Form:
     arg_refs: list[int] = field(default_factory=list)  # per tensor argument, which %reference of the text it is
     args: list[str] = field(default_factory=list)  # per tensor argument, its FX name (forms of one call only)
 
-    def tensor_args(self, names: list[str]) -> list[str]:
-        return [names[k] for k in self.arg_refs] if self.arg_refs else self.args
-
 
 @dataclass(slots=True)
 class _Class:
@@ -338,7 +335,8 @@ class _Planner:
     def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]]) -> _Planned | str:
         """The call's plan, or why it stays flat."""
         reason = _why_not(call, claimed[()])
-        maps: GraphMaps | None = self.maps
+        main = self.maps
+        maps: GraphMaps | None = main
         if reason == _IN_SUBGRAPH and self.inside_subgraphs:
             prefixes = {p[:-1] for p in call.node_paths}
             prefix = prefixes.pop() if len(prefixes) == 1 else None
@@ -358,14 +356,14 @@ class _Planner:
             form = self.forms.get(id(sig_form))
             if form is None:
                 form = self.forms[id(sig_form)] = _form(sig_form.signature, sig_form.fx, shared=True)
-            args = form.tensor_args(names)
+            args = [names[k] for k in form.arg_refs] if form.arg_refs else form.args  # this call's tensor arguments
         else:
             fx = call.fx
             if fx is None or not fx.complete:
                 return "fx_node metadata unreadable"
             form = _form(call_signature(call), fx, shared=False)
             args = form.args
-        shape = group_shape(call, maps) if maps is self.maps else None
+        shape = group_shape(call, maps) if maps is main else None
         if shape is not None:
             known = self.bodies.get(shape.key)
             if known is None:
@@ -379,7 +377,8 @@ class _Planner:
             indices = [int(p[-1]) for p in body.node_paths]
             reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
             outputs = body.outputs
-        reason = _cycle_reason(indices, maps) or (None if outputs else "no output is used")
+        reason = (_cycle_reason(indices, maps) if len(indices) > 1 else None) or \
+            (None if outputs else "no output is used")
         if reason is not None:
             return reason
         return _Planned(call, body, fp, indices, reads, outputs, self.evidence.roles(reads, args), form, maps)
@@ -521,8 +520,6 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
 
 def _cycle_reason(indices: list[int], maps: GraphMaps) -> str | None:
     """Folding is safe when no path leaves the group and comes back into it (the group is convex)."""
-    if len(indices) == 1:
-        return None
     group = set(indices)
     lo, hi = min(indices), max(indices)
     if hi - lo + 1 == len(group):
