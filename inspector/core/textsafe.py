@@ -41,6 +41,9 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     escape; tabs are kept, and newlines when ``keep_newlines``."""
     if text.isprintable():
         return text
+    kept = text.replace("\t", "").replace("\n", "") if keep_newlines else text.replace("\t", "")
+    if kept.isprintable():  # multi-line text (a tooltip) is not printable, yet has nothing to escape
+        return text
     return "".join(c if c.isprintable() or c == "\t" or (keep_newlines and c == "\n")
                    else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}" for c in text)
 
