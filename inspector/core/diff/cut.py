@@ -170,13 +170,73 @@ class GraphCut:
         unit_of_node, units, functions = self.unit_of_node, self.units, self.functions
         n_calls = self.n_calls
         self.call_of_node = array("q", unit_of_node)
+        if not self.nested and not functions:
+            producer, n_outputs, raw_reads, other_reads = self._read_flat()
+        else:
+            producer, n_outputs, raw_reads, other_reads = self._read_nodes()
+        node_outputs = self.node_outputs
+        assert node_outputs is not None
+        if "" in producer:  # an unused optional output produces nothing
+            del producer[""]
+            n_outputs -= sum(outputs.count("") for outputs in node_outputs)
+        self.unique_producers = len(producer) == n_outputs
+        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
+        # values some unit other than their producer's reads
+        read_outside: set[str] = {name for name in other_reads if name in producer}
+        del other_reads
+        for uid in range(n_calls):
+            unit = units[uid]
+            assert unit is not None
+            if unit.callee is not None:
+                node = nodes[unit.nodes[0]]
+                unit.reads = callee_reads(node, self.functions[unit.callee])
+                unit.outputs = list(node.output)
+                read_outside.update(name for name in unit.reads if name in producer)
+                continue
+            self._resolve(uid, unit, raw_reads[uid], small, read_outside)
+        del raw_reads
+        self._keep_outputs(read_outside)
+
+    def _read_flat(self) -> tuple[dict[str, int], int, list[Any], list[str]]:
+        """``_read_nodes`` for a graph where no node holds a subgraph or calls a function: each field of every
+        node in one comprehension (what a node reads is its inputs)."""
+        nodes = self.graph.node
+        unit_of_node, units = self.unit_of_node, self.units
+        node_outputs = self.node_outputs = [list(node.output) for node in nodes]
+        producer = self.producer = {name: i for i, outputs in enumerate(node_outputs) for name in outputs}
+        node_inputs = [node.input for node in nodes]
+        raw_reads: list[Any] = []
+        for uid in range(self.n_calls):
+            unit = units[uid]
+            assert unit is not None
+            top = unit.nodes
+            if len(top) == 1:
+                raw_reads.append(node_inputs[top[0]])
+                unit.outputs = node_outputs[top[0]]  # every output for now; filtered once all reads are known
+            else:
+                raw_reads.append([name for i in top for name in node_inputs[i]])
+                unit.outputs = [name for i in top for name in node_outputs[i]]
+        other_reads: list[str] = []  # what the other nodes read
+        for i in range(len(nodes)):
+            if unit_of_node[i] == -1:
+                unit_of_node[i] = len(units)
+                self.node_of_unit.append(i)
+                units.append(None)
+                other_reads.extend(node_inputs[i])
+        return producer, sum(map(len, node_outputs)), raw_reads, other_reads
+
+    def _read_nodes(self) -> tuple[dict[str, int], int, list[Any], list[str]]:
+        """Each node's outputs (into the producer map), what each group reads (its nodes' inputs, in node order)
+        and every other node's unit and reads, in one pass in graph order."""
+        nodes = self.graph.node
+        unit_of_node, units, functions = self.unit_of_node, self.units, self.functions
         producer: dict[str, int] = {}
         self.producer = producer
         node_outputs: list[list[str]] = []
         self.node_outputs = node_outputs
         n_outputs = 0
         nested, plain, subgraph_ops = self.nested, STANDARD_DOMAINS, SUBGRAPH_OPS
-        raw_reads: list[Any] = [None] * n_calls
+        raw_reads: list[Any] = [None] * self.n_calls
         other_reads: list[str] = []  # what the other nodes read
         for i, node in enumerate(nodes):
             outputs = list(node.output)
@@ -212,26 +272,7 @@ class GraphCut:
             other_reads.extend(node.input)
             if nested and may_have_subgraphs(node):
                 other_reads.extend(captured_names(node))
-        if "" in producer:  # an unused optional output produces nothing
-            del producer[""]
-            n_outputs -= sum(outputs.count("") for outputs in node_outputs)
-        self.unique_producers = len(producer) == n_outputs
-        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
-        # values some unit other than their producer's reads
-        read_outside: set[str] = {name for name in other_reads if name in producer}
-        del other_reads
-        for uid in range(n_calls):
-            unit = units[uid]
-            assert unit is not None
-            if unit.callee is not None:
-                node = nodes[unit.nodes[0]]
-                unit.reads = callee_reads(node, self.functions[unit.callee])
-                unit.outputs = list(node.output)
-                read_outside.update(name for name in unit.reads if name in producer)
-                continue
-            self._resolve(uid, unit, raw_reads[uid], small, read_outside)
-        del raw_reads
-        self._keep_outputs(read_outside)
+        return producer, n_outputs, raw_reads, other_reads
 
     def _resolve(self, uid: int, unit: Unit, raw: Any, small: dict[str, TensorProto], read_outside: set[str]) -> None:
         """A group's reads (first use first, without what it produces itself or bakes in) and baked constants."""
