@@ -290,11 +290,11 @@ class UnitPairs:
         """For two matched flat aten calls that are node for node the same, names included (so the same
         template): the baked constants whose content differs (empty: identical bodies). None when the nodes differ
         in any way, or either is a function call. Cached."""
-        if ka in self._node_match:
-            return self._node_match[ka]
-        ua, ub = self.A.unit(ka), self.B.unit(kb)
-        hit = self._node_match[ka] = self._compare(ka, ua, kb, ub) \
-            if ua.callee is None and ub.callee is None else None
+        cached = self._node_match
+        if ka in cached:
+            return cached[ka]
+        ua, ub = self.A.units[ka] or self.A.unit(ka), self.B.units[kb] or self.B.unit(kb)
+        hit = cached[ka] = self._compare(ka, ua, kb, ub) if ua.callee is None and ub.callee is None else None
         return hit
 
     def _compare(self, ka: int, ua: Unit, kb: int, ub: Unit) -> list[str] | None:
