@@ -230,3 +230,27 @@ def test_change_rows_read_whole_at_1366x768(qtbot, compare: CompareWindow):
     sdpa = [row for g, row in _rows(compare) if g.startswith("aten::scaled_dot_product_attention")]
     assert [row.text(1) for row in sdpa] == ["scaled_dot_product_attention", "scaled_dot_product_attention_1"]
     assert all(row.text(0).startswith("scale (Mul.B): ") and " → 0.54772258" in row.text(0) for row in sdpa)
+
+
+def test_showing_a_change_reads_no_pass_over_all_calls_on_the_gui_thread(qtbot, compare: CompareWindow):
+    """The calls by name and the graph maps of both sides are made with the pair, off the GUI thread (80k calls
+    and 100k nodes at scale); showing a change only looks them up, and finds the SDPA call on each side."""
+    import threading
+
+    passes: list[str] = []
+
+    class Watched(list):
+        def __iter__(self):
+            passes.append(threading.current_thread().name)
+            return super().__iter__()
+
+    _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
+    for index in (compare.pair.a, compare.pair.b):
+        index.provenance.calls = Watched(index.provenance.calls)
+    sdpa_scale = next(row for g, row in _rows(compare) if "scaled_dot" in g and "0.594" in row.text(0))
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(sdpa_scale)
+    for side in (compare.side_a, compare.side_b):
+        scope = side.current_scope()
+        assert isinstance(scope, AtenCall) and scope.target == "aten::scaled_dot_product_attention"
+    assert threading.main_thread().name not in passes

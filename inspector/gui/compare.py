@@ -48,20 +48,29 @@ class Pair:
     b: ModelIndex
     diff: ModelDiff
     maps: dict[int, GraphMaps] = field(default_factory=dict)  # per id(index), built off the GUI thread
+    calls: dict[int, dict[str, AtenCall]] = field(default_factory=dict)  # per id(index): aten calls by name
 
 
 def _open_pair(a: Path, b: Path) -> Pair:
     """Both models (large files parsed in pieces, so the GUI thread runs meanwhile), their diff, and the maps of
     their main graphs (seconds for 100k nodes: never on the GUI thread)."""
     ia, ib = build_index(load_model(a, pieces=True)), build_index(load_model(b, pieces=True))
-    return Pair(ia, ib, diff_models(ia, ib), {id(ia): GraphMaps(ia.proto.graph), id(ib): GraphMaps(ib.proto.graph)})
+    # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
+    return Pair(ia, ib, diff_models(ia, ib), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
+                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)})
 
 
-def scope_for(index: ModelIndex, change: Change) -> Scope:
-    """The scope a change lives in, on one side: an aten call, a function, or the main graph."""
+def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
+    return {c.name: c for c in index.provenance.calls}
+
+
+def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None) -> Scope:
+    """The scope a change lives in, on one side: an aten call, a function, or the main graph. ``by_name``:
+    ``calls_by_name(index)``, made off the GUI thread (80k calls at 100k nodes)."""
     names = [change.where, *change.sites]
     if change.section == "aten_call":
-        by_name = {c.name: c for c in index.provenance.calls}
+        if by_name is None:
+            by_name = calls_by_name(index)
         for name in names:
             if name in by_name:
                 return by_name[name]
@@ -238,7 +247,8 @@ class CompareWindow(QMainWindow):
         if pair is None:
             return
         self._current = change
-        scope_a, scope_b = scope_for(pair.a, change), scope_for(pair.b, change)
+        scope_a = scope_for(pair.a, change, pair.calls.get(id(pair.a)))
+        scope_b = scope_for(pair.b, change, pair.calls.get(id(pair.b)))
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
@@ -248,7 +258,7 @@ class CompareWindow(QMainWindow):
     def _graph_maps(self, index: ModelIndex) -> GraphMaps:
         maps = self._maps.get(id(index))
         if maps is None:
-            maps = self._maps[id(index)] = GraphMaps(index.proto.graph)
+            maps = self._maps[id(index)] = index.graph_maps()
         return maps
 
     def _drawn(self) -> None:
