@@ -156,12 +156,32 @@ class GraphComparer:
         units_a, units_b = A.units, B.units
         in_a, in_b, init_a, init_b = A.input_pos, B.input_pos, A.init_pos, B.init_pos
         same_template = self.pairs.same_template
+        # B cut like A with A's producers (no changed node produces other values): a call whose nodes equal A's
+        # reads the same values from the same producers; such a read is wired alike when its producer is matched
+        # to itself and keeps the same outputs (worked out once per producer)
+        shared = fast and prod_a is prod_b and B.cut.followed is A.cut
+        kept: dict[int, bool] = {}
         for ka, kb in umap.items():
             ua, ub = A.unit(ka), B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
             if ua.kind == "aten_call" and not same_template(ka, kb):
                 continue  # body changes already explain different inputs
+            if shared and ka == kb and ua.reads is ub.reads and B.cut.same_nodes(A.cut, ka):
+                for ra in ua.reads:
+                    pa = prod_a.get(ra)
+                    if pa is None:
+                        break
+                    u = node_unit_a[pa]
+                    same = kept.get(u)
+                    if same is None:
+                        pu, qu = units_a[u], units_b[u]
+                        same = kept[u] = umap.get(u) == u and pu is not None and qu is not None \
+                            and pu.outputs == qu.outputs
+                    if not same:
+                        break
+                else:
+                    continue  # every read produced by a unit wired alike
             for pos, (ra, rb) in enumerate(zip(ua.reads, ub.reads)):
                 pa = prod_a.get(ra)
                 if pa is not None:
