@@ -67,6 +67,17 @@ def _constant_to_input(g: onnx.GraphProto) -> None:
     g.initializer.remove(t)
 
 
+def _weight_to_input(g: onnx.GraphProto) -> None:
+    """q_proj's weight (read by unchanged nodes) becomes a graph input; an initializer of the same content and
+    another name is matched to it (by content), so the reader is rewired from it to the input."""
+    t = next(t for t in g.initializer if t.name == "val_105")
+    g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    copy = g.initializer.add()
+    copy.CopyFrom(t)
+    copy.name = "val_105_copy"
+    g.initializer.remove(t)
+
+
 def _empty_outputs(g: onnx.GraphProto) -> None:
     for n in g.node[:4]:
         n.output.append("")
@@ -145,7 +156,7 @@ def _rewired_and_attribute(g: onnx.GraphProto) -> None:
 
 
 @pytest.mark.parametrize("change", [_rewired_and_attribute, _swapped_calls, _made_again_later, _constant_to_input,
-                                    _produced_twice_earlier])
+                                    _produced_twice_earlier, _weight_to_input])
 def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change):
     """The whole diff of a changed copy, with B cut like A (as ``diff_models`` does: the shortcuts of node
     comparison and wiring apply) and on its own."""
@@ -174,6 +185,9 @@ def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: C
     if change is _swapped_calls:
         rewired = {c.where for c in followed.changes if c.kind == "rewired"}
         assert rewired == {"linear_1", "linear_2", "view_1", "view_2"}
+    if change is _weight_to_input:
+        assert [c.detail for c in followed.changes if c.kind == "rewired"] == \
+            ["input 1: was initializer val_105, now input val_105"]
     assert [(c.kind, c.family, c.where, c.detail, c.sites) for c in followed.changes] == \
         [(c.kind, c.family, c.where, c.detail, c.sites) for c in own.changes]
 
