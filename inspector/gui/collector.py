@@ -78,12 +78,15 @@ class GuiThreadCollector(QObject):
     def collect(self) -> None:
         if self._release_due:
             self._release_due = False
+            # the young objects too: each object of the old model freed counted generation 0's count down, so
+            # how many are young now (the new model's) is not known, and a collection could walk a million
+            self.freeze()
             frozen = gc.get_freeze_count()  # a walk of the permanent generation: ~25 ns an object
-            if frozen and frozen + self.examined(2) <= SCAN_LIMIT:
+            if frozen <= SCAN_LIMIT:
                 gc.unfreeze()
-                self.sizes[2] += frozen
+                self.sizes[2] = frozen
                 self._collect(2)
-                return
+            return
         generation = self.due()
         if generation < 0:
             return
