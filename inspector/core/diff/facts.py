@@ -161,18 +161,19 @@ class GraphComparer:
         # to itself and keeps the same outputs (worked out once per producer)
         shared = fast and prod_a is prod_b and B.cut.followed is A.cut
         kept: dict[int, bool] = {}
-        # ... and when every call is matched to itself with the same outputs, no node is plain, and both graphs
-        # have the same input and initializer names (matched by name, so to each other), all such calls are wired
-        # alike without looking at their reads
+        # ... and when every call is matched to itself with the same outputs and no node is plain, all such calls
+        # are wired alike without looking at their reads, unless they read a graph input or initializer whose name
+        # only one graph has (the others are matched by name, so to each other)
         unequal = B.cut.unequal if shared and B.cut.unequal is not None else set()
         alike = shared and len(units_a) == A.n_calls == len(units_b) \
-            and in_a.keys() == in_b.keys() and init_a.keys() == init_b.keys() \
             and all(umap.get(u) == u and units_a[u].outputs == units_b[u].outputs  # type: ignore[union-attr]
                     for u in range(A.n_calls))
+        one_sided = (in_a.keys() ^ in_b.keys()) | (init_a.keys() ^ init_b.keys()) if alike else set()
         for ka, kb in umap.items():
-            if alike and ka == kb and ka not in unequal and \
-                    units_a[ka].reads is units_b[kb].reads:  # type: ignore[union-attr]
-                continue
+            if alike and ka == kb and ka not in unequal:
+                reads = units_a[ka].reads  # type: ignore[union-attr]
+                if reads is units_b[kb].reads and (not one_sided or one_sided.isdisjoint(reads)):  # type: ignore
+                    continue
             ua, ub = A.unit(ka), B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
