@@ -24,7 +24,7 @@ from inspector.core.diff.bodies import (
     subgraph_edits,
     value_deltas,
 )
-from inspector.core.diff.cut import Unit
+from inspector.core.diff.cut import NO_CONSTANTS, Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
 from inspector.core.diff.units import Side, UnitPairs, aten_family
 from inspector.core.diff.values import content_digest, unwrap
@@ -155,11 +155,19 @@ class Comparer:
         targets_b = {u.call.target for u in calls_b if u.call is not None}
         matched_b = set(umap.values())
         families: dict[str, str] = {}
+        # a call matched to B's call of the same id whose nodes are equal (known from cutting B like A), with the
+        # same reads and outputs and no baked constants, is the same call: nothing to compare
+        unequal = B.cut.unequal if B.cut.followed is A.cut else None
         for k, unit in enumerate(calls_a):
+            kb = umap.get(k)
+            if kb == k and unequal is not None and k not in unequal:
+                ub = calls_b[kb]
+                if unit.reads is ub.reads and unit.constants is NO_CONSTANTS and ub.constants is NO_CONSTANTS \
+                        and unit.callee is None and ub.callee is None and unit.outputs == ub.outputs:
+                    continue
             call = unit.call
             assert call is not None
             family = families.get(call.target) or families.setdefault(call.target, aten_family(call.target))
-            kb = umap.get(k)
             if kb is None:
                 if call.target in targets_b:
                     self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
