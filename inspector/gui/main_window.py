@@ -176,7 +176,7 @@ class MainWindow(QMainWindow):
         self.reset_model_state()
         self.set_index(opened.index, opened.tree, opened.totals)
         if replacing:
-            release_model()
+            release_model(opened.index.facts.total_nodes)
         self.reviews = opened.reviews
         self.nodes.values = opened.values
         self.search_panel.set_index(opened.search)
