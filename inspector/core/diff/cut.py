@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain, islice
 from typing import Any, Literal
 
@@ -113,24 +113,25 @@ class GraphCut:
         units = self.units
         functions = self.functions
         for call in index.provenance.calls:
-            if call.scope != MAIN:
+            scope = call.scope
+            if scope is not MAIN and scope != MAIN:
                 continue
             paths = call.node_paths
-            if len(paths) == 1:  # most calls: one node
-                if len(paths[0]) != 1:
+            if len(paths) == 1:  # most calls: one node of the graph itself
+                path = paths[0]
+                if len(path) != 1:
                     continue
-                top: list[int] = [paths[0][0]]  # type: ignore[list-item]
-            else:
-                top = [p[0] for p in paths if len(p) == 1]  # type: ignore[misc]
-                if not top:
-                    continue
-                if len(top) > 1:
-                    top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
-            callee = None
-            if functions and len(top) == 1:
-                key = key_of(nodes[top[0]])
-                if key in functions:
-                    callee = key
+                first: int = path[0]  # type: ignore[assignment]
+                unit_of_node[first] = len(units)
+                units.append(Unit("aten_call", [first], call.name, None, None, call,
+                                  _callee(nodes[first], functions) if functions else None))
+                continue
+            top: list[int] = [p[0] for p in paths if len(p) == 1]  # type: ignore[misc]
+            if not top:
+                continue
+            if len(top) > 1:
+                top.sort()  # scan lists the top-level nodes of a group in order; keep it certain
+            callee = _callee(nodes[top[0]], functions) if functions and len(top) == 1 else None
             uid = len(units)
             units.append(Unit("aten_call", top, call.name, None, None, call, callee))
             for i in top:
@@ -400,6 +401,12 @@ class GraphCut:
             else:
                 unit.outputs = [name for i in top for name in (own_outputs[i] if i in own_outputs else like_outputs[i])]
         self._keep_outputs(read_outside)
+
+
+def _callee(node: onnx.NodeProto, functions: Mapping[FunctionKey, onnx.FunctionProto]) -> FunctionKey | None:
+    """The local function ``node`` calls, if any."""
+    key = key_of(node)
+    return key if key in functions else None
 
 
 def _unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodeProto], most: int,
