@@ -148,11 +148,11 @@ class GraphCut:
                 node = nodes[i]
                 key = key_of(node)
                 if key in functions:
-                    self._add_call_node(i, node, key)
+                    self.add_call_node(i, node, key)
                     continue
             units.append(None)
 
-    def _add_call_node(self, i: int, node: onnx.NodeProto, key: FunctionKey) -> Unit:
+    def add_call_node(self, i: int, node: onnx.NodeProto, key: FunctionKey) -> Unit:
         """The unit of a node calling a local function (not part of an aten call)."""
         reads = list(node.input)
         if may_have_subgraphs(node):
@@ -172,9 +172,9 @@ class GraphCut:
         n_calls = self.n_calls
         self.call_of_node = array("q", unit_of_node)
         if not self.nested and not functions:
-            producer, n_outputs, raw_reads, other_reads = self._read_flat()
+            producer, n_outputs, raw_reads, other_reads = _read_flat(self)
         else:
-            producer, n_outputs, raw_reads, other_reads = self._read_nodes()
+            producer, n_outputs, raw_reads, other_reads = _read_nodes(self)
         node_outputs = self.node_outputs
         assert node_outputs is not None
         if "" in producer:  # an unused optional output produces nothing
@@ -197,83 +197,6 @@ class GraphCut:
             self._resolve(uid, unit, raw_reads[uid], small, read_outside)
         del raw_reads
         self._keep_outputs(read_outside)
-
-    def _read_flat(self) -> tuple[dict[str, int], int, list[Any], list[str]]:
-        """``_read_nodes`` for a graph where no node holds a subgraph or calls a function: each field of every
-        node in one comprehension (what a node reads is its inputs)."""
-        nodes = self.graph.node
-        unit_of_node, units = self.unit_of_node, self.units
-        node_outputs = self.node_outputs = [list(node.output) for node in nodes]
-        producer = self.producer = {name: i for i, outputs in enumerate(node_outputs) for name in outputs}
-        node_inputs = [node.input for node in nodes]
-        raw_reads: list[Any] = []
-        for uid in range(self.n_calls):
-            unit = units[uid]
-            assert unit is not None
-            top = unit.nodes
-            if len(top) == 1:
-                raw_reads.append(node_inputs[top[0]])
-                unit.outputs = node_outputs[top[0]]  # every output for now; filtered once all reads are known
-            else:
-                raw_reads.append([name for i in top for name in node_inputs[i]])
-                unit.outputs = [name for i in top for name in node_outputs[i]]
-        other_reads: list[str] = []  # what the other nodes read
-        for i in range(len(nodes)):
-            if unit_of_node[i] == -1:
-                unit_of_node[i] = len(units)
-                self.node_of_unit.append(i)
-                units.append(None)
-                other_reads.extend(node_inputs[i])
-        return producer, sum(map(len, node_outputs)), raw_reads, other_reads
-
-    def _read_nodes(self) -> tuple[dict[str, int], int, list[Any], list[str]]:
-        """Each node's outputs (into the producer map), what each group reads (its nodes' inputs, in node order)
-        and every other node's unit and reads, in one pass in graph order."""
-        nodes = self.graph.node
-        unit_of_node, units, functions = self.unit_of_node, self.units, self.functions
-        producer: dict[str, int] = {}
-        self.producer = producer
-        node_outputs: list[list[str]] = []
-        self.node_outputs = node_outputs
-        n_outputs = 0
-        nested, plain, subgraph_ops = self.nested, STANDARD_DOMAINS, SUBGRAPH_OPS
-        raw_reads: list[Any] = [None] * self.n_calls
-        other_reads: list[str] = []  # what the other nodes read
-        for i, node in enumerate(nodes):
-            outputs = list(node.output)
-            node_outputs.append(outputs)
-            n_outputs += len(outputs)
-            for name in outputs:
-                producer[name] = i
-            uid = unit_of_node[i]
-            if uid != -1:
-                unit = units[uid]
-                assert unit is not None
-                if unit.callee is None:
-                    reads = node.input if not nested or (node.domain in plain and node.op_type not in subgraph_ops) \
-                        else node_reads(node)
-                    got = raw_reads[uid]
-                    if got is None:
-                        raw_reads[uid] = reads
-                        unit.outputs = outputs  # every output for now; filtered once all reads are known
-                    else:
-                        if type(got) is not list:
-                            got = raw_reads[uid] = list(got)
-                        got.extend(reads)
-                        unit.outputs = unit.outputs + outputs  # (a node's own list is kept as it is)
-                continue
-            unit_of_node[i] = len(units)
-            self.node_of_unit.append(i)
-            if functions:
-                key = key_of(node)
-                if key in functions:
-                    other_reads.extend(self._add_call_node(i, node, key).reads)
-                    continue
-            units.append(None)
-            other_reads.extend(node.input)
-            if nested and may_have_subgraphs(node):
-                other_reads.extend(captured_names(node))
-        return producer, n_outputs, raw_reads, other_reads
 
     def _resolve(self, uid: int, unit: Unit, raw: Any, small: dict[str, TensorProto], read_outside: set[str]) -> None:
         """A group's reads (first use first, without what it produces itself or bakes in) and baked constants."""
@@ -401,6 +324,85 @@ class GraphCut:
             else:
                 unit.outputs = [name for i in top for name in (own_outputs[i] if i in own_outputs else like_outputs[i])]
         self._keep_outputs(read_outside)
+
+
+def _read_flat(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]]:
+    """``_read_nodes`` for a graph where no node holds a subgraph or calls a function: each field of every node
+    in one comprehension (what a node reads is its inputs)."""
+    nodes = cut.graph.node
+    unit_of_node, units = cut.unit_of_node, cut.units
+    node_outputs = cut.node_outputs = [list(node.output) for node in nodes]
+    producer = cut.producer = {name: i for i, outputs in enumerate(node_outputs) for name in outputs}
+    node_inputs = [node.input for node in nodes]
+    raw_reads: list[Any] = []
+    for uid in range(cut.n_calls):
+        unit = units[uid]
+        assert unit is not None
+        top = unit.nodes
+        if len(top) == 1:
+            raw_reads.append(node_inputs[top[0]])
+            unit.outputs = node_outputs[top[0]]  # every output for now; filtered once all reads are known
+        else:
+            raw_reads.append([name for i in top for name in node_inputs[i]])
+            unit.outputs = [name for i in top for name in node_outputs[i]]
+    other_reads: list[str] = []  # what the other nodes read
+    for i in range(len(nodes)):
+        if unit_of_node[i] == -1:
+            unit_of_node[i] = len(units)
+            cut.node_of_unit.append(i)
+            units.append(None)
+            other_reads.extend(node_inputs[i])
+    return producer, sum(map(len, node_outputs)), raw_reads, other_reads
+
+
+def _read_nodes(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]]:
+    """Each node's outputs (into the producer map), what each group reads (its nodes' inputs, in node order)
+    and every other node's unit and reads, in one pass in graph order."""
+    nodes = cut.graph.node
+    unit_of_node, units, functions = cut.unit_of_node, cut.units, cut.functions
+    producer: dict[str, int] = {}
+    cut.producer = producer
+    node_outputs: list[list[str]] = []
+    cut.node_outputs = node_outputs
+    n_outputs = 0
+    nested, plain, subgraph_ops = cut.nested, STANDARD_DOMAINS, SUBGRAPH_OPS
+    raw_reads: list[Any] = [None] * cut.n_calls
+    other_reads: list[str] = []  # what the other nodes read
+    for i, node in enumerate(nodes):
+        outputs = list(node.output)
+        node_outputs.append(outputs)
+        n_outputs += len(outputs)
+        for name in outputs:
+            producer[name] = i
+        uid = unit_of_node[i]
+        if uid != -1:
+            unit = units[uid]
+            assert unit is not None
+            if unit.callee is None:
+                reads = node.input if not nested or (node.domain in plain and node.op_type not in subgraph_ops) \
+                    else node_reads(node)
+                got = raw_reads[uid]
+                if got is None:
+                    raw_reads[uid] = reads
+                    unit.outputs = outputs  # every output for now; filtered once all reads are known
+                else:
+                    if type(got) is not list:
+                        got = raw_reads[uid] = list(got)
+                    got.extend(reads)
+                    unit.outputs = unit.outputs + outputs  # (a node's own list is kept as it is)
+            continue
+        unit_of_node[i] = len(units)
+        cut.node_of_unit.append(i)
+        if functions:
+            key = key_of(node)
+            if key in functions:
+                other_reads.extend(cut.add_call_node(i, node, key).reads)
+                continue
+        units.append(None)
+        other_reads.extend(node.input)
+        if nested and may_have_subgraphs(node):
+            other_reads.extend(captured_names(node))
+    return producer, n_outputs, raw_reads, other_reads
 
 
 def _callee(node: onnx.NodeProto, functions: Mapping[FunctionKey, onnx.FunctionProto]) -> FunctionKey | None:
