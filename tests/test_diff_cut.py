@@ -3,7 +3,8 @@ it read from nodes equal at equal places. Whatever differs, the cut must be the 
 the same units, reads (first use first), outputs, baked constants and producers. Checked on the zoo's flat Llama
 export against copies changed in one place each: an attribute, a value renamed, an input rewired, a value
 produced twice (so that unchanged calls read it from elsewhere, or read a node's output where they read a baked
-constant), a baked constant turned into a graph input, optional outputs left empty, a node added.
+constant), a baked constant turned into a graph input, optional outputs left empty, a node added, every node
+renamed.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def _empty_outputs(g: onnx.GraphProto) -> None:
         n.output.append("")
 
 
+def _nodes_renamed(g: onnx.GraphProto) -> None:
+    for n in g.node:  # every node differs: nothing to take over
+        n.name += "_renamed"
+
+
 def _added(g: onnx.GraphProto) -> None:
     g.node.append(helper.make_node("Identity", ["add_3"], ["extra"], name="extra"))
 
@@ -107,6 +113,7 @@ CASES: dict[str, tuple[Change, Change | None, int | None]] = {
     "empty outputs": (_attribute, _empty_outputs, 1),
     "first has a value produced twice": (_same, _produced_twice_earlier, None),  # A's producers: not unique
     "node added": (_added, None, None),
+    "every node renamed": (_nodes_renamed, None, None),
 }
 
 

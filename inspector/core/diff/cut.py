@@ -255,7 +255,7 @@ class GraphCut:
         nodes, like_nodes = self.graph.node, like.graph.node
         like_outputs, like_producer, like_units = like.node_outputs, like.producer, like.units
         assert like_outputs is not None and like_producer is not None
-        differ = _unequal_nodes(nodes, like_nodes, len(nodes) // 2)
+        differ = _unequal_nodes(nodes, like_nodes)
         if differ is None:  # little to take over: a cut of its own
             self._cut()
             return
@@ -411,15 +411,15 @@ def _callee(node: onnx.NodeProto, functions: Mapping[FunctionKey, onnx.FunctionP
     return key if key in functions else None
 
 
-def _unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodeProto], most: int,
+def _unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodeProto],
                    step: int = 4096) -> list[int] | None:
-    """Where ``nodes`` and ``others`` (of one length) differ; None as soon as more than ``most`` do (a renamed copy
-    differs everywhere: it is found out within the first few thousand nodes)."""
+    """Where ``nodes`` and ``others`` (of one length) differ; None as soon as more than half of those compared so
+    far do (a renamed copy differs everywhere: it is found out within the first few thousand nodes)."""
     out: list[int] = []
     pairs = enumerate(zip(nodes, others))
-    for _ in range(0, len(nodes), step):
+    for start in range(0, len(nodes), step):
         out.extend(i for i, (x, y) in islice(pairs, step) if x != y)
-        if len(out) > most:
+        if 2 * len(out) > min(start + step, len(nodes)):
             return None
     return out
 
