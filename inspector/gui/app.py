@@ -10,6 +10,7 @@ from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from inspector.core.errors import InspectorError
+from inspector.gui.binding import check_binding
 from inspector.gui.compare import CompareWindow
 from inspector.gui.main_window import MainWindow
 from inspector.gui.theme import apply_theme
@@ -17,6 +18,7 @@ from inspector.gui.theme import apply_theme
 
 def run(paths: Sequence[str]) -> int:
     _check_display()
+    check_binding()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("ONNX Inspector")
