@@ -237,15 +237,18 @@ class GraphPanel(QWidget):
                 return
             scene, layout = result
             self.scene = scene
-            self.graph.show_layout(scene, layout)
-            hidden = (f" · {plural(scene.hidden_nodes, 'more box', 'more boxes')} not shown (expand less, or "
-                      "open a smaller scope)" if scene.truncated else "")
-            too_big = (" · too big to read whole: Fit (F) shows the module overview" if view.scope == MAIN
-                       and not self.graph.fits() and self.has_overview() else "")
-            self.info.set_full_text(f"{plural(len(scene.nodes), 'box', 'boxes')}, {plural(len(scene.edges), 'edge')}"
-                                    f"{hidden}{too_big} — double-click a module or aten call to expand it; click ƒ "
-                                    "to open a call's body")
-            self._shown(view)
+
+            def drawn() -> None:
+                hidden = (f" · {plural(scene.hidden_nodes, 'more box', 'more boxes')} not shown (expand less, or "
+                          "open a smaller scope)" if scene.truncated else "")
+                too_big = (" · too big to read whole: Fit (F) shows the module overview" if view.scope == MAIN
+                           and not self.graph.fits() and self.has_overview() else "")
+                self.info.set_full_text(f"{plural(len(scene.nodes), 'box', 'boxes')}, "
+                                        f"{plural(len(scene.edges), 'edge')}{hidden}{too_big} — double-click a module "
+                                        "or aten call to expand it; click ƒ to open a call's body")
+                self._shown(view)
+
+            self.graph.show_layout(scene, layout, drawn)  # in steps: the window answers while a big graph is drawn
 
         def failed(reason: str) -> None:
             if token == self._token:
@@ -266,12 +269,15 @@ class GraphPanel(QWidget):
             if token != self._token:
                 return
             self.scene = None
-            self.graph.show_overview(overview)
-            modules = sum(1 for b in overview.boxes if b.kind == "tile")
-            self.info.set_full_text(f"Module overview: {plural(len(overview.boxes), 'box', 'boxes')} "
-                                    f"({plural(modules, 'closed module')}) — double-click or Enter shows a module in "
-                                    "the graph; Back returns")
-            self._shown(view)
+
+            def drawn() -> None:
+                modules = sum(1 for b in overview.boxes if b.kind == "tile")
+                self.info.set_full_text(f"Module overview: {plural(len(overview.boxes), 'box', 'boxes')} "
+                                        f"({plural(modules, 'closed module')}) — double-click or Enter shows a module "
+                                        "in the graph; Back returns")
+                self._shown(view)
+
+            self.graph.show_overview(overview, drawn)
 
         self._jobs.run(lambda: module_overview(root, width, height), done)
 

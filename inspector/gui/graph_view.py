@@ -9,9 +9,11 @@ The same view draws the module overview (``show_overview``), shown instead of a 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -60,6 +62,7 @@ DOWNSTREAM = "#b0512a"
 SELECTED = "#f1c232"
 MIN_FIT_SCALE = 0.6  # below this, 7.5 pt box labels are unreadable
 MAX_FIT_SCALE = 1.0  # small graphs are not blown up
+DRAW_STEP = 0.02  # seconds of drawing per turn of the event loop (show_layout with done)
 
 
 ARROWS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1), Qt.Key.Key_Down: (0, 1)}
@@ -254,6 +257,30 @@ class EdgeItem(QGraphicsPathItem):
         self.arrow.setPen(QPen(c, 1.0))
 
 
+class _Steps:
+    """One drawing in steps: draws for ``DRAW_STEP`` seconds, then queues itself for the next turn of the event
+    loop. A callable object, not a closure that names itself: such a closure is a reference cycle, which would keep
+    the drawn model alive after its window is closed, until a full collection (never, once it is frozen)."""
+
+    __slots__ = ("done", "items", "token", "view")
+
+    def __init__(self, view: GraphView, items: Iterator[None], done: Callable[[], None], token: object) -> None:
+        self.view, self.items, self.done, self.token = view, items, done, token
+
+    def __call__(self) -> None:
+        view = self.view
+        if view._drawing is not self.token:  # replaced by another drawing
+            return
+        end = time.perf_counter() + DRAW_STEP
+        for _ in self.items:
+            if time.perf_counter() >= end:
+                QTimer.singleShot(0, view, self)  # dropped if the view is deleted meanwhile
+                return
+        view._drawing = None
+        view.viewport().setUpdatesEnabled(True)
+        self.done()
+
+
 class GraphView(QGraphicsView):
     node_selected = Signal(object)  # SceneNode
     selection_cleared = Signal()
@@ -272,6 +299,7 @@ class GraphView(QGraphicsView):
         self.items_by_id: dict[str, NodeItem] = {}
         self.edges: list[EdgeItem] = []
         self.current: tuple[Scene, Layout] | None = None
+        self._drawing: object | None = None  # the token of a drawing in steps, until its last step
         self.scene().selectionChanged.connect(self._selection_changed)
 
     def _clear(self) -> QGraphicsScene:
@@ -280,21 +308,31 @@ class GraphView(QGraphicsView):
         # must not reach deleted items
         self.items_by_id = {}
         self.edges = []
+        if self._drawing is not None:  # a drawing in steps is replaced: it stops
+            self._drawing = None
+            self.viewport().setUpdatesEnabled(True)
         s.clearSelection()
         s.clear()
         return s
 
-    def show_overview(self, overview: Overview) -> None:
-        """The module overview: groups (frames named on top) holding tiles, one box per module or run."""
-        s = self._clear()
+    def show_overview(self, overview: Overview, done: Callable[[], None] | None = None) -> None:
+        """The module overview: groups (frames named on top) holding tiles, one box per module or run. With
+        ``done``, drawn in steps (see ``show_layout``)."""
+        self._clear()
         self.current = None
-        for box in overview.boxes:
-            rect = QRectF(box.x, box.y, box.width, box.height)
-            item = NodeItem(box.node, rect, self, title(box) if box.kind == "group" else None)
-            s.addItem(item)
-            self.items_by_id[box.node.id] = item
-        s.setSceneRect(QRectF(-20, -20, overview.width + 40, overview.height + 40))
-        self.fit()
+
+        def items() -> Iterator[None]:
+            s = self.scene()
+            for box in overview.boxes:
+                rect = QRectF(box.x, box.y, box.width, box.height)
+                item = NodeItem(box.node, rect, self, title(box) if box.kind == "group" else None)
+                s.addItem(item)
+                self.items_by_id[box.node.id] = item
+                yield
+            s.setSceneRect(QRectF(-20, -20, overview.width + 40, overview.height + 40))
+            self.fit()
+
+        self._draw(items(), done)
 
     def fits(self) -> bool:
         """Whether the whole drawing fits the view at a readable scale."""
@@ -303,27 +341,49 @@ class GraphView(QGraphicsView):
             return True
         return min(view.width() / rect.width(), view.height() / rect.height()) >= MIN_FIT_SCALE
 
-    def show_layout(self, scene: Scene, layout: Layout) -> None:
-        s = self._clear()
+    def show_layout(self, scene: Scene, layout: Layout, done: Callable[[], None] | None = None) -> None:
+        """Draw ``layout``. Without ``done``, at once; with it, in steps of at most ``DRAW_STEP`` seconds, one per
+        turn of the event loop, then ``done()`` (a 300-box graph takes 50-80 ms to draw: in one go, the window
+        would not answer meanwhile). A view drawn in steps shows the previous picture until the new one is whole;
+        another drawing (or ``show_overview``) started meanwhile replaces it, and its ``done`` is never called."""
+        self._clear()
         self.current = (scene, layout)
-        edge_colour = self.palette().color(QPalette.ColorRole.Text)
-        edge_colour.setAlpha(170)
-        for node in scene.nodes:
-            laid = layout.nodes.get(node.id)
-            if laid is None:
-                continue
-            rect = QRectF(laid.x - laid.width / 2, laid.y - laid.height / 2, laid.width, laid.height)
-            item = NodeItem(node, rect, self)
-            s.addItem(item)
-            self.items_by_id[node.id] = item
-        labels = {(e.source, e.target): e.label for e in scene.edges}
-        for e in layout.edges:
-            edge = EdgeItem(e.source, e.target, e.points, labels.get((e.source, e.target), ""), edge_colour,
-                            e.label_at)
-            s.addItem(edge)
-            self.edges.append(edge)
-        s.setSceneRect(QRectF(-20, -20, layout.width + 40, layout.height + 40))
-        self.fit()
+
+        def items() -> Iterator[None]:
+            s = self.scene()
+            edge_colour = self.palette().color(QPalette.ColorRole.Text)
+            edge_colour.setAlpha(170)
+            for node in scene.nodes:
+                laid = layout.nodes.get(node.id)
+                if laid is None:
+                    continue
+                rect = QRectF(laid.x - laid.width / 2, laid.y - laid.height / 2, laid.width, laid.height)
+                item = NodeItem(node, rect, self)
+                s.addItem(item)
+                self.items_by_id[node.id] = item
+                yield
+            labels = {(e.source, e.target): e.label for e in scene.edges}
+            for e in layout.edges:
+                edge = EdgeItem(e.source, e.target, e.points, labels.get((e.source, e.target), ""), edge_colour,
+                                e.label_at)
+                s.addItem(edge)
+                self.edges.append(edge)
+                yield
+            s.setSceneRect(QRectF(-20, -20, layout.width + 40, layout.height + 40))
+            self.fit()
+
+        self._draw(items(), done)
+
+    def _draw(self, items: Iterator[None], done: Callable[[], None] | None) -> None:
+        """Run ``items`` (one step per item drawn) at once, or, with ``done``, ``DRAW_STEP`` seconds per turn of the
+        event loop; the viewport keeps its old picture until the last step (no half-drawn, unfitted frames)."""
+        if done is None:
+            for _ in items:
+                pass
+            return
+        self._drawing = object()
+        self.viewport().setUpdatesEnabled(False)
+        _Steps(self, items, done, self._drawing)()
 
     def mark(self, marks: dict[str, tuple[str, str]]) -> None:
         """Highlight nodes by id: ``{id: (colour, note)}``; others lose their mark."""
