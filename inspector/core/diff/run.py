@@ -24,12 +24,18 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str]) -
 def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None) -> ModelDiff:
     """The structural diff of two indexed models."""
     with paused_gc():
-        return _run(a, b, catalogue)
+        sides: list[Side] = []
+        try:
+            return _run(a, b, catalogue, sides)
+        finally:
+            for side in sides:  # their units, a few thousand at a time: in one go, 110-145 ms without a GIL switch
+                side.release()
 
 
-def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None) -> ModelDiff:
+def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides: list[Side]) -> ModelDiff:
     A = Side(a)
     B = Side(b, like=A)  # cut with A's cut at hand: the nodes they share are read once
+    sides += (A, B)
     pairs = UnitPairs(A, B)
     matcher = Matcher(pairs)
     recorder = Recorder()

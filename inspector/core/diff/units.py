@@ -23,6 +23,7 @@ from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import ModelIndex
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
+from inspector.core.release import drain
 from inspector.core.walk import may_have_subgraphs
 
 
@@ -63,7 +64,12 @@ class Side:
         self._node_of_unit = cut.node_of_unit  # the node of each unit from n_calls on
         self.function_call_ids = cut.function_call_ids
         self._producer = cut.producer
-        self.links = SideLinks(self.graph, self.units[:self.n_calls], cut)  # what the link rules read (value labels)
+        self._aten_units = self.units[:self.n_calls]
+        self.links = SideLinks(self.graph, self._aten_units, cut)  # what the link rules read (value labels)
+
+    def release(self) -> None:
+        """Let go of the units once the diff is made, a few thousand at a time (``inspector.core.release``)."""
+        drain(self._aten_units, self.units)
 
     @property
     def maps(self) -> GraphMaps:
