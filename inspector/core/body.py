@@ -100,7 +100,7 @@ class GraphMaps:
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
         self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
         self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
-        for v in (*graph.input, *graph.value_info):
+        for v in chain(graph.input, graph.value_info):  # not (*a, *b): one C call, 34 ms holding the GIL at 100k
             props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
             if not props:
                 continue

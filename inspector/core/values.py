@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 
 import onnx
 
@@ -60,4 +61,4 @@ def value_types(infos: Iterable[onnx.ValueInfoProto], initializers: Iterable[onn
 
 
 def graph_value_types(graph: onnx.GraphProto) -> dict[str, str]:
-    return value_types((*graph.input, *graph.value_info, *graph.output), graph.initializer)
+    return value_types(chain(graph.input, graph.value_info, graph.output), graph.initializer)  # read one by one
