@@ -46,8 +46,9 @@ screenshots: venv
 	@scripts/sysdeps.sh $(GUI_PKGS) $(SHOT_PKGS)
 	$(PY) scripts/screenshots.py --out screenshots
 
+REPEAT ?= 3
 bench: venv
-	$(PY) benchmarks/bench.py $(if $(SIZES),--sizes $(SIZES))
+	$(PY) benchmarks/bench.py --repeat $(REPEAT) $(if $(SIZES),--sizes $(SIZES))
 
 fixtures: venv
 	$(PY) tests/make_fixtures.py
