@@ -6,14 +6,14 @@ dim1: 2 -> 3``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from inspector.core.body import Body
 from inspector.core.diff.model import ArgChange
 from inspector.core.diff.values import show_value
-from inspector.core.links import ArgLink, BodyFlow, link, literal_place, plain_value
+from inspector.core.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
 from inspector.core.literals import Literal
 
 
@@ -35,7 +35,7 @@ class CallContext:
         return link(self.target, self.args, lit.value, place, self.flow)
 
 
-def call_context(target: str, args: dict[str, Any], body: Body, shapes: dict[str, list[int | None]]) -> CallContext:
+def call_context(target: str, args: dict[str, Any], body: Body, shapes: Mapping[str, Shape]) -> CallContext:
     return CallContext(target, args, BodyFlow(body, shapes), f"{target}{args!r}")
 
 

@@ -5,7 +5,7 @@ the static shapes of the values a rule asks about (looked up on demand; most rul
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -14,7 +14,7 @@ from inspector.core.body import ORIGINAL_NODE_NAME, Body
 from inspector.core.diff.arguments import CallContext, call_context
 from inspector.core.diff.values import is_number
 from inspector.core.keys import FunctionKey
-from inspector.core.links import Shape, value_shape
+from inspector.core.links import GraphShapes
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import call_signature
 
@@ -31,7 +31,8 @@ class SideLinks:
         self._bound: dict[int, list[BoundArgument]] = {}
         self._onnx_name: dict[str, str] | None = None
         self._aten_call_of: dict[FunctionKey, AtenCall] | None = None
-        self._value_pos: dict[str, int | tuple[int, ...]] | None = None
+        # the static shapes a link rule asks for (most ask none), each read on first use
+        self._shapes = GraphShapes(graph)
 
     def bound(self, call: AtenCall, catalogue: SchemaCatalogue) -> list[BoundArgument]:
         """Non-tensor aten arguments (and numbers passed to Tensor parameters), as the specialiser uses them."""
@@ -63,7 +64,7 @@ class SideLinks:
         inputs = sorted(body.inputs, key=lambda n: order.get(n, len(order)))  # stable: the rest keep their order
         ordered = Body(body.label, body.nodes, inputs, body.outputs, body.constants, body.node_paths,
                        body.canonical_inputs)
-        return call_context(call.target, args, ordered, LazyShapes(self))
+        return call_context(call.target, args, ordered, self._shapes)
 
     @property
     def onnx_name(self) -> dict[str, str]:
@@ -75,39 +76,3 @@ class SideLinks:
                     if p.key == ORIGINAL_NODE_NAME:
                         self._onnx_name[p.value] = v.name
         return self._onnx_name
-
-    def static_shape(self, name: str) -> Shape | None:
-        """The static shape of a value of the main graph, as ``links.graph_shapes`` reads it (the last typed
-        entry among inputs, value infos and outputs). The positions of the names are read on first use."""
-        g = self.graph
-        if self._value_pos is None:
-            self._value_pos = {}
-            for k, v in enumerate((*g.input, *g.value_info, *g.output)):
-                seen = self._value_pos.get(v.name)
-                self._value_pos[v.name] = k if seen is None else (*(seen if isinstance(seen, tuple) else (seen,)), k)
-        found = self._value_pos.get(name)
-        if found is None:
-            return None
-        n_in, n_vi = len(g.input), len(g.value_info)
-        out: Shape | None = None
-        for k in found if isinstance(found, tuple) else (found,):
-            v = g.input[k] if k < n_in else g.value_info[k - n_in] if k < n_in + n_vi else g.output[k - n_in - n_vi]
-            shape = value_shape(v)
-            out = shape if shape is not None else out
-        return out
-
-
-class LazyShapes(dict[str, Shape]):
-    """The static shapes a link rule asks for (``BodyFlow.shapes``), looked up in the graph on first use: most
-    rules need none, and typing every value of a large graph costs more than the diff of two similar ones."""
-
-    def __init__(self, side: SideLinks) -> None:
-        super().__init__()
-        self._side = side
-        self._looked_up: dict[str, Shape | None] = {}
-
-    def get(self, name: str, default: Any = None) -> Any:
-        if name not in self._looked_up:
-            self._looked_up[name] = self._side.static_shape(name)
-        found = self._looked_up[name]
-        return default if found is None else found
