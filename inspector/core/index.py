@@ -26,6 +26,7 @@ from inspector.core.loader import LoadedModel, load_model
 from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
 from inspector.core.sanitize import sanitize_text
 from inspector.core.tensors import TENSOR_BITS, element_count, tensor_size
+from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
 
@@ -146,6 +147,14 @@ class ModelIndex:
     @property
     def path(self) -> Path:
         return self.model.path
+
+    @property
+    def flat_main(self) -> bool:
+        """Whether no node of the main graph can hold a subgraph or call a function (all are standard-domain ops
+        other than If/Loop/Scan/SequenceMap), by the op histogram. A pass over such a graph may take each node's
+        inputs as all it reads and its position as its path, instead of walking every node's attributes or keeping
+        a path per node: a cost a 100k-node graph pays per node (search's name tables, the diff's cut)."""
+        return not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in self.op_histogram)
 
     def parameters(self) -> ParameterStats:
         """Parameter count and bytes from tensor metadata (no external data is read); computed once, on demand."""
