@@ -43,14 +43,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.provenance import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall, ModuleNode
 from inspector.core.scan import FX_NODE
-from inspector.core.walk import (
-    STANDARD_DOMAINS,
-    SUBGRAPH_OPS,
-    NodePath,
-    as_text,
-    path_text,
-    resolve_path,
-)
+from inspector.core.walk import NodePath, as_text, path_text, resolve_path
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
@@ -145,8 +138,7 @@ class SearchIndex:
     def _build(self) -> None:
         index = self.index
         main = index.proto.graph.node
-        # The index's op histogram of the main graph says whether its top level can hold subgraphs at all.
-        flat_main = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in index.op_histogram)
+        flat_main = index.flat_main  # (no node of the main graph can hold a subgraph: no paths kept)
         scopes: list[tuple[GraphScope, Sequence[onnx.NodeProto]]] = [(MAIN, main)]
         scopes.extend((k, f.node) for k, f in index.functions.functions.items())
         for scope, nodes in scopes:

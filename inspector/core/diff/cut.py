@@ -69,9 +69,9 @@ class GraphCut:
         self.graph = index.proto.graph
         self.functions = index.functions.functions
         self.input_pos = input_pos
-        # whether any node of the main graph can hold a subgraph (the index's op histogram says): else each node
-        # reads just its inputs, and its domain and op need not be read
-        self.nested = any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in index.op_histogram)
+        # whether any node of the main graph can hold a subgraph: else each node reads just its inputs, and its
+        # domain and op need not be read
+        self.nested = not index.flat_main
         n = len(self.graph.node)
         self.units: list[Unit | None] = []
         self.n_calls = 0
