@@ -16,7 +16,15 @@ import pytest
 from inspector.core.index import open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.render import layout as layout_module
-from inspector.render.layout import LaidNode, Layout, LayoutCache, layout_scene, node_size, to_svg
+from inspector.render.layout import (
+    DotRunner,
+    LaidNode,
+    Layout,
+    LayoutCache,
+    layout_scene,
+    node_size,
+    to_svg,
+)
 from inspector.render.scene import Scene, SceneEdge, SceneNode, build_scene, type_text
 from tests.conftest import FIXTURES, ROOT, SAMPLE
 from tests.test_layering import BLOCK_QT
@@ -294,10 +302,10 @@ def test_layout_cache_is_an_lru_and_computes_a_key_once(block, monkeypatch):
     calls: list[str] = []
     real = layout_module.layout_scene
 
-    def counting(s: Scene, rankdir: str = "TB") -> Layout:
+    def counting(s: Scene, rankdir: str = "TB", dot: DotRunner | None = None) -> Layout:
         calls.append(s.title)
         time.sleep(0.05)
-        return real(s, rankdir)
+        return real(s, rankdir, dot)
 
     monkeypatch.setattr(layout_module, "layout_scene", counting)
     cache = LayoutCache(maxsize=2)

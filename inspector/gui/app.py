@@ -10,6 +10,7 @@ from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from inspector.core.errors import InspectorError
+from inspector.gui import dot_process
 from inspector.gui.binding import check_binding
 from inspector.gui.compare import CompareWindow
 from inspector.gui.main_window import MainWindow
@@ -39,6 +40,7 @@ def run(paths: Sequence[str]) -> int:
     window.raise_()
     code = int(app.exec())
     QThreadPool.globalInstance().waitForDone(10000)  # let running jobs finish before Python tears down
+    dot_process.shut_down()
     return code
 
 

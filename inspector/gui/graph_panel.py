@@ -21,7 +21,9 @@ from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.walk import NodePath
+from inspector.gui import dot_process
 from inspector.gui.analysis import TreeObject
+from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_view import GraphView
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel
@@ -168,7 +170,8 @@ class GraphPanel(QWidget):
         self.back_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
         self.back_shortcut.activated.connect(self.back)
         self.index: ModelIndex | None = None
-        self.cache = LayoutCache(32)
+        self.cache = LayoutCache(32, dot=run_dot_elsewhere)  # Graphviz in a helper process: the GUI never waits
+        dot_process.start()
         self._stack: list[View] = []
         self._current: View | None = None
         self._token = 0

@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from inspector.core.textsafe import xml_attr, xml_text
+from inspector.render.dot import DotJob, DotResult, run_dot
 from inspector.render.scene import (
     ATEN_CALL,
     CONSTANT,
@@ -93,7 +94,7 @@ def box_colours(node: SceneNode) -> tuple[str, str]:
             return OP_CATEGORY_COLOURS[category]
     return KIND_COLOURS.get(node.kind, _DEFAULT_COLOURS)
 _RANKDIRS = frozenset({"TB", "LR", "BT", "RL"})
-_GRAPHVIZ_LOCK = threading.Lock()
+DotRunner = Callable[[DotJob, float], DotResult]  # how a layout job is run (render.dot.run_dot, or elsewhere)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,49 +153,37 @@ def edge_label_text(label: str) -> str:
     return elide(label, EDGE_LABEL_WIDTH, EDGE_FONT_SIZE) if label else ""
 
 
-def layout_scene(scene: Scene, rankdir: str = "TB") -> Layout:
-    """Lay out ``scene`` with ``dot``; node ids passed to Graphviz are generated, never model text."""
+def layout_scene(scene: Scene, rankdir: str = "TB", dot: DotRunner | None = None) -> Layout:
+    """Lay out ``scene`` with ``dot``; node ids passed to Graphviz are generated, never model text. ``dot`` runs
+    the job (``inspector.render.dot.run_dot`` in this process unless told otherwise: the app runs it in another)."""
     if rankdir not in _RANKDIRS:
         raise ValueError(f"rankdir must be one of {sorted(_RANKDIRS)}, not {rankdir!r}")
     if not scene.nodes:
         return Layout({}, [], 0.0, 0.0)
-    import pygraphviz  # lazily: only laying out needs Graphviz
-
     gv_id: dict[str, str] = {}
     sizes: dict[str, tuple[float, float]] = {}
-    with _GRAPHVIZ_LOCK:  # Graphviz keeps global state: one layout at a time, and free the graph under the lock
-        graph = pygraphviz.AGraph(directed=True, strict=False)
-        try:
-            ranksep = "0.3" if rankdir in ("TB", "BT") else "0.5"  # labels get their own room from dot
-            graph.graph_attr.update(rankdir=rankdir, nodesep="0.25", ranksep=ranksep, splines="spline")
-            graph.node_attr.update(shape="box", fixedsize="true", label="", margin="0")
-            graph.edge_attr.update(arrowsize="0.7", fontname="Courier", fontsize=f"{EDGE_FONT_SIZE:g}")
-            for k, node in enumerate(scene.nodes):
-                if node.id in gv_id:
-                    continue
-                name = f"v{k}"
-                gv_id[node.id] = name
-                w, h = sizes[node.id] = node_size(node)
-                graph.add_node(name, width=f"{w / POINTS_PER_INCH:.4f}", height=f"{h / POINTS_PER_INCH:.4f}")
-            edge_keys: list[tuple[str, str, str, int]] = []
-            for k, edge in enumerate(scene.edges):
-                src, dst = gv_id.get(edge.source), gv_id.get(edge.target)
-                if src is None or dst is None:
-                    continue
-                key = f"e{k}"
-                text = edge_label_text(edge.label)
-                if text:
-                    graph.add_edge(src, dst, key=key, label="X" * (len(text) + 2))  # room (and a gap), never model text
-                else:
-                    graph.add_edge(src, dst, key=key)
-                edge_keys.append((src, dst, key, k))
-            graph.layout(prog="dot")
-            llx, lly, urx, ury = _floats(graph.graph_attr.get("bb") or "0,0,0,0", 4)
-            node_pos = {sid: graph.get_node(name).attr.get("pos") or "" for sid, name in gv_id.items()}
-            edge_pos = [(k, graph.get_edge(src, dst, key).attr.get("pos") or "",
-                         graph.get_edge(src, dst, key).attr.get("lp") or "") for src, dst, key, k in edge_keys]
-        finally:
-            graph.close()
+    job_nodes: list[tuple[str, str, str]] = []
+    for k, node in enumerate(scene.nodes):
+        if node.id in gv_id:
+            continue
+        name = f"v{k}"
+        gv_id[node.id] = name
+        w, h = sizes[node.id] = node_size(node)
+        job_nodes.append((name, f"{w / POINTS_PER_INCH:.4f}", f"{h / POINTS_PER_INCH:.4f}"))
+    job_edges: list[tuple[str, str, str, str]] = []
+    edge_index: list[int] = []
+    for k, edge in enumerate(scene.edges):
+        src, dst = gv_id.get(edge.source), gv_id.get(edge.target)
+        if src is None or dst is None:
+            continue
+        text = edge_label_text(edge.label)
+        job_edges.append((src, dst, f"e{k}", "X" * (len(text) + 2) if text else ""))  # room (and a gap), never text
+        edge_index.append(k)
+    ranksep = "0.3" if rankdir in ("TB", "BT") else "0.5"  # labels get their own room from dot
+    result = (dot or run_dot)(DotJob(rankdir, ranksep, tuple(job_nodes), tuple(job_edges)), EDGE_FONT_SIZE)
+    llx, lly, urx, ury = _floats(result.bb, 4)
+    node_pos = {sid: result.node_pos.get(name, "") for sid, name in gv_id.items()}
+    edge_pos = [(k, pos, lp) for k, (pos, lp) in zip(edge_index, result.edge_pos, strict=True)]
 
     def flip(x: float, y: float) -> tuple[float, float]:
         return (round(x - llx, 2), round(ury - y, 2))
@@ -262,8 +251,10 @@ def _edge_points(pos: str, flip: Callable[[float, float], tuple[float, float]]) 
 class LayoutCache:
     """Thread-safe LRU of layouts; a key being computed by one thread is waited for, not computed twice."""
 
-    def __init__(self, maxsize: int = 32) -> None:
+    def __init__(self, maxsize: int = 32, dot: DotRunner | None = None) -> None:
+        """``dot``: how layouts are run (``layout_scene``'s ``dot``)."""
         self.maxsize = maxsize
+        self.dot = dot
         self._items: OrderedDict[Hashable, Layout] = OrderedDict()
         self._pending: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
@@ -297,7 +288,7 @@ class LayoutCache:
                     break
             waiting.wait()
         try:
-            layout = layout_scene(scene, rankdir)
+            layout = layout_scene(scene, rankdir, self.dot)
             with self._lock:
                 self._items[full] = layout
                 self._items.move_to_end(full)
