@@ -77,3 +77,18 @@ def test_the_graph_panel_lays_out_in_the_helper(qtbot, scenes):
         panel.set_index(open_index(ROOT / "tests" / "zoo" / "whisper.onnx"))
     assert len(panel.graph.items_by_id) == len(panel.scene.nodes) > 3
     assert panel.cache.dot is dot_process.run_dot_elsewhere and len(_helper_pids()) == 1
+
+
+def test_a_report_exported_from_the_app_is_laid_out_in_the_helper(monkeypatch):
+    from inspector.gui import main_window
+
+    jobs: list[int] = []
+
+    def counting(job, size):
+        jobs.append(len(job.nodes))
+        return dot_process.run_dot_elsewhere(job, size)
+
+    monkeypatch.setattr(main_window, "run_dot_elsewhere", counting)
+    index = open_index(ROOT / "tests" / "zoo" / "whisper.onnx")
+    html = main_window.render_report(index, None, "html")
+    assert len(jobs) >= 5 and html.count("<svg") >= len(jobs)

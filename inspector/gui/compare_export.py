@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output
+from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
 from inspector.gui.pdf import write_report
 from inspector.report.diff_render import DIFF_SUFFIXES, render_diff
@@ -66,7 +67,8 @@ def export(window: CompareWindow, what: str, path: Path) -> None:
         def work() -> str:
             from inspector.report.data import build_report
 
-            return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf")), fmt)
+            return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf"),
+                                            dot=run_dot_elsewhere), fmt)
 
     def done(text: str) -> None:
         try:

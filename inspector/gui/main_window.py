@@ -40,6 +40,7 @@ from inspector.gui.body_view import BodyView
 from inspector.gui.collector import release_model
 from inspector.gui.compare import CompareWindow
 from inspector.gui.dialogs import show_message
+from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
 from inspector.gui.filtering import FilterBox
 from inspector.gui.graph_panel import GraphPanel
@@ -418,7 +419,7 @@ def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> s
     """Report text (HTML for PDF, which Qt prints on the GUI thread)."""
     from inspector.report.data import build_report
 
-    return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf")), fmt)
+    return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf"), dot=run_dot_elsewhere), fmt)
 
 
 def _welcome() -> str:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from inspector.core.review import Review, ReviewKey, ReviewStore
     from inspector.core.signature import CallSignature
     from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+    from inspector.render.layout import DotRunner
 
 STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
 
@@ -307,14 +308,15 @@ class Report:
 
 
 def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare: ModelDiff | None = None,
-                 graphs: bool = True, limits: Limits | None = None) -> Report:
-    """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there."""
+                 graphs: bool = True, limits: Limits | None = None, dot: DotRunner | None = None) -> Report:
+    """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there,
+    laid out by ``dot`` (``layout_scene``'s: the app runs Graphviz in a helper process)."""
     with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _build_report(index, reviews, compare, graphs, limits)
+        return _build_report(index, reviews, compare, graphs, limits, dot)
 
 
 def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: ModelDiff | None, graphs: bool,
-                  limits: Limits | None) -> Report:
+                  limits: Limits | None, dot: DotRunner | None) -> Report:
     lim = limits or Limits()
     notes: list[str] = []
     review_summary, store = _reviews(reviews)
@@ -325,7 +327,7 @@ def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: Model
         for status, n in fam.review_counts.items():
             counts[status] = counts.get(status, 0) + n
     review_summary.counts = counts
-    graph_state = _add_graphs(index, families, scopes, lim, notes) if graphs else "disabled"
+    graph_state = _add_graphs(index, families, scopes, lim, notes, dot) if graphs else "disabled"
     findings = [FindingInfo(f.kind, f.severity, f.message, list(f.where)) for f in index.findings]
     findings_omitted = max(len(findings) - lim.findings, 0)
     if findings_omitted:
@@ -614,7 +616,7 @@ def _spec_info(sid: str, s: SpecialisedValue) -> SpecialisedInfo:
 
 
 def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str, object], lim: Limits,
-                notes: list[str]) -> str:
+                notes: list[str], dot: DotRunner | None) -> str:
     """Inline SVGs for function bodies and the first aten bodies; 'unavailable' without pygraphviz."""
     wanted: list[tuple[BodyInfo, AtenCall | FunctionKey]] = []
     aten = function = 0
@@ -651,7 +653,7 @@ def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str,
             continue
         try:
             scene = scenes.scene(scope, max_nodes=lim.graph_nodes)
-            body.svg = to_svg(scene, layout_scene(scene))
+            body.svg = to_svg(scene, layout_scene(scene, dot=dot))
             drawn += 1
         except Exception as e:  # Graphviz failures must not cost the whole report
             body.graph_note = f"graph omitted: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
