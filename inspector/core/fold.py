@@ -8,15 +8,13 @@ argument order, named after the schema's parameters; whatever else the group rea
 with one target and one body share a function only when their bindings agree, so every call passes its inputs in
 the order the function declares them. The function's attributes are the aten non-tensor parameters, declared
 with their schema defaults, and the call node passes this call's values, so the aten signature survives. Bodies
-that differ (specialised values) become separate overloads named by what differs. Groups that cannot be folded
-safely stay flat and are reported.
+that differ (specialised values) become separate overloads named by what differs (``fold_names``). Groups
+that cannot be folded safely stay flat and are reported.
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from itertools import chain
@@ -30,10 +28,10 @@ from inspector.core.aten_schema import BoundArgument, Parameter
 from inspector.core.body import ORIGINAL_NODE_NAME, Body, GraphMaps, group_body, node_reads
 from inspector.core.bodykey import group_shape
 from inspector.core.fingerprint import fingerprint
+from inspector.core.fold_names import Unnamed, identifier, overload_keys
 from inspector.core.fx import FxNode, Symbol, TensorRef
 from inspector.core.index import ModelIndex, paused_gc
 from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.literals import Literal, body_literals
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import CallSignature, SignatureForm, SignatureForms, call_signature
 from inspector.core.walk import NodePath, resolve_path, subgraphs
@@ -156,7 +154,10 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
             claimed.setdefault(plan.maps.prefix, set()).update(plan.indices)
 
     classes = _classes(planned)
-    _name_overloads(classes, domain)
+    keys = overload_keys([Unnamed(c.target, c.plans[0].body, f"{c.fingerprint}|{c.binding()}") for c in classes],
+                         domain)
+    for cls, key in zip(classes, keys, strict=True):
+        cls.key = key
     functions: list[onnx.FunctionProto] = []
     # the call replaces its group at the group's last node; per entry of the new graph: reads, outputs, and the
     # original node index or the call to make
@@ -575,7 +576,7 @@ def _formal_names(cls: _Class, order: list[int], internal: set[str]) -> list[str
     taken = set(internal)
     for p in order:
         role = cls.roles.get(p)
-        base = _identifier(plan.form.arg_names[role]) if role is not None else f"in{p}"
+        base = identifier(plan.form.arg_names[role]) if role is not None else f"in{p}"
         name = base
         while name in taken:
             name += "_"
@@ -699,82 +700,3 @@ def _attribute(name: str, value: Any, param: Parameter) -> AttributeProto | None
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             return helper.make_attribute(name, [float(v) for v in value], attr_type=AttributeProto.FLOATS)
     return None
-
-
-def _name_overloads(classes: list[_Class], domain: str) -> None:
-    """Identifier-safe overload names in a reviewer's words: the aten overload alone when the target has one body;
-    else what sets this body apart from the target's other bodies (``view:reshape_1x8xm1x16``,
-    ``_to_copy:to_float``, ``transpose:int_perm_0x2x1x3``; ``m`` is a minus sign, ``p`` a decimal point, since the
-    ONNX text parser takes only identifiers as overloads); a short hash of the body only to break ties."""
-    by_target: dict[str, list[_Class]] = {}
-    for cls in classes:
-        by_target.setdefault(cls.target, []).append(cls)
-    taken: set[tuple[str, str]] = set()
-    for target, group in by_target.items():
-        _ns, op, aten_overload = group[0].plans[0].call.family
-        op_name, base = _identifier(op), _identifier(aten_overload)
-        literals = [body_literals(c.plans[0].body) for c in group]
-        wanted: list[str] = []
-        for k in range(len(group)):
-            words = _describe(k, literals) if len(group) > 1 else ""
-            if not words:
-                wanted.append(base)
-            elif base == "default" and not words[0].isdigit():
-                wanted.append(_identifier(words))
-            else:
-                wanted.append(_identifier(f"{base}_{words}"))
-        for k, cls in enumerate(group):
-            name = wanted[k] if len(wanted[k]) <= 48 else base
-            if len(group) > 1 and (wanted.count(wanted[k]) > 1 or name != wanted[k] or name == base):
-                digest = hashlib.blake2b(f"{target}|{cls.fingerprint}|{cls.binding()}".encode(), digest_size=3)
-                name = f"{name}_{digest.hexdigest()}"
-            while (op_name, name) in taken:
-                name += "_"
-            taken.add((op_name, name))
-            cls.key = FunctionKey(domain, op_name, name)
-
-
-def _describe(k: int, all_literals: list[list[Literal]]) -> str:
-    """Words for the literal values that set body ``k`` apart from the other bodies of its target: values in the
-    same slot that differ when the bodies share a shape, else values no other body has."""
-    mine = all_literals[k]
-    others = [o for j, o in enumerate(all_literals) if j != k]
-    aligned = [o for o in others if [x.slot for x in o] == [x.slot for x in mine]]
-    if aligned:
-        picked = [lit for pos, lit in enumerate(mine) if any(o[pos].key != lit.key for o in aligned)]
-    else:
-        elsewhere = {x.key for o in others for x in o}
-        picked = [lit for lit in mine if lit.key not in elsewhere]
-    return "_".join(_words(lit) for lit in picked[:2])
-
-
-def _words(lit: Literal) -> str:
-    """``reshape_1x8x2x8``, ``perm_0x2x1x3``, ``to_float``, ``eps_1em05``; a Constant's value needs no label."""
-    if lit.op_type == "Cast" and lit.name == "to" and isinstance(lit.value, int):
-        try:
-            return "to_" + onnx.TensorProto.DataType.Name(lit.value).lower()
-        except ValueError:
-            pass
-    if lit.kind == "initializer":
-        label = lit.op_type.lower() or "const"
-    elif lit.op_type == "Constant":
-        label = ""
-    else:
-        label = lit.name
-    return f"{label}_{_token(lit.value)}" if label else _token(lit.value)
-
-
-def _token(value: Any) -> str:
-    if isinstance(value, list):
-        flat = [v for v in value if not isinstance(v, list)]
-        return "x".join(_token(v) for v in flat[:8])
-    if isinstance(value, float):
-        return f"{value:.4g}".replace("-", "m").replace(".", "p").replace("+", "")
-    if isinstance(value, int):
-        return str(value).replace("-", "m")
-    return re.sub(r"\W", "", str(value))[:12]
-
-
-def _identifier(text: str) -> str:
-    s = re.sub(r"\W", "_", text)
-    return s if s and not s[0].isdigit() else f"_{s}"
