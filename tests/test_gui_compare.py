@@ -254,3 +254,33 @@ def test_showing_a_change_reads_no_pass_over_all_calls_on_the_gui_thread(qtbot, 
         scope = side.current_scope()
         assert isinstance(scope, AtenCall) and scope.target == "aten::scaled_dot_product_attention"
     assert threading.main_thread().name not in passes
+
+
+def test_closing_while_the_pair_is_opened_waits_for_nothing_and_the_pair_reports_to_no_one(
+        qtbot, compare: CompareWindow, monkeypatch: pytest.MonkeyPatch):
+    import threading
+
+    from inspector.gui import compare as compare_module
+
+    release, started, finished = threading.Event(), threading.Event(), threading.Event()
+    real = compare_module._open_pair
+
+    def slow(a: Path, b: Path):
+        started.set()
+        release.wait(30)  # until the test says: the window closes while this job runs
+        try:
+            return real(a, b)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(compare_module, "_open_pair", slow)
+    loaded: list[object] = []
+    compare.pair_loaded.connect(loaded.append)
+    compare.open_pair(FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
+    qtbot.waitUntil(started.is_set, timeout=10000)
+    compare.close()  # with the job blocked: a close that waited for the pool would return only after 5 s
+    assert not compare.isVisible() and not finished.is_set()  # closed while the job still ran
+    release.set()
+    qtbot.waitUntil(finished.is_set, timeout=60000)
+    qtbot.wait(100)
+    assert loaded == [] and compare.pair is None  # its result reported to no one

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, QSize, Qt, QThreadPool, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -266,7 +266,12 @@ class CompareWindow(QMainWindow):
             self.change_shown.emit(self._current)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        QThreadPool.globalInstance().waitForDone(5000)
+        """Close at once, as the main window does: the pair still being opened reports to no one, and the graphs
+        being laid out are never drawn (waiting for the thread pool here froze the window up to 5 s, and the main
+        window with it, whose jobs share the pool; the app waits for running jobs after its last window)."""
+        self.jobs.cancel()
+        for side in (self.side_a, self.side_b):
+            side.drop_pending()
         super().closeEvent(event)
 
 
