@@ -301,6 +301,16 @@ class GraphView(QGraphicsView):
         self.current: tuple[Scene, Layout] | None = None
         self._drawing: object | None = None  # the token of a drawing in steps, until its last step
         self.scene().selectionChanged.connect(self._selection_changed)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Draw one box and one edge and drop them, now, before any model is shown: PySide makes the Python types
+        of Qt's enums on their first use, 50-80 ms of GUI-thread work in all that the first graph drawn would
+        otherwise do while a model opens (the window stalled that long)."""
+        self.viewport().setUpdatesEnabled(True)
+        node = SceneNode("warm-up", "Add", "op", None, "x", True, "alpha=1")
+        NodeItem(node, QRectF(0, 0, 80, 40), self)
+        EdgeItem("a", "b", ((0.0, 0.0), (1.0, 1.0), (2.0, 2.0), (3.0, 3.0)), "x", QColor("#000000"), (1.0, 1.0))
 
     def _clear(self) -> QGraphicsScene:
         s = self.scene()

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.aten_schema import SchemaCatalogue
 from inspector.core.errors import InspectorError
 from inspector.core.index import ModelIndex, build_index
 from inspector.core.keys import FunctionKey, GraphScope
@@ -401,6 +402,7 @@ def _open_for_display(path: Path) -> Opened:
     index.parameters()
     totals = module_totals(index.provenance.module_root)
     torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection
+    SchemaCatalogue.default()  # and the aten schemas (60 ms), which the family analyses read
     tree = FamilyTree(index)
     search = SearchIndex(index)
     search.build()
