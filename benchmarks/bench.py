@@ -2,7 +2,8 @@
 
 Models are built by ``benchmarks/replicate.py`` from a zoo export (default ``tests/zoo/llama_gqa.onnx``) and
 cached in ``benchmarks/_generated``. Each operation runs in its own process (so max RSS is per operation and
-nothing is warm); the time is measured inside it, from the path to the result, after imports. Printed per
+no Python state is warm); the time is measured inside it, from the path to the result, after imports and after the
+model files were read once (the page cache is warm: disk speed is not what is measured). Printed per
 operation: time per size, t(largest)/t(smallest), the ratio to ``onnx.load(load_external_data=False)`` of the
 largest model in the same run, max RSS, and PASS/MISS against the targets of issue 11. Never asserted in tests.
 With ``--repeat N`` (``make bench``: 3), each operation runs N times: the least time, the most memory and the
@@ -36,6 +37,10 @@ import json, os, resource, sys, tempfile, time, io, contextlib
 from pathlib import Path
 op, paths = sys.argv[1], sys.argv[2:]
 out = {}
+for p in paths:  # warm the page cache: this VM's disk reads vary 20x (84-525 MB/s cold), cached reads do not
+    with open(p, "rb") as fh:
+        while fh.read(1 << 24):
+            pass
 def rss():
     # VmHWM: the peak of this process's own memory (ru_maxrss would carry over the parent's across exec)
     with open("/proc/self/status") as fh:
