@@ -38,3 +38,35 @@ def test_failure_without_handler_is_dropped(qtbot):
     jobs.run(lambda: _raise(InspectorError("gone")), got.append)
     qtbot.waitUntil(lambda: not jobs, timeout=5000)
     assert got == []
+
+
+def test_background_work_gives_way_while_a_job_the_user_waits_for_runs(qtbot):
+    """``give_way`` (called by long background work between its steps) sleeps while a job of priority 0 or more
+    runs, and returns at once when none does."""
+    import threading
+    import time
+
+    from inspector.gui.worker import Jobs, give_way
+
+    release, running = threading.Event(), threading.Event()
+
+    def interactive() -> None:
+        running.set()
+        release.wait(10)
+
+    jobs = Jobs()
+    jobs.run(interactive, lambda _r: None)
+    assert running.wait(10)
+    waited: list[float] = []
+    background = threading.Thread(target=lambda: (t := time.monotonic(), give_way(5.0),
+                                                  waited.append(time.monotonic() - t)))
+    background.start()
+    background.join(0.3)
+    assert background.is_alive() and waited == []  # still giving way to the running job
+    release.set()
+    background.join(10)
+    assert len(waited) == 1 and 0.3 <= waited[0] < 5.0  # released by the job's end, not by the limit
+    qtbot.waitUntil(lambda: not jobs, timeout=10000)
+    t = time.monotonic()
+    give_way(5.0)
+    assert time.monotonic() - t < 1.0  # nothing to give way to

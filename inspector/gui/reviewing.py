@@ -16,6 +16,7 @@ from inspector.core.specialise import BodyAnalysis, SpecialisedValue
 from inspector.gui.analysis import Analyses
 from inspector.gui.dialogs import show_message
 from inspector.gui.review_panel import ReviewItem
+from inspector.gui.worker import give_way
 
 if TYPE_CHECKING:
     from inspector.gui.main_window import MainWindow
@@ -128,6 +129,7 @@ def review_items(analyses: Analyses, store: ReviewStore
     """Every reviewable item of every family with its review, and per-overload badge counts."""
     items: list[tuple[ReviewItem, Review]] = []
     for fam in analyses.index.families:
+        give_way()  # a background job: what the user clicks meanwhile goes first
         fa = analyses.family(fam)
         for key, obj in review_keys(fa):
             items.append((ReviewItem(key, obj, fa), store.get(key)))  # type: ignore[arg-type]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import atexit
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -50,22 +52,43 @@ class JobSignals:
         self.failed = self.qt.failed
 
 
+_interactive_lock = threading.Lock()
+_interactive = [0]  # jobs of priority 0 or more running now
+
+
+def give_way(most_s: float = 0.5) -> None:
+    """For long background work (negative priority), between two of its steps: while jobs the user is waiting
+    for run, sleep, so that they and the GUI thread have the GIL and the CPUs (on 2 cores, a background analysis
+    beside a click's job left the GUI thread waiting 100-200 ms); at most ``most_s`` at a time."""
+    end = time.monotonic() + most_s
+    while _interactive[0] > 0 and time.monotonic() < end:
+        time.sleep(0.005)
+
+
+def _count_interactive(step: int) -> None:
+    with _interactive_lock:
+        _interactive[0] += step
+
+
 class Job(QRunnable):
     """A callable run on the global thread pool; emits ``finished(result)`` or ``failed(one-line reason)``.
 
     The pool deletes the runnable after run() returns; results reach the GUI thread as queued signals.
     """
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], Any], interactive: bool = True) -> None:
         super().__init__()
         self.fn = fn
         self.signals = JobSignals()
         self.cancelled = False  # set by Jobs.cancel: the result is dropped
+        self.interactive = interactive  # background work gives way to it (give_way)
 
     def run(self) -> None:
         if self.cancelled:  # dropped before it started: report at once, run nothing
             self.signals.qt.finished.emit(_Box(None))
             return
+        if self.interactive:
+            _count_interactive(1)
         try:
             result = self.fn()
         except InspectorError as e:
@@ -74,6 +97,9 @@ class Job(QRunnable):
             self.signals.qt.failed.emit(f"internal error: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
         else:
             self.signals.qt.finished.emit(_Box(result))
+        finally:
+            if self.interactive:
+                _count_interactive(-1)
 
 
 def _nothing() -> None:
@@ -117,7 +143,7 @@ class Jobs:
             # a closed window no longer waits for its jobs: Python must not finalize under a running one
             atexit.register(QThreadPool.globalInstance().waitForDone, 60_000)
         collect_on_gui_thread()
-        job = Job(fn)
+        job = Job(fn, interactive=priority >= 0)
         # the callbacks reach the job through this list, emptied when it reports: no reference cycle is left
         # through the job's signals, so the job and its QObject are freed at once on the GUI thread, never by a
         # garbage collection that happens to run on a worker thread (a segfault)
