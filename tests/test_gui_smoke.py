@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 
 from inspector.core.index import open_index
 from inspector.gui.family_model import FamilyModel
@@ -173,3 +173,26 @@ def test_the_filter_keeps_parents_of_matching_rows_and_all_below_a_matching_row(
     assert proxy.rowCount(proxy.index(0, 0, proxy.index(0, 0))) == 8
     window.filter_box.set_now("")
     assert proxy.rowCount() == window.families.rowCount()
+
+
+def test_the_main_graph_is_laid_out_only_once_the_opened_model_is_drawn(window: MainWindow, qtbot, monkeypatch):
+    """Laying out beside the window's drawing of a new model made every row Qt asked for wait for the GIL."""
+    from inspector.gui import graph_panel
+
+    order: list[str] = []
+    real_build = graph_panel.build_scene
+    monkeypatch.setattr(graph_panel, "build_scene", lambda *a, **k: (order.append("layout"), real_build(*a, **k))[1])
+    viewport = window.family_view.viewport()
+
+    class Spy(QObject):
+        def eventFilter(self, watched, event) -> bool:
+            if event.type() == QEvent.Type.Paint and window.index is not None and "tree" not in order:
+                order.append("tree")
+            return False
+
+    spy = Spy()
+    viewport.installEventFilter(spy)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(SAMPLE)
+    viewport.removeEventFilter(spy)
+    assert order[:2] == ["tree", "layout"]

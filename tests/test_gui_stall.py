@@ -55,7 +55,8 @@ def test_a_truncated_large_file_is_an_error_not_a_partial_model(tmp_path: Path, 
 
 def test_workers_hand_the_gil_to_the_gui_thread_often(qtbot: object) -> None:
     """Qt calls into Python once per row when a view lays out or paints, and each call waits for the GIL: a
-    running job must hand it over every 0.2 ms (Python's default 5 ms made the GUI thread's work wait in a convoy)."""
+    running job must hand it over within 10 us (Python's default 5 ms made the GUI thread's work wait in a convoy;
+    0.2 ms still stretched a 100k-node model's open to 150 ms)."""
     from PySide6.QtCore import QThreadPool
 
     from inspector.gui.worker import GIL_SWITCH_S, Jobs
@@ -63,7 +64,7 @@ def test_workers_hand_the_gil_to_the_gui_thread_often(qtbot: object) -> None:
     results: list[int] = []
     Jobs().run(lambda: 42, results.append)
     QThreadPool.globalInstance().waitForDone(10000)
-    assert sys.getswitchinterval() <= GIL_SWITCH_S == 0.0002
+    assert sys.getswitchinterval() <= GIL_SWITCH_S == 0.00001
 
 
 @pytest.mark.parametrize("name", ["llama_gqa", "gpt2", "t5", "whisper"])

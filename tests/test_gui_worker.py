@@ -70,3 +70,51 @@ def test_background_work_gives_way_while_a_job_the_user_waits_for_runs(qtbot):
     t = time.monotonic()
     give_way(5.0)
     assert time.monotonic() - t < 1.0  # nothing to give way to
+
+
+def test_after_paint_waits_for_the_widgets_next_paint(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    from inspector.gui.worker import after_paint
+
+    events: list[str] = []
+
+    class Probe(QWidget):
+        def paintEvent(self, event) -> None:
+            events.append("paint")
+
+    w = Probe()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: "paint" in events, timeout=5000)
+    events.clear()
+    after_paint(w, lambda: events.append("fn"), most_ms=60_000)
+    w.update()
+    assert events == []  # never at once for a shown widget
+    qtbot.waitUntil(lambda: "fn" in events, timeout=5000)
+    assert events[0] == "paint" and events.count("fn") == 1
+    w.update()
+    qtbot.waitUntil(lambda: events.count("paint") >= 2, timeout=5000)
+    qtbot.wait(50)
+    assert events.count("fn") == 1  # once only
+
+
+def test_after_paint_runs_at_once_for_a_hidden_widget_and_at_most_late_for_an_unpainted_one(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    from inspector.gui.worker import after_paint
+
+    hidden, got = QWidget(), []
+    qtbot.addWidget(hidden)
+    after_paint(hidden, lambda: got.append("hidden"))
+    assert got == ["hidden"]
+    shown = QWidget()
+    qtbot.addWidget(shown)
+    shown.show()
+    qtbot.waitExposed(shown)
+    qtbot.wait(100)  # its first paints are over; nothing asks for another one
+    after_paint(shown, lambda: got.append("late"), most_ms=200)
+    qtbot.wait(50)
+    assert got == ["hidden"]
+    qtbot.waitUntil(lambda: got == ["hidden", "late"], timeout=5000)

@@ -21,7 +21,7 @@ from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import MAIN, FunctionKey, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.walk import NodePath
-from inspector.gui import dot_process
+from inspector.gui import dot_process, worker
 from inspector.gui.analysis import TreeObject
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_view import GraphView
@@ -187,8 +187,8 @@ class GraphPanel(QWidget):
         self.cache.clear()
         self._stack = []
         self._current = None
-        if show_main:
-            self.open_view(View(MAIN))
+        if show_main:  # laid out once the window has drawn the new model (worker.after_paint)
+            self.open_view(View(MAIN), after_paint=True)
 
     def drop_pending(self) -> None:
         """Forget the layouts still being made (another model is being opened): they are never shown."""
@@ -207,9 +207,10 @@ class GraphPanel(QWidget):
         return self._current
 
     def open_view(self, view: View, push: bool = True, focus: str | None = None,
-                  region: Callable[[SceneNode], bool] | None = None) -> None:
+                  region: Callable[[SceneNode], bool] | None = None, after_paint: bool = False) -> None:
         """Show ``view``; ``push`` keeps the current one for Back. Once drawn, the box ``focus`` is selected and
-        centred, or the view zooms to the boxes ``region`` accepts (what an expanded box opened into)."""
+        centred, or the view zooms to the boxes ``region`` accepts (what an expanded box opened into).
+        ``after_paint``: the layout starts once the window has been painted (a model just opened)."""
         if self.index is None:
             return
         if push and self._current is not None and self._current != view:
@@ -257,7 +258,14 @@ class GraphPanel(QWidget):
             if token == self._token:
                 self.info.set_full_text(f"Could not lay out this scope: {reason}")
 
-        self._jobs.run(work, done, failed)
+        def start() -> None:
+            if token == self._token:  # not replaced by another view meanwhile
+                self._jobs.run(work, done, failed)
+
+        if after_paint:
+            worker.after_paint(self.info, start)
+        else:
+            start()
 
     def _show_overview(self, view: View, token: int) -> None:
         """The module overview, flowed to the view's width and, if it can be, no taller than it at 1:1."""

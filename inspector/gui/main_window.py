@@ -371,6 +371,7 @@ class MainWindow(QMainWindow):
         them after its last window, so Python never tears down under a worker)."""
         for jobs in (self.jobs, self.filter_box.jobs):
             jobs.cancel()
+        self.center.drop_pending()  # a layout still running (or waiting for a paint) is never shown
         super().closeEvent(event)
 
     # drag and drop ---------------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""Run long core work (load, index, analysis, layout) off the GUI thread and report back through signals."""
+"""Run long core work (load, index, analysis, layout) off the GUI thread and report back through signals.
+
+The GUI thread and the workers share one GIL. Qt asks Python for every row a view lays out or paints, and each of
+those calls takes the GIL again: behind a busy worker, each waits for it. So workers hand the GIL over quickly
+(``GIL_SWITCH_S``), background work gives way to jobs the user waits for (``give_way``), and work that would start
+while the window is about to draw a whole new model starts once it has been drawn (``after_paint``).
+"""
 
 from __future__ import annotations
 
@@ -9,16 +15,20 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QWidget
 
 from inspector.core.errors import InspectorError
 from inspector.gui.collector import collect_on_gui_thread
 
 T = TypeVar("T")
-# How often a thread holding the GIL hands it over to one waiting for it. Qt calls into Python once per row for a
-# view's layout and painting, and each call waits for the GIL: behind a busy worker, Python's default of 5 ms per
-# hand-over made the GUI thread's 30 ms of work take 1-2 s (a convoy). 0.2 ms keeps such a wait ~1.1x the work.
-GIL_SWITCH_S = 0.0002
+# How long a thread waiting for the GIL waits before the holder must hand it over. Qt calls into Python once per
+# row for a view's layout and painting, and each call waits for the GIL anew: behind a busy worker, Python's
+# default of 5 ms per hand-over made the GUI thread's 30 ms of work take 1-2 s (a convoy); at 0.2 ms, the ~1,800
+# calls of drawing a 100k-node model's trees still took 150 ms beside a layout job. 10 us: 50-80 ms. Two workers
+# running Python side by side lose up to a third of their speed to the extra hand-overs (measured on 2 cores).
+GIL_SWITCH_S = 0.00001
 
 
 class _Box:
@@ -63,6 +73,51 @@ def give_way(most_s: float = 0.5) -> None:
     end = time.monotonic() + most_s
     while _interactive[0] > 0 and time.monotonic() < end:
         time.sleep(0.005)
+
+
+_waiting: set[_AfterPaint] = set()  # kept referenced here until they have fired
+
+
+class _AfterPaint(QObject):
+    """Calls ``fn`` once: on the turn after ``widget`` is next painted, or after ``most_ms`` if it is not, and
+    never once the widget is gone. Owned by Python, not by the widget, and freed a turn after it fired, never
+    inside its own timer's signal (deleting a timer's owner during its timeout crashed PySide 1 run in 4)."""
+
+    def __init__(self, widget: QWidget, fn: Callable[[], None], most_ms: int) -> None:
+        super().__init__()
+        self._widget = widget
+        self._fn: Callable[[], None] | None = fn
+        self._timer = QTimer()
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._fire)
+        self._timer.start(most_ms)
+        widget.installEventFilter(self)
+        _waiting.add(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and self._fn is not None:
+            self._timer.start(0)  # after the rest of the window is painted too
+        return False
+
+    def _fire(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is None:
+            return
+        if shiboken6.isValid(self._widget):
+            self._widget.removeEventFilter(self)
+            fn()
+        QTimer.singleShot(0, lambda: _waiting.discard(self))
+
+
+def after_paint(widget: QWidget, fn: Callable[[], None], most_ms: int = 250) -> None:
+    """Call ``fn`` on the GUI thread once the window of ``widget`` (which must be among what it repaints) has
+    been painted, at once if the widget is not shown. For work that would start just as the window draws a new
+    model: beside a worker, every row Qt asks the Python models for waits for the GIL (the open of a 100k-node
+    model stalled the window 150 ms with the main graph's layout started alongside, 15-30 ms without)."""
+    if not widget.isVisible():
+        fn()
+        return
+    _AfterPaint(widget, fn, most_ms)  # keeps itself referenced until it has fired
 
 
 def _count_interactive(step: int) -> None:
