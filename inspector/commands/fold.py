@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    index = open_index(args.model)
+    index = open_index(args.model, modules=False)
     check_output(args.output, [index.path], "the folded model")
     if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    data = summary_dict(open_index(args.model))
+    data = summary_dict(open_index(args.model, modules=False))
     if args.json:
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")

@@ -124,8 +124,9 @@ def plain_domains(model: onnx.ModelProto) -> frozenset[str]:
     return OPERATOR_DOMAINS - {f.domain for f in model.functions}
 
 
-def scan_model(model: onnx.ModelProto) -> ScanResult:
-    return scan(model_scopes(model), plain_domains(model))
+def scan_model(model: onnx.ModelProto, modules: bool = True) -> ScanResult:
+    """One scan of every node; ``modules``: also each call's name_scopes, for the module tree (``scan``)."""
+    return scan(model_scopes(model), plain_domains(model), modules)
 
 
 def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = None,

@@ -185,9 +185,11 @@ class ModelIndex:
         return None
 
 
-def open_index(path: str | os.PathLike[str]) -> ModelIndex:
-    """Load and index a model file (the one call most callers need)."""
-    return build_index(load_model(path))
+def open_index(path: str | os.PathLike[str], modules: bool = True) -> ModelIndex:
+    """Load and index a model file (the one call most callers need). ``modules=False`` for a caller that never
+    builds the module tree: the scan then skips reading each call's name_scopes (1 us per call, 8% of a 100k-node
+    scan); the tree, if asked for after all, reads them from the nodes."""
+    return build_index(load_model(path), modules)
 
 
 # Below this size every model is checked for invalid-UTF-8 strings up front (a few ms); larger ones only when
@@ -195,18 +197,18 @@ def open_index(path: str | os.PathLike[str]) -> ModelIndex:
 EAGER_TEXT_CHECK_NODES = 20_000
 
 
-def build_index(model: LoadedModel) -> ModelIndex:
+def build_index(model: LoadedModel, modules: bool = True) -> ModelIndex:
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
     with paused_gc():
         try:
-            index = _build_index(model)
+            index = _build_index(model, modules)
         except (TypeError, AttributeError, UnicodeError):
             repaired = sanitize_text(model.proto)
             if not repaired:
                 raise
-            index = _build_index(model)
+            index = _build_index(model, modules)
     if repaired:
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))
@@ -225,9 +227,9 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _build_index(model: LoadedModel) -> ModelIndex:
+def _build_index(model: LoadedModel, modules: bool) -> ModelIndex:
     proto = model.proto
-    scanned = scan_model(proto)
+    scanned = scan_model(proto, modules)
     fidx = build_function_index(proto, scanned)
     prov = build_provenance(proto, scanned)
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))

@@ -16,11 +16,10 @@ import onnx
 
 from inspector.core.fx import FxNode, TensorRef, fx_head, fx_name_of, op_target, parse_fx_node, target_of
 from inspector.core.keys import GraphScope
-from inspector.core.scan import ScanResult
+from inspector.core.scan import NAME_SCOPES, ScanResult
 from inspector.core.walk import NodePath, as_text
 
 NAMESPACE = "namespace"
-NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
 
@@ -37,6 +36,8 @@ class AtenCall:
     node_paths: list[NodePath]
     first_node: onnx.NodeProto | None = field(default=None, repr=False)
     rule_names: tuple[str, ...] = ()
+    # the first node's name_scopes text as the scan read it ("" when it has none); None: not read yet
+    scopes_text: str | bytes | None = field(default=None, repr=False)
     _fx: FxNode | None = field(default=None, repr=False)
     _parsed: bool = field(default=False, repr=False)
     _meta: dict[str, str] | None = field(default=None, repr=False)
@@ -161,7 +162,7 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
         scanned = scan_model(model)
     calls: list[AtenCall] = []
     damaged = 0
-    first, rules, target = scanned.first_node, scanned.rules, _target
+    first, rules, target, scopes = scanned.first_node, scanned.rules, _target, scanned.name_scopes
     for key, paths in scanned.groups.items():
         scope, fx_text = key
         head = fx_head(fx_text)
@@ -171,7 +172,8 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
         else:
             name, raw = head
         calls.append(AtenCall(fx_text, name, raw, target(raw), scope, paths, first[key],
-                              tuple(rules[key]) if key in rules else ()))
+                              tuple(rules[key]) if key in rules else (),
+                              scopes.get(key, "") if scanned.scopes_read else None))
     return ProvenanceIndex(calls, scanned.nodes_with_metadata, scanned.nodes_without_fx, damaged)
 
 
@@ -200,13 +202,14 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
         node = call.first_node
         module = None
         if node is not None and call._meta is None and root.class_name:
-            props = node.metadata_props
-            scopes, spos = _entry(props, NAME_SCOPES, spos)
+            scopes = call.scopes_text  # read by the scan, while the node was at hand
+            if scopes is None:
+                scopes, spos = _entry(node.metadata_props, NAME_SCOPES, spos)
             if isinstance(scopes, str) and _is_plain_list(scopes):
                 prefix = scopes[: scopes.rfind("', '")]
                 module = by_scopes.get(prefix)
                 if module is None:  # the first call of its module: the path of names, with their classes
-                    classes, cpos = _entry(props, CLASS_HIERARCHY, cpos)
+                    classes, cpos = _entry(node.metadata_props, CLASS_HIERARCHY, cpos)
                     chain = module_chain({NAME_SCOPES: scopes, CLASS_HIERARCHY: as_text(classes or "")})
                     module = by_scopes[prefix] = _walk_chain(root, chain)
         if module is None:

@@ -16,6 +16,7 @@ from inspector.core.keys import GraphScope
 from inspector.core.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
 FX_NODE = "pkg.torch.onnx.fx_node"
+NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
 GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
 
@@ -33,18 +34,25 @@ class ScanResult:
     groups: dict[GroupKey, list[NodePath]] = field(default_factory=dict)
     first_node: dict[GroupKey, onnx.NodeProto] = field(default_factory=dict)
     rules: dict[GroupKey, list[str]] = field(default_factory=dict)
+    # each call's name_scopes text (the module tree's input), read while its first node is at hand: read later,
+    # from a model larger than the CPU's cache, it cost 5-9 us per call instead of ~1; scopes_read: it was read
+    name_scopes: dict[GroupKey, str | bytes] = field(default_factory=dict)
+    scopes_read: bool = False
     nodes_with_metadata: int = 0
     nodes_without_fx: int = 0
 
 
-def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str]) -> ScanResult:
-    """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators."""
-    r = ScanResult()
+def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str],
+         modules: bool = True) -> ScanResult:
+    """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators. ``modules``: also
+    record each call's name_scopes text (``ScanResult.name_scopes``)."""
+    r = ScanResult(scopes_read=modules)
     groups, first_node = r.groups, r.first_node
     # Exporters write the same metadata keys in the same order on every node; once the position of
     # fx_node is known, one look-up per node suffices. A node laid out differently (e.g. with a
     # rewriter rule_name, which shifts or adds entries) takes the full loop.
-    fast_len = fast_pos = -1
+    fast_len = fast_pos = scopes_pos = -1
+    name_scopes = r.name_scopes
     with_meta = without_fx = 0
     for scope, nodes in scopes:
         hist: dict[str | tuple[str, str], int] = {}
@@ -87,6 +95,11 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
                         if paths is None:
                             paths = groups[key] = [path]
                             first_node[key] = node
+                            if modules:
+                                if 0 <= scopes_pos < n and (p := props[scopes_pos]).key == NAME_SCOPES:
+                                    name_scopes[key] = p.value
+                                else:
+                                    scopes_pos = _read_scopes(props, key, name_scopes)
                         else:
                             paths.append(path)
                         last_value, last_paths = value, paths
@@ -109,6 +122,8 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
                 if paths is None:
                     groups[key] = [path]
                     first_node[key] = node
+                    if modules:
+                        scopes_pos = _read_scopes(props, key, name_scopes)
                 else:
                     paths.append(path)
                 if rule is not None:
@@ -121,3 +136,13 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
             r.first_seen.setdefault(op_key, scope)
     r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
     return r
+
+
+def _read_scopes(props: Sequence[onnx.StringStringEntryProto], key: GroupKey,
+                 name_scopes: dict[GroupKey, str | bytes]) -> int:
+    """Record the name_scopes entry of ``props`` under ``key``; where it is, or -1."""
+    for j, p in enumerate(props):
+        if p.key == NAME_SCOPES:
+            name_scopes[key] = p.value
+            return j
+    return -1

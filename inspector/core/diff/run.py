@@ -18,7 +18,7 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str]) -
     """Open, index and diff two model files (with the cyclic GC paused throughout: between the two indexes and the
     diff it would rescan every object of the first index, and none of them is garbage)."""
     with paused_gc():
-        return diff_models(open_index(path_a), open_index(path_b))
+        return diff_models(open_index(path_a, modules=False), open_index(path_b, modules=False))
 
 
 def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None) -> ModelDiff:
