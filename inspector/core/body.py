@@ -95,6 +95,7 @@ class GraphMaps:
             self.read_count.update(inner)
         del self.read_count[""]
         self._consumers: dict[str, list[int]] | None = None
+        self._fx_names: dict[str, list[str]] | None = None
         self.graph_outputs = {v.name for v in graph.output}
         # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
@@ -109,6 +110,15 @@ class GraphMaps:
                     self.onnx_name[p.value] = v.name
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                     self.parameters.add(v.name)
+
+    def fx_names(self, name: str) -> Sequence[str]:
+        """The FX names that stand for the ONNX value ``name`` (``onnx_name`` read backwards; built on first use)."""
+        if self._fx_names is None:
+            back: dict[str, list[str]] = {}
+            for fx, onnx_name in self.onnx_name.items():
+                back.setdefault(onnx_name, []).append(fx)
+            self._fx_names = back
+        return self._fx_names.get(name, ())
 
     @property
     def consumers(self) -> dict[str, list[int]]:
