@@ -110,3 +110,16 @@ def test_calls_with_equal_group_keys_have_equal_bodies(path: Path) -> None:
         fingerprints.add(fp)
     assert all(len(fps) == 1 for fps in by_key.values())
     assert len(by_key) <= 2 * len(fingerprints) + 2  # strict, but not so strict that nothing is shared
+
+
+@pytest.mark.parametrize("path", ZOO_AND_FIXTURES, ids=lambda p: p.name)
+def test_the_main_graph_maps_skip_looking_for_subgraphs_only_where_there_are_none(path: Path) -> None:
+    """``ModelIndex.graph_maps`` does not look at nodes for subgraphs when the op histogram says none can hold one;
+    what it records must be what looking at every node finds."""
+    index = open_index(path)
+    looked = GraphMaps(index.proto.graph)
+    maps = index.graph_maps()
+    assert maps.captured == looked.captured
+    assert (maps.inputs, maps.outputs, maps.read_count) == (looked.inputs, looked.outputs, looked.read_count)
+    if any(n.op_type in ("If", "Loop", "Scan") for n in index.proto.graph.node):
+        assert not index.flat_main and maps.captured

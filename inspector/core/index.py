@@ -167,7 +167,7 @@ class ModelIndex:
         from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
         A 100k-node graph takes ~0.4 s to read; each of those used to read it again."""
         if self._maps is None:
-            self._maps = GraphMaps(self.proto.graph)
+            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main)
         return self._maps
 
     def user_inputs(self) -> list[str]:

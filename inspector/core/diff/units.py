@@ -76,7 +76,7 @@ class Side:
         """Producers, consumers and parameters as ``inspector.core.body`` builds them; only fold comparisons and
         node matching need them."""
         if self._maps is None:
-            self._maps = GraphMaps(self.graph)
+            self._maps = self.index.graph_maps()
         return self._maps
 
     @property
