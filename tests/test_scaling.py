@@ -123,3 +123,21 @@ def test_the_main_graph_maps_skip_looking_for_subgraphs_only_where_there_are_non
     assert (maps.inputs, maps.outputs, maps.read_count) == (looked.inputs, looked.outputs, looked.read_count)
     if any(n.op_type in ("If", "Loop", "Scan") for n in index.proto.graph.node):
         assert not index.flat_main and maps.captured
+
+
+@pytest.mark.parametrize("name", ["llama_gqa", "gpt2", "bert", "t5"])
+def test_each_initializer_is_looked_at_once_however_many_calls_read_it(name: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether an initializer is small enough to be a baked-in value is decided once per tensor, not per call."""
+    from inspector.core import body
+
+    index = open_index(ROOT / "tests" / "zoo" / f"{name}.onnx")
+    looked: list[str] = []
+    real = body.is_small_constant
+    monkeypatch.setattr(body, "is_small_constant", lambda t: (looked.append(t.name), real(t))[1])
+    summary_dict(index)
+    graph = index.proto.graph
+    assert sorted(looked) == sorted({t.name for t in graph.initializer})
+    assert index.graph_maps().small_constants == {t.name for t in graph.initializer if real(t)}
+    reads = sum(1 for n in graph.node for x in n.input if x in index.graph_maps().initializers)
+    assert reads > len(looked)  # calls read initializers more often than there are initializers

@@ -99,6 +99,7 @@ class GraphMaps:
         del self.read_count[""]
         self._consumers: dict[str, list[int]] | None = None
         self._fx_names: dict[str, list[str]] | None = None
+        self._small: frozenset[str] | None = None
         self.graph_outputs = {v.name for v in graph.output}
         # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
@@ -113,6 +114,14 @@ class GraphMaps:
                     self.onnx_name[p.value] = v.name
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                     self.parameters.add(v.name)
+
+    @property
+    def small_constants(self) -> frozenset[str]:
+        """Names of the initializers small enough to be baked-in values (``is_small_constant``), each tensor looked at
+        once (a 100k-node export's calls read its 11k initializers 156k times)."""
+        if self._small is None:
+            self._small = frozenset(name for name, t in self.initializers.items() if is_small_constant(t))
+        return self._small
 
     def fx_names(self, name: str) -> Sequence[str]:
         """The FX names that stand for the ONNX value ``name`` (``onnx_name`` read backwards; built on first use)."""
@@ -200,9 +209,8 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
             if name in produced or name in seen:
                 continue
             seen.add(name)
-            init = maps.initializers.get(name)
-            if init is not None and name not in tensor_args and name not in maps.parameters and is_small_constant(init):
-                constants[name] = init
+            if name in maps.small_constants and name not in tensor_args and name not in maps.parameters:
+                constants[name] = maps.initializers[name]
             else:
                 inputs.append(name)
     first_use = list(inputs)

@@ -24,7 +24,7 @@ from itertools import chain
 import onnx
 from onnx import AttributeProto
 
-from inspector.core.body import GraphMaps, is_small_constant
+from inspector.core.body import GraphMaps
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import FX_REF
 
@@ -83,14 +83,13 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     constants: list[str] = []
     candidates: list[str] = []  # small initializers: constants unless they are tensor arguments of the call
     seen: set[str] = set()
-    initializers, parameters = maps.initializers, maps.parameters
+    small, parameters = maps.small_constants, maps.parameters
     for ins, _outs in io:
         for name in ins:
             if not name or name in produced or name in seen:
                 continue
             seen.add(name)
-            init = initializers.get(name)
-            if init is not None and name not in parameters and is_small_constant(init):
+            if name in small and name not in parameters:
                 candidates.append(name)
             inputs.append(name)
     if candidates:
@@ -183,12 +182,11 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
     ins, outs = maps.inputs[i], maps.outputs[i]
     inputs: list[str] = []
     candidates: list[str] | None = None
-    initializers = maps.initializers
+    small = maps.small_constants
     for name in ins:
         if not name or name in outs or name in inputs:
             continue
-        init = initializers.get(name)
-        if init is not None and name not in maps.parameters and is_small_constant(init):
+        if name in small and name not in maps.parameters:
             if candidates is None:
                 candidates = []
             candidates.append(name)
