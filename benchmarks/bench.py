@@ -35,6 +35,7 @@ from replicate import build  # noqa: E402
 TASK = r"""
 import json, os, resource, sys, tempfile, time, io, contextlib
 from pathlib import Path
+from inspector import commands
 op, paths = sys.argv[1], sys.argv[2:]
 out = {}
 for p in paths:  # warm the page cache: this VM's disk reads vary 20x (84-525 MB/s cold), cached reads do not
@@ -60,6 +61,7 @@ elif op == "index":
     out["weights_opened"] = sum(p.endswith(".weights.bin") for p in opened)  # external data: never read
 elif op in ("summary", "fold", "diff", "report"):
     from inspector.commands import summary, fold, diff, report
+    commands.leave_to_exit()  # as the console script runs a subcommand: the process ends after it (os._exit below)
     tmp = tempfile.mkdtemp()
     fn, args = {"summary": lambda: (summary.main, [paths[0], "--json"]),
                 "fold": lambda: (fold.main, [paths[0], "-o", paths[0][:-5] + ".folded.onnx"]),  # beside its weights
@@ -213,7 +215,9 @@ elif op == "app":
     out["session_gc_ms"] = gcs
     QThreadPool.globalInstance().waitForDone(60000)
 out["rss_mb"] = rss()
-print(json.dumps(out))
+print(json.dumps(out), flush=True)
+if commands.kept() is not None:
+    os._exit(0)  # what the command built is left to the OS, as inspector.cli.entry leaves it
 """
 
 OPS = ("onnx.load", "index", "summary", "fold", "diff", "report", "search", "app")

@@ -1,7 +1,5 @@
 """``python -m inspector`` is the ``onnx-inspector`` command."""
 
-import sys
+from inspector.cli import entry
 
-from inspector.cli import main
-
-sys.exit(main())
+entry()

@@ -6,6 +6,7 @@ No Qt is imported unless the app is opened. Errors print one line and exit with 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -78,5 +79,23 @@ def _error(message: str) -> None:
     sys.stderr.write(f"onnx-inspector: error: {message}\n")
 
 
+def entry() -> None:
+    """The console script: a subcommand ends the process once its output is written and flushed, without freeing
+    what it built (``inspector.commands``); the app ends as Qt ends it (its settings and reviews are saved on the
+    way out)."""
+    args = sys.argv[1:]
+    if not args or args[0] not in SUBCOMMANDS or args[0] == "open":
+        sys.exit(main(args))
+    from inspector import commands
+
+    commands.leave_to_exit()
+    code = main(args)
+    for stream in (sys.stdout, sys.stderr):
+        # (a reader that went away, or a closed stream: nothing more can be said there)
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

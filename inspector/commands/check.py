@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspector.commands import keep
 from inspector.core.check import check_model, load_reviews
 from inspector.core.index import open_index
 from inspector.report.check_text import CHECK_FORMATS, render_check
@@ -32,6 +33,8 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     model = Path(args.model)
     store = load_reviews(model, Path(args.reviews) if args.reviews else None)
-    result = check_model(open_index(model), store)
+    index = open_index(model)
+    keep(index)
+    result = check_model(index, store)
     sys.stdout.write(render_check(result, args.format))
     return 0 if result.passed else 1

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspector.commands import kept
 from inspector.core.diff import diff_files
 from inspector.core.dir_diff import MAX_JOBS, diff_dirs, is_dir_pair
 from inspector.core.errors import InspectorError
@@ -49,7 +50,7 @@ def main(argv: Sequence[str]) -> int:
         dd = diff_dirs(args.a, args.b, jobs=args.jobs)
         _write(render_dir_diff(dd, fmt), args.output, dir_diff_verdict(dd))
         return 0 if dd.equal else 1
-    d = diff_files(args.a, args.b)
+    d = diff_files(args.a, args.b, keep=kept())
     chunks = diff_chunks(d, fmt)
     if args.output:
         write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 
+from inspector.commands import keep
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output, write_atomic
 from inspector.core.fold import DEFAULT_DOMAIN, fold_model
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     index = open_index(args.model, modules=False)
+    keep(index)
     check_output(args.output, [index.path], "the folded model")
     if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
@@ -38,6 +40,7 @@ def main(argv: Sequence[str]) -> int:
         raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
     try:
         folded, report = fold_model(index, args.domain, consume=True)  # the index is not used after this
+        keep(folded)
     except ValueError as e:
         raise InspectorError(str(e)) from None
     if args.check:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from inspector.commands import keep, kept
 from inspector.core.diff import ModelDiff, diff_models
 from inspector.core.errors import InspectorError
 from inspector.core.fileio import check_output, write_atomic
@@ -43,6 +44,7 @@ def main(argv: Sequence[str]) -> int:
         raise InspectorError("a PDF report needs an output file (-o FILE)")
     html_to_pdf = _pdf_writer() if fmt == "pdf" else None  # fail before the work when PDF cannot be written
     index = open_index(args.model)
+    keep(index)
     output = None if to_stdout else Path(args.output)
     if output is not None:
         check_output(output, [index.path, *([args.compare] if args.compare else [])], "the report")
@@ -53,6 +55,7 @@ def main(argv: Sequence[str]) -> int:
 
     report = build_report(index, store, compare, graphs=not args.no_graphs and fmt in ("html", "pdf"))
     text = render_text(report, fmt)
+    keep(report, compare)
     if output is None:
         sys.stdout.write(text)
         return 0
@@ -90,4 +93,6 @@ def _reviews(index: ModelIndex) -> Any:
 
 def _compare(index: ModelIndex, other: str) -> ModelDiff:
     """The diff of ``index`` against ``other``."""
-    return diff_models(index, open_index(other))
+    other_index = open_index(other)
+    keep(other_index)
+    return diff_models(index, other_index, keep=kept())

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from inspector.commands import keep
 from inspector.core.index import open_index
 from inspector.core.summary import summary_dict, summary_text
 
@@ -20,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    data = summary_dict(open_index(args.model, modules=False))
+    index = open_index(args.model, modules=False)
+    data = summary_dict(index)
+    keep(index, data)
     if args.json:
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
