@@ -56,7 +56,7 @@ def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
 def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     """``call``'s group key with the names it was made from (None when the shortcut does not cover the group)."""
     paths = call.node_paths
-    captured, all_inputs, all_outputs = maps.captured, maps.inputs, maps.outputs
+    captured, all_inputs = maps.captured, maps.inputs
     if len(paths) == 1:  # most aten calls
         p = paths[0]
         if len(p) != 1 or type(p[0]) is not int:
@@ -72,6 +72,12 @@ def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
     top.sort()
     if any(i in captured for i in top):
         return None
+    return _group_shape(call, top, maps)
+
+
+def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
+    """``group_shape`` of the main-graph nodes ``top`` (ascending, none with a subgraph), step by step."""
+    all_inputs, all_outputs = maps.inputs, maps.outputs
     # inputs and outputs as GraphMaps read them: reading a repeated field builds Python strings every time
     io = [(all_inputs[i], all_outputs[i]) for i in top]
     produced: set[str] = set()
@@ -154,6 +160,8 @@ _PRE = 64  # references numbered up to here are shared strings, not made per cal
 _IN = tuple(f"in{k}" for k in range(_PRE))
 _X = tuple(f"x{k}" for k in range(_PRE))
 _V = tuple(f"v{k}" for k in range(_PRE))
+_IN_UPTO = tuple(_IN[:k] for k in range(_PRE))  # (in0, ..., in<k-1>): the reads of k distinct inputs
+_V_UPTO = tuple(_V[:k] for k in range(_PRE))
 
 
 def _ref(k: int, names: tuple[str, ...], prefix: str) -> str:
@@ -180,6 +188,22 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
     """``group_shape``'s fields for a group of one node (most aten calls): the same steps as for several nodes,
     inlined, since this runs once per call of an 80k-call export."""
     ins, outs = maps.inputs[i], maps.outputs[i]
+    node = call.first_node if call.first_node is not None else maps.graph.node[i]  # the scan's: not read again
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    distinct = set(ins)
+    n, m = len(ins), len(outs)
+    if (n == len(distinct) and n < _PRE and m < _PRE and "" not in distinct and distinct.isdisjoint(outs)
+            and maps.small_constants.isdisjoint(distinct) and "" not in outs and m == len(set(outs))):
+        # most calls: distinct named inputs, none of them baked in or made by the node itself, distinct named
+        # outputs. The steps below then number the inputs in0, in1, ... and the outputs v0, v1, ... in order
+        attrs = node.attribute
+        made_refs = _V_UPTO[m]
+        token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
+                 tuple(map(_serialized, attrs)) if attrs else ())
+        # (no output is among the inputs, so read outside = read at all)
+        outputs = [x for x in outs if x in graph_outputs or read_count[x] > 0]
+        out_refs = made_refs if len(outputs) == m else tuple([_V[outs.index(x)] for x in outputs])
+        return ((), (token,), out_refs), [i], list(ins), [], outputs
     inputs: list[str] = []
     candidates: list[str] | None = None
     small = maps.small_constants
@@ -214,11 +238,9 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
             made.append(ref)
         else:
             made.append("_")
-    node = call.first_node if call.first_node is not None else maps.graph.node[i]  # the scan's: not read again
     attrs = node.attribute
     token = (node.domain, node.op_type, node.overload, tuple(read), tuple(made),
              tuple(map(_serialized, attrs)) if attrs else ())
-    read_count, graph_outputs = maps.read_count, maps.graph_outputs
     outputs = [x for x in outs if x and (x in graph_outputs or read_count[x] > ins.count(x))]
     out_refs = tuple([names[x] for x in outputs])  # every output was numbered above
     return (tuple(constants), (token,), out_refs), [i], inputs, constants, outputs

@@ -19,7 +19,7 @@ from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.bodykey import group_key
 from inspector.core.fingerprint import Fingerprints, fingerprint
 from inspector.core.index import Family, ModelIndex
-from inspector.core.keys import FunctionKey, MainGraph
+from inspector.core.keys import MAIN, FunctionKey, MainGraph
 from inspector.core.links import ArgLink, BodyFlow, GraphShapes, explain_shape, link, literal_place
 from inspector.core.literals import Literal, attribute_value, body_literals
 from inspector.core.onnx_defaults import is_default, model_opsets
@@ -99,18 +99,14 @@ class FamilyAnalysis:
             where = self._where = {}
             for i, b in enumerate(self.bodies):
                 for m in b.members:
-                    where.setdefault(member_key(m), i)
+                    where.setdefault(m if type(m) is FunctionKey else id(m), i)
         counts: dict[int, int] = {}
-        for k in map(member_key, members):
-            at = where.get(k)
+        get = where.get
+        for m in members:
+            at = get(m if type(m) is FunctionKey else id(m))
             if at is not None:
                 counts[at] = counts.get(at, 0) + 1
         return [(self.bodies[at], counts[at]) for at in sorted(counts)]
-
-
-def member_key(m: Member) -> Any:
-    """A hashable stand-in for a member: aten calls by identity, function keys (tuples) by value."""
-    return m if isinstance(m, tuple) else id(m)
 
 
 class Specialiser:
@@ -215,11 +211,14 @@ class Specialiser:
         else:
             # Each distinct body is built and fingerprinted once: calls with an equal group key share it.
             seen: dict[Hashable, Fingerprints] = {}
+            maps, main, in_one_graph = self.maps, MAIN, self.in_one_graph
             for ov in family.overloads:
                 for call in ov.aten_calls:
-                    if not self.in_one_graph(call):
+                    paths = call.node_paths
+                    # (in_one_graph's common case first: one node of the main graph)
+                    if not (len(paths) == 1 and call.scope is main) and not in_one_graph(call):
                         continue
-                    key = group_key(call, self.maps)  # None for calls in a branch or loop body
+                    key = group_key(call, maps)  # None for calls in a branch or loop body
                     fp = seen.get(key) if key is not None else None
                     if fp is not None:
                         bodies[fp.full].members.append(call)
