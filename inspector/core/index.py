@@ -13,6 +13,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +26,7 @@ from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.loader import LoadedModel, load_model
 from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
 from inspector.core.sanitize import sanitize_text
+from inspector.core.scan_like import Earlier, scan_like
 from inspector.core.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 
@@ -137,6 +139,9 @@ class ModelIndex:
     families: list[Family]
     op_histogram: Counter[tuple[str, str]]
     findings: list[Finding]
+    # made like another model's index (``core.scan_like``): that index, and the main-graph nodes that differ from it
+    followed: ModelIndex | None = field(default=None, repr=False)
+    unequal: list[int] | None = field(default=None, repr=False)
     _parameters: ParameterStats | None = field(default=None, repr=False)
     _maps: GraphMaps | None = field(default=None, repr=False)
 
@@ -185,11 +190,13 @@ class ModelIndex:
         return None
 
 
-def open_index(path: str | os.PathLike[str], modules: bool = True) -> ModelIndex:
+def open_index(path: str | os.PathLike[str], modules: bool = True, like: ModelIndex | None = None) -> ModelIndex:
     """Load and index a model file (the one call most callers need). ``modules=False`` for a caller that never
     builds the module tree: the scan then skips reading each call's name_scopes (1 us per call, 8% of a 100k-node
-    scan); the tree, if asked for after all, reads them from the nodes."""
-    return build_index(load_model(path), modules)
+    scan); the tree, if asked for after all, reads them from the nodes. ``like``: an index of a model this one
+    probably mostly equals (the other side of a diff), whose scan this one takes over where nodes are equal
+    (``inspector.core.scan_like``)."""
+    return build_index(load_model(path), modules, like)
 
 
 # Below this size every model is checked for invalid-UTF-8 strings up front (a few ms); larger ones only when
@@ -197,18 +204,18 @@ def open_index(path: str | os.PathLike[str], modules: bool = True) -> ModelIndex
 EAGER_TEXT_CHECK_NODES = 20_000
 
 
-def build_index(model: LoadedModel, modules: bool = True) -> ModelIndex:
+def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | None = None) -> ModelIndex:
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
     with paused_gc():
         try:
-            index = _build_index(model, modules)
+            index = _build_index(model, modules, like)
         except (TypeError, AttributeError, UnicodeError):
             repaired = sanitize_text(model.proto)
             if not repaired:
                 raise
-            index = _build_index(model, modules)
+            index = _build_index(model, modules, like)
     if repaired:
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))
@@ -227,9 +234,10 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _build_index(model: LoadedModel, modules: bool) -> ModelIndex:
+def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None) -> ModelIndex:
     proto = model.proto
-    scanned = scan_model(proto, modules)
+    followed = scan_like(proto, _earlier(like), modules) if like is not None else None
+    scanned = followed[0] if followed is not None else scan_model(proto, modules)
     fidx = build_function_index(proto, scanned)
     prov = build_provenance(proto, scanned)
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
@@ -242,7 +250,18 @@ def _build_index(model: LoadedModel, modules: bool) -> ModelIndex:
         findings.append(Finding("damaged_metadata", "warning",
                                 f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
     facts = _facts(model, main_nodes, total, len(fidx.functions))
-    return ModelIndex(model, facts, fidx, prov, families, histogram, findings)
+    index = ModelIndex(model, facts, fidx, prov, families, histogram, findings)
+    if followed is not None:
+        index.followed, index.unequal = like, followed[1]
+    return index
+
+
+def _earlier(index: ModelIndex) -> Earlier:
+    calls = index.provenance.calls
+    prov = index.provenance
+    return Earlier(index.proto.graph.node, calls, index.op_histogram, prov.nodes_with_metadata, prov.nodes_without_fx,
+                   all(c.scopes_text is not None for c in islice(calls, 1)), prov.damaged_texts,
+                   bool(index.proto.functions))
 
 
 def _function_families(fidx: FunctionIndex) -> list[Family]:

@@ -134,6 +134,7 @@ class ProvenanceIndex:
     nodes_with_metadata: int
     nodes_without_fx: int
     damaged: int  # fx texts that could not be read as FX at all
+    damaged_texts: frozenset[str] = frozenset()  # those texts (not read again by a scan made like this one's)
     _modules: ModuleNode | None = field(default=None, repr=False)
 
     @property
@@ -161,20 +162,28 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
 
         scanned = scan_model(model)
     calls: list[AtenCall] = []
-    damaged = 0
+    damaged: list[str] = []
     first, rules, target, scopes = scanned.first_node, scanned.rules, _target, scanned.name_scopes
+    same = scanned.same_calls
     for key, paths in scanned.groups.items():
         scope, fx_text = key
+        before = same.get(key) if same else None
+        if before is not None:  # the same nodes as a call of another model, whose head was read (scan_like)
+            calls.append(AtenCall(fx_text, before.name, before.raw_target, before.target, scope, paths, first[key],
+                                  tuple(rules[key]) if key in rules else (),
+                                  scopes.get(key, "") if scanned.scopes_read else None))
+            continue
         head = fx_head(fx_text)
         if head is None:
-            damaged += 1
+            damaged.append(fx_text)
             raw, name = target_of(fx_text) or "?", fx_name_of(fx_text) or f"call{len(calls)}"
         else:
             name, raw = head
         calls.append(AtenCall(fx_text, name, raw, target(raw), scope, paths, first[key],
                               tuple(rules[key]) if key in rules else (),
                               scopes.get(key, "") if scanned.scopes_read else None))
-    return ProvenanceIndex(calls, scanned.nodes_with_metadata, scanned.nodes_without_fx, damaged)
+    return ProvenanceIndex(calls, scanned.nodes_with_metadata, scanned.nodes_without_fx, len(damaged),
+                           frozenset(damaged))
 
 
 @lru_cache(maxsize=4096)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import onnx
 
 from inspector.core.keys import GraphScope
 from inspector.core.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
+
+if TYPE_CHECKING:
+    from inspector.core.provenance import AtenCall
 
 FX_NODE = "pkg.torch.onnx.fx_node"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -38,6 +42,9 @@ class ScanResult:
     # from a model larger than the CPU's cache, it cost 5-9 us per call instead of ~1; scopes_read: it was read
     name_scopes: dict[GroupKey, str | bytes] = field(default_factory=dict)
     scopes_read: bool = False
+    # calls whose nodes all equal those of a call of another model's scan (``scan_like``): that call, whose FX head
+    # need not be read again
+    same_calls: dict[GroupKey, AtenCall] = field(default_factory=dict)
     nodes_with_metadata: int = 0
     nodes_without_fx: int = 0
 

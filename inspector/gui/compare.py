@@ -54,7 +54,8 @@ class Pair:
 def _open_pair(a: Path, b: Path) -> Pair:
     """Both models (large files parsed in pieces, so the GUI thread runs meanwhile), their diff, and the maps of
     their main graphs (seconds for 100k nodes: never on the GUI thread)."""
-    ia, ib = build_index(load_model(a, pieces=True)), build_index(load_model(b, pieces=True))
+    ia = build_index(load_model(a, pieces=True))
+    ib = build_index(load_model(b, pieces=True), like=ia)  # two exports of one model: equal nodes are read once
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
     return Pair(ia, ib, diff_models(ia, ib), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
                 {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)})

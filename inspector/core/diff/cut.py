@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
-from itertools import chain, islice
+from collections.abc import Mapping
+from itertools import chain
 from typing import Any, Literal
 
 import onnx
@@ -27,6 +27,7 @@ from inspector.core.fingerprint import Fingerprints
 from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
+from inspector.core.scan_like import unequal_nodes
 from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
 
 # What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
@@ -66,6 +67,7 @@ class GraphCut:
     object per node."""
 
     def __init__(self, index: ModelIndex, input_pos: dict[str, int], like: GraphCut | None = None) -> None:
+        self.index = index
         self.graph = index.proto.graph
         self.functions = index.functions.functions
         self.input_pos = input_pos
@@ -255,7 +257,8 @@ class GraphCut:
         nodes, like_nodes = self.graph.node, like.graph.node
         like_outputs, like_producer, like_units = like.node_outputs, like.producer, like.units
         assert like_outputs is not None and like_producer is not None
-        differ = _unequal_nodes(nodes, like_nodes)
+        # (known already when this model was indexed like the other: inspector.core.scan_like)
+        differ = self.index.unequal if self.index.followed is like.index else unequal_nodes(nodes, like_nodes)
         if differ is None:  # little to take over: a cut of its own
             self._cut()
             return
@@ -409,19 +412,6 @@ def _callee(node: onnx.NodeProto, functions: Mapping[FunctionKey, onnx.FunctionP
     """The local function ``node`` calls, if any."""
     key = key_of(node)
     return key if key in functions else None
-
-
-def _unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodeProto],
-                   step: int = 4096) -> list[int] | None:
-    """Where ``nodes`` and ``others`` (of one length) differ; None as soon as more than half of those compared so
-    far do (a renamed copy differs everywhere: it is found out within the first few thousand nodes)."""
-    out: list[int] = []
-    pairs = enumerate(zip(nodes, others))
-    for start in range(0, len(nodes), step):
-        out.extend(i for i, (x, y) in islice(pairs, step) if x != y)
-        if 2 * len(out) > min(start + step, len(nodes)):
-            return None
-    return out
 
 
 def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int],

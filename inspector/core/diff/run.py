@@ -21,7 +21,7 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
     ``diff_models``; the two indexes go there too."""
     with paused_gc():
         a = open_index(path_a, modules=False)
-        b = open_index(path_b, modules=False)
+        b = open_index(path_b, modules=False, like=a)  # two exports of one model: mostly equal nodes, read once
         if keep is not None:
             keep += (a, b)
         return diff_models(a, b, keep=keep)
