@@ -24,7 +24,7 @@ from inspector.core.diff.bodies import (
     subgraph_edits,
     value_deltas,
 )
-from inspector.core.diff.cut import NO_CONSTANTS, Unit
+from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
 from inspector.core.diff.units import Side, UnitPairs, aten_family
 from inspector.core.diff.values import content_digest, unwrap
@@ -156,14 +156,20 @@ class Comparer:
         matched_b = set(umap.values())
         families: dict[str, str] = {}
         # a call matched to B's call of the same id whose nodes are equal (known from cutting B like A), with the
-        # same reads and outputs and no baked constants, is the same call: nothing to compare
+        # same reads and outputs, and baked constants of the same content, is the same call: nothing to compare.
+        # (Shared reads mean B's cut took the call over from A's: the same constants by name.)
         unequal = B.cut.unequal if B.cut.followed is A.cut else None
+        same_constant = self.pairs.same_constant
         for k, unit in enumerate(calls_a):
             kb = umap.get(k)
             if kb == k and unequal is not None and k not in unequal:
                 ub = calls_b[kb]
-                if unit.reads is ub.reads and unit.constants is NO_CONSTANTS and ub.constants is NO_CONSTANTS \
-                        and unit.callee is None and ub.callee is None and unit.outputs == ub.outputs:
+                if unit.reads is ub.reads and unit.callee is None and ub.callee is None \
+                        and unit.outputs == ub.outputs and (
+                            unit.constants is ub.constants  # (NO_CONSTANTS: most)
+                            or (unit.constants.keys() == ub.constants.keys()
+                                and all(same_constant(name, t, ub.constants[name])
+                                        for name, t in unit.constants.items()))):
                     continue
             call = unit.call
             assert call is not None

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from onnx import TensorProto
+
 from inspector.core.body import (
     Body,
     GraphMaps,
@@ -323,15 +325,15 @@ class UnitPairs:
                 return None
         if not baked:
             return []
-        same = self._same_constant
-        changed = []
-        for name, t in ua.constants.items():  # each side's constant of one name is one tensor: compared once
-            hit = same.get(name)
-            if hit is None:
-                hit = same[name] = same_content(t, ub.constants[name])
-            if not hit:
-                changed.append(name)
-        return changed
+        return [name for name, t in ua.constants.items() if not self.same_constant(name, t, ub.constants[name])]
+
+    def same_constant(self, name: str, ta: TensorProto, tb: TensorProto) -> bool:
+        """Whether the baked constant ``name`` has the same content on both sides (each side's constant of one name is
+        one tensor: compared once)."""
+        hit = self._same_constant.get(name)
+        if hit is None:
+            hit = self._same_constant[name] = same_content(ta, tb)
+        return hit
 
     def same_template(self, ka: int, kb: int) -> bool:
         return self.node_match(ka, kb) is not None or self.A.unit_fp(self.A.unit(ka)).template == \
