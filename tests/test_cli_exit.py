@@ -86,3 +86,12 @@ def test_a_diff_hands_its_indexes_and_sides_to_keep_unreleased():
 def _nothing_kept_after():
     yield
     assert commands.kept() is None
+
+
+def test_a_process_that_ends_after_its_command_runs_without_the_cyclic_collector():
+    # indexing pauses the collector and restores it; left on, its first pass after that walks every object indexed
+    model = str(ZOO / "gpt2.onnx")
+    code = ("import gc; from inspector import commands; from inspector.core.index import open_index; "
+            f"commands.leave_to_exit(); open_index({model!r}); print(gc.isenabled(), commands.kept() == [])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=ENV)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr
