@@ -157,13 +157,21 @@ def _swapped_calls(g: onnx.GraphProto) -> None:
     b.metadata_props.extend(meta_a)
 
 
+def _name_taken_twice(g: onnx.GraphProto) -> None:
+    """v_proj's MatMul is given k_proj's FX node name: two calls of B share a name (the diff then matches calls by
+    its general steps, not in place); and an attribute changes, so that there is a change to show."""
+    meta = next(p for p in _node(g, "linear_2").metadata_props if p.key == "pkg.torch.onnx.fx_node")
+    meta.value = meta.value.replace("%linear_2 :", "%linear_1 :", 1)
+    _attribute(g)
+
+
 def _rewired_and_attribute(g: onnx.GraphProto) -> None:
     _rewired(g)
     _attribute(g)
 
 
 @pytest.mark.parametrize("change", [_rewired_and_attribute, _swapped_calls, _made_again_later, _constant_to_input,
-                                    _produced_twice_earlier, _weight_to_input])
+                                    _produced_twice_earlier, _weight_to_input, _name_taken_twice])
 def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change):
     """The whole diff of a changed copy, with B cut like A (as ``diff_models`` does: the shortcuts of node
     comparison and wiring apply) and on its own."""

@@ -61,8 +61,15 @@ class Matcher:
         pairs = self.pairs
         units_a, units_b = A.units, B.units
         n_a, n_b = A.n_calls, B.n_calls
+        ids_a: Iterable[int] = range(n_a)
+        ids_b: Iterable[int] = range(n_b)
+        taken: set[int] = set()
+        keyed: dict[int, int] = {}  # matched by key, in A's order
+        unequal = self._unequal_calls()
+        if unequal is not None:  # the calls of equal nodes match in place; the others only among themselves
+            ids_a = ids_b = [k for k in sorted(unequal) if k < n_a]
         index_b: dict[tuple[str, str], list[int]] = {}  # (target, FX name) -> calls of B, in order
-        for k in range(n_b):
+        for k in ids_b:
             call = units_b[k].call  # type: ignore[union-attr]
             assert call is not None
             key = (call.target, call.name)
@@ -72,9 +79,8 @@ class Matcher:
             else:
                 found.append(k)
         by_module: dict[tuple[str, str], dict[str, list[int]]] = {}  # for keys several calls of B share
-        taken: set[int] = set()
         rest_a: dict[str, list[int]] = defaultdict(list)
-        for k in range(n_a):
+        for k in ids_a:
             call = units_a[k].call  # type: ignore[union-attr]
             assert call is not None
             key = (call.target, call.name)
@@ -94,12 +100,16 @@ class Matcher:
                     if left:
                         kb = left.pop(0)
             if kb is not None:
-                umap[k] = kb
+                keyed[k] = kb
                 taken.add(kb)
             else:
                 rest_a[call.target].append(k)
+        if unequal is None:
+            umap.update(keyed)
+        else:  # (in A's order, as the general steps record them: the order changes are reported in)
+            umap.update((k, k if k not in unequal else keyed[k]) for k in range(n_a) if k not in unequal or k in keyed)
         rest_b: dict[str, list[int]] = defaultdict(list)
-        for k in range(n_b):
+        for k in ids_b:
             if k not in taken:
                 call = units_b[k].call  # type: ignore[union-attr]
                 assert call is not None
@@ -115,6 +125,21 @@ class Matcher:
                 matched += 1
                 renamed += units_a[k].label != units_b[kb].label  # type: ignore[union-attr]
         self.matched["aten_calls"] = MatchCount(matched, n_a - matched, n_b - matched, renamed)
+
+    def _unequal_calls(self) -> set[int] | None:
+        """When B was cut like A (the same calls at the same ids) and no two calls of either side share an FX name:
+        the units whose nodes differ. Each other call of A has the key and module chain of B's call of the same id
+        and of no other, so it matches that one (what the general steps find, without looking it up); a call whose
+        nodes differ can match only one of B's calls whose nodes differ. None otherwise."""
+        A, B = self.A, self.B
+        unequal = B.cut.unequal
+        if B.cut.followed is not A.cut or unequal is None or A.n_calls != B.n_calls:
+            return None
+        for side in (A, B):
+            names = {u.call.name for u in side.units[:side.n_calls] if u is not None and u.call is not None}
+            if len(names) != side.n_calls:
+                return None
+        return unequal
 
     def _align(self, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
         """Pair left-over calls of one target by position, aligning on (module path, template) when counts differ."""
