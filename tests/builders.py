@@ -112,3 +112,26 @@ def count_calls(fn: Callable[[], Any]) -> int:
     finally:
         sys.setprofile(None)
     return count
+
+
+def count_lines(fn: Callable[[], Any]) -> int:
+    """Lines of Python run by ``fn()`` (``sys.settrace`` "line" events, loops inside one function and generator
+    expressions included, which ``count_calls`` does not see): the work a scaling test compares between sizes when
+    a quadratic pass could hide inside one frame."""
+    count = 0
+
+    def local(_frame: Any, event: str, _arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def trace(_frame: Any, _event: str, _arg: Any) -> Any:
+        return local
+
+    sys.settrace(trace)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return count

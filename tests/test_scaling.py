@@ -28,7 +28,7 @@ from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
 from inspector.report.data import build_report
 from inspector.report.render import render_text
-from tests.builders import count_calls
+from tests.builders import count_calls, count_lines
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -61,6 +61,8 @@ OPERATIONS: dict[str, Callable[[ModelIndex, ModelIndex], object]] = {
     "summary": lambda a, _b: summary_dict(a, specialisation=True),
     "report": lambda a, _b: render_text(build_report(a, graphs=False), "html"),
     "diff": lambda a, b: diff_models(a, b),
+    # as diff_files makes it: B indexed with A's index at hand (core.scan_like), its cut taking over from A's
+    "diff, B indexed like A": lambda a, b: diff_models(a, open_index(b.path, False, like=a)),
     "search": lambda a, _b: [SearchIndex(a).search(q) for q in ("transpose", "layers.3.mlp", "node_MatMul")],
     "fold": lambda a, _b: fold_model(a),
 }
@@ -141,3 +143,34 @@ def test_each_initializer_is_looked_at_once_however_many_calls_read_it(name: str
     assert index.graph_maps().small_constants == {t.name for t in graph.initializer if real(t)}
     reads = sum(1 for n in graph.node for x in n.input if x in index.graph_maps().initializers)
     assert reads > len(looked)  # calls read initializers more often than there are initializers
+
+
+def _renamed_calls(index: ModelIndex, tmp: Path) -> Path:
+    """A copy of ``index``'s model where 2 nodes in 5 carry renamed FX nodes: a second model of a diff with many
+    nodes unequal to the first's (each a call that was and one that now is), but not so many that it gets a scan of
+    its own."""
+    model = onnx.load(str(index.path), load_external_data=False)
+    for i, node in enumerate(model.graph.node):
+        if i % 5 >= 2:
+            continue
+        for p in node.metadata_props:
+            if p.key == "pkg.torch.onnx.fx_node" and p.value.startswith("%"):
+                p.value = "%x_" + p.value[1:]
+    out = tmp / f"{index.path.stem}_renamed.onnx"
+    onnx.save(model, str(out))
+    return out
+
+
+def test_an_index_made_like_another_grows_linearly_with_the_nodes_that_differ(
+        replicas: dict[int, tuple[ModelIndex, ModelIndex]], tmp_path: Path) -> None:
+    """``open_index(B, like=A)`` reads again only the nodes that differ from A's; with many of them, its work must
+    still be linear (a pass over the differing nodes per call they touch is not: it ran 6 s on a 30k-node replica
+    whose own scan takes 0.2 s). Lines are counted, not calls: that pass was a generator expression's filter."""
+    a1, a8 = replicas[SMALL][0], replicas[SMALL * FACTOR][0]
+    b1, b8 = _renamed_calls(a1, tmp_path), _renamed_calls(a8, tmp_path)
+    like = open_index(b8, False, like=a8)
+    assert like.followed is a8 and like.unequal is not None and len(like.unequal) > len(like.proto.graph.node) // 3
+    open_index(_renamed_calls(replicas[2][0], tmp_path), False, like=replicas[2][0])  # warm shared caches
+    small = count_lines(lambda: open_index(b1, False, like=a1))
+    big = count_lines(lambda: open_index(b8, False, like=a8))
+    assert big <= LIMIT * small, f"{big:,} lines on {FACTOR}x the layers, {small:,} on 1x ({big / small:.1f}x)"

@@ -68,7 +68,7 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
     histogram = dict(earlier.histogram)
     with_meta, without_fx = earlier.nodes_with_metadata, earlier.nodes_without_fx
     touched: set[str] = set()  # fx texts of the calls a differing node was or is part of
-    own: dict[int, str] = {}  # differing node -> its own fx text, if any
+    own: dict[str, list[NodePath]] = {}  # fx text -> the differing nodes that carry it, in order
     for i in differ:
         before, node = earlier.nodes[i], nodes[i]
         domain, op = node.domain, node.op_type
@@ -87,7 +87,11 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
             touched.add(fx_before)
         if fx is not None:
             touched.add(fx)
-            own[i] = fx
+            paths = own.get(fx)
+            if paths is None:
+                own[fx] = [(i,)]
+            else:
+                paths.append((i,))
     r = ScanResult(scopes_read=modules)
     r.histograms[MAIN] = histogram
     r.first_seen = dict.fromkeys(histogram, MAIN)
@@ -102,7 +106,7 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
         key = (MAIN, fx)
         if fx in touched:  # made again from its nodes in this model: those equal in both, and its own that differ
             paths = [p for p in call.node_paths if p[0] not in removed]
-            paths += ((i,) for i, own_fx in own.items() if own_fx == fx)
+            paths += own.get(fx, ())
             paths.sort()
             moved = moved or not paths or paths[0] != call.node_paths[0]
             if paths:
@@ -117,9 +121,9 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
             scopes[key] = call.scopes_text
         if fx not in damaged:
             same[key] = call
-    new_calls = touched.intersection(own.values())  # fx texts no call of the earlier model had
+    new_calls = touched.intersection(own)  # fx texts no call of the earlier model had
     for fx in new_calls:
-        _remake(r, (MAIN, fx), sorted((i,) for i, own_fx in own.items() if own_fx == fx), nodes, modules)
+        _remake(r, (MAIN, fx), own[fx], nodes, modules)  # (differing nodes are listed in order)
     if moved or new_calls:  # in order of first node, as a scan finds them
         r.groups = dict(sorted(groups.items(), key=lambda kv: kv[1][0][0]))
     return r, differ
