@@ -82,6 +82,31 @@ def no_printed_exceptions(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail("exceptions printed during the test:\n" + "\n".join(seen), pytrace=False)
 
 
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that used a main window reports what the window last said (the graph panel's line, the
+    status bar) and what was still running: a wait for a signal that timed out then tells where it stopped (a
+    layout never started, still running, failed, or drawn without the signal)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    window = getattr(item, "funcargs", {}).get("window")
+    if report.failed and call.when == "call" and window is not None:
+        from PySide6.QtCore import QThreadPool
+
+        from inspector.gui import dot_process, worker
+
+        center = window.center
+        pool = QThreadPool.globalInstance()
+        report.sections.append(("window state", "\n".join([
+            f"graph panel: {center.info.full_text()!r}; status bar: {window.statusBar().currentMessage()!r}",
+            f"view: {center.current_view()!r}; layout token {center._token}; panel jobs {len(center._jobs)}; "
+            f"window jobs {len(window.jobs)}; drawing in steps: {center.graph._drawing is not None}",
+            f"pool: {pool.activeThreadCount()} of {pool.maxThreadCount()} threads busy; waiting for a paint: "
+            f"{len(worker._waiting)}; layout helper pid {dot_process.helper_pid()}, busy {dot_process._lock.locked()}",
+        ])))
+
+
 _EXIT_STATUS: list[int] = []
 
 
