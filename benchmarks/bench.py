@@ -312,12 +312,22 @@ def main(argv: list[str] | None = None) -> int:
     models = {n: model_paths(source, n) for n in sizes}
     print(f"source {source.name}; models built in {time.perf_counter() - t_start:.1f} s; "
           f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs", flush=True)
-    res: dict[str, dict[int, dict[str, float]]] = {op: {} for op in ops}
+    # Repeated runs go in rounds, each round running every operation at every size once: a slow spell of the
+    # machine (onnx.load at 100k took 0.31 s in one run and 0.45 s in another on this VM) then reaches the baseline
+    # and the operations alike, instead of all the runs of whichever operation it fell on.
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {op: {n: [] for n in sizes} for op in ops}
+    rounds = max(1, args.repeat)
+    for k in range(rounds):
+        for n in sizes:
+            a, b = models[n]
+            for op in ops:
+                r = run(op, [a, b] if op in ("diff", "app") else [a], args.timeout)
+                runs[op][n].append(r)
+                print(f"  round {k + 1}/{rounds}  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s", flush=True)
+    res: dict[str, dict[int, dict[str, float]]] = {op: {n: combine(runs[op][n]) for n in sizes} for op in ops}
+    print()
     for n in sizes:
-        a, b = models[n]
         for op in ops:
-            res[op][n] = combine([run(op, [a, b] if op in ("diff", "app") else [a], args.timeout)
-                                  for _ in range(max(1, args.repeat))])
             r = res[op][n]
             extra = {k: v for k, v in r.items() if k not in ("t", "rss_mb", "rc")}
             print(f"  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s  {r.get('rss_mb', 0):7.0f} MB  "
