@@ -231,3 +231,76 @@ def test_calls_reading_another_weight_or_input_are_rewired(tmp_path: Path):
         ("embedding", "input 1: was input input_ids, now input other_ids"),
         ("linear_1", "input 1: was initializer val_112, now initializer val_119"),
     ]
+
+
+GPT2 = ROOT / "tests" / "zoo" / "gpt2.onnx"
+
+
+def _split_outputs_swapped(g: onnx.GraphProto) -> None:
+    """The first layer's Split (a plain node: the optimizer made it, without FX metadata) makes its first two
+    values in the other order: the unchanged Reshapes that read them are rewired."""
+    split = _node(g, "split_split_0")
+    split.output[0], split.output[1] = split.output[1], split.output[0]
+
+
+def _split_axis(g: onnx.GraphProto) -> None:
+    """The Split's axis changes (a plain node differs; what reads it reads the same outputs)."""
+    split = _node(g, "split_split_0")
+    split.attribute.append(helper.make_attribute("axis", -1))
+
+
+def _splits_swap_names(g: onnx.GraphProto) -> None:
+    """The two layers' Splits swap their node names: plain nodes are matched by name, so each is matched to the
+    other's place, and the unchanged Reshapes that read them are rewired."""
+    first, second = _node(g, "split_split_0"), _node(g, "split_1_split_0")
+    first.name, second.name = second.name, first.name
+
+
+def _gpt2_weight_to_input(g: onnx.GraphProto) -> None:
+    """An attention projection's weight becomes a graph input; a copy under another name is matched to it by
+    content, so its reader (an unchanged call) is rewired from the initializer to the input."""
+    name = "transformer.h.0.attn.c_proj.weight"
+    t = next(t for t in g.initializer if t.name == name)
+    g.input.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
+    copy = g.initializer.add()
+    copy.CopyFrom(t)
+    copy.name = name + "_copy"
+    g.initializer.remove(t)
+
+
+@pytest.mark.parametrize("change", [_split_outputs_swapped, _split_axis, _splits_swap_names,
+                                    _gpt2_weight_to_input])
+def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path: Path, change: Change):
+    """As above, on GPT-2, whose Splits are plain nodes: the wiring of unchanged calls that read a plain node's
+    output, or a weight, is worked out without comparing the calls' templates, and must come out as on B's own."""
+    model = onnx.load(str(GPT2), load_external_data=False)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change(other.graph)
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
+    followed = diff_models(a, b)
+    import inspector.core.diff.run as run
+
+    original = run.Side
+
+    class OwnCut(original):  # type: ignore[misc, valid-type]
+        def __init__(self, index: Any, like: Any = None) -> None:
+            super().__init__(index)
+
+    run.Side = OwnCut  # type: ignore[misc]
+    try:
+        own = diff_models(a, b)
+    finally:
+        run.Side = original  # type: ignore[misc]
+    rewired = sorted((c.where, c.detail) for c in followed.changes if c.kind == "rewired")
+    if change is _split_outputs_swapped:
+        assert rewired == [("view_3", "input 0: was node node_Split_326 output 1, now node node_Split_326 output 0"),
+                           ("view_5", "input 0: was node node_Split_326 output 0, now node node_Split_326 output 1")]
+    if change is _gpt2_weight_to_input:
+        assert rewired == [("addmm_1", "input 1: was initializer transformer.h.0.attn.c_proj.weight, now input "
+                                       "transformer.h.0.attn.c_proj.weight")]
+    assert followed.changes
+    assert [(c.kind, c.family, c.where, c.detail, c.sites) for c in followed.changes] == \
+        [(c.kind, c.family, c.where, c.detail, c.sites) for c in own.changes]

@@ -161,39 +161,53 @@ class GraphComparer:
         # to itself and keeps the same outputs (worked out once per producer)
         shared = fast and prod_a is prod_b and B.cut.followed is A.cut
         kept: dict[int, bool] = {}
-        # ... and when every call is matched to itself with the same outputs and no node is plain, all such calls
-        # are wired alike without looking at their reads, unless they read a graph input or initializer whose name
-        # only one graph has (the others are matched by name, so to each other)
+        outside: dict[str, bool] = {}  # reads no node produces: wired alike (when B reads the same name)
+        # ... and when every unit is matched to itself, each call with the same outputs (a plain node's are the
+        # node's own, the same on both sides here), all such calls are wired alike without looking at their reads,
+        # unless they read a graph input or initializer whose name only one graph has (the others are matched by
+        # name, so to each other)
         unequal = B.cut.unequal if shared and B.cut.unequal is not None else set()
-        alike = shared and len(units_a) == A.n_calls == len(units_b) \
+        n_calls = A.n_calls
+        alike = shared and len(units_a) == len(units_b) \
             and all(umap.get(u) == u and units_a[u].outputs == units_b[u].outputs  # type: ignore[union-attr]
-                    for u in range(A.n_calls))
+                    for u in range(n_calls)) and all(umap.get(u) == u for u in range(n_calls, len(units_a)))
         one_sided = (in_a.keys() ^ in_b.keys()) | (init_a.keys() ^ init_b.keys()) if alike else set()
         for ka, kb in umap.items():
-            if alike and ka == kb and ka not in unequal:
+            if alike and ka == kb and ka < n_calls and ka not in unequal:
                 reads = units_a[ka].reads  # type: ignore[union-attr]
                 if reads is units_b[kb].reads and (not one_sided or one_sided.isdisjoint(reads)):  # type: ignore
                     continue
-            ua, ub = A.unit(ka), B.unit(kb)
+            ua, ub = units_a[ka] or A.unit(ka), units_b[kb] or B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
-            if ua.kind == "aten_call" and not same_template(ka, kb):
-                continue  # body changes already explain different inputs
+            # (before the template test, which it makes moot: either way such a call is not looked at further)
             if shared and ka == kb and ua.reads is ub.reads and B.cut.same_nodes(A.cut, ka):
                 for ra in ua.reads:
                     pa = prod_a.get(ra)
-                    if pa is None:
-                        break
+                    if pa is None:  # a graph input or initializer (or none): as the inline test below, once
+                        same = outside.get(ra)
+                        if same is None:
+                            same = outside[ra] = self._outside_alike(ra, imap, tmap)
+                        if not same:
+                            break
+                        continue
                     u = node_unit_a[pa]
                     same = kept.get(u)
                     if same is None:
                         pu, qu = units_a[u], units_b[u]
-                        same = kept[u] = umap.get(u) == u and pu is not None and qu is not None \
-                            and pu.outputs == qu.outputs
+                        if pu is None or qu is None:  # a plain node: its outputs (as source() reads them) are
+                            # the node's own, the same on both sides here (B's producers are A's: no node of B
+                            # makes other values than A's)
+                            same = u >= A.n_calls and umap.get(u) == u
+                        else:
+                            same = umap.get(u) == u and pu.outputs == qu.outputs
+                        kept[u] = same
                     if not same:
                         break
                 else:
                     continue  # every read produced by a unit wired alike
+            if ua.kind == "aten_call" and not same_template(ka, kb):
+                continue  # body changes already explain different inputs
             for pos, (ra, rb) in enumerate(zip(ua.reads, ub.reads)):
                 pa = prod_a.get(ra)
                 if pa is not None:
@@ -249,6 +263,23 @@ class GraphComparer:
             if want != sb and not self._same_source(sa, want, sb):
                 self.add(Change("rewired", "output", "", outs_a[k].name, A.describe(sa), B.describe(sb),
                                 f"{outs_a[k].name}: was {A.describe(sa)}, now {B.describe(sb)}", [outs_a[k].name]))
+
+    def _outside_alike(self, name: str, imap: dict[int, int], tmap: dict[int, int]) -> bool:
+        """Whether a read of ``name``, which no node of A produces, passes ``check_wiring``'s inline test when B
+        reads the same name and its producers are A's: the empty name, a graph input matched to B's input of that
+        name (or not matched at all), an initializer likewise."""
+        A, B = self.A, self.B
+        if not name:
+            return True
+        ki = A.input_pos.get(name)
+        if ki is not None:
+            want = imap.get(ki)
+            return want is None or B.input_pos.get(name) == want
+        t = A.init_pos.get(name)
+        if t is None:
+            return False
+        want = tmap.get(t)
+        return want is None or (name not in B.input_pos and B.init_pos.get(name) == want)
 
     def _same_source(self, sa: tuple[Any, ...], want: tuple[Any, ...], sb: tuple[Any, ...]) -> bool:
         """Differences that are not rewiring: two initializers with the same content (an optimizer shares one
