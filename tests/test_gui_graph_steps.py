@@ -67,3 +67,46 @@ def test_a_replaced_drawing_never_calls_its_done(qtbot, monkeypatch, drawing):
     qtbot.wait(20)
     assert first == [] and second == [len(scene.nodes)]
     assert len(view.edges) == len(layout.edges)  # the first drawing added nothing after it was replaced
+
+
+def test_a_view_replaced_while_it_is_drawn_is_not_announced(qtbot, monkeypatch):
+    """The graph panel: a view whose drawing (in steps) ends after another view was asked for is not announced
+    with view_shown, and does not take the newer view's box to select; the newer view is announced once drawn."""
+    from inspector.gui import graph_panel
+    from inspector.gui.graph_panel import GraphPanel, View
+
+    monkeypatch.setattr(graph_view, "DRAW_STEP", 0.0)  # one item per turn: the first view is drawn for a while
+    index = open_index(ROOT / "tests" / "zoo" / "llama_gqa.onnx")
+    panel = GraphPanel()
+    qtbot.addWidget(panel)
+    panel.set_index(index, show_main=False)
+    call = index.provenance.calls[5]
+    assert call.node_paths == [(6,)]
+    slow_key = (id(index), graph_panel.scope_key(call), frozenset())
+    compute = panel.cache.get_or_compute
+
+    def slowly(key, scene, rankdir="TB"):  # the second view's layout takes longer than the first one's drawing
+        if key == slow_key:
+            import time
+
+            time.sleep(1.5)
+        return compute(key, scene, rankdir)
+
+    monkeypatch.setattr(panel.cache, "get_or_compute", slowly)
+    draw = panel.graph.show_layout
+
+    def then_another(scene, layout, done=None):  # the main graph's first step is drawn: ask for the call's view
+        draw(scene, layout, done)
+        assert panel.graph._drawing is not None  # more steps to come
+        monkeypatch.setattr(panel.graph, "show_layout", draw)
+        panel.show_scope(call, focus="n:6")
+
+    monkeypatch.setattr(panel.graph, "show_layout", then_another)
+    shown: list[View] = []
+    panel.view_shown.connect(shown.append)
+    panel.open_view(View(MAIN))
+    qtbot.waitUntil(lambda: shown != [], timeout=30000)
+    qtbot.wait(100)
+    assert shown == [View(call)] and panel.current_view() == View(call)
+    selected = panel.graph.selected()  # the call's node (main graph node 6), as asked
+    assert selected is not None and selected.id == "n:6"

@@ -243,6 +243,8 @@ class GraphPanel(QWidget):
             self.scene = scene
 
             def drawn() -> None:
+                if token != self._token:  # another view was asked for while this one was being drawn: it is not
+                    return  # announced (a caller waiting for that view would take it), nor given that view's focus
                 hidden = (f" · {plural(scene.hidden_nodes, 'more box', 'more boxes')} not shown (expand less, or "
                           "open a smaller scope)" if scene.truncated else "")
                 too_big = (" · too big to read whole: Fit (F) shows the module overview" if view.scope == MAIN
@@ -282,6 +284,8 @@ class GraphPanel(QWidget):
             self.scene = None
 
             def drawn() -> None:
+                if token != self._token:  # replaced while it was being drawn (as for a graph)
+                    return
                 modules = sum(1 for b in overview.boxes if b.kind == "tile")
                 self.info.set_full_text(f"Module overview: {plural(len(overview.boxes), 'box', 'boxes')} "
                                         f"({plural(modules, 'closed module')}) — double-click or Enter shows a module "
