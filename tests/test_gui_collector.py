@@ -182,9 +182,10 @@ def test_a_release_for_a_model_larger_than_the_limit_does_not_count_the_frozen_o
     assert counted == [1] and collections == [2]
 
 
-def test_a_closed_compare_window_frees_both_models_although_they_were_frozen(qtbot: Any, window: Any) -> None:
-    """The models hold no reference cycles: frozen or not, closing the window frees them by reference counting
-    (the main window forgets a closed compare window once it is deleted)."""
+def test_a_closed_compare_window_frees_its_other_model_although_it_was_frozen(qtbot: Any, window: Any) -> None:
+    """The models hold no reference cycles: frozen or not, closing the window frees the other model (B) by
+    reference counting (the main window forgets a closed compare window once it is deleted). Side A is the main
+    window's own model, which stays while it is shown."""
     from inspector.gui.collector import _collector
 
     class Mark:
@@ -195,6 +196,7 @@ def test_a_closed_compare_window_frees_both_models_although_they_were_frozen(qtb
     cw = window.open_compare(FIXTURES / "dynamo_block_h4.onnx")
     with qtbot.waitSignal(cw.pair_loaded, timeout=60000):
         pass
+    assert cw.pair.a is window.index
     marks = [Mark(), Mark()]
     cw.pair.a.findings.append(marks[0])
     cw.pair.b.findings.append(marks[1])
@@ -204,8 +206,9 @@ def test_a_closed_compare_window_frees_both_models_although_they_were_frozen(qtb
     _collector[0].freeze()
     cw.close()
     del cw
-    qtbot.waitUntil(lambda: all(r() is None for r in alive), timeout=5000)
+    qtbot.waitUntil(lambda: alive[1]() is None, timeout=5000)
     assert window._compare_windows == []
+    assert alive[0]() is not None and window.index.findings[-1] is alive[0]()
     gc.unfreeze()
 
 

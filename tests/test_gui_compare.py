@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QSettings, Qt, QThreadPool
 
+from inspector.core.diff import diff_models
+from inspector.core.index import open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.gui.compare import ADDED, CHANGED, REMOVED, CompareWindow
@@ -124,6 +127,30 @@ def test_compare_with_from_the_main_window(qtbot, tmp_path: Path):
     compare.close()
     QThreadPool.globalInstance().waitForDone(30000)
     _ = Qt
+
+
+def test_compare_from_the_main_window_compares_the_model_as_shown(qtbot, tmp_path: Path):
+    # the open model is side A as it is in the window: not read again (1.8 s at 100k nodes), so a file overwritten
+    # since it was opened does not change what is compared
+    shown = tmp_path / "model.onnx"
+    shutil.copyfile(FIXTURES / "dynamo_block.onnx", shown)
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.model_loaded, timeout=30000):
+        w.open_path(shown)
+    shutil.copyfile(FIXTURES / "dynamo_block_h4.onnx", shown)  # the file changes on disk after opening
+    compare = w.open_compare(FIXTURES / "dynamo_block_h4.onnx")
+    assert compare is not None
+    with qtbot.waitSignal(compare.pair_loaded, timeout=60000):
+        pass
+    pair = compare.pair
+    assert pair is not None and pair.a is w.index
+    expected = diff_models(open_index(FIXTURES / "dynamo_block.onnx"), open_index(FIXTURES / "dynamo_block_h4.onnx"))
+    assert not pair.diff.equal
+    assert [(c.kind, c.where, c.old, c.new) for c in pair.diff.changes] == [
+        (c.kind, c.where, c.old, c.new) for c in expected.changes]
+    compare.close()
+    QThreadPool.globalInstance().waitForDone(30000)
 
 
 @pytest.mark.parametrize(("keys", "name", "expected"), [

@@ -280,7 +280,7 @@ class MainWindow(QMainWindow):
         window.destroyed.connect(lambda: QTimer.singleShot(0, self._forget_closed_compares))
         self._compare_windows = [w for w in self._compare_windows if w.isVisible()] + [window]
         window.show()
-        window.open_pair(self.index.path, other)
+        window.open_pair(self.index, other)  # this model as shown: not read from its file again
         return window
 
     def _forget_closed_compares(self) -> None:
