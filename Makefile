@@ -28,6 +28,7 @@ pytest: venv
 lint: venv
 	$(VENV)/bin/ruff check inspector tests benchmarks scripts resources
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy benchmarks/bench.py benchmarks/replicate.py benchmarks/gen_large.py
 	$(VENV)/bin/lint-imports
 
 sysdeps:

@@ -88,6 +88,18 @@ elif op == "search":
     hits = [len(s.search(q)) for q in ("transpose", "layers.7.self_attn", "node_MatMul", "aten::add", "rsqrt_3")]
     out["t"] = time.perf_counter() - t
     out["hits"] = hits
+elif op == "metadata.read":
+    # a reference, not an operation: every node's metadata keys read once and nothing else, the least that a
+    # search of node metadata (search.py, _read_metadata) must read; its growth is the machine's, not our code's
+    from inspector.core.index import open_index
+    import gc
+    ix = open_index(paths[0])
+    gc.collect()
+    t = time.perf_counter()
+    for node in ix.proto.graph.node:
+        for p in node.metadata_props:
+            p.key
+    out["t"] = time.perf_counter() - t
 elif op == "app":
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, QThreadPool, QTimer
@@ -225,11 +237,13 @@ if commands.kept() is not None:
     os._exit(0)  # what the command built is left to the OS, as inspector.cli.entry leaves it
 """
 
-OPS = ("onnx.load", "index", "summary", "fold", "diff", "report", "search", "app")
+OPS = ("onnx.load", "index", "summary", "fold", "diff", "report", "search", "metadata.read", "app")
+REFERENCES = ("onnx.load", "metadata.read")  # rows measured for comparison, with no target of their own
 LABEL = {"onnx.load": "onnx.load(load_external_data=False)",
          "index": "load+index (open_index, and the collection it defers)",
          "summary": "summary --json (specialisation)", "fold": "fold", "diff": "diff of A and B (few values differ)",
          "report": "report --format html", "search": "search (SearchIndex, 5 queries)",
+         "metadata.read": "reference: every node's metadata keys read once, nothing else (no target)",
          "app": "app: start to first drawn graph"}
 # ratio targets at the largest size: op -> (limit, what the ratio is to)
 TARGETS = {"summary": 8.0, "fold": 15.0, "diff": 5.0, "report": 10.0}
@@ -340,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _table(res: dict[str, dict[int, dict[str, float]]], sizes: list[int], ops: list[str]) -> str:
+def _table(res: dict[str, dict[int, dict[str, Any]]], sizes: list[int], ops: list[str]) -> str:
     big, small = max(sizes), min(sizes)
     base = res["onnx.load"][big]["t"]
     head = ["operation", *(f"{n // 1000}k" for n in sizes), f"t({big // 1000}k)/t({small // 1000}k)",
@@ -353,8 +367,11 @@ def _table(res: dict[str, dict[int, dict[str, float]]], sizes: list[int], ops: l
         denom = 2 * base if op == "diff" else base
         ratio = times[-1] / denom if denom else float("nan")
         verdicts = []
-        if len(sizes) > 1 and op != "onnx.load" and big >= 10 * small:
+        if len(sizes) > 1 and op not in REFERENCES and big >= 10 * small:
             verdicts.append(f"linear {'PASS' if growth <= LINEAR else 'MISS'}")
+            if op == "search" and "metadata.read" in res:  # what reading the nodes' metadata alone grows, this run
+                floor = res["metadata.read"][big]["t"] / res["metadata.read"][small]["t"]
+                verdicts[-1] += f" (reading every node's metadata keys alone: {floor:.1f})"
         if op in TARGETS:
             verdicts.append(f"≤{TARGETS[op]:g}× {'PASS' if ratio <= TARGETS[op] else 'MISS'}")
         ratio_text = f"{ratio:.1f}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -48,7 +49,7 @@ class _Builder:
         return name
 
     def call(self, fx_name: str, target: str, args: str, scopes: list[tuple[str, str]],
-             nodes: list[tuple[str, list[str], dict[str, object]]], x: str) -> str:
+             nodes: list[tuple[str, list[str], dict[str, Any]]], x: str) -> str:
         """Add one aten call: ``nodes`` are (op_type, extra inputs, attrs) chained on ``x``."""
         fx = (f"%{fx_name} : [num_users=1] = call_function[target=torch.ops.{target}](args = ({args}), "
               "kwargs = {})")
@@ -103,7 +104,7 @@ def generate(path: Path, target_nodes: int = 100_000, seed: int = 0) -> int:
                           [("MatMul", [w], {}), ("Add", [bias], {})], h)
 
         def simple(fx: str, target: str, args: str, scopes: list[tuple[str, str]],
-                   nodes: list[tuple[str, list[str], dict[str, object]]], h: str) -> str:
+                   nodes: list[tuple[str, list[str], dict[str, Any]]], h: str) -> str:
             nonlocal k
             k += 1
             return b.call(f"{fx}_{k}", target, args.format(h=h), scopes, nodes, h)
