@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from itertools import chain
+from collections.abc import Iterator, Mapping
 
 import onnx
 
@@ -50,15 +49,69 @@ def type_text(tp: onnx.TypeProto, max_depth: int = 8) -> str:
     return "".join(opened) + base + ")" * len(opened)
 
 
-def value_types(infos: Iterable[onnx.ValueInfoProto], initializers: Iterable[onnx.TensorProto] = ()) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for t in initializers:
-        out[t.name] = f"{dtype_name(t.data_type)}[{','.join(str(d) for d in t.dims)}]"
-    for v in infos:
-        if v.HasField("type"):
-            out[v.name] = type_text(v.type)
-    return out
+_POSITION = (1 << 40) - 1
 
 
-def graph_value_types(graph: onnx.GraphProto) -> dict[str, str]:
-    return value_types(chain(graph.input, graph.value_info, graph.output), graph.initializer)  # read one by one
+class ValueTypes(Mapping[str, str]):
+    """The type text of each value of a graph, by name, read when first asked for.
+
+    A 100k-node export has 100k value infos: reading every type up front cost the app 1 s of opening. Only the
+    names are read here (one pass, in Python so that a GUI thread waiting for the GIL gets it between entries);
+    a type is read when a value is shown. The type of a name is that of its last value info with a type (inputs,
+    value_info, outputs, in this order), else of its initializer.
+    """
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self._infos = (graph.input, graph.value_info, graph.output)
+        self._initializers = graph.initializer
+        # name -> where its first value info is (which of _infos << 40 | position); later ones of a repeated name
+        # in _more: no object per name that the cyclic collector would walk
+        first: dict[str, int] = {}
+        more: dict[str, list[int]] = {}
+        for k, seq in enumerate(self._infos):
+            base = k << 40
+            for i, v in enumerate(seq):
+                name = v.name
+                if name in first:
+                    more.setdefault(name, []).append(base | i)
+                else:
+                    first[name] = base | i
+        self._first, self._more = first, more
+        self._init_at = {t.name: i for i, t in enumerate(self._initializers)}  # the last of a repeated name
+        self._known: dict[str, str | None] = {}
+
+    def _read(self, name: str) -> str | None:
+        at = self._first.get(name)
+        if at is not None:
+            for pos in reversed((at, *self._more.get(name, ()))):
+                v = self._infos[pos >> 40][pos & _POSITION]
+                if v.HasField("type"):
+                    return type_text(v.type)
+        i = self._init_at.get(name, -1)
+        if i < 0:
+            return None
+        t = self._initializers[i]
+        return f"{dtype_name(t.data_type)}[{','.join(str(d) for d in t.dims)}]"
+
+    def __getitem__(self, name: str) -> str:
+        if name in self._known:
+            text = self._known[name]
+        else:
+            text = self._known[name] = self._read(name)
+        if text is None:
+            raise KeyError(name)
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in {**self._init_at, **self._first} if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+GraphValues = tuple[ValueTypes, dict[str, onnx.TensorProto]]  # value types; initializers by name
+
+
+def graph_values(graph: onnx.GraphProto) -> GraphValues:
+    """What a node's details show of its values: their types (read when shown) and the initializers by name."""
+    return ValueTypes(graph), {t.name: t for t in graph.initializer}

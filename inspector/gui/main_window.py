@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import onnx
 import shiboken6
 from PySide6.QtCore import QModelIndex, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
@@ -34,7 +33,7 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.review import ReviewStore, sidecar_path
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
 from inspector.core.torchlib_catalogue import torchlib_version
-from inspector.core.values import graph_value_types
+from inspector.core.values import GraphValues, graph_values
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView
@@ -392,7 +391,7 @@ class Opened:
     reviews: ReviewStore | None
     review_error: str
     search: SearchIndex
-    values: tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
+    values: GraphValues
     tree: FamilyTree  # the functions tree's rows
     totals: dict[int, int]  # nodes per module (module_totals)
 
@@ -413,9 +412,7 @@ def _open_for_display(path: Path) -> Opened:
         reviews.load()  # type: ignore[union-attr]
     except InspectorError as e:  # a sidecar we cannot read is left untouched, and reviewing is disabled
         reviews, error = None, str(e)
-    graph = index.proto.graph
-    values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
-    return Opened(index, reviews, error, search, values, tree, totals)
+    return Opened(index, reviews, error, search, graph_values(index.proto.graph), tree, totals)
 
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:

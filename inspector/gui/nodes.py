@@ -15,6 +15,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, GraphScope, Scope
 from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.tensors import read_tensor
+from inspector.core.values import GraphValues
 from inspector.core.walk import resolve_path
 from inspector.gui import details
 from inspector.gui.graph_panel import scope_label
@@ -24,7 +25,6 @@ from inspector.render.scene import SceneNode
 if TYPE_CHECKING:
     from inspector.gui.main_window import MainWindow
 
-Values = tuple[dict[str, str], dict[str, onnx.TensorProto]]  # value types; initializers by name
 
 
 class NodeView:
@@ -32,7 +32,7 @@ class NodeView:
 
     def __init__(self, window: MainWindow) -> None:
         self.w = window
-        self.values: Values | None = None
+        self.values: GraphValues | None = None
         self.shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
 
     def show(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:

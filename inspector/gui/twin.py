@@ -18,7 +18,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import FunctionKey, Scope
 from inspector.core.provenance import AtenCall
 from inspector.core.tensors import read_tensor, tensor_facts
-from inspector.core.values import graph_value_types
+from inspector.core.values import GraphValues, graph_values
 from inspector.core.walk import resolve_path
 from inspector.gui import details
 from inspector.gui.graph_panel import GraphPanel, scope_label
@@ -43,7 +43,7 @@ class Side(QWidget):
         self.info.setOpenLinks(False)
         self.index: ModelIndex | None = None
         self.summary_html = ""  # what the info panel shows when no box is selected
-        self._values: tuple[dict[str, str], dict[str, onnx.TensorProto]] | None = None
+        self._values: GraphValues | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.label)
@@ -64,10 +64,10 @@ class Side(QWidget):
         self.info.setHtml(self.summary_html + "<a name='box'></a><hr/>" + body)
         self.info.scrollToAnchor("box")  # the box's details in view, the side's summary above them
 
-    def values(self) -> tuple[dict[str, str], dict[str, onnx.TensorProto]]:
+    def values(self) -> GraphValues:
         if self._values is None:
             graph = self.index.proto.graph if self.index is not None else onnx.GraphProto()
-            self._values = (graph_value_types(graph), {t.name: t for t in graph.initializer})
+            self._values = graph_values(graph)
         return self._values
 
 
