@@ -16,6 +16,7 @@ import onnx
 
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
+from inspector.core.slices import in_slices
 from inspector.core.walk import NodePath, may_have_subgraphs, subgraphs
 
 SMALL_CONSTANT_ELEMENTS = 32
@@ -64,9 +65,6 @@ def function_body_by_use(key: FunctionKey, f: onnx.FunctionProto) -> Body:
     return body
 
 
-COUNT_CHUNK = 4096  # nodes counted per call of C code (GraphMaps.read_count)
-
-
 class GraphMaps:
     """Producers, consumers and initializers of one graph, built once and shared by all its groups; each node's
     inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
@@ -89,11 +87,10 @@ class GraphMaps:
         self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
         self.producer.pop("", None)
         # how many times each value is read (a node reading it twice counts twice); consumers on demand. Counted
-        # COUNT_CHUNK nodes at a time: one count over 100k nodes holds the GIL for 35-50 ms (a GUI thread waits)
+        # a slice of nodes at a time: one count over 100k nodes holds the GIL for 35-50 ms (a GUI thread waits)
         self.read_count: Counter[str] = Counter()
-        inputs = self.inputs
-        for start in range(0, len(inputs), COUNT_CHUNK):
-            self.read_count.update(chain.from_iterable(inputs[start:start + COUNT_CHUNK]))
+        for piece in in_slices(self.inputs):
+            self.read_count.update(chain.from_iterable(piece))
         for inner in self.captured.values():
             self.read_count.update(inner)
         del self.read_count[""]

@@ -9,6 +9,7 @@ begin and end). Equal values in any other place are a coincidence, not a link.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import onnx
 
 from inspector.core.body import Body
 from inspector.core.fx import Symbol, TensorRef
+from inspector.core.slices import SLICE, in_slices, listed
 
 Shape = list[int | None]
 
@@ -45,7 +47,6 @@ class Use:
 
 _PASS_THROUGH = {"Cast": 0, "CastLike": 0, "Identity": 0, "Sqrt": 0, "Reshape": 0}
 _MAX_VIA = 4
-_SLICE = 4096  # value infos read per C call (GraphShapes)
 
 
 class BodyFlow:
@@ -115,14 +116,10 @@ class GraphShapes(Mapping[str, Shape]):
             g = self._graph
             # read in C a slice at a time: a 100k-node export has 100k value infos, and in one go each of these
             # steps held the GIL for 15-35 ms (an app's GUI thread waiting for it froze)
-            seq: list[onnx.ValueInfoProto] = []
-            for part in (g.input, g.value_info, g.output):
-                for start in range(0, len(part), _SLICE):
-                    seq += part[start:start + _SLICE]
+            seq = listed((g.input, g.value_info, g.output))
             names: list[str] = []
             self._where = {}
-            for start in range(0, len(seq), _SLICE):
-                piece = seq[start:start + _SLICE]
+            for start, piece in zip(itertools.count(0, SLICE), in_slices(seq)):
                 names += map(attrgetter("name"), piece)
                 self._where.update(zip(names[start:], piece))
             if len(self._where) < len(seq):

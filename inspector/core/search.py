@@ -43,6 +43,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.provenance import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall, ModuleNode
 from inspector.core.scan import FX_NODE
+from inspector.core.slices import in_slices
 from inspector.core.walk import NodePath, as_text, path_text, resolve_path
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
@@ -148,8 +149,11 @@ class SearchIndex:
             self._scope_start.append(len(self._op))
             if scope is MAIN and flat_main:
                 # name and op type in one pass over the nodes: from a model larger than the CPU's cache, reaching
-                # each node costs more than reading its fields
-                named = list(map(_NAME_AND_OP, nodes))
+                # each node costs more than reading its fields. A slice at a time: in one C call over 100k nodes,
+                # 95 ms in which the app's GUI thread could not take the GIL
+                named: list[tuple[str, str]] = []
+                for piece in in_slices(nodes):
+                    named += map(_NAME_AND_OP, piece)
                 self._name_cf.extend([name.casefold() for name, _op in named])
                 self._op.extend([op for _name, op in named])
                 self._path.extend([None] * len(nodes))

@@ -37,6 +37,7 @@ from inspector.core.body import node_reads
 from inspector.core.keys import MAIN, FunctionKey, GraphScope, MainGraph, Scope
 from inspector.core.literals import attribute_value
 from inspector.core.provenance import AtenCall, ModuleNode
+from inspector.core.slices import SLICE, in_slices, listed
 from inspector.core.tensors import dtype_name
 from inspector.core.values import type_text
 from inspector.core.walk import NodePath, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
@@ -143,12 +144,12 @@ class Scenes:
             index = self.index
             if isinstance(scope, FunctionKey):
                 f = index.functions.functions[scope]
-                infos: Iterable[onnx.ValueInfoProto] = getattr(f, "value_info", ())
-                facts = _GraphFacts(f.node, list(f.output), lambda: infos, None, _function_calls(index, scope))
+                infos: Sequence[onnx.ValueInfoProto] = getattr(f, "value_info", ())
+                facts = _GraphFacts(f.node, list(f.output), lambda: (infos,), None, _function_calls(index, scope))
             else:
                 g = index.proto.graph
                 facts = _GraphFacts(g.node, [v.name for v in g.output],
-                                    lambda: itertools.chain(g.input, g.output, g.value_info), g.initializer,
+                                    lambda: (g.input, g.output, g.value_info), g.initializer,
                                     _function_calls(index, MAIN), lambda: index.graph_maps().read_count)
             self._graphs[scope] = facts
         return facts
@@ -158,7 +159,7 @@ class _GraphFacts:
     """One graph's lookup tables, each built on first use by one pass over the graph."""
 
     def __init__(self, nodes: Sequence[onnx.NodeProto], outputs: list[str],
-                 value_infos: Callable[[], Iterable[onnx.ValueInfoProto]],
+                 value_infos: Callable[[], Sequence[Sequence[onnx.ValueInfoProto]]],
                  initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey],
                  read_count: Callable[[], Counter[str]] | None = None) -> None:
         """``read_count``: the graph's read counts when they are shared (the main graph's ``GraphMaps``)."""
@@ -180,11 +181,16 @@ class _GraphFacts:
         infos = self._infos
         if infos is None and not self._scanned:  # one scene: a pass reading names is cheaper than a map of all
             self._scanned = True
-            return _types(self._value_infos(), set(needed))
+            return _types(itertools.chain.from_iterable(self._value_infos()), set(needed))
         if infos is None:
-            seq = list(self._value_infos())
-            names = list(map(attrgetter("name"), seq))  # read in C: a 100k-node export has 100k value infos
-            infos = self._infos = dict(zip(names, seq))
+            # read in C a slice at a time: a 100k-node export has 100k value infos (in one go, one C call held the
+            # GIL for 50-100 ms while the app's GUI thread waited)
+            seq = listed(self._value_infos())
+            names: list[str] = []
+            infos = self._infos = {}
+            for start, piece in zip(itertools.count(0, SLICE), in_slices(seq)):
+                names += map(attrgetter("name"), piece)
+                infos.update(zip(names[start:], piece))
             if len(infos) < len(seq):  # a repeated name: keep the first, and the later ones for when it has no type
                 infos = self._infos = {}
                 for name, v in zip(names, seq):
