@@ -17,6 +17,7 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
 from inspector.core.torchlib_catalogue import TorchlibEntry, torchlib_for
+from inspector.gui.worker import give_way
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
 """What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
@@ -44,16 +45,30 @@ class Analyses:
         self.specialiser = Specialiser(index)
         self._lock = threading.Lock()
         self._cache: dict[int, FamilyAnalysis] = {}
+        # a background analysis pauses while a job the user waits for runs, unless someone waits for this lock
+        self._wanted = 0  # threads waiting for the lock
+        self._wanted_lock = threading.Lock()
+        self.specialiser.pause = lambda: give_way(unless=lambda: self._wanted > 0)
 
     def family(self, fam: Family) -> FamilyAnalysis:
         hit = self._cache.get(id(fam))  # a finished analysis takes no lock: the GUI thread (reviewing's target)
         if hit is not None:  # never waits while the background analyses another family
             return hit
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            with self._wanted_lock:
+                self._wanted += 1
+            try:
+                self._lock.acquire()
+            finally:
+                with self._wanted_lock:
+                    self._wanted -= 1
+        try:
             hit = self._cache.get(id(fam))
             if hit is None:
                 hit = self._cache[id(fam)] = self.specialiser.analyse(fam)
             return hit
+        finally:
+            self._lock.release()
 
     def family_of(self, obj: TreeObject) -> Family | None:
         if isinstance(obj, Family):

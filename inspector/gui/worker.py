@@ -66,12 +66,19 @@ _interactive_lock = threading.Lock()
 _interactive = [0]  # jobs of priority 0 or more running now
 
 
-def give_way(most_s: float = 0.5) -> None:
+_on_this_thread = threading.local()  # .interactive: this thread runs a job the user waits for
+
+
+def give_way(most_s: float = 0.5, unless: Callable[[], bool] | None = None) -> None:
     """For long background work (negative priority), between two of its steps: while jobs the user is waiting
     for run, sleep, so that they and the GUI thread have the GIL and the CPUs (on 2 cores, a background analysis
-    beside a click's job left the GUI thread waiting 100-200 ms); at most ``most_s`` at a time."""
+    beside a click's job left the GUI thread waiting 100-200 ms); at most ``most_s`` at a time, and not once
+    ``unless()`` is true (the job waited for needs what this work holds). Code shared with jobs the user waits
+    for may call it too: on their threads it returns at once."""
+    if getattr(_on_this_thread, "interactive", False):
+        return
     end = time.monotonic() + most_s
-    while _interactive[0] > 0 and time.monotonic() < end:
+    while _interactive[0] > 0 and time.monotonic() < end and not (unless is not None and unless()):
         time.sleep(0.005)
 
 
@@ -144,6 +151,7 @@ class Job(QRunnable):
             return
         if self.interactive:
             _count_interactive(1)
+        _on_this_thread.interactive = self.interactive
         try:
             result = self.fn()
         except InspectorError as e:
@@ -153,6 +161,7 @@ class Job(QRunnable):
         else:
             self.signals.qt.finished.emit(_Box(result))
         finally:
+            _on_this_thread.interactive = False
             if self.interactive:
                 _count_interactive(-1)
 
