@@ -17,7 +17,7 @@ pytest.importorskip("PySide6")
 import inspector.core.specialise as specialise
 from inspector.core.index import open_index
 from inspector.gui.analysis import Analyses
-from inspector.gui.worker import Jobs, give_way
+from inspector.gui.worker import Job, Jobs, give_way
 from tests.conftest import ZOO
 
 
@@ -31,10 +31,12 @@ def _family(analyses: Analyses, name: str):
     return next(f for f in analyses.index.families if f.name == name)
 
 
-def _blocking_job(jobs: Jobs) -> threading.Event:
-    """A job the user waits for, running until the returned event is set."""
+def _blocking_job(_jobs: Jobs) -> threading.Event:
+    """A job the user waits for, running until the returned event is set: on a thread of its own, so that both
+    threads of the pool (2 on 2 cores) stay free for the jobs under test."""
     release, running = threading.Event(), threading.Event()
-    jobs.run(lambda: (running.set(), release.wait(30)), lambda _r: None)
+    job = Job(lambda: (running.set(), release.wait(30)), interactive=True)
+    threading.Thread(target=job.run, daemon=True).start()
     assert running.wait(10)
     return release
 
@@ -61,7 +63,7 @@ def test_a_job_the_user_waits_for_that_needs_the_lock_is_not_held_up_by_the_paus
     mul, linear = _family(analyses, "mul"), _family(analyses, "linear")
     background = threading.Thread(target=lambda: analyses.family(mul))
     background.start()
-    time.sleep(0.2)  # the background analysis holds the lock and pauses
+    qtbot.waitUntil(analyses._lock.locked, timeout=10000)  # the background analysis holds the lock and pauses
     got: list[object] = []
     started = time.monotonic()
     jobs.run(lambda: analyses.family(linear), got.append)
@@ -88,4 +90,57 @@ def test_give_way_returns_at_once_on_the_thread_of_a_job_the_user_waits_for(qtbo
     qtbot.waitUntil(lambda: bool(took), timeout=10000)
     assert took[0] < 0.5
     release.set()
+    qtbot.waitUntil(lambda: not jobs, timeout=10000)
+
+
+def test_a_background_job_gives_up_a_family_when_a_job_the_user_waits_for_needs_the_lock(qtbot, analyses):
+    from inspector.gui.analysis import Preempted
+
+    jobs = Jobs()
+    release = _blocking_job(jobs)
+    mul, linear = _family(analyses, "mul"), _family(analyses, "linear")
+    outcome: list[str] = []
+
+    def background() -> str:
+        try:
+            analyses.family(mul)
+        except Preempted:
+            return "preempted"
+        return "analysed"
+
+    jobs.run(background, outcome.append, priority=-1)
+    qtbot.waitUntil(analyses._lock.locked, timeout=10000)  # holding the lock, pausing in mul's calls
+    got: list[object] = []
+    jobs.run(lambda: analyses.family(linear), got.append)
+    qtbot.waitUntil(lambda: bool(got) and bool(outcome), timeout=5000)
+    assert outcome == ["preempted"]
+    assert got[0].family is linear  # type: ignore[attr-defined]
+    release.set()
+    assert len(analyses.family(mul).bodies) >= 1  # nothing half-made was kept: analysed again in full
+    qtbot.waitUntil(lambda: not jobs, timeout=10000)
+
+
+def test_the_review_listing_lists_every_family_although_a_selection_preempted_it(qtbot, analyses, tmp_path):
+    import shutil
+
+    from inspector.core.review import ReviewStore
+    from inspector.gui.reviewing import review_items
+
+    model = tmp_path / "m.onnx"
+    shutil.copyfile(ZOO / "llama_gqa.onnx", model)
+    store = ReviewStore(model)
+    undisturbed = review_items(Analyses(open_index(model)), store)[0]
+    jobs = Jobs()
+    release = _blocking_job(jobs)
+    listed: list[tuple[list[object], object]] = []
+    jobs.run(lambda: review_items(analyses, store), listed.append, priority=-1)
+    qtbot.waitUntil(analyses._lock.locked, timeout=10000)  # the listing pauses inside a family, holding the lock
+    got: list[object] = []
+    jobs.run(lambda: analyses.family(_family(analyses, "linear")), got.append)
+    qtbot.waitUntil(lambda: bool(got), timeout=5000)
+    release.set()
+    qtbot.waitUntil(lambda: bool(listed), timeout=30000)
+    items = listed[0][0]
+    assert len(undisturbed) > 20
+    assert [i.key for i, _r in items] == [i.key for i, _r in undisturbed]  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: not jobs, timeout=10000)

@@ -17,7 +17,7 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
 from inspector.core.torchlib_catalogue import TorchlibEntry, torchlib_for
-from inspector.gui.worker import give_way
+from inspector.gui.worker import give_way, on_background_job
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
 """What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
@@ -37,6 +37,10 @@ class Selection:
     call: str | None = None  # the call site selected (its ``where``), among ``calls``
 
 
+class Preempted(Exception):  # not an error: a background job's turn ended
+    """A background analysis stopped so that another thread could have the analyses' lock; nothing was cached."""
+
+
 class Analyses:
     """Thread-safe cache of family analyses for one index."""
 
@@ -45,10 +49,18 @@ class Analyses:
         self.specialiser = Specialiser(index)
         self._lock = threading.Lock()
         self._cache: dict[int, FamilyAnalysis] = {}
-        # a background analysis pauses while a job the user waits for runs, unless someone waits for this lock
+        # a background analysis pauses while a job the user waits for runs, and stops (Preempted) when someone
+        # waits for this lock
         self._wanted = 0  # threads waiting for the lock
         self._wanted_lock = threading.Lock()
-        self.specialiser.pause = lambda: give_way(unless=lambda: self._wanted > 0)
+        self.specialiser.pause = self._pause
+
+    def _pause(self) -> None:
+        """Between calls of a family being analysed: a background job waits while a job the user waits for runs,
+        and gives up the family when a thread waits for the lock (it is analysed again later)."""
+        give_way(unless=lambda: self._wanted > 0)
+        if self._wanted > 0 and on_background_job():
+            raise Preempted
 
     def family(self, fam: Family) -> FamilyAnalysis:
         hit = self._cache.get(id(fam))  # a finished analysis takes no lock: the GUI thread (reviewing's target)

@@ -13,7 +13,7 @@ from inspector.core.index import ModelIndex
 from inspector.core.keys import FunctionKey
 from inspector.core.review import Review, ReviewStore, review_keys, reviewed_value
 from inspector.core.specialise import BodyAnalysis, SpecialisedValue
-from inspector.gui.analysis import Analyses
+from inspector.gui.analysis import Analyses, Preempted
 from inspector.gui.dialogs import show_message
 from inspector.gui.review_panel import ReviewItem
 from inspector.gui.worker import give_way
@@ -129,8 +129,13 @@ def review_items(analyses: Analyses, store: ReviewStore
     """Every reviewable item of every family with its review, and per-overload badge counts."""
     items: list[tuple[ReviewItem, Review]] = []
     for fam in analyses.index.families:
-        give_way()  # a background job: what the user clicks meanwhile goes first
-        fa = analyses.family(fam)
+        while True:
+            give_way()  # a background job: what the user clicks meanwhile goes first
+            try:
+                fa = analyses.family(fam)
+                break
+            except Preempted:  # a selection needed the analyses meanwhile: this family again, after it
+                continue
         for key, obj in review_keys(fa):
             items.append((ReviewItem(key, obj, fa), store.get(key)))  # type: ignore[arg-type]
     return items, badges(items, analyses.index)

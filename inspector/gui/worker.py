@@ -66,7 +66,12 @@ _interactive_lock = threading.Lock()
 _interactive = [0]  # jobs of priority 0 or more running now
 
 
-_on_this_thread = threading.local()  # .interactive: this thread runs a job the user waits for
+_on_this_thread = threading.local()  # .interactive / .background: what the job on this thread is
+
+
+def on_background_job() -> bool:
+    """Whether this thread runs a background job (negative priority) now."""
+    return bool(getattr(_on_this_thread, "background", False))
 
 
 def give_way(most_s: float = 0.5, unless: Callable[[], bool] | None = None) -> None:
@@ -151,7 +156,7 @@ class Job(QRunnable):
             return
         if self.interactive:
             _count_interactive(1)
-        _on_this_thread.interactive = self.interactive
+        _on_this_thread.interactive, _on_this_thread.background = self.interactive, not self.interactive
         try:
             result = self.fn()
         except InspectorError as e:
@@ -161,7 +166,7 @@ class Job(QRunnable):
         else:
             self.signals.qt.finished.emit(_Box(result))
         finally:
-            _on_this_thread.interactive = False
+            _on_this_thread.interactive = _on_this_thread.background = False
             if self.interactive:
                 _count_interactive(-1)
 
