@@ -144,3 +144,12 @@ def test_the_review_listing_lists_every_family_although_a_selection_preempted_it
     assert len(undisturbed) > 20
     assert [i.key for i, _r in items] == [i.key for i, _r in undisturbed]  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: not jobs, timeout=10000)
+
+
+def test_give_way_never_sleeps_on_the_gui_thread(qtbot):
+    # the GUI thread may analyse a family itself (a review target not analysed yet): it must not wait there
+    release = _blocking_job(Jobs())
+    t = time.monotonic()
+    give_way(5.0)
+    assert time.monotonic() - t < 0.5
+    release.set()

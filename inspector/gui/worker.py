@@ -79,8 +79,8 @@ def give_way(most_s: float = 0.5, unless: Callable[[], bool] | None = None) -> N
     for run, sleep, so that they and the GUI thread have the GIL and the CPUs (on 2 cores, a background analysis
     beside a click's job left the GUI thread waiting 100-200 ms); at most ``most_s`` at a time, and not once
     ``unless()`` is true (the job waited for needs what this work holds). Code shared with jobs the user waits
-    for may call it too: on their threads it returns at once."""
-    if getattr(_on_this_thread, "interactive", False):
+    for, and with the GUI thread, may call it too: on their threads it returns at once."""
+    if getattr(_on_this_thread, "interactive", False) or threading.current_thread() is threading.main_thread():
         return
     end = time.monotonic() + most_s
     while _interactive[0] > 0 and time.monotonic() < end and not (unless is not None and unless()):
