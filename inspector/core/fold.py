@@ -30,7 +30,8 @@ from inspector.core.bodykey import group_shape
 from inspector.core.fingerprint import fingerprint
 from inspector.core.fold_names import Unnamed, identifier, overload_keys
 from inspector.core.fx import FxNode, Symbol, TensorRef
-from inspector.core.index import ModelIndex, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.core.signature import CallSignature, SignatureForm, SignatureForms, call_signature

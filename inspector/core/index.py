@@ -7,11 +7,8 @@ flat exports (``kind="aten_call"``: ``aten::transpose.int`` is family ``(aten, t
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -22,6 +19,7 @@ import onnx
 from inspector.core.body import GraphMaps
 from inspector.core.findings import Finding
 from inspector.core.functions import FunctionIndex, build_function_index, scan_model
+from inspector.core.gc_pause import paused_gc
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.loader import LoadedModel, load_model
 from inspector.core.provenance import AtenCall, ProvenanceIndex, build_provenance, split_target
@@ -220,18 +218,6 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))
     return index
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Indexing allocates many small objects and no cycles; the cyclic GC would only rescan them."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None) -> ModelIndex:

@@ -15,6 +15,7 @@ from functools import lru_cache
 import onnx
 
 from inspector.core.fx import FxNode, TensorRef, fx_head, fx_name_of, op_target, parse_fx_node, target_of
+from inspector.core.gc_pause import paused_gc
 from inspector.core.keys import GraphScope
 from inspector.core.scan import NAME_SCOPES, ScanResult
 from inspector.core.walk import NodePath, as_text
@@ -151,7 +152,8 @@ class ProvenanceIndex:
     def module_root(self) -> ModuleNode:
         """The ``nn.Module`` tree, built on first use (it reads each call's metadata once)."""
         if self._modules is None:
-            self._modules = build_module_tree(self.calls)
+            with paused_gc():
+                self._modules = build_module_tree(self.calls)
         return self._modules
 
 

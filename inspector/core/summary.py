@@ -10,7 +10,8 @@ import json
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from inspector.core.index import Family, ModelIndex, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import Family, ModelIndex
 from inspector.core.torchlib_catalogue import torchlib_json
 from inspector.core.units import human_size
 

@@ -39,7 +39,8 @@ from inspector.core.diff import show_value
 from inspector.core.diff.bodies import reader
 from inspector.core.diff.values import unwrap
 from inspector.core.functions import CallSite
-from inspector.core.index import Family, Overload, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import Family, Overload
 from inspector.core.keys import FunctionKey, Scope
 from inspector.core.literals import attribute_value, tensor_value
 from inspector.core.provenance import AtenCall

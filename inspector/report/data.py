@@ -22,7 +22,8 @@ from inspector import __version__
 from inspector.core.categories import Category, classify, explain, value_text, where
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.errors import InspectorError
-from inspector.core.index import Family, ModelIndex, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import Family, ModelIndex
 from inspector.core.jsonsafe import json_safe
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall

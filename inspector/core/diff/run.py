@@ -11,7 +11,8 @@ from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
-from inspector.core.index import ModelIndex, open_index, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import ModelIndex, open_index
 
 
 def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
