@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from onnx import TensorProto, helper
 
 from inspector.core.body import walk_body
-from inspector.core.index import open_index
+from inspector.core.index import EAGER_TEXT_CHECK_NODES, open_index
 from inspector.core.keys import MAIN, FunctionKey
 from inspector.core.provenance import AtenCall
 from inspector.core.search import KINDS, SearchIndex, search
@@ -145,32 +146,57 @@ def test_search_index_is_reusable(block):
 
 
 def test_building_the_tables_and_reading_metadata_never_run_the_cyclic_collector():
-    """Search's passes allocate a tuple or a string per node and make no cycles; like indexing, they run with the
+    """Search's passes and the module tree allocate a tuple or a string per node and make no cycles; like indexing, they run with the
     cyclic GC paused. Left on, the collector walked every object of a 100k-node index in the middle of the build
     (0.11 s of a 0.95 s search, none of it at 10k): with a threshold of 1, any allocation here would collect."""
     ix = open_index(ZOO / "llama_gqa.onnx")
     si = SearchIndex(ix)
     inside: list[str] = []  # the pass of search.py that a collection ran in, for each that did
-    passes = {"_build", "_add_nodes", "_read_metadata"}
+    passes = {("search.py", "_build"), ("search.py", "_add_nodes"), ("search.py", "_read_metadata"),
+              ("provenance.py", "build_module_tree")}  # (search's tables hold the module tree, built on first use)
 
     def record(phase: str, info: dict) -> None:
         frame = sys._getframe(1)
         while phase == "start" and frame is not None:
-            if frame.f_code.co_name in passes and frame.f_code.co_filename.endswith("search.py"):
+            if (Path(frame.f_code.co_filename).name, frame.f_code.co_name) in passes:
                 inside.append(frame.f_code.co_name)
                 break
             frame = frame.f_back
 
-    thresholds = gc.get_threshold()
+    thresholds, was_enabled = gc.get_threshold(), gc.isenabled()  # (an earlier GUI test may have turned it off)
     gc.collect()
     gc.callbacks.append(record)
+    gc.enable()
     gc.set_threshold(1, 1, 1)  # any allocation of a container collects, where the collector is on
     try:
+        assert ix.provenance.module_root.children  # as the app's module panel asks for it: before any search
         si.build()
         si._metadata()
+        assert gc.isenabled()  # the pause ends with the pass
     finally:
         gc.set_threshold(*thresholds)
         gc.callbacks.remove(record)
+        if not was_enabled:
+            gc.disable()
     assert inside == []
-    assert gc.isenabled()
     assert [h.kind for h in si.search("apply_rotary_pos_emb").hits][:1] == ["stack_trace"]
+
+
+def test_a_name_that_is_not_utf8_in_a_model_too_large_to_check_up_front(tmp_path: Path):
+    """Above ``EAGER_TEXT_CHECK_NODES`` the index does not read every string, so a node name that is not valid
+    UTF-8 reaches search as bytes: it is found by its decoding (U+FFFD for the bad byte), and the names around it
+    are still found."""
+    n = EAGER_TEXT_CHECK_NODES + 500
+    nodes = [helper.make_node("Identity", ["x" if i == 0 else f"v{i - 1}"], [f"v{i}"], name=f"node{i}")
+             for i in range(n)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"v{n - 1}", TensorProto.FLOAT, [1])])
+    data = helper.make_model(graph).SerializeToString()
+    assert data.count(b"node12345") == 1
+    path = tmp_path / "bad_name.onnx"
+    path.write_bytes(data.replace(b"node12345", b"node\xff2345"))
+    si = SearchIndex(open_index(path))
+    hits = si.search("node\ufffd2345").hits
+    assert [(h.kind, h.text, h.path) for h in hits] == [("node", "node\ufffd2345", (12345,))]
+    assert [(h.kind, h.text, h.path) for h in si.search("node12346").hits] == [("node", "node12346", (12346,))]
+    assert [h.path for h in si.search("NODE1234").hits] == [(1234,), *((12340 + k,) for k in range(10) if k != 5)]

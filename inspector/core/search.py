@@ -25,7 +25,7 @@ precomputes nothing for search. Node metadata is read on the first query, not wh
 that keeps each distinct text once (a 100k-node Llama export has 27 distinct stack traces and rule names), so a
 query tests each distinct text once and then the nodes by a small integer each. Both passes allocate an object or
 two per node and make no cycles, so they run with the cyclic collector paused, as indexing does
-(``core.index.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
+(``core.gc_pause.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
 tables (0.11 s of a 0.95 s search; at 10k no full collection comes due, so search grew 12-14x from 10k to 100k).
 """
 
@@ -42,7 +42,8 @@ from typing import Literal, get_args
 import onnx
 
 from inspector.core.body import walk_body
-from inspector.core.index import ModelIndex, paused_gc
+from inspector.core.gc_pause import paused_gc
+from inspector.core.index import ModelIndex
 from inspector.core.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.provenance import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall, ModuleNode
 from inspector.core.scan import FX_NODE
@@ -59,7 +60,7 @@ DEFAULT_LIMIT = 500
 # metadata entries searched as something else: fx_node through the aten calls, the module entries as modules
 _NOT_METADATA = frozenset({FX_NODE, NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
 _LINE_LIMIT = 300
-_NAME_AND_OP = operator.attrgetter("name", "op_type")
+_NAME, _OP = operator.attrgetter("name"), operator.attrgetter("op_type")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +153,20 @@ class SearchIndex:
             self._scope_nodes.append(nodes)
             self._scope_start.append(len(self._op))
             if scope is MAIN and flat_main:
-                # name and op type in one pass over the nodes: from a model larger than the CPU's cache, reaching
-                # each node costs more than reading its fields. A slice at a time: in one C call over 100k nodes,
-                # 95 ms in which the app's GUI thread could not take the GIL
-                named: list[tuple[str, str]] = []
+                # a slice of nodes at a time, names then op types: from a model larger than the CPU's cache,
+                # reaching each node costs more than reading its fields, and a slice's nodes are still in cache for
+                # the second read; no object per node but the strings (a (name, op) tuple each was 100k objects
+                # for the collector to walk at 100k). In one C call over 100k nodes, 95 ms in which the app's GUI
+                # thread could not take the GIL
+                name_cf, ops = self._name_cf, self._op
                 for piece in in_slices(nodes):
-                    named += map(_NAME_AND_OP, piece)
-                self._name_cf.extend([name.casefold() for name, _op in named])
-                self._op.extend([op for _name, op in named])
+                    names = list(map(_NAME, piece))
+                    try:
+                        name_cf += map(str.casefold, names)
+                    except TypeError:  # a name that is not valid UTF-8 (bytes): a model too large to check up front
+                        del name_cf[len(ops):]
+                        name_cf += [as_text(n).casefold() for n in names]
+                    ops += map(_OP, piece)
                 self._path.extend([None] * len(nodes))
             else:
                 self._add_nodes(nodes)
@@ -187,7 +194,7 @@ class SearchIndex:
         paths, name_cf, ops = self._path, self._name_cf, self._op
         for path, node in walk_body(nodes):
             paths.append(path)
-            name_cf.append(node.name.casefold())
+            name_cf.append(as_text(node.name).casefold())
             ops.append(node.op_type)
 
     def _metadata(self) -> _Metadata:
@@ -374,7 +381,7 @@ class SearchIndex:
                 entry, value = FX_NODE, self.index.provenance.calls[-1 - extra].fx_text
             return Hit(kind, matched_line(value, q), scope, path, where, path, exact, entry)
         node = resolve_path(nodes, path)
-        text = node.op_type if kind == "op_type" else node.name
+        text = as_text(node.op_type if kind == "op_type" else node.name)
         return Hit(kind, text, scope, path, where, path, exact)
 
 
