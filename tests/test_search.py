@@ -146,9 +146,10 @@ def test_search_index_is_reusable(block):
 
 
 def test_building_the_tables_and_reading_metadata_never_run_the_cyclic_collector():
-    """Search's passes and the module tree allocate a tuple or a string per node and make no cycles; like indexing, they run with the
-    cyclic GC paused. Left on, the collector walked every object of a 100k-node index in the middle of the build
-    (0.11 s of a 0.95 s search, none of it at 10k): with a threshold of 1, any allocation here would collect."""
+    """Search's passes and the module tree allocate objects per node or call and make no cycles; like indexing,
+    they run with the cyclic GC paused. Left on, the collector walked every object of a 100k-node index in the
+    middle of the build (0.11 s of a 0.95 s search, none of it at 10k): with a threshold of 1, any allocation here
+    would collect."""
     ix = open_index(ZOO / "llama_gqa.onnx")
     si = SearchIndex(ix)
     inside: list[str] = []  # the pass of search.py that a collection ran in, for each that did
