@@ -36,6 +36,13 @@ WORD_JOINER = "\u2060"
 _LINKABLE = re.compile(r"@|:(?=//)|(?i:www)(?=\.)")
 
 
+def _shown(value: object) -> str:
+    """``value`` as text: a model string that is not valid UTF-8 (protobuf hands it back as ``bytes``; models above
+    ``EAGER_TEXT_CHECK_NODES`` nodes are not repaired up front) by its decoding, U+FFFD for each bad byte, never
+    as ``b'...'``."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 def printable(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with every non-printable character (controls, bidi overrides, lone surrogates) made a visible
     escape; tabs are kept, and newlines when ``keep_newlines``."""
@@ -51,7 +58,7 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
 def one_line(text: object, width: int = 0) -> str:
     """``text`` on one printable line (newlines shown as ⏎, tabs as spaces), cut to ``width`` characters when
     ``width`` > 0."""
-    s = printable(str(text), keep_newlines=True).replace("\n", " ⏎ ").replace("\t", " ")
+    s = printable(_shown(text), keep_newlines=True).replace("\n", " ⏎ ").replace("\t", " ")
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return s
@@ -59,7 +66,7 @@ def one_line(text: object, width: int = 0) -> str:
 
 def html_text(text: object, *, keep_newlines: bool = False) -> str:
     """``text`` as HTML text or attribute value: nothing in it is ever markup or a URL."""
-    return _html.escape(printable(str(text), keep_newlines=keep_newlines), quote=True) \
+    return _html.escape(printable(_shown(text), keep_newlines=keep_newlines), quote=True) \
         .replace("=", "&#61;").replace("://", "&#58;//")
 
 
@@ -74,7 +81,7 @@ _MD_ESCAPES = str.maketrans({
 def md_text(text: object, width: int = 0) -> str:
     """``text`` as inert inline Markdown (one line, cut to ``width`` when > 0): shown literally, never markup,
     link, autolink, code span, table break or mention."""
-    s = printable(str(text))
+    s = printable(_shown(text))
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return unlink(s.translate(_MD_ESCAPES))
@@ -111,7 +118,7 @@ def xml_attr(text: str) -> str:
 
 def github_data(text: object) -> str:
     """``text`` as the message of a GitHub Actions workflow command: printable, ``%``, CR and LF escaped."""
-    return printable(str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    return printable(_shown(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def github_property(text: object) -> str:

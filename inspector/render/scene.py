@@ -40,7 +40,7 @@ from inspector.core.provenance import AtenCall, ModuleNode
 from inspector.core.slices import SLICE, in_slices, listed
 from inspector.core.tensors import dtype_name
 from inspector.core.values import type_text
-from inspector.core.walk import NodePath, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
+from inspector.core.walk import NodePath, as_text, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
 
 if TYPE_CHECKING:
     from inspector.core.index import ModelIndex
@@ -73,6 +73,14 @@ class SceneNode:
     expandable: bool = False  # modules and aten calls open in place; function calls can be entered
     attrs: str = ""  # third line of an op box: its literal attributes, e.g. "perm=[0,2,1,3]"; raw model text
 
+    def __post_init__(self) -> None:
+        # a model above EAGER_TEXT_CHECK_NODES is not checked for strings that are not valid UTF-8 up front: such a
+        # name arrives as bytes, which no text widget or writer takes
+        for name in ("label", "detail", "attrs"):
+            value = getattr(self, name)
+            if value.__class__ is not str:
+                object.__setattr__(self, name, as_text(value))
+
 
 @dataclass(frozen=True, slots=True)
 class SceneEdge:
@@ -80,6 +88,12 @@ class SceneEdge:
     target: str
     value: str  # the (first) ONNX value carried
     label: str = ""  # tensor type when one value is carried and its type is known; "x (+2)" for several values
+
+    def __post_init__(self) -> None:  # (as for SceneNode)
+        for name in ("value", "label"):
+            value = getattr(self, name)
+            if value.__class__ is not str:
+                object.__setattr__(self, name, as_text(value))
 
 
 @dataclass(slots=True)
