@@ -38,6 +38,24 @@ def _chain(tmp: Path, name: str, damaged: bool) -> Path:
     return path
 
 
+def _aten_chain(path: Path) -> Path:
+    """A flat export's shape: each node one aten call (``pkg.torch.onnx.fx_node``); node 0's output name is
+    damaged, and the call the report shows first (aten::abs) is made of it."""
+    nodes = []
+    for i in range(N):
+        node = helper.make_node("Abs", ["x" if i == 0 else f"abs_{i - 1}"], [f"abs_{i}"], name=f"node_abs_{i}")
+        arg = "%x" if i == 0 else f"%abs_{i - 1}"
+        helper.set_metadata_props(node, {"pkg.torch.onnx.fx_node": f"%abs_{i} : [num_users=1] = call_function["
+                                         f"target=torch.ops.aten.abs.default](args = ({arg},), kwargs = {{}})"})
+        nodes.append(node)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"abs_{N - 1}", TensorProto.FLOAT, [1])])
+    data = helper.make_model(graph).SerializeToString()
+    assert data.count(b"\x12\x05abs_0") == 1  # node 0's output (field 2, 5 bytes)
+    path.write_bytes(data.replace(b"\x12\x05abs_0", b"\x12\x05abs\xff0"))
+    return path
+
+
 @pytest.fixture(scope="module")
 def damaged(tmp_path_factory) -> Path:
     return _chain(tmp_path_factory.mktemp("damaged"), "damaged.onnx", True)
@@ -101,3 +119,32 @@ def test_the_app_finds_shows_and_details_the_damaged_node(qtbot, window, damaged
     assert selected is not None and selected.ref == (BAD,)
     text = window.details.toPlainText()
     assert "Identity node\ufffd2345" in text and "v\ufffd2345" in text and "b'" not in text
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_a_report_shows_the_damaged_value_by_its_decoding(tmp_path: Path, fmt: str):
+    """It failed with ``internal error: TypeError: sequence item 0: expected str instance, bytes found`` (the body
+    text of the first aten call); now the report repairs the model when it trips and writes it again."""
+    path = _aten_chain(tmp_path / "aten.onnx")
+    out = tmp_path / f"r.{fmt}"
+    assert main(["report", str(path), "--format", fmt, "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "abs\ufffd0" in text
+    assert "b'abs" not in text and "\\xff" not in text
+
+
+def test_the_app_shows_the_aten_call_made_of_the_damaged_node(qtbot, window, tmp_path: Path):
+    """Select the first aten call: its details (the ONNX printer's text of its node, which failed with
+    UnicodeDecodeError) and its body in the signature panel (which failed with TypeError) show the damaged output
+    by its decoding."""
+    path = _aten_chain(tmp_path / "aten.onnx")
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.open_path(path)
+    call = window.index.provenance.calls[0]
+    assert call.name == "abs_0"
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        assert window.select_in_tree(call)
+    details = window.details.toPlainText()
+    assert '"abs\ufffd0" = Abs (x)' in details
+    body = window.signature.view.toPlainText()
+    assert "abs\ufffd0 = Abs" in body and "b'abs" not in body

@@ -15,6 +15,7 @@ from inspector.core.body import Body, walk_body
 from inspector.core.literals import attribute_value
 from inspector.core.signature import CallSignature
 from inspector.core.specialise import SpecialisedValue
+from inspector.core.walk import as_text
 
 MAX_VALUE_CHARS = 80
 
@@ -29,21 +30,27 @@ class Segment:
 Line = list[Segment]
 
 
+def _names(names: Sequence[str | bytes]) -> str:
+    """Value names joined; one that is not valid UTF-8 (bytes: a model above ``index.EAGER_TEXT_CHECK_NODES`` nodes
+    is not repaired up front) by its decoding."""
+    return ", ".join(map(as_text, names))
+
+
 def body_lines(body: Body, specialised: Sequence[SpecialisedValue] = ()) -> list[Line]:
     """ONNX-text-style lines: inputs, baked constants, one line per node (subgraphs indented), outputs."""
     by_slot = {(s.literal.path, s.literal.name): s for s in specialised}
-    lines: list[Line] = [[Segment("inputs: " + (", ".join(body.inputs) or "-"))]]
+    lines: list[Line] = [[Segment("inputs: " + (_names(body.inputs) or "-"))]]
     if body.constants:
         lines.append([Segment("constants:")])
         for name, tensor in body.constants.items():
             from inspector.core.literals import tensor_value
 
             value, _key = tensor_value(tensor)
-            lines.append([Segment(f"  {name} = "), Segment(_short(value), by_slot.get(((), name)))])
+            lines.append([Segment(f"  {as_text(name)} = "), Segment(_short(value), by_slot.get(((), name)))])
     for path, node in walk_body(body.nodes):
         depth = sum(1 for p in path if isinstance(p, str))
         indent = "  " * (depth + 1)
-        outs = ", ".join(node.output)
+        outs = _names(node.output)
         op = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
         if node.overload:
             op += f":{node.overload}"
@@ -63,9 +70,9 @@ def body_lines(body: Body, specialised: Sequence[SpecialisedValue] = ()) -> list
                     line.append(Segment(f"{attr.name} = "))
                     line.append(Segment(_short(value), by_slot.get((path, attr.name))))
             line.append(Segment(">"))
-        line.append(Segment(f"({', '.join(node.input)})"))
+        line.append(Segment(f"({_names(node.input)})"))
         lines.append(line)
-    lines.append([Segment("outputs: " + (", ".join(body.outputs) or "-"))])
+    lines.append([Segment("outputs: " + (_names(body.outputs) or "-"))])
     return lines
 
 

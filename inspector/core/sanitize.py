@@ -7,10 +7,12 @@ U+FFFD replacement characters. Iterative: subgraphs may nest hundreds deep.
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence
-from typing import Any
+from collections.abc import Callable, MutableSequence
+from typing import Any, TypeVar
 
 import onnx
+
+T = TypeVar("T")
 
 _SCALARS_MODEL = ("producer_name", "producer_version", "domain", "doc_string")
 _SCALARS_GRAPH = ("name", "doc_string")
@@ -82,3 +84,32 @@ def sanitize_text(model: onnx.ModelProto) -> int:
                     elif a.type == onnx.AttributeProto.GRAPHS:
                         graphs.extend(a.graphs)
     return n
+
+
+def retry_repaired(run: Callable[[], T], *models: onnx.ModelProto) -> T:
+    """``run()``; when it trips over a string that is not valid UTF-8 (which reaches it as ``bytes``: a model above
+    ``index.EAGER_TEXT_CHECK_NODES`` nodes is only repaired when indexing trips over one, and indexing reads no node
+    or value names), repair ``models`` in place and run it once more. An error with nothing to repair is a bug and
+    goes on up."""
+    try:
+        return run()
+    except (TypeError, AttributeError, UnicodeError):
+        if not sum(sanitize_text(m) for m in models):
+            raise
+    return run()
+
+
+def printed(proto: onnx.NodeProto | onnx.FunctionProto) -> str:
+    """``onnx.printer.to_text(proto)``; for a proto holding a string that is not valid UTF-8, which the printer
+    cannot decode, the text of a repaired copy (``proto`` itself is left as it is)."""
+    try:
+        return onnx.printer.to_text(proto)
+    except UnicodeDecodeError:
+        holder = onnx.ModelProto()
+        if isinstance(proto, onnx.FunctionProto):
+            holder.functions.add().CopyFrom(proto)
+            sanitize_text(holder)
+            return onnx.printer.to_text(holder.functions[0])
+        holder.graph.node.add().CopyFrom(proto)
+        sanitize_text(holder)
+        return onnx.printer.to_text(holder.graph.node[0])

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import onnx
-
 from inspector.core.categories import value_text
 from inspector.core.functions import CallSite
 from inspector.core.index import Family, ModelIndex, Overload
 from inspector.core.keys import MAIN
 from inspector.core.literals import attribute_value
 from inspector.core.provenance import AtenCall, ModuleNode
+from inspector.core.sanitize import printed
 from inspector.core.signature import call_signature, function_call_signature
 from inspector.core.torchlib_catalogue import torchlib_for
 from inspector.core.walk import resolve_path
@@ -74,7 +73,7 @@ def _overload(index: ModelIndex, ov: Overload) -> str:
                                             *_torchlib_rows(ov.target)])
     assert ov.function is not None
     f = index.functions.functions[ov.function]
-    text = onnx.printer.to_text(f) if len(f.node) < 2000 else f"({len(f.node)} nodes)"
+    text = printed(f) if len(f.node) < 2000 else f"({len(f.node)} nodes)"
     folded = function_call_signature(f)
     schema_text = (f"<h3>Aten signature</h3><pre style='white-space:pre-wrap'>{esc(folded.schema.text)}</pre>"
                    if folded is not None and folded.schema is not None else "")
@@ -111,7 +110,7 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> str:
     if call.scope == MAIN:
         for p in call.node_paths:
             try:
-                nodes.append(onnx.printer.to_text(resolve_path(index.proto.graph.node, p)).strip())
+                nodes.append(printed(resolve_path(index.proto.graph.node, p)).strip())
             except KeyError:
                 continue
     parts.append("<h3>ONNX body</h3><pre style='white-space:pre-wrap'>" + esc("\n".join(nodes)) + "</pre>")

@@ -27,6 +27,7 @@ from inspector.core.index import Family, ModelIndex
 from inspector.core.jsonsafe import json_safe
 from inspector.core.keys import FunctionKey
 from inspector.core.provenance import AtenCall
+from inspector.core.sanitize import retry_repaired
 
 if TYPE_CHECKING:
     from inspector.core.bodytext import Line
@@ -313,7 +314,7 @@ def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare:
     """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there,
     laid out by ``dot`` (``layout_scene``'s: the app runs Graphviz in a helper process)."""
     with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _build_report(index, reviews, compare, graphs, limits, dot)
+        return retry_repaired(lambda: _build_report(index, reviews, compare, graphs, limits, dot), index.proto)
 
 
 def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: ModelDiff | None, graphs: bool,

@@ -13,7 +13,7 @@ from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.gc_pause import paused_gc
 from inspector.core.index import ModelIndex, open_index
-from inspector.core.sanitize import sanitize_text
+from inspector.core.sanitize import retry_repaired
 
 
 def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
@@ -36,18 +36,7 @@ def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None 
     with paused_gc():
         sides: list[Side] = []
         try:
-            try:
-                return _run(a, b, catalogue, sides)
-            except (TypeError, AttributeError, UnicodeError):
-                # a string that is not valid UTF-8 (bytes) in a model too large to be checked up front (see
-                # ``index.EAGER_TEXT_CHECK_NODES``): repair both in place, as indexing does when it trips, and
-                # run again; anything else is a bug and goes on up
-                if not sanitize_text(a.proto) + sanitize_text(b.proto):
-                    raise
-                for side in sides:
-                    side.release()
-                sides.clear()
-                return _run(a, b, catalogue, sides)
+            return retry_repaired(lambda: _run(a, b, catalogue, sides), a.proto, b.proto)
         finally:
             if keep is not None:
                 keep += sides
