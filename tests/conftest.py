@@ -85,12 +85,28 @@ def no_printed_exceptions(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A failed test that used a main window reports what the window last said (the graph panel's line, the
-    status bar) and what was still running: a wait for a signal that timed out then tells where it stopped (a
-    layout never started, still running, failed, or drawn without the signal)."""
+    """A failed test that used a main window (or a compare window) reports what the window last said (the graph
+    panel's line, the status bar) and what was still running: a wait for a signal that timed out then tells where
+    it stopped (a layout never started, still running, failed, or drawn without the signal)."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     window = getattr(item, "funcargs", {}).get("window")
+    compare = getattr(item, "funcargs", {}).get("compare")
+    if report.failed and call.when == "call" and compare is not None and hasattr(compare, "twin"):
+        from PySide6.QtCore import QThreadPool
+
+        from inspector.gui import dot_process, worker
+
+        pool = QThreadPool.globalInstance()
+        lines = [f"status bar: {compare.statusBar().currentMessage()!r}; window jobs {len(compare.jobs)}; "
+                 f"drawn sides still awaited: {compare.twin._waiting}"]
+        for name, panel in (("A", compare.side_a), ("B", compare.side_b)):
+            lines.append(f"side {name}: {panel.info.full_text()!r}; view {panel.current_view()!r}; layout token "
+                         f"{panel._token}; panel jobs {len(panel._jobs)}")
+        lines.append(f"pool: {pool.activeThreadCount()} of {pool.maxThreadCount()} threads busy; waiting for a "
+                     f"paint: {len(worker._waiting)}; layout helper pid {dot_process.helper_pid()}, busy "
+                     f"{dot_process._lock.locked()}")
+        report.sections.append(("compare window state", "\n".join(lines)))
     if report.failed and call.when == "call" and window is not None:
         from PySide6.QtCore import QThreadPool
 
