@@ -4,6 +4,9 @@ SCAN_LIMIT objects at once (more are frozen), and closed models still freed."""
 from __future__ import annotations
 
 import gc
+import sys
+import threading
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -237,3 +240,34 @@ def test_replacing_a_model_releases_the_frozen_one(qtbot: Any, window: Any,
     QThreadPool.globalInstance().waitForDone(30000)
     qtbot.waitUntil(lambda: bool(freed_on) or gc.collect() < 0, timeout=5000)
     assert freed_on == [threading.main_thread().name]
+
+
+def test_counting_never_holds_an_object_another_thread_is_building(rule: GuiThreadCollector) -> None:
+    """While the collector counts a generation, a worker building a tuple from a generator (as layouts do) must not
+    find its tuple referenced from the GUI thread's count: with the list of objects left on the stack between two
+    instructions, the tuple's next resize failed with ``SystemError ... bad argument to internal function`` within
+    0.1-0.5 s here (a layout failed so in about one test run in five). Threads switch as often as they can."""
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def build() -> None:
+        while not done.is_set():
+            try:
+                tuple(x for x in range(200))
+            except SystemError as e:
+                errors.append(e)
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    worker = threading.Thread(target=build)
+    worker.start()
+    try:
+        end = time.perf_counter() + 2.0
+        while time.perf_counter() < end and not errors:
+            rule.examined(2)
+    finally:
+        done.set()
+        worker.join()
+        sys.setswitchinterval(interval)
+    assert errors == []

@@ -27,6 +27,7 @@ open, and counting the permanent generation alone took 64 ms with 2.3M objects f
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
@@ -41,7 +42,7 @@ class GuiThreadCollector(QObject):
     def __init__(self, parent: QObject | None = None, *, start: bool = True) -> None:
         super().__init__(parent)
         self.thresholds = gc.get_threshold()
-        self.long_lived_total = len(gc.get_objects(2))  # objects generation 2 kept at the last full collection
+        self.long_lived_total = _count((2,))  # objects generation 2 kept at the last full collection
         self.long_lived_pending = 0  # objects promoted into generation 2 since
         self.frozen = 0  # freezes so far
         self._release_due = False
@@ -69,7 +70,7 @@ class GuiThreadCollector(QObject):
         """How many objects a collection of ``generation`` would walk, counted (~20 ns an object, a few % of
         collecting them). Generation 0's count says less: every tracked object freed counts it down, a frozen
         one too, so while a model's frozen temporaries die it can stay near 0 above a million young objects."""
-        return sum(len(gc.get_objects(g)) for g in range(generation + 1))
+        return _count(range(generation + 1))
 
     def release(self, open_nodes: int = 0) -> None:
         """A model was replaced by one of ``open_nodes`` nodes: at the next tick, unfreeze and collect everything
@@ -135,3 +136,15 @@ def release_model(open_nodes: int) -> None:
     ``GuiThreadCollector.release``)."""
     if _collector:
         _collector[0].release(open_nodes)
+
+
+def _count(generations: Iterable[int]) -> int:
+    """How many objects ``generations`` hold, counted without holding them across a switch of threads.
+
+    ``len(gc.get_objects(g))`` in Python code leaves the list of every object on the stack between two
+    instructions, where the interpreter may hand the GIL to another thread; a tuple that thread is building from a
+    generator (``tuple(x for ...)``) is in that list, and its next resize, which requires the only reference,
+    fails: ``SystemError: Objects/tupleobject.c:927: bad argument to internal function`` (a layout failed so in
+    about one test run in five). Chained in C (``sum(map(len, map(gc.get_objects, ...)))``) the lists are made,
+    measured and freed with no instruction in between."""
+    return sum(map(len, map(gc.get_objects, generations)))
