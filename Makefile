@@ -47,7 +47,7 @@ screenshots: venv
 	@scripts/sysdeps.sh $(GUI_PKGS) $(SHOT_PKGS)
 	$(PY) scripts/screenshots.py --out screenshots
 
-REPEAT ?= 3
+REPEAT ?= 5
 bench: venv
 	$(PY) benchmarks/bench.py --repeat $(REPEAT) $(if $(SIZES),--sizes $(SIZES))
 

@@ -6,8 +6,9 @@ no Python state is warm); the time is measured inside it, from the path to the r
 model files were read once (the page cache is warm: disk speed is not what is measured). Printed per
 operation: time per size, t(largest)/t(smallest), the ratio to ``onnx.load(load_external_data=False)`` of the
 largest model in the same run, max RSS, and PASS/MISS against the targets of issue 11. Never asserted in tests.
-With ``--repeat N`` (``make bench``: 3), each operation runs N times: the least time, the most memory and the
-median stall are kept (``combine``), the worst run's stall printed beside it.
+With ``--repeat N`` (``make bench``: 5), each operation runs N times, in rounds: the least time, the most memory and
+the median stall are kept (``combine``), the worst run's stall and the spread of the times (slowest / fastest run)
+printed beside them.
 
     python benchmarks/bench.py [--sizes 10000,30000,100000] [--source tests/zoo/llama_gqa.onnx] [--ops ...]
                                [--repeat N] [--json FILE]
@@ -297,6 +298,9 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if len(ok) == 1:
         return out
     out["runs"] = len(ok)
+    times = [r["t"] for r in ok if "t" in r]
+    if len(times) == len(ok) and min(times) > 0:  # the slowest run over the fastest: the machine's noise in this row
+        out["spread"] = round(max(times) / min(times), 2)
     for key in TIMES:
         if all(key in r for r in ok):
             out[key] = min(r[key] for r in ok)
@@ -358,6 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{k}={v}" for k, v in extra.items()), flush=True)
     print()
     print(_table(res, sizes, ops))
+    base = [r.get("t", float("nan")) for r in runs["onnx.load"][max(sizes)]]
+    if len(base) > 1:
+        print(f"\nthe baseline over {len(base)} rounds: onnx.load at {max(sizes) // 1000}k took "
+              f"{min(base):.3f}-{max(base):.3f} s (the least is used); a row's spread is its slowest run over its "
+              "fastest")
     if args.json:
         Path(args.json).write_text(json.dumps({"sizes": sizes, "source": source.name, "results": res}, indent=1))
     print(f"\nwhole run {time.perf_counter() - t_start:.0f} s")
