@@ -7,8 +7,10 @@ No Qt is imported unless the app is opened. Errors print one line and exit with 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -50,10 +52,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args and args[0] in SUBCOMMANDS:
         module, rest = SUBCOMMANDS[args[0]], args[1:]
+    elif args and _mistyped(args[0]):
+        return run_guarded(_unknown_command, args[:1])
     else:
         module, rest = SUBCOMMANDS["open"], args
     command: Callable[[Sequence[str]], int] = importlib.import_module(module).main
     return run_guarded(command, rest)
+
+
+# words users type for a subcommand that has another name
+_MEANT = {"gui": "open", "app": "open", "view": "open", "show": "open", "compare": "diff", "summarize": "summary",
+          "info": "summary", "html": "report"}
+
+
+def _mistyped(word: str) -> bool:
+    """Whether a first argument that is not a subcommand reads as a mistyped one rather than a model to open: a bare
+    word (no path separator, no suffix) that names no file here. ``onnx-inspector gui model.onnx`` otherwise opened
+    a comparison of a model named "gui" with ``model.onnx``."""
+    return re.fullmatch(r"[A-Za-z][A-Za-z_-]*", word) is not None and not os.path.exists(word)
+
+
+def _unknown_command(argv: Sequence[str]) -> int:
+    word = argv[0]
+    meant = _MEANT.get(word.lower()) or next(iter(difflib.get_close_matches(word.lower(), SUBCOMMANDS, 1)), None)
+    hint = f"; did you mean '{meant}'?" if meant else ""
+    raise InspectorError(f"unknown command {word!r} and no such file{hint} (commands: {', '.join(SUBCOMMANDS)}; "
+                         "onnx-inspector --help lists them)")
 
 
 def run_guarded(command: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:

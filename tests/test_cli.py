@@ -80,6 +80,29 @@ def test_usage_errors_and_help():
     assert proc.returncode == 0 and "summary MODEL" in proc.stdout
 
 
+@pytest.mark.parametrize(("word", "meant"), [("gui", "open"), ("sumary", "summary"), ("compare", "diff"),
+                                             ("frobnicate", None)])
+def test_a_mistyped_subcommand_is_an_error_naming_the_right_one(word: str, meant: str | None):
+    # before: the word was taken for a model, and the app opened a comparison of a file named "gui" with the model
+    proc = run(word, str(SAMPLE))
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"onnx-inspector: error: unknown command '{word}' and no such file")
+    assert (f"did you mean '{meant}'?" in lines[0]) is (meant is not None)
+
+
+def test_a_model_file_named_like_a_word_still_opens(tmp_path: Path, monkeypatch):
+    import inspector.gui.app
+
+    opened: list[list[str]] = []
+    monkeypatch.setattr(inspector.gui.app, "run", lambda paths: opened.append(paths) or 0)
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SAMPLE, tmp_path / "gui")
+    assert main(["gui", str(SAMPLE)]) == 0  # a file of that name exists here: it is a model, not a command
+    assert opened == [["gui", str(SAMPLE)]]
+    assert main(["view"]) == 2  # no such file: a mistyped command
+
+
 def test_console_script_is_installed():
     exe = shutil.which("onnx-inspector", path=str(Path(sys.executable).parent))
     assert exe is not None
