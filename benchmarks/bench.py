@@ -6,8 +6,6 @@ no Python state is warm); the time is measured inside it, from the path to the r
 model files were read once (the page cache is warm: disk speed is not what is measured). Printed per
 operation: time per size, t(largest)/t(smallest), the ratio to ``onnx.load(load_external_data=False)`` of the
 largest model in the same run, max RSS, and PASS/MISS against the targets of issue 11. Never asserted in tests.
-A ratio target is judged on pairs: each run at the largest size comes right after an ``onnx.load`` run of its own,
-and the median of the pairs' ratios is the verdict's (the least time over the least baseline is printed beside).
 With ``--repeat N`` (``make bench``: 5), each operation runs N times, in rounds: the least time, the most memory and
 the median stall are kept (``combine``), the worst run's stall and the spread of the times (slowest / fastest run)
 printed beside them.
@@ -347,31 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     # and the operations alike, instead of all the runs of whichever operation it fell on.
     runs: dict[str, dict[int, list[dict[str, Any]]]] = {op: {n: [] for n in sizes} for op in ops}
     rounds = max(1, args.repeat)
-    # At the largest size, an operation with a ratio target is run right after a baseline of its own (onnx.load in
-    # a process of its own, just before): the two see the same state of the machine, and the ratio of each such
-    # pair is kept; the verdict is on their median (``paired``). The least time over the rounds divided by the
-    # least baseline set a long operation's luckiest run against a short one's: a 0.3 s load finds a calm moment
-    # in 5 tries more often than a 4 s fold does.
-    paired: dict[str, list[float]] = {op: [] for op in ops if op in TARGETS}
     for k in range(rounds):
         for n in sizes:
             a, b = models[n]
             for op in ops:
-                if op in paired and n == max(sizes):
-                    base = run("onnx.load", [a], args.timeout).get("t", float("nan"))
                 r = run(op, [a, b] if op in ("diff", "app") else [a], args.timeout)
                 runs[op][n].append(r)
-                line = f"  round {k + 1}/{rounds}  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s"
-                if op in paired and n == max(sizes):
-                    paired[op].append(r.get("t", float("nan")) / ((2 if op == "diff" else 1) * base))
-                    line += f"  ({paired[op][-1]:.2f}x the onnx.load just before, {base:.3f} s)"
-                print(line, flush=True)
-    res: dict[str, dict[int, dict[str, Any]]] = {op: {n: combine(runs[op][n]) for n in sizes} for op in ops}
-    for op, ratios in paired.items():
-        kept = [x for x in ratios if x == x]  # not NaN (a failed run)
-        if kept:
-            res[op][max(sizes)]["paired"] = round(statistics.median(kept), 2)
-            res[op][max(sizes)]["paired_runs"] = [round(x, 2) for x in ratios]
+                print(f"  round {k + 1}/{rounds}  {op:<10} {n:>7}: {r.get('t', float('nan')):8.3f} s", flush=True)
+    res: dict[str, dict[int, dict[str, float]]] = {op: {n: combine(runs[op][n]) for n in sizes} for op in ops}
     print()
     for n in sizes:
         for op in ops:
@@ -381,11 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{k}={v}" for k, v in extra.items()), flush=True)
     print()
     print(_table(res, sizes, ops))
-    loads = [r.get("t", float("nan")) for r in runs["onnx.load"][max(sizes)]]
-    if len(loads) > 1:
-        print(f"\nthe baseline row over {len(loads)} rounds: onnx.load at {max(sizes) // 1000}k took "
-              f"{min(loads):.3f}-{max(loads):.3f} s; a row's time is its least, its spread its slowest run over its "
-              "fastest; a ratio target is judged on the median ratio of each run to the onnx.load run just before it")
+    base = [r.get("t", float("nan")) for r in runs["onnx.load"][max(sizes)]]
+    if len(base) > 1:
+        print(f"\nthe baseline over {len(base)} rounds: onnx.load at {max(sizes) // 1000}k took "
+              f"{min(base):.3f}-{max(base):.3f} s (the least is used); a row's spread is its slowest run over its "
+              "fastest")
     if args.json:
         Path(args.json).write_text(json.dumps({"sizes": sizes, "source": source.name, "results": res}, indent=1))
     print(f"\nwhole run {time.perf_counter() - t_start:.0f} s")
@@ -403,8 +384,7 @@ def _table(res: dict[str, dict[int, dict[str, Any]]], sizes: list[int], ops: lis
         times = [r[n].get("t", float("nan")) for n in sizes]
         growth = times[-1] / times[0] if len(sizes) > 1 and times[0] > 0 else float("nan")
         denom = 2 * base if op == "diff" else base
-        least = times[-1] / denom if denom else float("nan")  # the least time over the least baseline
-        ratio = r[big].get("paired", least)
+        ratio = times[-1] / denom if denom else float("nan")
         verdicts = []
         if len(sizes) > 1 and op not in REFERENCES and big >= 10 * small:
             verdicts.append(f"linear {'PASS' if growth <= LINEAR else 'MISS'}")
@@ -419,8 +399,6 @@ def _table(res: dict[str, dict[int, dict[str, Any]]], sizes: list[int], ops: lis
             if "index" in res:
                 ratio_text += f"; {times[-1] / (2 * res['index'][big]['t']):.1f} of loading and indexing both"
             ratio_text += ")"
-        if "paired" in r[big]:
-            ratio_text += f" (median of {len(r[big]['paired_runs'])} pairs; least over least {least:.1f})"
         if op == "app":
             after = r[big].get("after_load", float("nan"))
             session = r[big].get("session_stalls_ms") or {}
