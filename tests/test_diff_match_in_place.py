@@ -1,8 +1,11 @@
 """Plain nodes of a model cut like the other (one node count, the same aten call groups: diff/cut.py) are matched
 by position, without hashing every node's neighbourhood (4.7 s of a 100k-node GPT-2 diff): equal nodes, and nodes
-of one operator under one name. On the zoo's real export pairs: the same matches and changes either way."""
+of one operator under one name. On the zoo's real export pairs: the same matches and changes either way. Two graphs
+of plain nodes only (a TorchScript-style export, no metadata) with one node count are compared in place too."""
 
 from __future__ import annotations
+
+import json
 
 import onnx
 import pytest
@@ -32,7 +35,7 @@ def test_a_pair_cut_alike_matches_its_plain_nodes_in_place(monkeypatch: pytest.M
     fast = diff_models(a, b)
     assert counted == []  # both plain nodes matched where they are
     assert fast.matched["nodes"] == MatchCount(matched=2, only_a=0, only_b=0, renamed=0)
-    monkeypatch.setattr(matching.Matcher, "_match_in_place", lambda self, umap, na: None)
+    monkeypatch.setattr(matching.Matcher, "_match_in_place", lambda self, umap, na, unequal: None)
     slow = diff_models(a, b)
     assert counted == [1, 1] and slow == fast  # hashed, and the same diff
 
@@ -58,3 +61,49 @@ def test_a_plain_node_renamed_where_it_is_is_left_to_the_hashes(monkeypatch: pyt
     d = diff_models(a, b)
     assert counted == [1, 1]  # one node left for the hashes
     assert d.matched["nodes"].matched == 2 and d.matched["nodes"].renamed == 1
+
+
+def _without_metadata(path, tmp_path):
+    """The zoo export as a TorchScript-style export carries it: no node or value metadata, so no aten calls."""
+    proto = onnx.load(str(path), load_external_data=False)
+    for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
+        del item.metadata_props[:]
+    return build_index(LoadedModel(tmp_path / path.name, proto, "binary", 0))
+
+
+def test_plain_graphs_of_one_node_count_match_in_place(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # torch's truth (pair_eps_b.truth.json): the pair differs in the eps of its 3 LayerNorms, nothing else
+    truth = json.loads((ZOO / "pair_eps_b.truth.json").read_text())
+    assert truth["pair"] == {"hyperparameter": "eps", "value": 1e-06, "other": "pair_eps_a", "other_value": 1e-05}
+    assert truth["fx_target_counts"]["aten::layer_norm"] == 3
+    a, b = _without_metadata(ZOO / "pair_eps_a.onnx", tmp_path), _without_metadata(ZOO / "pair_eps_b.onnx", tmp_path)
+    assert not a.provenance.calls and not b.provenance.calls
+    counted = _hashes_counted(monkeypatch)
+    fast = diff_models(a, b)
+    assert counted == []  # no node's neighbourhood hashed
+    n = truth["onnx"]["main_graph_nodes"]
+    assert fast.matched["nodes"] == MatchCount(matched=n, only_a=0, only_b=0, renamed=0)
+    assert [(c.kind, c.family) for c in fast.changes] == [("node_changed", "LayerNormalization")] * 3
+    for c in fast.changes:  # (the float32 of 1e-5 is 9.9999997e-06)
+        assert {k: v for k, v in c.old.items() if k != "epsilon"} == {k: v for k, v in c.new.items() if k != "epsilon"}
+        assert (c.old["epsilon"], c.new["epsilon"]) == (pytest.approx(truth["pair"]["other_value"], rel=1e-6),
+                                                        pytest.approx(truth["pair"]["value"], rel=1e-6))
+    monkeypatch.setattr(matching.Matcher, "_unequal_plain", lambda self: None)
+    slow = diff_models(a, b)
+    assert counted == [1, 1] and slow == fast  # hashed, and the same diff
+
+
+def test_plain_graphs_that_differ_in_more_than_half_their_nodes_are_hashed(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path) -> None:
+    a = _without_metadata(ZOO / "pair_eps_a.onnx", tmp_path)
+    proto = onnx.load(str(ZOO / "pair_eps_a.onnx"), load_external_data=False)
+    for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
+        del item.metadata_props[:]
+    for i, node in enumerate(proto.graph.node):
+        node.name = f"renamed_{i}"  # every node renamed: nothing is equal where it is
+    b = build_index(LoadedModel(tmp_path / "renamed.onnx", proto, "binary", 0))
+    counted = _hashes_counted(monkeypatch)
+    d = diff_models(a, b)
+    assert counted == [1, 1]
+    n = len(proto.graph.node)
+    assert d.matched["nodes"] == MatchCount(matched=n, only_a=0, only_b=0, renamed=n)
