@@ -10,7 +10,7 @@ import json
 import onnx
 import pytest
 
-from inspector.core.diff import diff_models, matching
+from inspector.core.diff import diff_models, facts, matching
 from inspector.core.diff.model import MatchCount
 from inspector.core.index import build_index, open_index
 from inspector.core.loader import LoadedModel
@@ -107,3 +107,58 @@ def test_plain_graphs_that_differ_in_more_than_half_their_nodes_are_hashed(monke
     assert counted == [1, 1]
     n = len(proto.graph.node)
     assert d.matched["nodes"] == MatchCount(matched=n, only_a=0, only_b=0, renamed=n)
+
+
+def _stripped(path):
+    proto = onnx.load(str(path), load_external_data=False)
+    for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
+        del item.metadata_props[:]
+    return proto
+
+
+def _alike_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    sizes: list[int] = []
+    real = facts.wired_alike_in_place
+
+    def counting(pairs, umap, outside_alike):
+        out = real(pairs, umap, outside_alike)
+        sizes.append(len(out))
+        return out
+
+    monkeypatch.setattr(facts, "wired_alike_in_place", counting)
+    return sizes
+
+
+def test_plain_graphs_matched_in_place_check_the_wiring_of_their_changed_nodes_only(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    a, b = _without_metadata(ZOO / "pair_eps_a.onnx", tmp_path), _without_metadata(ZOO / "pair_eps_b.onnx", tmp_path)
+    sizes = _alike_counted(monkeypatch)
+    fast = diff_models(a, b)
+    # every node but the 3 LayerNorms whose eps changed, and the nodes reading what those make (2: the last
+    # norm's output is the graph's)
+    readers = {i for i, node in enumerate(a.proto.graph.node)
+               if set(node.input) & {o for n in a.proto.graph.node if n.op_type == "LayerNormalization"
+                                     for o in n.output}}
+    assert len(readers) == 2 and sizes == [len(a.proto.graph.node) - 3 - 2]
+    monkeypatch.setattr(facts, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
+    assert diff_models(a, b) == fast  # the same diff as with every unit's wiring checked
+
+
+def test_a_swap_of_two_producers_outputs_is_found_rewired_in_plain_graphs(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path) -> None:
+    proto_a = _stripped(ZOO / "pair_eps_a.onnx")
+    proto_b = _stripped(ZOO / "pair_eps_a.onnx")
+    norms = [n for n in proto_b.graph.node if n.op_type == "LayerNormalization"]
+    x, y = norms[0].output[0], norms[1].output[0]
+    norms[0].output[0], norms[1].output[0] = y, x  # the readers of x now read what the second norm makes
+    readers = sorted(n.name for n in proto_b.graph.node if set(n.input) & {x, y})
+    assert len(readers) == 2
+    a = build_index(LoadedModel(tmp_path / "a.onnx", proto_a, "binary", 0))
+    b = build_index(LoadedModel(tmp_path / "b.onnx", proto_b, "binary", 0))
+    sizes = _alike_counted(monkeypatch)
+    fast = diff_models(a, b)
+    assert sizes and sizes[0] == len(proto_a.graph.node) - 2 - len(readers)
+    rewired = sorted(c.where for c in fast.changes if c.kind == "rewired")
+    assert rewired == readers, [c.detail for c in fast.changes]
+    monkeypatch.setattr(facts, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
+    assert diff_models(a, b) == fast

@@ -3,7 +3,7 @@ units (each must read from the matched producers, at the same positions)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import onnx
@@ -16,6 +16,7 @@ from inspector.core.diff.units import Side, UnitPairs, aten_family, baked_consta
 from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
 from inspector.core.keys import FunctionKey
 from inspector.core.values import type_text
+from inspector.core.walk import may_have_subgraphs
 
 # added, removed, retyped
 _VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {
@@ -142,11 +143,14 @@ class GraphComparer:
                 return None if k is None else ("init", k)
             return src if kind == "none" else None
 
+        alike_in_place = wired_alike_in_place(self.pairs, umap,
+                                              lambda name: self._outside_alike(name, imap, tmap))
         for side, keys in ((A, umap.keys()), (B, umap.values())):
             if not side.keeps_producers:  # graphs of plain nodes: look up only what is asked below
                 names = {v.name for v in side.graph.output}
                 for k in keys:
-                    names.update(side.unit(k).reads)
+                    if k not in alike_in_place:  # (a unit of B wired alike is its A unit's id)
+                        names.update(side.unit(k).reads)
                 side.prepare_sources(names)
         # the common cases, a value produced by a matched unit that keeps its outputs on both sides, or a graph
         # input or initializer, are checked inline (the same test as below, without building the two sources)
@@ -173,6 +177,8 @@ class GraphComparer:
                     for u in range(n_calls)) and all(umap.get(u) == u for u in range(n_calls, len(units_a)))
         one_sided = (in_a.keys() ^ in_b.keys()) | (init_a.keys() ^ init_b.keys()) if alike else set()
         for ka, kb in umap.items():
+            if ka in alike_in_place:
+                continue
             if alike and ka == kb and ka < n_calls and ka not in unequal:
                 reads = units_a[ka].reads  # type: ignore[union-attr]
                 if reads is units_b[kb].reads and (not one_sided or one_sided.isdisjoint(reads)):  # type: ignore
@@ -299,3 +305,51 @@ class GraphComparer:
         if unit.kind == "function_call" and unit.callee is not None:
             return "function", side.family_of_key.get(unit.callee, str(unit.callee))
         return "node", op_label(side.graph.node[unit.nodes[0]])
+
+
+def wired_alike_in_place(pairs: UnitPairs, umap: dict[int, int], outside_alike: Callable[[str], bool]) -> set[int]:
+    """For two graphs of plain nodes matched in place (``UnitPairs.plain_unequal``): the units whose wiring
+    ``GraphComparer.check_wiring`` need not look at, found in one pass over A's nodes instead of building both
+    sides' units and sources. A node equal to B's at its place and matched to it reads the same names; B's nodes
+    are A's but for the unequal ones, so a name no unequal node makes on either side has the same producers on both
+    sides (the same node, the same output position), or none on either. Such a read is wired alike when its
+    producer is matched in place, or, made by no node, when ``outside_alike`` (``GraphComparer._outside_alike``)
+    says so. Nodes with subgraphs (which read outer names) are left to the full check."""
+    unequal = pairs.plain_unequal
+    if unequal is None:
+        return set()
+    A, B = pairs.A, pairs.B
+    nodes_a, nodes_b = A.graph.node, B.graph.node
+    suspect: set[str] = set()  # names an unequal node makes, on either side
+    for k in unequal:
+        suspect.update(nodes_a[A.node_of(k)].output)
+        suspect.update(nodes_b[B.node_of(k)].output)
+    unit_of_node = A.unit_of_node
+    producer: dict[str, int] = {}  # name -> unit of A that makes it (the last one, as ``Side.source`` reads)
+    for i, node in enumerate(nodes_a):
+        for name in node.output:
+            producer[name] = unit_of_node[i]
+    outside: dict[str, bool] = {}
+    out: set[int] = set()
+    for i, node in enumerate(nodes_a):
+        k = unit_of_node[i]
+        if k in unequal or umap.get(k) != k or may_have_subgraphs(node):
+            continue
+        for name in node.input:
+            if not name:
+                continue
+            if name in suspect:
+                break
+            p = producer.get(name)
+            if p is not None:
+                if umap.get(p) != p:
+                    break
+                continue
+            same = outside.get(name)
+            if same is None:
+                same = outside[name] = outside_alike(name)
+            if not same:
+                break
+        else:
+            out.add(k)
+    return out

@@ -207,7 +207,9 @@ class Matcher:
             return
         na, nb = array("q", A.node_ids()), array("q", B.node_ids())
         left_a, left_b = na, nb
-        unequal = B.cut.unequal if B.cut.followed is A.cut else self._unequal_plain()
+        if B.cut.followed is not A.cut:
+            self.pairs.plain_unequal = self._unequal_plain()
+        unequal = B.cut.unequal if B.cut.followed is A.cut else self.pairs.plain_unequal
         if unequal is not None:
             self._match_in_place(umap, na, unequal)
             taken = set(umap.values())
@@ -278,7 +280,7 @@ class Matcher:
                 or len(A.graph.node) != A.node_count or len(B.graph.node) != B.node_count:
             return None
         differ = unequal_nodes(A.graph.node, B.graph.node)
-        return set(differ) if differ is not None else None
+        return {A.unit_of_node[i] for i in differ} if differ is not None else None
 
     def _match_in_place(self, umap: dict[int, int], na: array[int], unequal: set[int]) -> None:
         """B was cut like A (one node count, the same aten call groups, at most half the nodes different), or both

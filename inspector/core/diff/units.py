@@ -282,6 +282,8 @@ class UnitPairs:
         self._node_match: dict[int, list[str] | None] = {}
         self._first_equal: dict[int, int] = {}  # aten call of A -> the call of B whose first node equals its own
         self._same_constant: dict[str, bool] = {}  # a baked constant's name -> same content on both sides
+        # two graphs of plain nodes only, matched in place (``Matcher._unequal_plain``): the units whose nodes differ
+        self.plain_unequal: set[int] | None = None
 
     def same_module(self, ka: int, kb: int) -> bool:
         """Whether aten calls ``ka`` and ``kb`` have the same module chain. Equal first nodes (one comparison in C,
