@@ -162,3 +162,26 @@ def test_a_swap_of_two_producers_outputs_is_found_rewired_in_plain_graphs(monkey
     assert rewired == readers, [c.detail for c in fast.changes]
     monkeypatch.setattr(facts, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
     assert diff_models(a, b) == fast
+
+
+def test_plain_graphs_matched_in_place_make_units_only_for_what_differs(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path) -> None:
+    # a plain node's unit is made on each access (its reads and outputs read from protobuf): for the nodes equal
+    # at their place, counting renames, looking for folds, comparing attributes and checking wiring need none
+    from inspector.core.diff.units import Side
+
+    a, b = _without_metadata(ZOO / "pair_eps_a.onnx", tmp_path), _without_metadata(ZOO / "pair_eps_b.onnx", tmp_path)
+    made: set[tuple[str, int]] = set()
+    real = Side.unit
+
+    def unit(self, k):
+        made.add((self.index.path.name, k))
+        return real(self, k)
+
+    monkeypatch.setattr(Side, "unit", unit)
+    d = diff_models(a, b)
+    assert len(d.changes) == 3
+    nodes = a.proto.graph.node
+    changed = {i for i, n in enumerate(nodes) if n.op_type == "LayerNormalization"}
+    readers = {i for i, n in enumerate(nodes) if set(n.input) & {o for j in changed for o in nodes[j].output}}
+    assert {k for _side, k in made} == changed | readers and len(changed | readers) == 5

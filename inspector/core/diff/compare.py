@@ -271,12 +271,15 @@ class Comparer:
             return found
 
         nodes_a, nodes_b = A.graph.node, B.graph.node
+        unequal = self.pairs.in_place_unequal()
         for k in A.node_ids():
             i = A.node_of(k)
+            kb = umap.get(k)
+            if kb == k and unequal is not None and k not in unequal and B.node_of(kb) == i:
+                continue  # the same node at the same place on both sides
             node = nodes_a[i]
             label = label_of(node)
             name = node.name or f"{node.op_type}#{i}"
-            kb = umap.get(k)
             if kb is None:
                 self.add(Change("node_removed", "node", label, name, label, None, f"{label} node {name}", [name]))
                 continue

@@ -17,7 +17,10 @@ def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:
     """Whether one side is the other folded: matched aten calls that are flat on one side and function calls on
     the other, all in one direction."""
     directions: dict[Literal["a", "b"], list[tuple[Unit, Unit]]] = {"a": [], "b": []}
+    units_a, units_b = A.units, B.units
     for ka, kb in umap.items():
+        if units_a[ka] is None and units_b[kb] is None:
+            continue  # two plain nodes (made on access, never a call)
         ua, ub = A.unit(ka), B.unit(kb)
         if ua.callee is None and ub.callee is not None:
             directions["b"].append((ua, ub))

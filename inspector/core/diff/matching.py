@@ -209,7 +209,7 @@ class Matcher:
         left_a, left_b = na, nb
         if B.cut.followed is not A.cut:
             self.pairs.plain_unequal = self._unequal_plain()
-        unequal = B.cut.unequal if B.cut.followed is A.cut else self.pairs.plain_unequal
+        unequal = self.pairs.in_place_unequal()
         if unequal is not None:
             self._match_in_place(umap, na, unequal)
             taken = set(umap.values())
@@ -266,7 +266,10 @@ class Matcher:
             if cands:
                 umap[k] = cands.pop(0)
         matched = sum(1 for k in na if k in umap)
-        renamed = sum(1 for k in na if k in umap and A.unit(k).label != B.unit(umap[k]).label)
+        # (a node equal to the other side's at its place has its label: no unit is made for it)
+        kept = set() if unequal is None else {k for k in na if umap.get(k) == k and k not in unequal
+                                              and A.node_of(k) == B.node_of(k)}
+        renamed = sum(1 for k in na if k in umap and k not in kept and A.unit(k).label != B.unit(umap[k]).label)
         self.matched["nodes"] = MatchCount(matched, len(na) - matched, len(nb) - matched, renamed)
 
     def _unequal_plain(self) -> set[int] | None:

@@ -285,6 +285,12 @@ class UnitPairs:
         # two graphs of plain nodes only, matched in place (``Matcher._unequal_plain``): the units whose nodes differ
         self.plain_unequal: set[int] | None = None
 
+    def in_place_unequal(self) -> set[int] | None:
+        """The units whose nodes differ between the sides when B's units are A's, place for place (B cut like A,
+        or two plain graphs matched in place); None otherwise."""
+        B = self.B
+        return B.cut.unequal if B.cut.followed is self.A.cut else self.plain_unequal
+
     def same_module(self, ka: int, kb: int) -> bool:
         """Whether aten calls ``ka`` and ``kb`` have the same module chain. Equal first nodes (one comparison in C,
         metadata included) have; the outcome is kept for ``node_match``."""
