@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTabWidget,
     QTextBrowser,
-    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -53,7 +52,7 @@ from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
-from inspector.gui.widgets import ElidedLabel, fit_to_screen
+from inspector.gui.widgets import ElidedLabel, HintedTreeView, fit_to_screen
 from inspector.gui.worker import Jobs
 from inspector.render.overview import module_totals
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
@@ -84,7 +83,7 @@ class MainWindow(QMainWindow):
         self.family_filter = FamilyFilter()
         self.family_filter.setSourceModel(self.families)
         self.filter_box = FilterBox(self.family_filter)
-        self.family_view = QTreeView()
+        self.family_view = HintedTreeView(self._families_hint)
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
         self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
@@ -95,7 +94,7 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
-        self.module_view = QTreeView()
+        self.module_view = HintedTreeView(self._modules_hint)
         self.module_view.setUniformRowHeights(True)
         self.module_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
 
@@ -222,7 +221,7 @@ class MainWindow(QMainWindow):
         self.families.set_tree(tree or FamilyTree(index))
         self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
         self._fit_counts()
-        modules = ModuleModel(index.provenance.module_root, totals)
+        modules = ModuleModel(index.provenance.module_root if index.provenance.has_provenance else None, totals)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
         self.module_view.setColumnWidth(0, 220)
@@ -234,6 +233,25 @@ class MainWindow(QMainWindow):
                                   f"{plural(len(index.findings), 'finding')}")
         self.statusBar().showMessage(f"Opened {index.path}", 5000)
         self.details.setHtml(details.model_overview(index))
+
+    def _families_hint(self) -> str:
+        """Why the functions tree has no rows."""
+        if self.index is None:
+            return "Open a model (File › Open, or drop a file here) to see its local functions and aten calls."
+        if self.family_filter.text:
+            return f"No function, overload or aten call matches “{self.family_filter.text}”."
+        if self.index.provenance.has_provenance:
+            return "No local functions or aten calls in this model."
+        return ("No local functions or aten calls: this model carries no pkg.torch.onnx metadata (a TorchScript "
+                "export, or one whose metadata was removed), so its nodes cannot be grouped by the aten call they "
+                "came from. The graph, node details, search and diff work as usual.")
+
+    def _modules_hint(self) -> str:
+        """Why the modules tree has no rows."""
+        if self.index is None:
+            return "Open a model to see the PyTorch modules its nodes came from."
+        return ("No module tree: this model carries no pkg.torch.onnx metadata, which names the module each node "
+                "came from (a TorchScript export, or one whose metadata was removed).")
 
     def _fit_counts(self) -> None:
         """Size the Calls column to its widest text: a family's count, or a call's node count. Qt's

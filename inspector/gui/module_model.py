@@ -21,11 +21,12 @@ class ModuleModel(QAbstractItemModel):
     """``totals``: nodes per module (``module_totals``, one pass off the GUI thread); without it, each shown row
     walks its subtree."""
 
-    def __init__(self, root: ModuleNode, totals: dict[int, int] | None = None) -> None:
+    def __init__(self, root: ModuleNode | None, totals: dict[int, int] | None = None) -> None:
+        """``root`` None: the model names no modules (no pkg.torch.onnx metadata), and the tree has no rows."""
         super().__init__()
-        self._top = [root]  # one visible root row: the model itself
+        self._top = [root] if root is not None else []  # one visible root row: the model itself
         self._children: dict[int, list[ModuleNode]] = {}
-        self._parent: dict[int, tuple[ModuleNode | None, int]] = {id(root): (None, 0)}
+        self._parent: dict[int, tuple[ModuleNode | None, int]] = {id(root): (None, 0)} if root is not None else {}
         self._totals: dict[int, int] = totals if totals is not None else {}
 
     def total(self, node: ModuleNode) -> int:

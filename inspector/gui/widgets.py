@@ -1,11 +1,13 @@
 """Small widgets: a label that elides instead of widening its window, sizing a top-level window to the screen it
-opens on, and a line edit that leaves the window's Ctrl shortcuts to the window."""
+opens on, a line edit that leaves the window's Ctrl shortcuts to the window, and a tree that says why it is empty."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QResizeEvent
-from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QWidget
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QPainter, QPaintEvent, QPalette, QResizeEvent
+from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QTreeView, QWidget
 
 from inspector.gui.text import tooltip
 
@@ -72,3 +74,29 @@ class LineEdit(QLineEdit):
             e.ignore()
             return False
         return super().event(e)
+
+
+class HintedTreeView(QTreeView):
+    """A tree view that, when it has no rows, says why (``hint``, asked at each paint) instead of showing a blank
+    panel: a model without local functions or aten calls, or a filter that matches nothing. The hint is drawn as
+    plain text, so nothing in it (a filter text, a file name) is read as markup."""
+
+    def __init__(self, hint: Callable[[], str]) -> None:
+        super().__init__()
+        self._hint = hint
+
+    def empty_hint(self) -> str:
+        """The text shown: the hint when the tree has no rows, else empty."""
+        model = self.model()
+        return self._hint() if model is None or model.rowCount() == 0 else ""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        text = self.empty_hint()
+        if not text:
+            return
+        painter = QPainter(self.viewport())
+        painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(self.viewport().rect().adjusted(12, 12, -12, -12),
+                         int(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap), text)
+        painter.end()
