@@ -233,7 +233,13 @@ class GraphCut:
             unit = units[uid]
             assert unit is not None
             if unit.callee is None:
-                unit.outputs = [o for o in unit.outputs if o and (o in read_outside or o in graph_outputs)]
+                outputs = unit.outputs
+                if len(outputs) == 1:  # most calls: the list is kept (it may be the node's own, never changed)
+                    o = outputs[0]
+                    if not (o and (o in read_outside or o in graph_outputs)):
+                        unit.outputs = []
+                    continue
+                unit.outputs = [o for o in outputs if o and (o in read_outside or o in graph_outputs)]
 
     # -- a second cut, made like a first one ---------------------------------------------------------------------------
 
