@@ -357,7 +357,8 @@ def _as_file(x: Any, spare: Path) -> str:
     m = open(x)
     if m.path is not None:
         return str(m.path)
+    from inspector.core.encoding import encoded
     from inspector.core.fileio import write_atomic
 
-    write_atomic(spare, m.proto.SerializeToString())
+    write_atomic(spare, encoded(m.proto))
     return str(spare)
