@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from inspector.core.errors import InspectorError
 
@@ -49,8 +52,10 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *,
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
         temps.append(tmp)
         with os.fdopen(fd, "wb") as fh:
-            for chunk in ((data,) if isinstance(data, bytes | bytearray) else data):
-                fh.write(chunk)
+            if isinstance(data, bytes | bytearray):
+                fh.write(data)
+            else:
+                _write_chunks(fh, data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -72,6 +77,35 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *,
         for t in temps:
             with contextlib.suppress(OSError):
                 os.unlink(t)
+
+
+def _write_chunks(fh: BinaryIO, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` on a second thread while this one makes the next: the write releases the GIL, and putting
+    130 MB into the page cache (0.2-0.35 s of kernel time for a folded 100k-node export) then overlaps making them.
+    At most a few chunks wait; an error on either side stops both, and the writer's error is raised here."""
+    pending: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
+    failed: list[OSError] = []
+
+    def writer() -> None:
+        while (chunk := pending.get()) is not None:
+            if not failed:
+                try:
+                    fh.write(chunk)
+                except OSError as e:
+                    failed.append(e)
+
+    thread = threading.Thread(target=writer, name="write_atomic", daemon=True)
+    thread.start()
+    try:
+        for chunk in chunks:
+            if failed:
+                break
+            pending.put(chunk)
+    finally:
+        pending.put(None)
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _check_replaceable(target: Path) -> None:
