@@ -340,9 +340,15 @@ def _read_flat(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]
     in one comprehension (what a node reads is its inputs)."""
     nodes = cut.graph.node
     unit_of_node, units = cut.unit_of_node, cut.units
-    node_outputs = cut.node_outputs = [list(node.output) for node in nodes]
+    # outputs and inputs in one pass over the nodes (reaching a node of a large graph costs more than its fields)
+    node_outputs: list[list[str]] = []
+    node_inputs: list[Any] = []
+    add_outputs, add_inputs = node_outputs.append, node_inputs.append
+    for node in nodes:
+        add_outputs(list(node.output))
+        add_inputs(node.input)
+    cut.node_outputs = node_outputs
     producer = cut.producer = {name: i for i, outputs in enumerate(node_outputs) for name in outputs}
-    node_inputs = [node.input for node in nodes]
     raw_reads: list[Any] = []
     for uid in range(cut.n_calls):
         unit = units[uid]
