@@ -12,7 +12,8 @@ from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.gc_pause import paused_gc
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.index import ModelIndex, build_index
+from inspector.core.loader import ReadBuffer, load_model
 from inspector.core.sanitize import retry_repaired
 
 
@@ -22,8 +23,13 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
     diff it would rescan every object of the first index, and none of them is garbage). ``keep``: see
     ``diff_models``; the two indexes go there too."""
     with paused_gc():
-        a = open_index(path_a, modules=False)
-        b = open_index(path_b, modules=False, like=a)  # two exports of one model: mostly equal nodes, read once
+        buffer = ReadBuffer((path_a, path_b))  # B's bytes go where A's went (see ReadBuffer)
+        a = build_index(load_model(path_a, buffer=buffer), modules=False)
+        model_b = load_model(path_b, buffer=buffer)
+        del buffer  # (before B is indexed: no more memory is held at once than with a fresh read of each)
+        # like A: two exports of one model have mostly equal nodes, read once
+        b = build_index(model_b, modules=False, like=a)
+        del model_b
         if keep is not None:
             keep += (a, b)
         return diff_models(a, b, keep=keep)
