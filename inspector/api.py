@@ -284,6 +284,9 @@ def diff(a: Any, b: Any) -> Diff | FolderDiff:
 
         if is_dir_pair(a, b):
             return FolderDiff(diff_dirs(a, b))
+        from inspector.core.diff import diff_files
+
+        return Diff(diff_files(a, b))  # as the command does: B read into A's memory and indexed like A
     from inspector.core.diff import diff_models
 
     return Diff(diff_models(open(a).index, open(b).index))

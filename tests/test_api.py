@@ -119,6 +119,30 @@ def test_diff_of_a_file_and_a_program_names_the_changed_eps(capsys):
     assert html.startswith("<iframe sandbox srcdoc=") and "<script" not in html and html.count("<") == 2
 
 
+@pytest.mark.parametrize("pair", ["heads", "transpose"])
+def test_diff_of_two_files_is_the_commands_diff(pair, monkeypatch):
+    import inspector.core.diff as core_diff
+
+    a, b = ZOO / f"pair_{pair}_a.onnx", ZOO / f"pair_{pair}_b.onnx"
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return diff_files(*args, **kwargs)
+
+    monkeypatch.setattr(core_diff, "diff_files", spy)
+    d = inspector.diff(a, b)
+    assert calls == [(a, b)]  # as the command does: B read into A's memory and indexed like A
+    assert not d.equal
+    assert d.to_dict() == inspector.diff(inspector.open(a), inspector.open(b)).to_dict()
+
+
+def test_diff_of_two_files_refuses_a_missing_one_in_one_line():
+    with pytest.raises(inspector.InspectorError, match="no such file") as err:
+        inspector.diff(ZOO / "pair_eps_a.onnx", ZOO / "no_such_model.onnx")
+    assert "\n" not in str(err.value)
+
+
 def test_report_of_a_program_renders_and_saves(tmp_path, capsys):
     program = FakeProgram(onnx.load(str(ZOO / "pair_eps_a.onnx")))
     md = inspector.report(program, format="md")
