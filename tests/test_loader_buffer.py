@@ -69,3 +69,15 @@ def test_diff_of_files_equals_diff_of_models_opened_one_by_one(pair: str) -> Non
     d = diff_files(a, b)
     assert not d.equal
     assert diff_dict(d) == diff_dict(diff_models(open_index(a, modules=False), open_index(b, modules=False)))
+
+
+def test_pieces_parse_from_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.core import loader
+
+    monkeypatch.setattr(loader, "PIECEWISE_BYTES", 1 << 10)  # the zoo's files parsed in pieces, as the app's are
+    monkeypatch.setattr(loader, "_PIECE_BYTES", 4 << 10)
+    a, b = ZOO / "gpt2.onnx", ZOO / "pair_eps_b.onnx"
+    buffer = ReadBuffer((a, b))
+    got_a = load_model(a, pieces=True, buffer=buffer)
+    got_b = load_model(b, pieces=True, buffer=buffer)
+    assert got_a.proto == _proto(a) and got_b.proto == _proto(b)

@@ -28,7 +28,7 @@ from inspector.core.body import Body, GraphMaps, function_body, group_body
 from inspector.core.diff import Change, ModelDiff, diff_models, show_value
 from inspector.core.index import ModelIndex, build_index
 from inspector.core.keys import MAIN, FunctionKey, Scope
-from inspector.core.loader import load_model
+from inspector.core.loader import ReadBuffer, load_model
 from inspector.core.provenance import AtenCall
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
@@ -55,8 +55,12 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     """Both models (large files parsed in pieces, so the GUI thread runs meanwhile), their diff, and the maps of
     their main graphs (seconds for 100k nodes: never on the GUI thread). ``a`` may be a model already open: the
     main window's, compared as shown (not read again from a file that may have changed since; 1.8 s at 100k)."""
-    ia = a if isinstance(a, ModelIndex) else build_index(load_model(a, pieces=True))
-    ib = build_index(load_model(b, pieces=True), like=ia)  # two exports of one model: equal nodes are read once
+    # two files: B's bytes go where A's went (loader.ReadBuffer), and the memory is let go before B is indexed
+    buffer = None if isinstance(a, ModelIndex) else ReadBuffer((a, b))
+    ia = a if isinstance(a, ModelIndex) else build_index(load_model(a, pieces=True, buffer=buffer))
+    model_b = load_model(b, pieces=True, buffer=buffer)
+    del buffer
+    ib = build_index(model_b, like=ia)  # two exports of one model: equal nodes are read once
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
     return Pair(ia, ib, diff_models(ia, ib), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
                 {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)})
