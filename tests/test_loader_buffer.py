@@ -85,3 +85,23 @@ def test_pieces_parse_from_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
     got_b = load_model(b, pieces=True, buffer=buffer)
     assert len(parsed) == 2 and None not in parsed  # in pieces, not the whole-file parse it falls back to
     assert got_a.proto == _proto(a) and got_b.proto == _proto(b)
+
+
+def test_a_file_larger_than_any_protobuf_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inspector.cli import main
+    from inspector.core.loader import MAX_MODEL_BYTES
+
+    huge = tmp_path / "huge.onnx"
+    with open(huge, "wb") as fh:  # sparse: 3 GiB that take no disk
+        fh.truncate(3 << 30)
+    assert huge.stat().st_size > MAX_MODEL_BYTES
+    buffer = ReadBuffer((huge, ZOO / "pair_eps_a.onnx"))
+    assert len(buffer._memory) == (ZOO / "pair_eps_a.onnx").stat().st_size  # sized without the refused file
+    for buf in (None, buffer):
+        with pytest.raises(ModelLoadError, match=r"huge\.onnx: 3\.0 GiB, larger than any ONNX protobuf can be"):
+            load_model(huge, buffer=buf)
+    for argv in (["summary", str(huge)], ["diff", str(huge), str(ZOO / "pair_eps_a.onnx")], ["fold", str(huge),
+                                                                                          "-o", str(tmp_path / "f")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "3.0 GiB, larger than any ONNX protobuf" in err and "internal" not in err

@@ -30,6 +30,10 @@ _deep_lock = threading.Lock()
 # thread while a worker opened a model: the app asks for larger files to be parsed 256 KB at a time
 # (_parse_in_pieces; 1 MB pieces held it up to 12 ms each, 256 KB pieces at most 4 ms, for 0.03 s more in all)
 PIECEWISE_BYTES = 32 << 20
+# protobuf encodes a message's length in 31 bits: no model file above 2 GiB is a valid ONNX protobuf (larger models
+# keep their weights as external data). Refused by size, before memory for it is asked for (a 50 GB sparse file was
+# an internal MemoryError)
+MAX_MODEL_BYTES = (1 << 31) - 1
 _PIECE_BYTES = 256 << 10
 
 
@@ -79,7 +83,9 @@ class ReadBuffer:
         size = 0
         for path in paths:
             with contextlib.suppress(OSError):
-                size = max(size, os.stat(path).st_size)
+                st_size = os.stat(path).st_size
+                if st_size <= MAX_MODEL_BYTES:  # (a larger file is refused unread)
+                    size = max(size, st_size)
         self._memory = bytearray(size)
 
     def read(self, fh: io.FileIO) -> memoryview:
@@ -104,6 +110,10 @@ def _read_file(p: Path, buffer: ReadBuffer | None = None) -> bytes | memoryview:
             raise ModelLoadError(f"{p}: no such file")
         if not p.is_file():
             raise ModelLoadError(f"{p}: not a regular file")
+        size = p.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelLoadError(f"{p}: {size / (1 << 30):.1f} GiB, larger than any ONNX protobuf can be (2 GiB; "
+                                 "larger models keep their weights as external data)")
         if buffer is None:
             data = p.read_bytes()
         else:
