@@ -54,7 +54,7 @@ if op == "onnx.load":
     import onnx
     t = time.perf_counter(); onnx.load(paths[0], load_external_data=False); out["t"] = time.perf_counter() - t
 elif op == "index":
-    from inspector.core.index import open_index
+    from inspector.core.model.index import open_index
     opened = []
     sys.addaudithook(lambda ev, a: opened.append(a[0]) if ev == "open" and a and isinstance(a[0], str) else None)
     # with the collection open_index defers: it pauses the collector, so the next allocations after it walk every
@@ -79,7 +79,7 @@ elif op in ("summary", "fold", "diff", "report"):
     out["t"] = time.perf_counter() - t
     out["rc"] = rc
 elif op == "search":
-    from inspector.core.index import open_index
+    from inspector.core.model.index import open_index
     from inspector.core.search import SearchIndex
     import gc
     ix = open_index(paths[0])
@@ -97,7 +97,7 @@ elif op == "search":
 elif op == "metadata.read":
     # a reference, not an operation: every node's metadata keys read once and nothing else, the least that a
     # search of node metadata (search.py, _read_metadata) must read; its growth is the machine's, not our code's
-    from inspector.core.index import open_index
+    from inspector.core.model.index import open_index
     import gc
     ix = open_index(paths[0])
     gc.collect()

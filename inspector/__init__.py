@@ -33,16 +33,16 @@ _API = {
     "Diff": "inspector.api",
     "FolderDiff": "inspector.api",
     "CheckReport": "inspector.api",
-    "InspectorError": "inspector.core.errors",
-    "load_model": "inspector.core.loader",
-    "LoadedModel": "inspector.core.loader",
-    "open_index": "inspector.core.index",
-    "build_index": "inspector.core.index",
-    "ModelIndex": "inspector.core.index",
+    "InspectorError": "inspector.core.util.errors",
+    "load_model": "inspector.core.model.loader",
+    "LoadedModel": "inspector.core.model.loader",
+    "open_index": "inspector.core.model.index",
+    "build_index": "inspector.core.model.index",
+    "ModelIndex": "inspector.core.model.index",
     "summary_dict": "inspector.core.summary",
     "summary_text": "inspector.core.summary",
-    "fold_model": "inspector.core.fold",
-    "FoldReport": "inspector.core.fold",
+    "fold_model": "inspector.core.fold.aten_fold",
+    "FoldReport": "inspector.core.fold.aten_fold",
     "diff_files": "inspector.core.diff",
     "diff_models": "inspector.core.diff",
     "diff_dict": "inspector.core.diff",
@@ -58,11 +58,11 @@ __all__ = [
 if TYPE_CHECKING:
     from inspector.api import CheckReport, Diff, FolderDiff, Model, Report, check, diff, open, report, show
     from inspector.core.diff import ModelDiff, diff_dict, diff_files, diff_models
-    from inspector.core.errors import InspectorError
-    from inspector.core.fold import FoldReport, fold_model
-    from inspector.core.index import ModelIndex, build_index, open_index
-    from inspector.core.loader import LoadedModel, load_model
+    from inspector.core.fold.aten_fold import FoldReport, fold_model
+    from inspector.core.model.index import ModelIndex, build_index, open_index
+    from inspector.core.model.loader import LoadedModel, load_model
     from inspector.core.summary import summary_dict, summary_text
+    from inspector.core.util.errors import InspectorError
 
 
 class _ReportPackage(types.ModuleType):

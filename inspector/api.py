@@ -23,16 +23,16 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 
 if TYPE_CHECKING:
     import onnx
 
-    from inspector.core.check import CheckItem, CheckResult
     from inspector.core.diff import ModelDiff
-    from inspector.core.dir_diff import DirDiff
-    from inspector.core.index import Family, ModelIndex
-    from inspector.core.review import ReviewStore
+    from inspector.core.diff.folders import DirDiff
+    from inspector.core.model.index import Family, ModelIndex
+    from inspector.core.review.check import CheckItem, CheckResult
+    from inspector.core.review.store import ReviewStore
 
 __all__ = ["CheckReport", "Diff", "FolderDiff", "Model", "Report", "check", "diff", "open", "report", "show"]
 
@@ -109,7 +109,7 @@ class _Rendered:
 
     def save(self, path: str | os.PathLike[str], format: str | None = None) -> Path:
         """Write the result to ``path`` atomically, in ``format`` (default: from the suffix, else ``.text``'s)."""
-        from inspector.core.fileio import write_atomic
+        from inspector.core.util.fileio import write_atomic
 
         target = Path(path)
         fmt = format or self.suffixes.get(target.suffix.lower(), self.default_format)
@@ -119,7 +119,7 @@ class _Rendered:
     def _repr_html_(self) -> str:
         if "html" in self.formats:
             return framed(self.render("html"))
-        from inspector.core.textsafe import html_text
+        from inspector.core.util.textsafe import html_text
 
         return f"<pre>{html_text(self.render('text'), keep_newlines=True)}</pre>"
 
@@ -129,7 +129,7 @@ class _Rendered:
 
 def framed(page: str, height: int = FRAME_HEIGHT) -> str:
     """A whole HTML page shown inside a notebook: a sandboxed ``iframe`` (no scripts, its own styles)."""
-    from inspector.core.textsafe import html_text
+    from inspector.core.util.textsafe import html_text
 
     return (f'<iframe sandbox srcdoc="{html_text(page, keep_newlines=True)}" '
             f'style="width: 100%; height: {height}px; border: 1px solid #8884"></iframe>')
@@ -148,7 +148,7 @@ class Report(_Rendered):
     def _repr_html_(self) -> str:
         if self.format == "html":
             return framed(self._text)
-        from inspector.core.textsafe import html_text
+        from inspector.core.util.textsafe import html_text
 
         return f"<pre>{html_text(self._text, keep_newlines=True)}</pre>"
 
@@ -254,7 +254,7 @@ class CheckReport(_Rendered):
 def open(x: Any) -> Model:
     """Open and index ``x``: a path, an ``onnx.ModelProto``, anything with a ``.model_proto`` (a
     ``torch.onnx.ONNXProgram``), a ``Model``, or a ``ModelIndex``. A ModelProto is copied, never changed."""
-    from inspector.core.index import ModelIndex, build_index, open_index
+    from inspector.core.model.index import ModelIndex, build_index, open_index
 
     if isinstance(x, Model):
         return x
@@ -265,7 +265,7 @@ def open(x: Any) -> Model:
     proto = getattr(x, "model_proto", x)  # torch.onnx.ONNXProgram, without importing torch
     import onnx
 
-    from inspector.core.loader import LoadedModel
+    from inspector.core.model.loader import LoadedModel
 
     if not isinstance(proto, onnx.ModelProto):
         raise InspectorError(f"cannot open a {type(x).__name__}: expected a path, an onnx.ModelProto or an object "
@@ -280,7 +280,7 @@ def open(x: Any) -> Model:
 def diff(a: Any, b: Any) -> Diff | FolderDiff:
     """What changed from ``a`` to ``b`` (models as for ``open``); two folders give a ``FolderDiff``."""
     if isinstance(a, (str, os.PathLike)) and isinstance(b, (str, os.PathLike)):
-        from inspector.core.dir_diff import diff_dirs, is_dir_pair
+        from inspector.core.diff.folders import diff_dirs, is_dir_pair
 
         if is_dir_pair(a, b):
             return FolderDiff(diff_dirs(a, b))
@@ -314,7 +314,7 @@ def report(model: Any, format: str = "html", compare: Any = None, reviews: Any =
 def check(model: Any, reviews: Any = None) -> CheckReport:
     """Check the reviews of ``model`` (see ``onnx-inspector check``): ``reviews`` is a review file, by default the
     model's sidecar; a model opened from memory has none, so it needs ``reviews``."""
-    from inspector.core.check import check_model
+    from inspector.core.review.check import check_model
 
     m = open(model)
     store = _store(m, reviews, required=True)
@@ -324,8 +324,8 @@ def check(model: Any, reviews: Any = None) -> CheckReport:
 
 def _store(m: Model, reviews: Any, required: bool) -> ReviewStore | None:
     """The review store for ``m``: ``reviews`` (a path or a ``ReviewStore``), else the model's sidecar."""
-    from inspector.core.check import load_reviews
-    from inspector.core.review import ReviewStore, sidecar_path
+    from inspector.core.review.check import load_reviews
+    from inspector.core.review.store import ReviewStore, sidecar_path
 
     if isinstance(reviews, ReviewStore):
         return reviews
@@ -360,8 +360,8 @@ def _as_file(x: Any, spare: Path) -> str:
     m = open(x)
     if m.path is not None:
         return str(m.path)
-    from inspector.core.encoding import encoded
-    from inspector.core.fileio import write_atomic
+    from inspector.core.util.encoding import encoded
+    from inspector.core.util.fileio import write_atomic
 
     write_atomic(spare, encoded(m.proto))
     return str(spare)

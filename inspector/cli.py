@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from inspector import __version__
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 
 SUBCOMMANDS = {
     "summary": "inspector.commands.summary",

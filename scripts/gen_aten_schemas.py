@@ -2,7 +2,7 @@
 
 The inspector must work without torch, so the operator schemas are snapshotted here as text
 (exactly ``str(schema)``) and read back by the pure-Python parser in
-``inspector/core/aten_schema.py``. After writing, every schema is re-parsed and compared with
+``inspector/core/aten/schemas.py``. After writing, every schema is re-parsed and compared with
 torch's own view (argument names, kwarg-only flags, tensor-ness, defaults, returns); any
 mismatch makes the script exit non-zero so a parser gap is caught when torch changes.
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from inspector.core.aten_schema import AtenSchema, parse_schema  # noqa: E402
+from inspector.core.aten.schemas import AtenSchema, parse_schema  # noqa: E402
 
 NAMESPACES = ("aten::", "prims::")
 MAX_PLAIN_BYTES = 2_000_000

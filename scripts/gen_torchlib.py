@@ -3,7 +3,7 @@
 For every aten/prims overload torchlib registers: the onnxscript function that lowers it, whether it is
 ``trace_only`` (runs as Python at export time, so the values it computes are baked into the ONNX), whether it is
 the complex-number variant, and its source location relative to the onnxscript package. The inspector reads this
-file at run time without torch or onnxscript (``inspector/core/torchlib_catalogue.py``).
+file at run time without torch or onnxscript (``inspector/core/aten/torchlib.py``).
 
 Usage: ``.venv-zoo/bin/python scripts/gen_torchlib.py [--output PATH]`` (needs torch and onnxscript).
 One line per (target, function), tab-separated::

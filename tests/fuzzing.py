@@ -299,9 +299,9 @@ def check(code: int, out: str, err: str, command: str) -> str:
 
 def _read_tensors(case: int, seed: Path, mutation: str, path: Path) -> Outcome:
     """The app's "load values" click on every initializer: values or a one-line ``InspectorError``, nothing else."""
-    from inspector.core.errors import InspectorError
-    from inspector.core.loader import load_model
-    from inspector.core.tensors import read_tensor
+    from inspector.core.model.loader import load_model
+    from inspector.core.model.tensors import read_tensor
+    from inspector.core.util.errors import InspectorError
 
     start = time.perf_counter()
     problem, code = "", 0

@@ -13,9 +13,9 @@ import pytest
 import inspector
 from inspector.cli import main
 from inspector.core.diff import diff_files
-from inspector.core.index import open_index
-from inspector.core.review import ReviewStore, review_keys, reviewed_value
-from inspector.core.specialise import Specialiser
+from inspector.core.model.index import open_index
+from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+from inspector.core.specialise.specialiser import Specialiser
 from tests.conftest import FIXTURES, ROOT
 
 ZOO = ROOT / "tests" / "zoo"

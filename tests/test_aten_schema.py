@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core import aten_schema
-from inspector.core.aten_schema import (
+from inspector.core.aten import schemas as aten_schema
+from inspector.core.aten.schemas import (
     AtenSchema,
     BoundArgument,
     Parameter,

@@ -10,10 +10,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.body import GraphMaps, group_body
-from inspector.core.bodykey import group_shape
-from inspector.core.index import build_index
-from inspector.core.loader import load_model
+from inspector.core.bodies.body import group_body
+from inspector.core.bodies.bodykey import group_shape
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import build_index
+from inspector.core.model.loader import load_model
 
 FX = "%add : [num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%x, {other}))"
 

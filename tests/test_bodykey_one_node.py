@@ -11,9 +11,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.bodykey import _group_shape, _one_node, group_key
-from inspector.core.index import build_index, open_index
-from inspector.core.loader import load_model
+from inspector.core.bodies.bodykey import _group_shape, _one_node, group_key
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import load_model
 from tests.conftest import ROOT
 
 ZOO_AND_FIXTURES = [*sorted((ROOT / "tests" / "zoo").glob("*.onnx")),

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 
-from inspector.core.categories import Category, classify, explain, short_where, value_text, where
-from inspector.core.index import open_index
-from inspector.core.specialise import Specialiser
+from inspector.core.model.index import open_index
+from inspector.core.specialise.categories import Category, classify, explain, short_where, value_text, where
+from inspector.core.specialise.specialiser import Specialiser
 from tests.conftest import FIXTURES
 
 ZOO = FIXTURES.parent / "zoo"

@@ -14,10 +14,10 @@ import pytest
 from onnx import TensorProto, helper
 
 from inspector.cli import main
-from inspector.core.index import open_index
-from inspector.core.review import ReviewStore, review_keys, reviewed_value
-from inspector.core.specialise import SpecialisedValue, Specialiser
-from inspector.core.textsafe import github_data, github_property
+from inspector.core.model.index import open_index
+from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+from inspector.core.specialise.specialiser import SpecialisedValue, Specialiser
+from inspector.core.util.textsafe import github_data, github_property
 from tests.builders import renamed_copy
 
 ZOO = Path(__file__).resolve().parent / "zoo"

@@ -15,7 +15,7 @@ import inspector.commands as commands
 from inspector.cli import main
 from inspector.core.diff import diff_files
 from inspector.core.diff.units import Side
-from inspector.core.index import ModelIndex
+from inspector.core.model.index import ModelIndex
 from tests.conftest import ROOT
 
 ZOO = ROOT / "tests" / "zoo"
@@ -91,7 +91,7 @@ def _nothing_kept_after():
 def test_a_process_that_ends_after_its_command_runs_without_the_cyclic_collector():
     # indexing pauses the collector and restores it; left on, its first pass after that walks every object indexed
     model = str(ZOO / "gpt2.onnx")
-    code = ("import gc; from inspector import commands; from inspector.core.index import open_index; "
+    code = ("import gc; from inspector import commands; from inspector.core.model.index import open_index; "
             f"commands.leave_to_exit(); open_index({model!r}); print(gc.isenabled(), commands.kept() == [])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=ENV)
     assert proc.stdout.split() == ["False", "True"], proc.stderr

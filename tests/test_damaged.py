@@ -10,10 +10,10 @@ import onnx
 import pytest
 
 from inspector.cli import main
-from inspector.core.errors import InspectorError
-from inspector.core.index import build_index, open_index
-from inspector.core.loader import LoadedModel, parse_binary_model
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import LoadedModel, parse_binary_model
 from inspector.core.summary import summary_dict
+from inspector.core.util.errors import InspectorError
 from tests.conftest import FIXTURES
 
 

@@ -15,9 +15,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from inspector.cli import main
-from inspector.core.index import EAGER_TEXT_CHECK_NODES, open_index
-from inspector.core.keys import MAIN
-from inspector.core.textsafe import html_text, md_text, one_line
+from inspector.core.model.index import EAGER_TEXT_CHECK_NODES, open_index
+from inspector.core.model.keys import MAIN
+from inspector.core.util.textsafe import html_text, md_text, one_line
 from inspector.render.scene import build_scene
 
 N = EAGER_TEXT_CHECK_NODES + 500

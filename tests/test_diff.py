@@ -13,8 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from inspector.cli import main
 from inspector.core.diff import Change, ModelDiff, diff_dict, diff_files
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
 from inspector.report.diff_render import render_diff as render
 from inspector.report.diff_text import diff_text
 from tests.conftest import FIXTURES
@@ -321,8 +321,8 @@ def test_bad_file_is_one_line_and_exit_code_2(capsys, tmp_path: Path):
 
 def test_a_change_300_subgraphs_deep_is_found_without_recursion():
     from inspector.core.diff import diff_models
-    from inspector.core.index import build_index
-    from inspector.core.loader import LoadedModel
+    from inspector.core.model.index import build_index
+    from inspector.core.model.loader import LoadedModel
     from tests.builders import deep_if_model
 
     def index(model: onnx.ModelProto, name: str):

@@ -11,8 +11,8 @@ import pytest
 
 from inspector.cli import main
 from inspector.core.diff import ArgChange, Change, diff_dict, diff_files
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 

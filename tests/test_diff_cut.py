@@ -20,7 +20,7 @@ from onnx import helper
 from inspector.core.diff import diff_models
 from inspector.core.diff.cut import GraphCut
 from inspector.core.diff.units import Side
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"

@@ -12,8 +12,8 @@ import pytest
 
 from inspector.core.diff import diff_models, facts, matching
 from inspector.core.diff.model import MatchCount
-from inspector.core.index import build_index, open_index
-from inspector.core.loader import LoadedModel
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import LoadedModel
 from tests.conftest import ZOO
 
 

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from inspector.core.diff import diff_models
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.model.index import ModelIndex, open_index
 from tests.builders import count_calls, renamed_copy
 from tests.conftest import ROOT
 

@@ -14,10 +14,10 @@ import onnx
 import pytest
 
 from inspector.cli import main
-from inspector.core import dir_diff
-from inspector.core.dir_diff import DirDiff, diff_dirs, diff_pair
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.diff import folders as dir_diff
+from inspector.core.diff.folders import DirDiff, diff_dirs, diff_pair
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
 from inspector.report.dir_diff import render_dir_diff
 from tests.builders import renamed_copy
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import onnx
 import pytest
 
-from inspector.core import encoding
-from inspector.core.encoding import encoded
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
+from inspector.core.util import encoding
+from inspector.core.util.encoding import encoded
 from tests.conftest import ZOO
 
 EXPORTS = sorted(ZOO.glob("*.onnx"))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from inspector.core import fileio
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
+from inspector.core.util import fileio
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import write_atomic
 
 
 def _chunks(n: int, made: list[int], fail_at: int = -1) -> Iterator[bytes]:

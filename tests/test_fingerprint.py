@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from onnx import helper
 
-from inspector.core.body import GraphMaps, function_body, group_body
-from inspector.core.fingerprint import fingerprint
-from inspector.core.index import build_index, open_index
-from inspector.core.keys import FunctionKey
-from inspector.core.loader import LoadedModel
+from inspector.core.bodies.body import function_body, group_body
+from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.loader import LoadedModel
 from tests.builders import renamed_copy
 from tests.conftest import FIXTURES
 

@@ -11,10 +11,10 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from onnx import TensorProto, helper
 
 from inspector.cli import main
-from inspector.core.fold import fold_model
-from inspector.core.index import build_index, open_index
-from inspector.core.keys import is_identifier
-from inspector.core.loader import LoadedModel
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.keys import is_identifier
+from inspector.core.model.loader import LoadedModel
 from tests.conftest import FIXTURES, SAMPLE
 
 ort = pytest.importorskip("onnxruntime")

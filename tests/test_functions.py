@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from inspector.core.functions import build_function_index
-from inspector.core.index import open_index
-from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.loader import load_model
+from inspector.core.model.functions import build_function_index
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.loader import load_model
 from tests.builders import deep_if_model
 from tests.conftest import FIXTURES
 

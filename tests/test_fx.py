@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from inspector.core.fx import Symbol, TensorRef, op_target, parse_fx_node
+from inspector.core.model.fx import Symbol, TensorRef, op_target, parse_fx_node
 
 
 def test_transpose():

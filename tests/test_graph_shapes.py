@@ -5,8 +5,8 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from inspector.core.links import GraphShapes, value_shape
-from inspector.core.loader import load_model
+from inspector.core.model.loader import load_model
+from inspector.core.specialise.links import GraphShapes, value_shape
 from tests.builders import count_calls
 from tests.conftest import ZOO
 

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-import inspector.core.specialise as specialise
-from inspector.core.index import open_index
+import inspector.core.specialise.specialiser as specialise
+from inspector.core.model.index import open_index
 from inspector.gui.analysis import Analyses
 from inspector.gui.worker import Job, Jobs, give_way
 from tests.conftest import ZOO
@@ -123,7 +123,7 @@ def test_a_background_job_gives_up_a_family_when_a_job_the_user_waits_for_needs_
 def test_the_review_listing_lists_every_family_although_a_selection_preempted_it(qtbot, analyses, tmp_path):
     import shutil
 
-    from inspector.core.review import ReviewStore
+    from inspector.core.review.store import ReviewStore
     from inspector.gui.reviewing import review_items
 
     model = tmp_path / "m.onnx"

@@ -12,9 +12,9 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QSettings, Qt, QThreadPool
 
 from inspector.core.diff import diff_models
-from inspector.core.index import open_index
-from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.gui.compare import ADDED, CHANGED, REMOVED, CompareWindow
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from inspector.core.index import open_index
-from inspector.core.keys import MAIN
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN
 from inspector.gui import dot_process
 from inspector.gui.graph_panel import GraphPanel
 from inspector.render.layout import layout_scene

@@ -16,7 +16,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtWidgets import QTreeView
 
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.model.index import ModelIndex, open_index
 from inspector.gui import family_model
 from inspector.gui.family_model import CAP, EAGER, FamilyFilter, FamilyModel, FamilyTree
 from tests.conftest import ROOT

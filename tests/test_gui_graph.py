@@ -11,8 +11,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
-from inspector.core.categories import Category
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.specialise.categories import Category
 from inspector.gui.graph_view import DOWNSTREAM, UPSTREAM
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES

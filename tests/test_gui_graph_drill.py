@@ -13,8 +13,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
-from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.gui.graph_view import GraphView, NodeItem
 from inspector.gui.main_window import MainWindow
 from tests.conftest import ROOT

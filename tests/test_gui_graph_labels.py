@@ -13,8 +13,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsSimpleTextItem
 
-from inspector.core.index import ModelIndex, open_index
-from inspector.core.keys import MAIN
+from inspector.core.model.index import ModelIndex, open_index
+from inspector.core.model.keys import MAIN
 from inspector.gui.graph_view import GraphView
 from inspector.render.layout import layout_scene
 from inspector.render.scene import build_scene

@@ -16,7 +16,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
-from inspector.core.keys import MAIN
+from inspector.core.model.keys import MAIN
 from inspector.gui.graph_panel import View
 from inspector.gui.graph_view import GraphView
 from inspector.gui.main_window import MainWindow

@@ -14,8 +14,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import QApplication
 
-from inspector.core.keys import MAIN
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.keys import MAIN
 from inspector.gui.main_window import MainWindow
 from tests.conftest import ROOT
 

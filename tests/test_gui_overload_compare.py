@@ -15,9 +15,9 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QItemSelectionModel, QPersistentModelIndex, Qt
 
-from inspector.core.index import open_index
-from inspector.core.keys import FunctionKey
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import FunctionKey
 from inspector.gui.analysis import Analyses
 from inspector.gui.overload_compare import FamilyCompare, OverloadCompareWindow, compare_members
 from inspector.gui.pairing import CHANGED

@@ -15,8 +15,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QUrl
 
-from inspector.core.fold import fold_model
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import ModelIndex, open_index
 from inspector.gui.analysis import Analyses, Selection
 from inspector.gui.details import describe
 from inspector.gui.main_window import MainWindow

@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QEvent, QObject, Qt
 
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES, SAMPLE
@@ -84,7 +84,7 @@ def test_drag_and_drop_opens_a_model(window: MainWindow, qtbot):
 def test_external_tensor_values_are_read_only_when_asked(window: MainWindow, qtbot):
     from PySide6.QtCore import QUrl
 
-    from inspector.core.keys import MAIN
+    from inspector.core.model.keys import MAIN
 
     with qtbot.waitSignal(window.model_loaded, timeout=30000):
         window.open_path(FIXTURES / "external" / "model.onnx")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from inspector.core import loader
-from inspector.core.errors import ModelLoadError
+from inspector.core.model import loader
+from inspector.core.util.errors import ModelLoadError
 from tests.conftest import FIXTURES, ROOT
 
 MODELS = sorted((ROOT / "tests" / "zoo").glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
@@ -74,7 +74,7 @@ def test_module_rows_count_the_nodes_torch_says_each_module_emitted(name: str, q
     no row)."""
     import json
 
-    from inspector.core.index import open_index
+    from inspector.core.model.index import open_index
     from inspector.gui.module_model import ModuleModel, object_of
     from inspector.render.overview import module_totals
 
@@ -156,7 +156,7 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
     modules tree made off the GUI thread: walking the subtree on the GUI thread took 18 ms for the root at 100k."""
     import json
 
-    from inspector.core.provenance import ModuleNode
+    from inspector.core.model.provenance import ModuleNode
     from inspector.gui.module_model import object_of
 
     with qtbot.waitSignal(window.model_loaded, timeout=60000):

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 from inspector.gui.worker import Jobs
 
 

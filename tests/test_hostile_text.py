@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from inspector.cli import main
-from inspector.core.fx import fx_head, parse_fx_node, target_of
+from inspector.core.model.fx import fx_head, parse_fx_node, target_of
 from tests.conftest import FIXTURES
 
 HOSTILE = {

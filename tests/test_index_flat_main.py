@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import AttributeProto, TensorProto, helper
 
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 ZOO_MODELS = sorted(p.name for p in ZOO.glob("*.onnx"))

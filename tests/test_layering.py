@@ -40,7 +40,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_core_render_and_report_import_and_work_without_qt_torch_or_pygraphviz():
     mods = _modules("inspector.core", "inspector.render", "inspector.report")
-    assert {"inspector.core.index", "inspector.render.layout", "inspector.report.html"} <= set(mods)
+    assert {"inspector.core.model.index", "inspector.render.layout", "inspector.report.html"} <= set(mods)
     mods += ["inspector.cli", "inspector.commands.summary"]
     code = "import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in mods)
     code += (

@@ -10,10 +10,10 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.core.errors import InspectorError, ModelLoadError, UnsafePathError
-from inspector.core.index import build_index, open_index
-from inspector.core.loader import load_model
-from inspector.core.tensors import read_tensor, resolve_external_path, tensor_facts
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import load_model
+from inspector.core.model.tensors import read_tensor, resolve_external_path, tensor_facts
+from inspector.core.util.errors import InspectorError, ModelLoadError, UnsafePathError
 from tests.builders import deep_if_model
 from tests.conftest import FIXTURES
 
@@ -190,7 +190,7 @@ def test_external_data_in_a_fifo_never_blocks(tmp_path: Path, length: str | None
 
 
 def test_a_folder_swapped_for_a_symlink_after_the_check_is_caught(tmp_path: Path, monkeypatch):
-    import inspector.core.tensors as tensors
+    import inspector.core.model.tensors as tensors
 
     outside = tmp_path / "outside"
     outside.mkdir()

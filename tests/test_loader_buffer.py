@@ -10,9 +10,9 @@ import onnx
 import pytest
 
 from inspector.core.diff import diff_dict, diff_files, diff_models
-from inspector.core.errors import ModelLoadError
-from inspector.core.index import open_index
-from inspector.core.loader import ReadBuffer, load_model
+from inspector.core.model.index import open_index
+from inspector.core.model.loader import ReadBuffer, load_model
+from inspector.core.util.errors import ModelLoadError
 from tests.conftest import ZOO
 
 
@@ -72,7 +72,7 @@ def test_diff_of_files_equals_diff_of_models_opened_one_by_one(pair: str) -> Non
 
 
 def test_pieces_parse_from_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.core import loader
+    from inspector.core.model import loader
 
     monkeypatch.setattr(loader, "PIECEWISE_BYTES", 1 << 10)  # the zoo's files parsed in pieces, as the app's are
     monkeypatch.setattr(loader, "_PIECE_BYTES", 4 << 10)
@@ -89,7 +89,7 @@ def test_pieces_parse_from_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_file_larger_than_any_protobuf_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from inspector.cli import main
-    from inspector.core.loader import MAX_MODEL_BYTES
+    from inspector.core.model.loader import MAX_MODEL_BYTES
 
     huge = tmp_path / "huge.onnx"
     with open(huge, "wb") as fh:  # sparse: 3 GiB that take no disk

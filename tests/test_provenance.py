@@ -7,9 +7,9 @@ from pathlib import Path
 
 import onnx
 
-from inspector.core.index import build_index, open_index
-from inspector.core.loader import load_model
-from inspector.core.signature import call_signature
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import load_model
+from inspector.core.model.signature import call_signature
 from tests.conftest import FIXTURES, SAMPLE
 
 

@@ -1,4 +1,4 @@
-"""``inspector.core.release.drain`` frees what a container alone holds a slice at a time (never in one C call,
+"""``inspector.core.util.release.drain`` frees what a container alone holds a slice at a time (never in one C call,
 which would hold the GIL for the whole of it), and a diff lets go of its sides' units that way once it is made."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import weakref
 
-from inspector.core import release
 from inspector.core.diff import diff_models
 from inspector.core.diff.units import Side
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
+from inspector.core.util import release
 from tests.conftest import ROOT
 
 

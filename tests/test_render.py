@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.index import open_index
-from inspector.core.keys import MAIN, FunctionKey
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.render import layout as layout_module
 from inspector.render.layout import (
     DotRunner,
@@ -365,8 +365,8 @@ def test_svg_survives_characters_xml_cannot_carry_and_marks_truncation():
 def test_render_imports_and_builds_scenes_without_qt_or_pygraphviz():
     code = BLOCK_QT + (
         "import inspector.render, inspector.render.scene, inspector.render.layout\n"
-        "from inspector.core.index import open_index\n"
-        "from inspector.core.keys import MAIN\n"
+        "from inspector.core.model.index import open_index\n"
+        "from inspector.core.model.keys import MAIN\n"
         "from inspector.render.scene import build_scene\n"
         "from inspector.render.layout import Layout, LaidNode, layout_scene, to_svg\n"
         f"scene = build_scene(open_index({str(FIXTURES / 'dynamo_block.onnx')!r}), MAIN)\n"

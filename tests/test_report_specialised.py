@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
 from inspector.report.data import BodyInfo, Report, build_report
 from inspector.report.html import render_html
 from inspector.report.jsonreport import report_dict

@@ -10,9 +10,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex, open_index
-from inspector.core.review import (
+from inspector.core.model.index import ModelIndex, open_index
+from inspector.core.review.store import (
     STATUSES,
     Review,
     ReviewKey,
@@ -21,7 +20,8 @@ from inspector.core.review import (
     slot_text,
     unreviewed,
 )
-from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+from inspector.core.util.errors import InspectorError
 from tests.builders import renamed_copy
 from tests.conftest import FIXTURES
 

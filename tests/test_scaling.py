@@ -18,12 +18,13 @@ from pathlib import Path
 import onnx
 import pytest
 
-from inspector.core.body import GraphMaps, group_body
-from inspector.core.bodykey import group_key
+from inspector.core.bodies.body import group_body
+from inspector.core.bodies.bodykey import group_key
+from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.diff.run import diff_models
-from inspector.core.fingerprint import fingerprint
-from inspector.core.fold import fold_model
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
 from inspector.report.data import build_report
@@ -61,7 +62,7 @@ OPERATIONS: dict[str, Callable[[ModelIndex, ModelIndex], object]] = {
     "summary": lambda a, _b: summary_dict(a, specialisation=True),
     "report": lambda a, _b: render_text(build_report(a, graphs=False), "html"),
     "diff": lambda a, b: diff_models(a, b),
-    # as diff_files makes it: B indexed with A's index at hand (core.scan_like), its cut taking over from A's
+    # as diff_files makes it: B indexed with A's index at hand (core.model.scan_like), its cut taking over from A's
     "diff, B indexed like A": lambda a, b: diff_models(a, open_index(b.path, False, like=a)),
     "search": lambda a, _b: [SearchIndex(a).search(q) for q in ("transpose", "layers.3.mlp", "node_MatMul")],
     "fold": lambda a, _b: fold_model(a),
@@ -131,12 +132,12 @@ def test_the_main_graph_maps_skip_looking_for_subgraphs_only_where_there_are_non
 def test_each_initializer_is_looked_at_once_however_many_calls_read_it(name: str,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether an initializer is small enough to be a baked-in value is decided once per tensor, not per call."""
-    from inspector.core import body
+    from inspector.core.model import graph
 
     index = open_index(ROOT / "tests" / "zoo" / f"{name}.onnx")
     looked: list[str] = []
-    real = body.is_small_constant
-    monkeypatch.setattr(body, "is_small_constant", lambda t: (looked.append(t.name), real(t))[1])
+    real = graph.is_small_constant
+    monkeypatch.setattr(graph, "is_small_constant", lambda t: (looked.append(t.name), real(t))[1])
     summary_dict(index)
     graph = index.proto.graph
     assert sorted(looked) == sorted({t.name for t in graph.initializer})

@@ -1,5 +1,5 @@
 """The second model of a diff is indexed with the first one's index at hand (``open_index(..., like=)``,
-``inspector.core.scan_like``): nodes equal at equal places are not read again. Whatever differs, the index must be
+``inspector.core.model.scan_like``): nodes equal at equal places are not read again. Whatever differs, the index must be
 the one the model gets on its own: the same aten calls (text, name, target, nodes, first node, rewriter rules, name
 scopes) in the same order, families, op histogram, findings and counts; and the diff made with it the same.
 Checked on copies of the zoo's flat Llama export changed in one place each, and on changes the shortcut does not
@@ -16,8 +16,8 @@ import pytest
 from onnx import helper
 
 from inspector.core.diff import diff_models
-from inspector.core.index import ModelIndex, open_index
-from inspector.core.scan import FX_NODE, NAME_SCOPES, RULE_NAME
+from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME
+from inspector.core.model.index import ModelIndex, open_index
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"

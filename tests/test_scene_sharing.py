@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.index import ModelIndex, open_index
-from inspector.core.keys import MAIN
+from inspector.core.model.index import ModelIndex, open_index
+from inspector.core.model.keys import MAIN
 from inspector.render.scene import Scenes, build_scene
 from tests.builders import count_calls
 from tests.conftest import ROOT

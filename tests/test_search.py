@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.body import walk_body
-from inspector.core.index import EAGER_TEXT_CHECK_NODES, open_index
-from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.provenance import AtenCall
+from inspector.core.bodies.body import walk_body
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import EAGER_TEXT_CHECK_NODES, open_index
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.search import KINDS, SearchIndex, search
 from tests.conftest import FIXTURES
 

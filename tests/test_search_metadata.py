@@ -13,8 +13,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from inspector.core.index import open_index
-from inspector.core.keys import MAIN, FunctionKey, GraphScope
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.search import MATCHED_IN, SearchIndex, matched_line, search
 from tests.conftest import FIXTURES
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.core.index import open_index
-from inspector.core.specialise import Specialiser
+from inspector.core.model.index import open_index
+from inspector.core.specialise.specialiser import Specialiser
 from tests.conftest import FIXTURES
 
 

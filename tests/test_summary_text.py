@@ -11,8 +11,8 @@ import onnx
 from onnx import helper
 
 from inspector.cli import main
-from inspector.core.fold import fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.index import open_index
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.core.textsafe import html_text, printable
+from inspector.core.util.textsafe import html_text, printable
 
 HOSTILE = ["a\nb\x1bc", "line1\nline2\u202eevil\u202c", "tab\there\nnext", "\n\n", "\t", "x\x00\ny", "\r\n",
            "ok\nok", "\ud800\nlone", "plain", "", "caf\u00e9\n\u2060joined", "bell\x07\n"]

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from inspector.core.torchlib import torchlib_functions
+from inspector.core.aten.torchlib_source import torchlib_functions
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxscript") is None, reason="onnxscript (optional) not installed")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.torchlib_catalogue import _parse, torchlib_for, torchlib_json, torchlib_version
+from inspector.core.aten.torchlib import _parse, torchlib_for, torchlib_json, torchlib_version
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 
@@ -41,7 +41,7 @@ def test_damaged_lines_are_skipped() -> None:
 
 
 def test_summary_names_the_lowering_of_each_aten_overload() -> None:
-    from inspector.core.index import open_index
+    from inspector.core.model.index import open_index
     from inspector.core.summary import summary_dict
 
     data = summary_dict(open_index(ZOO / "gpt2.onnx"), specialisation=False)

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.values import ValueTypes, graph_values
+from inspector.core.model.values import ValueTypes, graph_values
 from tests.conftest import ZOO
 
 
@@ -61,7 +61,7 @@ def test_value_types_of_a_real_export_match_its_declarations():
 
 def test_value_types_are_read_when_asked_for_and_once(monkeypatch):
     # opening a 100k-node export read 100k value types (1 s of the app's opening) that no one had asked for yet
-    import inspector.core.values as values
+    import inspector.core.model.values as values
 
     read: list[str] = []
     real = values.type_text

@@ -21,10 +21,10 @@ from onnx import numpy_helper
 
 from inspector.cli import main
 from inspector.core.diff import diff_files
-from inspector.core.fold import fold_model
-from inspector.core.fx import TensorRef
-from inspector.core.index import open_index
-from inspector.core.signature import function_call_signature
+from inspector.core.fold.aten_fold import fold_model
+from inspector.core.model.fx import TensorRef
+from inspector.core.model.index import open_index
+from inspector.core.model.signature import function_call_signature
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.index import open_index
-from inspector.core.provenance import AtenCall
-from inspector.core.specialise import Specialiser
-from inspector.core.walk import resolve_path
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import open_index
+from inspector.core.model.walk import resolve_path
+from inspector.core.specialise.specialiser import Specialiser
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 FILES = sorted(p.name[: -len(".links.json")] for p in ZOO.glob("*.links.json"))

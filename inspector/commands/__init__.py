@@ -6,7 +6,7 @@ object, a 100k-node model and its index (about a million Python objects) cost 0.
 diff's two models and their units 0.3 s. ``keep`` is how a command hands those objects over; run in-process (tests,
 the Python API) nothing is kept, so nothing outlives the call.
 
-Such a process also runs without the cyclic garbage collector. Indexing pauses it anyway (``core.gc_pause.paused_gc``),
+Such a process also runs without the cyclic garbage collector. Indexing pauses it anyway (``paused_gc``),
 so everything indexed sits in its youngest generation, and the first collection after the pause walked all of it:
 0.13-0.2 s of a 100k-node summary, report or diff, to find no garbage. A command's cycles (few) go with the process.
 """

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspector.commands import keep
-from inspector.core.check import check_model, load_reviews
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
+from inspector.core.review.check import check_model, load_reviews
 from inspector.report.check_text import CHECK_FORMATS, render_check
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from inspector.commands import kept
 from inspector.core.diff import diff_files
-from inspector.core.dir_diff import MAX_JOBS, diff_dirs, is_dir_pair
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import check_output, write_atomic
+from inspector.core.diff.folders import MAX_JOBS, diff_dirs, is_dir_pair
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import check_output, write_atomic
 from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES, diff_chunks
 from inspector.report.diff_text import verdict
 from inspector.report.dir_diff import dir_diff_verdict, render_dir_diff

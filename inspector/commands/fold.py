@@ -10,11 +10,11 @@ from pathlib import Path
 import onnx
 
 from inspector.commands import keep
-from inspector.core.encoding import encoded
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import check_output, write_atomic
-from inspector.core.fold import DEFAULT_DOMAIN, fold_model
-from inspector.core.index import open_index
+from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
+from inspector.core.model.index import open_index
+from inspector.core.util.encoding import encoded
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import check_output, write_atomic
 
 
 def build_parser() -> argparse.ArgumentParser:

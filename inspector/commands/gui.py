@@ -18,7 +18,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         from inspector.gui.app import run
     except ImportError as e:
-        from inspector.core.errors import InspectorError
+        from inspector.core.util.errors import InspectorError
 
         raise InspectorError(f"the desktop app needs PySide6 ({e.name or e}); install the 'gui' extra") from None
     return run([a for a in (args.model, args.other) if a])

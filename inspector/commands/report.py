@@ -17,9 +17,9 @@ from typing import Any
 
 from inspector.commands import keep, kept
 from inspector.core.diff import ModelDiff, diff_models
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import check_output, write_atomic
-from inspector.core.index import ModelIndex, open_index
+from inspector.core.model.index import ModelIndex, open_index
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import check_output, write_atomic
 from inspector.report.render import FORMATS, SUFFIXES, render_text
 
 __all__ = ["FORMATS", "SUFFIXES", "main"]
@@ -78,7 +78,7 @@ def _pdf_writer() -> Any:
 
 def _reviews(index: ModelIndex) -> Any:
     """The model's review store when its sidecar exists and reads; a warning (and no reviews) otherwise."""
-    from inspector.core.review import ReviewStore, sidecar_path
+    from inspector.core.review.store import ReviewStore, sidecar_path
 
     if not os.path.lexists(sidecar_path(index.path)):
         return None  # no reviews yet; anything else by that name (a FIFO, a folder) is warned about below

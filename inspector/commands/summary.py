@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from inspector.commands import keep
-from inspector.core.index import open_index
+from inspector.core.model.index import open_index
 from inspector.core.summary import summary_dict, summary_text
 
 

@@ -25,7 +25,7 @@ precomputes nothing for search. Node metadata is read on the first query, not wh
 that keeps each distinct text once (a 100k-node Llama export has 27 distinct stack traces and rule names), so a
 query tests each distinct text once and then the nodes by a small integer each. Both passes allocate an object or
 two per node and make no cycles, so they run with the cyclic collector paused, as indexing does
-(``core.gc_pause.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
+(``core.util.gc_pause.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
 tables (0.11 s of a 0.95 s search; at 10k no full collection comes due, so search grew 12-14x from 10k to 100k).
 """
 
@@ -41,14 +41,14 @@ from typing import Literal, get_args
 
 import onnx
 
-from inspector.core.body import walk_body
-from inspector.core.gc_pause import paused_gc
-from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.provenance import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall, ModuleNode
-from inspector.core.scan import FX_NODE
-from inspector.core.slices import in_slices
-from inspector.core.walk import NodePath, as_text, path_text, resolve_path
+from inspector.core.bodies.body import walk_body
+from inspector.core.model.calls import CLASS_HIERARCHY, FX_NODE, NAMESPACE, STACK_TRACE, AtenCall
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
+from inspector.core.model.provenance import NAME_SCOPES, ModuleNode
+from inspector.core.model.walk import NodePath, as_text, path_text, resolve_path
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.slices import in_slices
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order

@@ -10,13 +10,13 @@ import json
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from inspector.core.gc_pause import paused_gc
-from inspector.core.index import Family, ModelIndex
-from inspector.core.torchlib_catalogue import torchlib_json
-from inspector.core.units import human_size
+from inspector.core.aten.torchlib import torchlib_json
+from inspector.core.model.index import Family, ModelIndex
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.units import human_size
 
 if TYPE_CHECKING:
-    from inspector.core.specialise import FamilyAnalysis
+    from inspector.core.specialise.specialiser import FamilyAnalysis
 
 _NODE_PATHS = attrgetter("node_paths")  # (sum(map(len, map(...))): one C loop over the calls of a 100k-node export)
 
@@ -35,7 +35,7 @@ def _summary_dict(index: ModelIndex, specialisation: bool) -> dict[str, Any]:
     params = index.parameters()
     analyses = {}
     if specialisation:
-        from inspector.core.specialise import Specialiser
+        from inspector.core.specialise.specialiser import Specialiser
 
         specialiser = Specialiser(index)
         analyses = {id(fam): specialiser.analyse(fam) for fam in index.families}

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 
 import onnx
 
-from inspector.core.functions import CallSite
-from inspector.core.index import Family, ModelIndex, Overload
-from inspector.core.keys import FunctionKey
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.signature import CallSignature, call_signature, function_call_signature
-from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, Specialiser
-from inspector.core.torchlib_catalogue import TorchlibEntry, torchlib_for
+from inspector.core.aten.torchlib import TorchlibEntry, torchlib_for
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.functions import CallSite
+from inspector.core.model.index import Family, ModelIndex, Overload
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.signature import CallSignature, call_signature, function_call_signature
+from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Specialiser
 from inspector.gui.worker import give_way, on_background_job
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QApplication, QMainWindow
 
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 from inspector.gui import dot_process
 from inspector.gui.binding import check_binding
 from inspector.gui.compare import CompareWindow

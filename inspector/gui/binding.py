@@ -17,7 +17,7 @@ from collections.abc import Callable
 from PySide6 import __version__ as PYSIDE_VERSION
 from PySide6.QtCore import QPointF
 
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 
 PROBE_CALLS = 200
 

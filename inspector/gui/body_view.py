@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from inspector.core.categories import classify, explain
-from inspector.core.keys import FunctionKey
-from inspector.core.literals import body_literals
-from inspector.core.provenance import AtenCall
-from inspector.core.torchlib import torchlib_functions
+from inspector.core.aten.torchlib_source import torchlib_functions
+from inspector.core.bodies.literals import body_literals
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.keys import FunctionKey
+from inspector.core.specialise.categories import classify, explain
 from inspector.gui.analysis import Selection, TreeObject
 from inspector.gui.graph_panel import scene_id
 

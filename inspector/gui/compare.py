@@ -24,12 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.body import Body, GraphMaps, function_body, group_body
+from inspector.core.bodies.body import Body, function_body, group_body
 from inspector.core.diff import Change, ModelDiff, diff_models, show_value
-from inspector.core.index import ModelIndex, build_index
-from inspector.core.keys import MAIN, FunctionKey, Scope
-from inspector.core.loader import ReadBuffer, load_model
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import ModelIndex, build_index
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import check_output
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import check_output
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
 from inspector.gui.pdf import write_report

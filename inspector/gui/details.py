@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inspector.core.categories import value_text
-from inspector.core.functions import CallSite
-from inspector.core.index import Family, ModelIndex, Overload
-from inspector.core.keys import MAIN
-from inspector.core.literals import attribute_value
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.sanitize import printed
-from inspector.core.signature import call_signature, function_call_signature
-from inspector.core.torchlib_catalogue import torchlib_for
-from inspector.core.walk import resolve_path
+from inspector.core.aten.torchlib import torchlib_for
+from inspector.core.bodies.literals import attribute_value
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.functions import CallSite
+from inspector.core.model.index import Family, ModelIndex, Overload
+from inspector.core.model.keys import MAIN
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.signature import call_signature, function_call_signature
+from inspector.core.model.walk import resolve_path
+from inspector.core.specialise.categories import value_text
+from inspector.core.util.sanitize import printed
 from inspector.gui.analysis import TreeObject, site_node
 from inspector.gui.text import esc, plural
 

@@ -15,12 +15,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBoxLayout, QWidget
 
-from inspector.core.body import Body
-from inspector.core.functions import CallSite
-from inspector.core.index import Family, ModelIndex, Overload
-from inspector.core.keys import MAIN, FunctionKey, Scope
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.walk import NodePath
+from inspector.core.bodies.body import Body
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.functions import CallSite
+from inspector.core.model.index import Family, ModelIndex, Overload
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.walk import NodePath
 from inspector.gui import dot_process, worker
 from inspector.gui.analysis import TreeObject
 from inspector.gui.dot_process import run_dot_elsewhere

@@ -23,16 +23,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.aten_schema import SchemaCatalogue
-from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex, build_index
-from inspector.core.keys import FunctionKey, GraphScope
-from inspector.core.loader import load_model
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.review import ReviewStore, sidecar_path
+from inspector.core.aten.schemas import SchemaCatalogue
+from inspector.core.aten.torchlib import torchlib_version
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import ModelIndex, build_index
+from inspector.core.model.keys import FunctionKey, GraphScope
+from inspector.core.model.loader import load_model
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.values import GraphValues, graph_values
+from inspector.core.review.store import ReviewStore, sidecar_path
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
-from inspector.core.torchlib_catalogue import torchlib_version
-from inspector.core.values import GraphValues, graph_values
+from inspector.core.util.errors import InspectorError
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView

@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 from PySide6.QtGui import QTextDocument
 
-from inspector.core.index import ModelIndex
-from inspector.core.literals import attribute_value
-from inspector.core.tensors import tensor_facts
+from inspector.core.bodies.literals import attribute_value
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.tensors import tensor_facts
 from inspector.gui.text import esc
 
 PREVIEW_ELEMENTS = 12

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from PySide6.QtCore import QUrl
 
-from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey, GraphScope, Scope
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.tensors import read_tensor
-from inspector.core.values import GraphValues
-from inspector.core.walk import resolve_path
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.tensors import read_tensor
+from inspector.core.model.values import GraphValues
+from inspector.core.model.walk import resolve_path
+from inspector.core.util.errors import InspectorError
 from inspector.gui import details
 from inspector.gui.graph_panel import scope_label
 from inspector.gui.node_details import node_html, tensor_preview

@@ -4,7 +4,7 @@ behind two rows of the functions tree) side by side, with the values that differ
 The bodies are aligned by the diff engine (``core.diff.align_nodes``, through ``pairing.pair_bodies``, as the
 compare window aligns a body of two models); each side shows its graph, its aten signature with the arguments
 that differ lit, and its body with the differing values lit. Which aten argument a value came from is what the
-family analysis linked it to (``core.links``); equal values alone never name an argument.
+family analysis linked it to (``core.specialise.links``); equal values alone never name an argument.
 
 In the main window: select two rows of the functions tree (Ctrl+click) and press Ctrl+D, or right-click a row
 and pick "Compare with…" and one of its siblings.
@@ -33,20 +33,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.body import Body, function_body
-from inspector.core.bodytext import Line, body_lines, signature_line
+from inspector.core.bodies.body import Body, function_body
+from inspector.core.bodies.literals import attribute_value, tensor_value
 from inspector.core.diff import show_value
 from inspector.core.diff.bodies import reader
 from inspector.core.diff.values import unwrap
-from inspector.core.functions import CallSite
-from inspector.core.gc_pause import paused_gc
-from inspector.core.index import Family, Overload
-from inspector.core.keys import FunctionKey, Scope
-from inspector.core.literals import attribute_value, tensor_value
-from inspector.core.provenance import AtenCall
-from inspector.core.signature import CallSignature
-from inspector.core.specialise import SpecialisedValue
-from inspector.core.walk import resolve_path
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.functions import CallSite
+from inspector.core.model.index import Family, Overload
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.signature import CallSignature
+from inspector.core.model.walk import resolve_path
+from inspector.core.specialise.bodytext import Line, body_lines, signature_line
+from inspector.core.specialise.specialiser import SpecialisedValue
+from inspector.core.util.gc_pause import paused_gc
 from inspector.gui.analysis import Analyses, TreeObject, site_node
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.graph_panel import scene_id

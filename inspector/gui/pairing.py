@@ -9,10 +9,10 @@ from typing import Any
 
 import onnx
 
-from inspector.core.body import Body, walk_body
+from inspector.core.bodies.body import Body, walk_body
+from inspector.core.bodies.literals import attribute_value, tensor_value
 from inspector.core.diff import align_nodes, show_value
-from inspector.core.literals import attribute_value, tensor_value
-from inspector.core.walk import NodePath
+from inspector.core.model.walk import NodePath
 from inspector.gui.graph_panel import scene_id
 
 ADDED, REMOVED, CHANGED = "#6aa84f", "#cc0000", "#e69138"

@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from inspector.core.errors import InspectorError
-from inspector.core.fileio import write_atomic
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import write_atomic
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S | re.I)
 
@@ -29,7 +29,7 @@ def _application() -> object:
 
 
 def html_to_pdf(html: str, path: Path) -> None:
-    """Write ``html`` as a paginated A4 PDF to ``path`` (atomically, with ``inspector.core.fileio.write_atomic``)."""
+    """Write ``html`` as a paginated A4 PDF to ``path`` (atomically, with ``fileio.write_atomic``)."""
     _app = _application()
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPainter, QPdfWriter, QTextDocument

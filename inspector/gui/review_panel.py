@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.categories import short_where
-from inspector.core.keys import FunctionKey
-from inspector.core.review import Review, ReviewKey
-from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+from inspector.core.model.keys import FunctionKey
+from inspector.core.review.store import Review, ReviewKey
+from inspector.core.specialise.categories import short_where
+from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import ElidedLabel, LineEdit
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex
-from inspector.core.keys import FunctionKey
-from inspector.core.review import Review, ReviewStore, review_keys, reviewed_value
-from inspector.core.specialise import BodyAnalysis, SpecialisedValue
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.review.store import Review, ReviewStore, review_keys, reviewed_value
+from inspector.core.specialise.specialiser import BodyAnalysis, SpecialisedValue
+from inspector.core.util.errors import InspectorError
 from inspector.gui.analysis import Analyses, Preempted
 from inspector.gui.dialogs import show_message
 from inspector.gui.review_panel import ReviewItem

@@ -13,8 +13,8 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
-from inspector.core.keys import MAIN
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.keys import MAIN
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit

@@ -11,8 +11,9 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
-from inspector.core.bodytext import Line, body_lines, signature_line
-from inspector.core.categories import (
+from inspector.core.aten.torchlib import torchlib_version
+from inspector.core.specialise.bodytext import Line, body_lines, signature_line
+from inspector.core.specialise.categories import (
     TEXT_COLOUR,
     Category,
     baked_text,
@@ -22,8 +23,7 @@ from inspector.core.categories import (
     short_where,
     value_text,
 )
-from inspector.core.specialise import SpecialisedValue
-from inspector.core.torchlib_catalogue import torchlib_version
+from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.gui.analysis import Selection
 from inspector.gui.text import esc, tooltip
 

@@ -1,11 +1,11 @@
 """Safe text for Qt: model strings are untrusted, and Qt renders tooltips that look like markup as rich text.
-The escaping itself is ``inspector.core.textsafe.html_text``, the one used by every HTML writer."""
+The escaping itself is ``inspector.core.util.textsafe.html_text``, the one used by every HTML writer."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspector.core.textsafe import html_text
+from inspector.core.util.textsafe import html_text
 
 
 def esc(value: Any) -> str:

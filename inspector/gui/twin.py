@@ -13,13 +13,13 @@ import onnx
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollBar, QSplitter, QTextBrowser, QVBoxLayout, QWidget
 
-from inspector.core.errors import InspectorError
-from inspector.core.index import ModelIndex
-from inspector.core.keys import FunctionKey, Scope
-from inspector.core.provenance import AtenCall
-from inspector.core.tensors import read_tensor, tensor_facts
-from inspector.core.values import GraphValues, graph_values
-from inspector.core.walk import resolve_path
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.tensors import read_tensor, tensor_facts
+from inspector.core.model.values import GraphValues, graph_values
+from inspector.core.model.walk import resolve_path
+from inspector.core.util.errors import InspectorError
 from inspector.gui import details
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.node_details import node_html, tensor_preview

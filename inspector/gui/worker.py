@@ -19,7 +19,7 @@ import shiboken6
 from PySide6.QtCore import QEvent, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
-from inspector.core.errors import InspectorError
+from inspector.core.util.errors import InspectorError
 from inspector.gui.collector import collect_on_gui_thread
 
 T = TypeVar("T")

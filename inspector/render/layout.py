@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from inspector.core.textsafe import xml_attr, xml_text
+from inspector.core.util.textsafe import xml_attr, xml_text
 from inspector.render.dot import DotJob, DotResult, run_dot
 from inspector.render.scene import (
     ATEN_CALL,

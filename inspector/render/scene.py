@@ -32,18 +32,19 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import numpy_helper
 
-from inspector.core.body import is_small_constant as _is_small
-from inspector.core.body import node_reads
-from inspector.core.keys import MAIN, FunctionKey, GraphScope, MainGraph, Scope
-from inspector.core.literals import attribute_value
-from inspector.core.provenance import AtenCall, ModuleNode
-from inspector.core.slices import SLICE, in_slices, listed
-from inspector.core.tensors import dtype_name
-from inspector.core.values import type_text
-from inspector.core.walk import NodePath, as_text, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
+from inspector.core.bodies.literals import attribute_value
+from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.graph import is_small_constant as _is_small
+from inspector.core.model.graph import node_reads
+from inspector.core.model.keys import MAIN, FunctionKey, GraphScope, MainGraph
+from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.tensors import dtype_name
+from inspector.core.model.values import type_text
+from inspector.core.model.walk import NodePath, as_text, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
+from inspector.core.util.slices import SLICE, in_slices, listed
 
 if TYPE_CHECKING:
-    from inspector.core.index import ModelIndex
+    from inspector.core.model.index import ModelIndex
 
 OP = "op"
 FUNCTION_CALL = "function_call"

@@ -1,13 +1,13 @@
 """A review check (``onnx-inspector check``) as text, GitHub workflow annotations or JSON. Model text goes through
-``inspector.core.textsafe``: ``one_line`` for a terminal, ``github_data``/``github_property`` for annotations."""
+``inspector.core.util.textsafe``: ``one_line`` for a terminal, ``github_data``/``github_property`` for annotations."""
 
 from __future__ import annotations
 
 import json
 
-from inspector.core.categories import value_text
-from inspector.core.check import FAILING, CheckItem, CheckResult
-from inspector.core.textsafe import github_data, github_property, one_line
+from inspector.core.review.check import FAILING, CheckItem, CheckResult
+from inspector.core.specialise.categories import value_text
+from inspector.core.util.textsafe import github_data, github_property, one_line
 
 __all__ = ["CHECK_FORMATS", "LABELS", "check_github", "check_text", "check_verdict", "describe", "render_check"]
 

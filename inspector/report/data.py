@@ -19,21 +19,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from inspector import __version__
-from inspector.core.categories import Category, classify, explain, value_text, where
 from inspector.core.diff import Change, ModelDiff
-from inspector.core.errors import InspectorError
-from inspector.core.gc_pause import paused_gc
-from inspector.core.index import Family, ModelIndex
-from inspector.core.jsonsafe import json_safe
-from inspector.core.keys import FunctionKey
-from inspector.core.provenance import AtenCall
-from inspector.core.sanitize import retry_repaired
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import Family, ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.specialise.categories import Category, classify, explain, value_text, where
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.jsonsafe import json_safe
+from inspector.core.util.sanitize import retry_repaired
 
 if TYPE_CHECKING:
-    from inspector.core.bodytext import Line
-    from inspector.core.review import Review, ReviewKey, ReviewStore
-    from inspector.core.signature import CallSignature
-    from inspector.core.specialise import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+    from inspector.core.model.signature import CallSignature
+    from inspector.core.review.store import Review, ReviewKey, ReviewStore
+    from inspector.core.specialise.bodytext import Line
+    from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
     from inspector.render.layout import DotRunner
 
 STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
@@ -389,7 +389,7 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
         if detailed >= lim.families:
             continue
         if specialiser is None:
-            from inspector.core.specialise import Specialiser
+            from inspector.core.specialise.specialiser import Specialiser
 
             specialiser = Specialiser(index)
         _detail(index, info, fam, specialiser.analyse(fam), store, lim, scopes)
@@ -422,7 +422,7 @@ def _family_info(fid: str, fam: Family) -> FamilyInfo:
 
 def torchlib_info(target: str | None) -> TorchlibInfo | None:
     """The real-valued torchlib lowering of ``target`` from the catalogue; None when there is none."""
-    from inspector.core.torchlib_catalogue import torchlib_for
+    from inspector.core.aten.torchlib import torchlib_for
 
     entry = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
     return TorchlibInfo(entry.target, entry.function, entry.trace_only, entry.source) if entry is not None else None
@@ -430,7 +430,7 @@ def torchlib_info(target: str | None) -> TorchlibInfo | None:
 
 def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: ReviewStore | None,
             lim: Limits, scopes: dict[str, object]) -> None:
-    from inspector.core.review import review_keys
+    from inspector.core.review.store import review_keys
 
     info.detailed = True
     info.body_count = len(analysis.bodies)
@@ -488,7 +488,7 @@ def _review_info(store: ReviewStore, key: ReviewKey) -> ReviewInfo:
 
 def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, overloads: list[OverloadInfo],
                reviewed: dict[int, ReviewInfo], with_reviews: bool, lim: Limits) -> BodyInfo:
-    from inspector.core.bodytext import body_lines
+    from inspector.core.specialise.bodytext import body_lines
 
     members = body.members
     if fam.kind == "function":
@@ -521,7 +521,7 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
     first = members[0] if members else None
     rewritten: list[str] = []
     if isinstance(first, AtenCall):
-        from inspector.core.signature import call_signature
+        from inspector.core.model.signature import call_signature
 
         signature = _signature_info(call_signature(first), body.specialised, spec_ids)
         rewritten = list(first.rule_names)
@@ -544,7 +544,7 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
 
 def _folded_signature(index: ModelIndex, key: FunctionKey) -> CallSignature | None:
     """The aten signature of a function ``fold`` made, bound with its first call's values (None for others)."""
-    from inspector.core.signature import function_call_signature
+    from inspector.core.model.signature import function_call_signature
 
     proto = index.functions.functions.get(key)
     if proto is None:
@@ -565,7 +565,7 @@ def _spans(line: Line, spec_ids: dict[int, str]) -> list[Span]:
 
 def _signature_info(sig: CallSignature, specialised: Sequence[SpecialisedValue],
                     spec_ids: dict[int, str]) -> SignatureInfo:
-    from inspector.core.bodytext import line_text, signature_line
+    from inspector.core.specialise.bodytext import line_text, signature_line
 
     line = signature_line(sig, specialised)
     linked: dict[str, list[str]] = {}

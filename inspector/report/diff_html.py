@@ -1,12 +1,12 @@
 """A diff as HTML (``onnx-inspector diff --format html``: one page, light and dark, no scripts; and the comparison
-section of the HTML report). Every model string goes through ``inspector.core.textsafe.html_text``."""
+section of the HTML report). Every model string goes through ``inspector.core.util.textsafe.html_text``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from inspector.core.diff import ModelDiff
-from inspector.core.textsafe import html_text as h
+from inspector.core.util.textsafe import html_text as h
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 

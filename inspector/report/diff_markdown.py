@@ -2,14 +2,14 @@
 Markdown report): the verdict, a summary table, then one collapsed block per group, cut to a character budget
 (GitHub refuses comments over 65,536) with a note of what was left out; ``fit_markdown`` is the last guard of
 both Markdown writers (never more than 65,536 characters, and it says what it cut). Every model string goes through
-``inspector.core.textsafe.md_text``."""
+``inspector.core.util.textsafe.md_text``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from inspector.core.diff import Change, ModelDiff, Section
-from inspector.core.textsafe import md_text as md
+from inspector.core.util.textsafe import md_text as md
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
 __all__ = ["GITHUB_LIMIT", "MD_BUDGET", "changes_markdown", "fit_markdown", "render_markdown", "sites_shown",

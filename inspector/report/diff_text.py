@@ -5,7 +5,7 @@ the report's comparison section and the app's compare window, so every path word
 from __future__ import annotations
 
 from inspector.core.diff import Change, ChangeKind, ModelDiff, Section
-from inspector.core.textsafe import printable
+from inspector.core.util.textsafe import printable
 
 __all__ = ["KIND_TITLES", "SECTION_TITLES", "diff_text", "group_title", "kind_title", "matched_line", "sites_text",
            "verdict"]

@@ -1,15 +1,15 @@
 """A folder diff (``onnx-inspector diff DIR_A DIR_B``) as text, Markdown, HTML or JSON: one summary table, a row
-per relative path. Every path and name from the folders goes through ``inspector.core.textsafe``."""
+per relative path. Every path and name from the folders goes through ``inspector.core.util.textsafe``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from inspector.core.dir_diff import DIR_STATUSES, DirDiff, DirRow, DirStatus
-from inspector.core.textsafe import html_text as h
-from inspector.core.textsafe import md_text as md
-from inspector.core.textsafe import one_line
+from inspector.core.diff.folders import DIR_STATUSES, DirDiff, DirRow, DirStatus
+from inspector.core.util.textsafe import html_text as h
+from inspector.core.util.textsafe import md_text as md
+from inspector.core.util.textsafe import one_line
 from inspector.report.diff_html import html_page
 from inspector.report.diff_markdown import fit_markdown
 from inspector.report.diff_text import KIND_TITLES

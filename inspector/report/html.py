@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from inspector.core.categories import Category, baked_text, value_text
-from inspector.core.textsafe import html_text, one_line
-from inspector.core.units import human_size
+from inspector.core.specialise.categories import Category, baked_text, value_text
+from inspector.core.util.textsafe import html_text, one_line
+from inspector.core.util.units import human_size
 from inspector.report.data import (
     STATUSES,
     BodyInfo,

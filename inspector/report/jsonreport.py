@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from inspector.core.diff import diff_dict
-from inspector.core.jsonsafe import json_safe
+from inspector.core.util.jsonsafe import json_safe
 from inspector.report.data import (
     BodyInfo,
     FamilyInfo,

@@ -1,6 +1,6 @@
 """The Markdown report: sized for a GitHub comment (under 65,000 characters), model strings neutralised.
 
-Model text outside code blocks goes through ``md`` (``inspector.core.textsafe.md_text``): ``&``, ``<``, ``>``
+Model text outside code blocks goes through ``md`` (``inspector.core.util.textsafe.md_text``): ``&``, ``<``, ``>``
 and every Markdown punctuation character (``\\ ` * _ [ ] | ~ #``...) become entities, and a word joiner goes
 after ``@``, inside ``://`` and after ``www``, so no HTML tag, emphasis, link, autolink, image, mention or table
 cell can form. Text inside ``<summary>`` (an HTML block, where Markdown is not parsed) is HTML-escaped and
@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from inspector.core.categories import Category, baked_text, value_text
-from inspector.core.textsafe import md_html, printable
-from inspector.core.textsafe import md_text as md
-from inspector.core.units import human_size
+from inspector.core.specialise.categories import Category, baked_text, value_text
+from inspector.core.util.textsafe import md_html, printable
+from inspector.core.util.textsafe import md_text as md
+from inspector.core.util.units import human_size
 from inspector.report.data import (
     STATUSES,
     BodyInfo,

@@ -14,10 +14,10 @@ Matching, in this order (names are only ever one of several keys, so a consisten
 
 Matched bodies (function overloads, aten call groups) are compared by fingerprint. Equal templates report the
 *specialised values* that changed, slot by slot, with the aten arguments they came from by the evidence of
-``inspector.core.links`` and the arguments' values in both calls (``dim1: 2 -> 3``); different templates report
+``specialise.links`` and the arguments' values in both calls (``dim1: 2 -> 3``); different templates report
 node-level edits. Small initializers
 baked into aten call bodies (the SDPA scale, Reshape shapes) are reported with their call, not as initializers.
-A flat export and its fold (``inspector.core.fold``) are recognised: each aten call is compared with the body of
+A flat export and its fold (``fold.aten_fold``) are recognised: each aten call is compared with the body of
 the function its folded call node calls, and the whole difference is one ``folded`` change (``equivalent``).
 """
 

@@ -1,4 +1,4 @@
-"""Which aten argument a changed value came from, by the evidence-based link rules of ``inspector.core.links``
+"""Which aten argument a changed value came from, by the evidence-based link rules of ``specialise.links``
 (the literal sits where torchlib's lowering implements the argument, and holds what the lowering makes of it),
 never by equal values alone. Each side of a value change is linked in its own call; the arguments whose values
 differ between the two calls are named with both values (``dim1 (Transpose.perm): [0, 2, 1, 3] -> [0, 3, 2, 1];
@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.core.body import Body
+from inspector.core.bodies.body import Body
+from inspector.core.bodies.literals import Literal
 from inspector.core.diff.model import ArgChange
 from inspector.core.diff.values import show_value
-from inspector.core.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
-from inspector.core.literals import Literal
+from inspector.core.specialise.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
 
 
 @dataclass(slots=True)

@@ -14,14 +14,14 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, helper
 
-from inspector.core.body import Body, walk_body
+from inspector.core.bodies.body import Body, walk_body
+from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.bodies.literals import Literal, attribute_value, body_literals, tensor_value
 from inspector.core.diff.arguments import CallContext, arguments_text, name_arguments
 from inspector.core.diff.model import ArgChange, EditOp, NodeEdit
 from inspector.core.diff.values import show_value, tensor_type, unwrap
-from inspector.core.fingerprint import fingerprint
-from inspector.core.keys import FunctionKey
-from inspector.core.literals import Literal, attribute_value, body_literals, tensor_value
-from inspector.core.walk import subgraphs
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.walk import subgraphs
 
 
 @dataclass(slots=True)

@@ -7,8 +7,10 @@ from typing import Any
 
 import onnx
 
-from inspector.core.aten_schema import SchemaCatalogue
-from inspector.core.body import Body, function_body, function_body_by_use
+from inspector.core.aten.schemas import SchemaCatalogue
+from inspector.core.bodies.body import Body, function_body, function_body_by_use
+from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
+from inspector.core.bodies.literals import Literal, tensor_value
 from inspector.core.diff.arguments import name_arguments
 from inspector.core.diff.bodies import (
     Delta,
@@ -28,11 +30,9 @@ from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
 from inspector.core.diff.units import Side, UnitPairs, aten_family
 from inspector.core.diff.values import content_digest, unwrap
-from inspector.core.fingerprint import Fingerprints, fingerprint
-from inspector.core.index import Family
-from inspector.core.keys import FunctionKey
-from inspector.core.literals import Literal, tensor_value
-from inspector.core.provenance import AtenCall
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import Family
+from inspector.core.model.keys import FunctionKey
 
 
 class Recorder:

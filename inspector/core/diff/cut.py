@@ -21,14 +21,15 @@ from typing import Any, Literal
 import onnx
 from onnx import TensorProto
 
-from inspector.core.body import INPUT_KIND, SMALL_CONSTANT_ELEMENTS, Body, captured_names, node_reads
+from inspector.core.bodies.body import Body
+from inspector.core.bodies.fingerprint import Fingerprints
 from inspector.core.diff.bodies import key_of
-from inspector.core.fingerprint import Fingerprints
-from inspector.core.index import ModelIndex
-from inspector.core.keys import MAIN, FunctionKey
-from inspector.core.provenance import AtenCall
-from inspector.core.scan_like import unequal_nodes
-from inspector.core.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import INPUT_KIND, SMALL_CONSTANT_ELEMENTS, captured_names, node_reads
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.scan_like import unequal_nodes
+from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
 
 # What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
 # function ("function_call"), or any other node.
@@ -263,7 +264,7 @@ class GraphCut:
         nodes, like_nodes = self.graph.node, like.graph.node
         like_outputs, like_producer, like_units = like.node_outputs, like.producer, like.units
         assert like_outputs is not None and like_producer is not None
-        # (known already when this model was indexed like the other: inspector.core.scan_like)
+        # (known already when this model was indexed like the other: inspector.core.model.scan_like)
         differ = self.index.unequal if self.index.followed is like.index else unequal_nodes(nodes, like_nodes)
         if differ is None:  # little to take over: a cut of its own
             self._cut()

@@ -14,9 +14,9 @@ from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount, Section
 from inspector.core.diff.units import Side, UnitPairs, aten_family, baked_constants
 from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
-from inspector.core.keys import FunctionKey
-from inspector.core.values import type_text
-from inspector.core.walk import may_have_subgraphs
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.values import type_text
+from inspector.core.model.walk import may_have_subgraphs
 
 # added, removed, retyped
 _VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {

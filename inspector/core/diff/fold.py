@@ -1,4 +1,4 @@
-"""A flat export and its fold (``inspector.core.fold``): recognised, so that the whole difference is one
+"""A flat export and its fold (``inspector.core.fold.aten_fold``): recognised, so that the whole difference is one
 ``folded`` change (``equivalent``) instead of every aten call reported as replaced."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
+from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import FoldRelation
 from inspector.core.diff.units import Side
-from inspector.core.fingerprint import fingerprint
-from inspector.core.keys import FunctionKey
+from inspector.core.model.keys import FunctionKey
 
 
 def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:

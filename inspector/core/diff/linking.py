@@ -1,4 +1,4 @@
-"""What the link rules (``inspector.core.links``) read about one side of a diff, to name the aten arguments a
+"""What the link rules (``inspector.core.specialise.links``) read about one side of a diff, to name the aten arguments a
 changed value came from: each call's bound arguments, its body's inputs in the order of its tensor arguments, and
 the static shapes of the values a rule asks about (looked up on demand; most rules ask none)."""
 
@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from inspector.core.aten_schema import BoundArgument, SchemaCatalogue
-from inspector.core.body import ORIGINAL_NODE_NAME, Body
+from inspector.core.aten.schemas import BoundArgument, SchemaCatalogue
+from inspector.core.bodies.body import Body
 from inspector.core.diff.arguments import CallContext, call_context
 from inspector.core.diff.values import is_number
-from inspector.core.keys import FunctionKey
-from inspector.core.links import GraphShapes
-from inspector.core.provenance import AtenCall
-from inspector.core.signature import call_signature
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import ORIGINAL_NODE_NAME
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.signature import call_signature
+from inspector.core.specialise.links import GraphShapes
 
 if TYPE_CHECKING:
     from inspector.core.diff.cut import GraphCut, Unit

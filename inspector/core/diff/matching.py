@@ -8,13 +8,13 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 
-from inspector.core.body import node_reads
 from inspector.core.diff.model import MatchCount
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest
-from inspector.core.keys import FunctionKey
-from inspector.core.scan_like import unequal_nodes
-from inspector.core.walk import may_have_subgraphs
+from inspector.core.model.graph import node_reads
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.scan_like import unequal_nodes
+from inspector.core.model.walk import may_have_subgraphs
 
 
 class Matcher:

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from inspector.core.jsonsafe import json_safe
+from inspector.core.util.jsonsafe import json_safe
 
 DIFF_FORMAT = "onnx-inspector/diff"
 DIFF_VERSION = 1
 
 # Sections, in the order reports show them. "function" and "aten_call" are the family kinds
-# (``inspector.core.index.FamilyKind``): a change of a family sits in the section of its kind.
+# (``inspector.core.model.index.FamilyKind``): a change of a family sits in the section of its kind.
 Section = Literal["model", "function", "aten_call", "initializer", "input", "output", "node"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 ChangeKind = Literal[
@@ -54,7 +54,7 @@ class NodeEdit:
 
 @dataclass(frozen=True, slots=True)
 class ArgChange:
-    """An aten argument a changed value came from (by ``inspector.core.links``' evidence), with its value in each
+    """An aten argument a changed value came from (by ``specialise.links``' evidence), with its value in each
     of the two calls: ``dim1: 2 -> 3``, ``scale: None -> 0.3``."""
 
     parameter: str

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 
-from inspector.core.aten_schema import SchemaCatalogue
+from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.diff.compare import Comparer, Recorder
 from inspector.core.diff.facts import GraphComparer
 from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
-from inspector.core.gc_pause import paused_gc
-from inspector.core.index import ModelIndex, build_index
-from inspector.core.loader import ReadBuffer, load_model
-from inspector.core.sanitize import retry_repaired
+from inspector.core.model.index import ModelIndex, build_index
+from inspector.core.model.loader import ReadBuffer, load_model
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.sanitize import retry_repaired
 
 
 def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],

@@ -9,24 +9,19 @@ from typing import Any
 
 from onnx import TensorProto
 
-from inspector.core.body import (
-    Body,
-    GraphMaps,
-    captured_names,
-    function_body,
-    function_body_by_use,
-    group_body,
-)
+from inspector.core.bodies.body import Body, function_body, function_body_by_use, group_body
+from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
 from inspector.core.diff.bodies import function_form
 from inspector.core.diff.cut import NO_CONSTANTS, GraphCut, Unit
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
-from inspector.core.fingerprint import Fingerprints, fingerprint
-from inspector.core.index import ModelIndex
-from inspector.core.keys import FunctionKey
-from inspector.core.provenance import NAME_SCOPES, NAMESPACE, AtenCall, split_target
-from inspector.core.release import drain
-from inspector.core.walk import may_have_subgraphs
+from inspector.core.model.calls import NAMESPACE, AtenCall, split_target
+from inspector.core.model.graph import GraphMaps, captured_names
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.provenance import NAME_SCOPES
+from inspector.core.model.walk import may_have_subgraphs
+from inspector.core.util.release import drain
 
 
 class Side:
@@ -70,12 +65,12 @@ class Side:
         self.links = SideLinks(self.graph, self._aten_units, cut)  # what the link rules read (value labels)
 
     def release(self) -> None:
-        """Let go of the units once the diff is made, a few thousand at a time (``inspector.core.release``)."""
+        """Let go of the units once the diff is made, a few thousand at a time (``inspector.core.util.release``)."""
         drain(self._aten_units, self.units)
 
     @property
     def maps(self) -> GraphMaps:
-        """Producers, consumers and parameters as ``inspector.core.body`` builds them; only fold comparisons and
+        """Producers, consumers and parameters as ``inspector.core.bodies.body`` builds them; only fold comparisons and
         node matching need them."""
         if self._maps is None:
             self._maps = self.index.graph_maps()

@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from inspector.core.literals import tensor_value
-from inspector.core.tensors import dtype_name
+from inspector.core.bodies.literals import tensor_value
+from inspector.core.model.tensors import dtype_name
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:

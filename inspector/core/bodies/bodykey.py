@@ -1,0 +1,246 @@
+"""A cheap key per aten call group such that equal keys mean equal body fingerprints.
+
+A 100k-node export has ~80k aten calls but a few hundred distinct bodies. Building each call's ``Body``
+(``group_body``, which parses the FX arguments) and hashing it (``fingerprint``) costs ~0.1 ms per call; this key
+reads the same nodes directly and costs a few microseconds, so the specialiser builds and fingerprints one body
+per distinct key and binds every other call to it.
+
+The key follows ``body.group_body`` and ``fingerprint.fingerprint`` step by step: the same constants (by
+initializer name, which fixes their value), the same numbering of values (inputs by first use, constants,
+node outputs), the same node fields (attributes as serialized bytes: stricter than their values, so a
+difference there only costs a second body). Groups with subgraphs, or outside the main graph, get no key.
+
+``group_shape`` also returns what the key is made from for this one call (its nodes, what it reads, its constants
+and outputs, by name), which is all ``fold`` needs per call once the body of the key is built.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass
+from itertools import chain
+
+import onnx
+from onnx import AttributeProto
+
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.signature import FX_REF
+
+_serialized = AttributeProto.SerializeToString
+
+
+@dataclass(frozen=True, slots=True)
+class GroupShape:
+    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints."""
+
+    key: Hashable
+    indices: list[int]  # main-graph node indices, ascending
+    reads: list[str]  # what the group reads, first use first, constants excluded (``Body.canonical_inputs``)
+    constants: list[str]  # small initializers baked into the body (``Body.constants``, in order)
+    outputs: list[str]  # what is read outside the group (``Body.outputs``)
+
+
+def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
+    """The key of ``call``'s group body (None when it has none that this shortcut covers)."""
+    paths = call.node_paths
+    if len(paths) == 1:  # most aten calls: the key alone, without the names fold needs
+        p = paths[0]
+        if len(p) == 1 and type(p[0]) is int and len(maps.inputs[p[0]]) <= 8:
+            return None if p[0] in maps.captured else _one_node(call, p[0], maps)[0]
+    shape = group_shape(call, maps)
+    return shape.key if shape is not None else None
+
+
+def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
+    """``call``'s group key with the names it was made from (None when the shortcut does not cover the group)."""
+    paths = call.node_paths
+    captured, all_inputs = maps.captured, maps.inputs
+    if len(paths) == 1:  # most aten calls
+        p = paths[0]
+        if len(p) != 1 or type(p[0]) is not int:
+            return None
+        i = p[0]
+        if len(all_inputs[i]) <= 8:  # list membership below stays cheap
+            return None if i in captured else GroupShape(*_one_node(call, i, maps))
+    top: list[int] = []
+    for p in paths:
+        if len(p) != 1 or not isinstance(p[0], int):
+            return None
+        top.append(p[0])
+    top.sort()
+    if any(i in captured for i in top):
+        return None
+    return _group_shape(call, top, maps)
+
+
+def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
+    """``group_shape`` of the main-graph nodes ``top`` (ascending, none with a subgraph), step by step."""
+    all_inputs, all_outputs = maps.inputs, maps.outputs
+    # inputs and outputs as GraphMaps read them: reading a repeated field builds Python strings every time
+    io = [(all_inputs[i], all_outputs[i]) for i in top]
+    produced: set[str] = set()
+    for _ins, outs in io:
+        produced.update(outs)
+    produced.discard("")
+    # what group_body calls inputs (first use) and constants, in its order
+    inputs: list[str] = []
+    constants: list[str] = []
+    candidates: list[str] = []  # small initializers: constants unless they are tensor arguments of the call
+    seen: set[str] = set()
+    small, parameters = maps.small_constants, maps.parameters
+    for ins, _outs in io:
+        for name in ins:
+            if not name or name in produced or name in seen:
+                continue
+            seen.add(name)
+            if name in small and name not in parameters:
+                candidates.append(name)
+            inputs.append(name)
+    if candidates:
+        inputs, constants = _baked(call, inputs, candidates, maps)
+    names = _numbered(inputs, constants)
+
+    def ref(name: str) -> str:
+        if not name:
+            return "_"
+        if name not in names:
+            names[name] = _ref(len(names), _X, "x")
+        return names[name]
+
+    counter = 0
+    tokens: list[Hashable] = []
+    graph_nodes = maps.graph.node
+    for i, (ins, outs) in zip(top, io):
+        read = tuple(ref(x) for x in ins)  # before this node's outputs are numbered, as fingerprint does
+        token, counter = _node_token(graph_nodes[i], read, outs, names, counter)
+        tokens.append(token)
+    # read outside the group: read more often in the graph than by the group's own nodes
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    if len(io) == 1:
+        only = io[0][0]
+        outputs = [x for x in io[0][1] if x and (x in graph_outputs or read_count[x] > only.count(x))]
+    else:
+        inside = Counter(chain.from_iterable(ins for ins, _o in io))
+        outputs = [x for _ins, outs in io for x in outs
+                   if x and (x in graph_outputs or read_count[x] > inside[x])]
+    key = tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
+    return GroupShape(key, top, inputs, constants, outputs)
+
+
+def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
+           maps: GraphMaps) -> tuple[list[str], list[str]]:
+    """(inputs, constants): the small-initializer candidates are constants unless they are tensor arguments."""
+    constants = candidates
+    fx = call.fx_text
+    # tensor arguments are among the %references of the FX text: a candidate can be one only if its name, or an FX
+    # name standing for it, is in the text at all (a substring test first: the regex cost 8 us a call at 100k);
+    # the FX text is parsed only if a candidate is one of its references
+    if any(c in fx or any(a in fx for a in maps.fx_names(c)) for c in candidates):
+        refs = {maps.onnx_name.get(r, r) for r in FX_REF.findall(fx)}
+        if any(c in refs for c in candidates):
+            tensor_args = set(maps.tensor_args(call))
+            constants = [c for c in candidates if c not in tensor_args]
+    if constants:
+        baked = set(constants)
+        inputs = [x for x in inputs if x not in baked]
+    return inputs, constants
+
+
+def _numbered(inputs: list[str], constants: list[str]) -> dict[str, str]:
+    """fingerprint's numbering: inputs, then constants (then outputs as they are made, others by first use)."""
+    names = dict(zip(inputs, _IN)) if len(inputs) <= _PRE else {name: f"in{k}" for k, name in enumerate(inputs)}
+    for k, name in enumerate(constants):
+        names[name] = f"c{k}"
+    return names
+
+
+_PRE = 64  # references numbered up to here are shared strings, not made per call
+_IN = tuple(f"in{k}" for k in range(_PRE))
+_X = tuple(f"x{k}" for k in range(_PRE))
+_V = tuple(f"v{k}" for k in range(_PRE))
+_IN_UPTO = tuple(_IN[:k] for k in range(_PRE))  # (in0, ..., in<k-1>): the reads of k distinct inputs
+_V_UPTO = tuple(_V[:k] for k in range(_PRE))
+
+
+def _ref(k: int, names: tuple[str, ...], prefix: str) -> str:
+    return names[k] if k < _PRE else f"{prefix}{k}"
+
+
+def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], names: dict[str, str],
+                counter: int) -> tuple[Hashable, int]:
+    """A node's part of the key; its outputs are numbered ``v<counter>``… (after its reads, as fingerprint does)."""
+    made = []
+    for x in outs:
+        if x:
+            names[x] = made_ref = _ref(counter, _V, "v")
+            counter += 1
+            made.append(made_ref)
+        else:
+            made.append("_")
+    attrs = node.attribute
+    return (node.domain, node.op_type, node.overload, read, tuple(made),
+            tuple(map(_serialized, attrs)) if attrs else ()), counter
+
+
+def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[int], list[str], list[str], list[str]]:
+    """``group_shape``'s fields for a group of one node (most aten calls): the same steps as for several nodes,
+    inlined, since this runs once per call of an 80k-call export."""
+    ins, outs = maps.inputs[i], maps.outputs[i]
+    node = call.first_node if call.first_node is not None else maps.graph.node[i]  # the scan's: not read again
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    distinct = set(ins)
+    n, m = len(ins), len(outs)
+    if (n == len(distinct) and n < _PRE and m < _PRE and "" not in distinct and distinct.isdisjoint(outs)
+            and maps.small_constants.isdisjoint(distinct) and "" not in outs and m == len(set(outs))):
+        # most calls: distinct named inputs, none of them baked in or made by the node itself, distinct named
+        # outputs. The steps below then number the inputs in0, in1, ... and the outputs v0, v1, ... in order
+        attrs = node.attribute
+        made_refs = _V_UPTO[m]
+        token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
+                 tuple(map(_serialized, attrs)) if attrs else ())
+        # (no output is among the inputs, so read outside = read at all)
+        outputs = [x for x in outs if x in graph_outputs or read_count[x] > 0]
+        out_refs = made_refs if len(outputs) == m else tuple([_V[outs.index(x)] for x in outputs])
+        return ((), (token,), out_refs), [i], list(ins), [], outputs
+    inputs: list[str] = []
+    candidates: list[str] | None = None
+    small = maps.small_constants
+    for name in ins:
+        if not name or name in outs or name in inputs:
+            continue
+        if name in small and name not in maps.parameters:
+            if candidates is None:
+                candidates = []
+            candidates.append(name)
+        inputs.append(name)
+    constants: list[str] = []
+    if candidates:
+        inputs, constants = _baked(call, inputs, candidates, maps)
+    names = _numbered(inputs, constants)
+    read: list[str] = []
+    for x in ins:
+        if not x:
+            read.append("_")
+            continue
+        r = names.get(x)
+        if r is None:
+            r = names[x] = _ref(len(names), _X, "x")
+        read.append(r)
+    # the node's outputs are numbered v0, v1, ... after its reads (as fingerprint does)
+    made: list[str] = []
+    k = 0
+    for x in outs:
+        if x:
+            names[x] = ref = _V[k] if k < _PRE else f"v{k}"
+            k += 1
+            made.append(ref)
+        else:
+            made.append("_")
+    attrs = node.attribute
+    token = (node.domain, node.op_type, node.overload, tuple(read), tuple(made),
+             tuple(map(_serialized, attrs)) if attrs else ())
+    outputs = [x for x in outs if x and (x in graph_outputs or read_count[x] > ins.count(x))]
+    out_refs = tuple([names[x] for x in outputs])  # every output was numbered above
+    return (tuple(constants), (token,), out_refs), [i], inputs, constants, outputs

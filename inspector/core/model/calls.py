@@ -1,0 +1,150 @@
+"""Aten calls: the ONNX nodes that one FX node (one aten call) of a dynamo export was translated into, and the
+metadata keys exporters write on every such node.
+
+Apart from ``provenance`` (which builds the calls and the module tree) so that the scan, the keys and the
+signature binder can name an ``AtenCall`` without importing the index that makes them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import onnx
+
+from inspector.core.model.fx import FxNode, TensorRef, parse_fx_node
+from inspector.core.model.keys import FunctionKey, GraphScope, MainGraph
+from inspector.core.model.walk import NodePath, as_text
+
+FX_NODE = "pkg.torch.onnx.fx_node"
+NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
+NAMESPACE = "namespace"
+CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
+STACK_TRACE = "pkg.torch.onnx.stack_trace"
+
+
+@dataclass(slots=True)
+class AtenCall:
+    """The ONNX nodes one FX node (one aten call) was translated into."""
+
+    fx_text: str
+    name: str  # FX node name, e.g. "transpose_2"
+    raw_target: str  # "torch.ops.aten.transpose.int"
+    target: str  # "aten::transpose.int", or the raw target when it is not a torch op
+    scope: GraphScope
+    node_paths: list[NodePath]
+    first_node: onnx.NodeProto | None = field(default=None, repr=False)
+    rule_names: tuple[str, ...] = ()
+    # the first node's name_scopes text as the scan read it ("" when it has none); None: not read yet
+    scopes_text: str | bytes | None = field(default=None, repr=False)
+    _fx: FxNode | None = field(default=None, repr=False)
+    _parsed: bool = field(default=False, repr=False)
+    _meta: dict[str, str] | None = field(default=None, repr=False)
+    _module_path: str | None = field(default=None, repr=False)
+
+    @property
+    def is_aten(self) -> bool:
+        return self.target.startswith("aten::")
+
+    @property
+    def family(self) -> tuple[str, str, str]:
+        """``(namespace, op, overload)`` of the target, e.g. ``("aten", "transpose", "int")``."""
+        return split_target(self.target)
+
+    @property
+    def fx(self) -> FxNode | None:
+        """Parsed FX text (target, args, kwargs); computed on first use."""
+        if not self._parsed:
+            self._fx = parse_fx_node(self.fx_text)
+            self._parsed = True
+        return self._fx
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The first node's ``metadata_props`` (the same for every node of the call), read on first use."""
+        if self._meta is None:
+            props = self.first_node.metadata_props if self.first_node else ()
+            self._meta = {as_text(p.key): as_text(p.value) for p in props}
+        return self._meta
+
+    @property
+    def stack_trace(self) -> str:
+        return self.metadata.get(STACK_TRACE, "")
+
+    @property
+    def module_chain(self) -> list[tuple[str, str]]:
+        """``[(module path, class)]`` from the root module down to the one that made this call."""
+        return module_chain(self.metadata)
+
+    @property
+    def module_path(self) -> str:
+        if self._module_path is None:
+            chain = self.module_chain
+            self._module_path = chain[-1][0] if chain else ""
+        return self._module_path
+
+    def tensor_args(self) -> list[str]:
+        fx = self.fx
+        if fx is None:
+            return []
+        out: list[str] = []
+        for v in (*fx.args, *fx.kwargs.values()):
+            for item in v if isinstance(v, (list, tuple)) else (v,):
+                if isinstance(item, TensorRef):
+                    out.append(item.name)
+        return out
+
+
+def split_target(target: str) -> tuple[str, str, str]:
+    if "::" in target:
+        ns, _, rest = target.partition("::")
+        name, _, overload = rest.partition(".")
+        return ns, name, overload or "default"
+    return "python", target, "default"
+
+
+Scope: TypeAlias = "MainGraph | FunctionKey | AtenCall"
+"""Anything shown, laid out or searched as one body: a graph, or the nodes of one aten call in a graph."""
+
+
+_QUOTED = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*(,|$)""")
+
+
+def parse_str_list(text: str) -> list[str] | None:
+    """Read ``"['', 'layers.0']"`` without eval; None when it is not such a list."""
+    s = text.strip()
+    if not (s.startswith("[") and s.endswith("]")):
+        return None
+    plain = "\\" not in s and '"' not in s and "'" not in s[2:-2].replace("', '", "")
+    if plain and s.startswith("['") and s.endswith("']"):
+        return s[2:-2].split("', '")  # the common repr of a list of plain strings
+    body = s[1:-1]
+    out: list[str] = []
+    pos = 0
+    while pos < len(body):
+        m = _QUOTED.match(body, pos)
+        if not m or m.end() == pos:
+            return None
+        raw = m.group(1) if m.group(1) is not None else m.group(2)
+        out.append(raw.replace("\\'", "'").replace('\\"', '"') if "\\" in raw else raw)
+        pos = m.end()
+    return out
+
+
+def module_chain(meta: dict[str, str]) -> list[tuple[str, str]]:
+    """``[(module path, class)]`` from name_scopes/class_hierarchy, else from ``namespace``."""
+    scopes_text = meta.get(NAME_SCOPES, "")
+    scopes = parse_str_list(scopes_text) if scopes_text else None
+    if scopes and len(scopes) >= 2:
+        mods = scopes[:-1]  # the last entry names the FX node itself
+        classes_text = meta.get(CLASS_HIERARCHY, "")
+        cls = (parse_str_list(classes_text) or [])[: len(mods)] if classes_text else []
+        cls += [""] * (len(mods) - len(cls))
+        return list(zip(mods, cls))
+    pairs: list[tuple[str, str]] = []
+    for part in meta.get(NAMESPACE, "").split("/")[:-1]:
+        path, _, cls_name = part.partition(": ")
+        pairs.append((path.strip(), cls_name.strip()))
+    return pairs

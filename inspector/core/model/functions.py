@@ -1,0 +1,286 @@
+"""Index of local functions: keys, families, call sites and the call graph, with findings.
+
+Calls are found in the main graph, in function bodies, and in subgraphs at any depth. TorchScript's
+``export_modules_as_functions`` names variants ``Blk``, ``Blk.1``, ``Blk.2`` instead of using ``overload``;
+those are shown as one family.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from inspector.core.model.findings import Finding, FindingKind, Severity
+from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
+from inspector.core.model.scan import ScanResult, scan
+from inspector.core.model.signature import folded_target
+from inspector.core.model.walk import NodePath, iter_nodes, path_text, resolve_path
+
+# Domains whose operators a runtime provides (not local functions).
+OPERATOR_DOMAINS = frozenset({
+    "", "ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training",
+    "com.microsoft", "com.microsoft.nchwc", "com.microsoft.experimental", "com.ms.internal.nhwc",
+    "org.pytorch.aten", "com.microsoft.extensions", "ai.onnx.contrib",
+})
+_VARIANT = re.compile(r"^(?P<base>.+)\.(?P<n>\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A node that resolves to a local function."""
+
+    callee: FunctionKey
+    caller: GraphScope
+    path: NodePath
+    node_name: str
+    where: str  # readable path, e.g. "main/If_0.then_branch/n3"
+
+
+@dataclass(slots=True)
+class FunctionFamily:
+    """All functions sharing ``(domain, name)``; TorchScript variants join their base's family."""
+
+    domain: str
+    name: str
+    members: list[FunctionKey] = field(default_factory=list)
+    torchscript_variants: bool = False
+
+    def label(self, key: FunctionKey) -> str:
+        """The overload as a user reads it: the overload field, or the TorchScript suffix."""
+        if key.overload:
+            return key.overload
+        if self.torchscript_variants and key.name != self.name:
+            return key.name[len(self.name) + 1 :]
+        return ""
+
+
+@dataclass(slots=True)
+class FunctionIndex:
+    functions: dict[FunctionKey, onnx.FunctionProto]
+    families: dict[tuple[str, str], FunctionFamily]
+    calls: dict[FunctionKey, list[CallSite]]
+    callees: dict[GraphScope, set[FunctionKey]]
+    findings: list[Finding]
+    duplicate_keys: list[FunctionKey]
+    _aten: dict[FunctionKey, str] | None = field(default=None, repr=False)
+
+    def family_of(self, key: FunctionKey) -> FunctionFamily:
+        for fam in self.families.values():
+            if key in fam.members:
+                return fam
+        raise KeyError(key)
+
+    def call_count(self, key: FunctionKey) -> int:
+        return len(self.calls.get(key, ()))
+
+    def site_node(self, site: CallSite, main: Sequence[onnx.NodeProto]) -> onnx.NodeProto | None:
+        """The node of a call site, in the calling function's body or in ``main`` (the main graph's nodes); None
+        when its path does not resolve."""
+        caller = self.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
+        try:
+            return resolve_path(caller.node if caller is not None else main, site.path)
+        except KeyError:
+            return None
+
+    def aten_target(self, key: FunctionKey) -> str | None:
+        """The aten target a local function stands for (``aten::view`` for a function ``fold`` made), else None."""
+        if self._aten is None:
+            self._aten = {}
+            for k, f in self.functions.items():
+                doc = f.doc_string  # bytes when the file holds invalid UTF-8
+                if isinstance(doc, str) and doc.startswith("aten::"):  # cheap test first: most carry no schema
+                    target = folded_target(f)
+                    if target is not None:
+                        self._aten[k] = target
+        return self._aten.get(key)
+
+
+def local_functions(model: onnx.ModelProto) -> tuple[dict[FunctionKey, onnx.FunctionProto], list[FunctionKey]]:
+    """Functions by key, and keys defined more than once (the first definition wins)."""
+    functions: dict[FunctionKey, onnx.FunctionProto] = {}
+    duplicates: list[FunctionKey] = []
+    for f in model.functions:
+        key = FunctionKey(f.domain, f.name, f.overload)
+        if key in functions:
+            duplicates.append(key)
+        else:
+            functions[key] = f
+    return functions, duplicates
+
+
+def model_scopes(model: onnx.ModelProto) -> list[tuple[GraphScope, Sequence[onnx.NodeProto]]]:
+    """The main graph and every function body, each a scope whose nodes a scan walks."""
+    functions, _ = local_functions(model)
+    return [(MAIN, model.graph.node), *((k, f.node) for k, f in functions.items())]
+
+
+def plain_domains(model: onnx.ModelProto) -> frozenset[str]:
+    """Operator domains in which no local function is defined: their nodes cannot be calls."""
+    return OPERATOR_DOMAINS - {f.domain for f in model.functions}
+
+
+def scan_model(model: onnx.ModelProto, modules: bool = True) -> ScanResult:
+    """One scan of every node; ``modules``: also each call's name_scopes, for the module tree (``scan``)."""
+    return scan(model_scopes(model), plain_domains(model), modules)
+
+
+def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = None,
+                         operator_known: OperatorLookup | None = None) -> FunctionIndex:
+    lookup = operator_known or OperatorLookup()
+    functions, duplicates = local_functions(model)
+    sr = scanned if scanned is not None else scan_model(model)
+    families = _families(functions)
+    by_family: set[tuple[str, str]] = {k.family for k in functions}
+    function_domains = {k.domain for k in functions}
+    scope_nodes: dict[GraphScope, Sequence[onnx.NodeProto]] = {MAIN: model.graph.node}
+    scope_nodes.update((k, f.node) for k, f in functions.items())
+
+    calls: dict[FunctionKey, list[CallSite]] = {k: [] for k in functions}
+    callees: dict[GraphScope, set[FunctionKey]] = {scope: set() for scope in scope_nodes}
+    findings: list[Finding] = []
+    seen_unresolved: set[tuple[str, str, str]] = set()
+    for scope, path, node in sr.candidates:
+        root = str(scope)
+        domain = node.domain
+        key = FunctionKey(domain, node.op_type, node.overload)
+        if key in functions:
+            calls[key].append(CallSite(key, scope, path, node.name, path_text(scope_nodes[scope], path, root)))
+            callees[scope].add(key)
+        elif (domain, node.op_type) in by_family:
+            _note_unresolved(findings, seen_unresolved, "missing_overload", node, root)
+        elif domain in function_domains:
+            _note_unresolved(findings, seen_unresolved, "missing_function", node, root)
+        elif domain not in OPERATOR_DOMAINS:
+            _note_unresolved(findings, seen_unresolved, "custom_operator", node, root)
+        elif not lookup.known(domain, node.op_type):
+            _note_unresolved(findings, seen_unresolved, "unknown_operator", node, root)
+    for (domain, op), scope in sr.first_seen.items():
+        if domain in OPERATOR_DOMAINS and domain not in function_domains and not lookup.known(domain, op):
+            shown = str(FunctionKey(domain, op))
+            name = next((n.name for _p, n, _d in iter_nodes(scope_nodes[scope])
+                         if n.op_type == op and n.domain == domain), "") or op
+            findings.append(Finding("unknown_operator", "warning", f"operator {shown} is not in the ONNX operator set",
+                                    (str(scope), name)))
+    for key in duplicates:
+        message = f"function {key} is defined more than once"
+        findings.append(Finding("duplicate_function", "error", message, (str(key),)))
+    findings.extend(_recursion_findings(callees))
+    return FunctionIndex(functions, families, calls, callees, findings, duplicates)
+
+
+class OperatorLookup:
+    """Memoised ``onnx.defs.has``: one schema look-up per distinct (domain, op_type), not per node."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], bool] = {}
+
+    def known(self, domain: str, op_type: str) -> bool:
+        k = (domain, op_type)
+        hit = self._cache.get(k)
+        if hit is None:
+            if domain in ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training"):
+                try:
+                    hit = bool(onnx.defs.has(op_type, domain))
+                except Exception:
+                    hit = False
+            else:
+                hit = True  # contrib domains: trust the runtime
+            self._cache[k] = hit
+        return hit
+
+
+def _note_unresolved(findings: list[Finding], seen: set[tuple[str, str, str]], kind: FindingKind,
+                     node: onnx.NodeProto, root: str) -> None:
+    key = (node.domain, node.op_type, node.overload)
+    shown = str(FunctionKey(*key))
+    if key in seen:
+        return
+    seen.add(key)
+    messages: dict[FindingKind, tuple[Severity, str]] = {
+        "missing_function": ("error", f"call to {shown}, but the model defines no such function"),
+        "missing_overload": ("error", f"call to overload {shown}, but the model defines only other overloads"),
+        "custom_operator": ("info", f"operator {shown} is neither a standard op nor a local function (custom op?)"),
+        "unknown_operator": ("warning", f"operator {shown} is not in the ONNX operator set"),
+    }
+    severity, message = messages[kind]
+    findings.append(Finding(kind, severity, message, (root, node.name or node.op_type)))
+
+
+def _families(functions: dict[FunctionKey, onnx.FunctionProto]) -> dict[tuple[str, str], FunctionFamily]:
+    names_by_domain: dict[str, set[str]] = defaultdict(set)
+    for k in functions:
+        names_by_domain[k.domain].add(k.name)
+    families: dict[tuple[str, str], FunctionFamily] = {}
+    for key in functions:
+        fam_name = key.name
+        variant = False
+        m = _VARIANT.match(key.name)
+        if not key.overload and m and m.group("base") in names_by_domain[key.domain]:
+            fam_name = m.group("base")
+            variant = True
+        fam = families.setdefault((key.domain, fam_name), FunctionFamily(key.domain, fam_name))
+        fam.members.append(key)
+        fam.torchscript_variants |= variant
+    for fam in families.values():
+        fam.members.sort(key=lambda k: (k.overload, _variant_number(k.name)))
+    return families
+
+
+def _variant_number(name: str) -> int:
+    m = _VARIANT.match(name)
+    return int(m.group("n")) if m else -1
+
+
+def _recursion_findings(callees: dict[GraphScope, set[FunctionKey]]) -> list[Finding]:
+    """Cycles in the call graph (Tarjan's strongly connected components, iteratively)."""
+    index: dict[GraphScope, int] = {}
+    low: dict[GraphScope, int] = {}
+    on_stack: set[GraphScope] = set()
+    stack: list[GraphScope] = []
+    cycles: list[list[GraphScope]] = []
+    counter = 0
+    for root in list(callees):
+        if root in index:
+            continue
+        work: list[tuple[GraphScope, list[FunctionKey]]] = [(root, sorted(callees.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, todo = work[-1]
+            if todo:
+                w: GraphScope = todo.pop()
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, sorted(callees.get(w, ()))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                comp: list[GraphScope] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in callees.get(v, ()):
+                    cycles.append(comp)
+    out = []
+    for comp in cycles:
+        names = sorted(str(k) for k in comp)
+        chain = " -> ".join([*names, names[0]])
+        out.append(Finding("recursion", "error", f"recursive functions: {chain}", tuple(names)))
+    return out

@@ -1,0 +1,159 @@
+"""One graph's maps: which node produces each value, which read it and how often, its initializers, and the
+torch.export names of its parameters. Built once per graph and shared by every body cut from it.
+
+Each node's inputs and outputs are read from protobuf once, here: reaching a node of a 100k-node export costs
+more than reading its fields, so every later pass reads these lists instead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import chain
+
+import onnx
+
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.walk import NodePath, may_have_subgraphs, subgraphs
+from inspector.core.util.slices import in_slices
+
+SMALL_CONSTANT_ELEMENTS = 32
+ORIGINAL_NODE_NAME = "pkg.torch.onnx.original_node_name"
+INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+
+
+class GraphMaps:
+    """Producers, consumers and initializers of one graph, built once and shared by all its groups; each node's
+    inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
+
+    def __init__(self, graph: onnx.GraphProto, outer: GraphMaps | None = None, prefix: NodePath = (),
+                 flat: bool = False) -> None:
+        """``outer``: the maps of the graph enclosing ``graph`` (a branch or loop body at node path ``prefix``),
+        whose initializers and parameters it sees. ``flat``: no node of ``graph`` can hold a subgraph (known from
+        the op histogram, ``ModelIndex.flat_main``), so none is looked at for one (110 ms of a 100k-node graph)."""
+        self.graph = graph
+        self.prefix = prefix
+        self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
+        self.initializers.update((t.name, t) for t in graph.initializer)
+        # as declared ("" = omitted); both in one pass over the nodes: 40 ms less than two at 100k, where reaching
+        # a node costs more than reading its fields
+        self.inputs: list[list[str]] = []
+        self.outputs: list[list[str]] = []
+        add_inputs, add_outputs = self.inputs.append, self.outputs.append
+        for node in graph.node:
+            add_inputs(list(node.input))
+            add_outputs(list(node.output))
+        # per node with subgraphs: the outer names they read
+        self.captured: dict[int, list[str]] = {} if flat else {i: captured_names(node)
+                                                               for i, node in enumerate(graph.node)
+                                                               if may_have_subgraphs(node)}
+        self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
+        self.producer.pop("", None)
+        # how many times each value is read (a node reading it twice counts twice); consumers on demand. Counted
+        # a slice of nodes at a time: one count over 100k nodes holds the GIL for 35-50 ms (a GUI thread waits)
+        self.read_count: Counter[str] = Counter()
+        for piece in in_slices(self.inputs):
+            self.read_count.update(chain.from_iterable(piece))
+        for inner in self.captured.values():
+            self.read_count.update(inner)
+        del self.read_count[""]
+        self._consumers: dict[str, list[int]] | None = None
+        self._fx_names: dict[str, list[str]] | None = None
+        self._small: frozenset[str] | None = None
+        self.graph_outputs = {v.name for v in graph.output}
+        # torch.export names parameters p_<path>; the ONNX graph keeps the state-dict name and records the
+        # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
+        self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
+        self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
+        for v in chain(graph.input, graph.value_info):  # not (*a, *b): one C call, 34 ms holding the GIL at 100k
+            props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
+            if not props:
+                continue
+            for p in props:
+                if p.key == ORIGINAL_NODE_NAME:
+                    self.onnx_name[p.value] = v.name
+                elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                    self.parameters.add(v.name)
+
+    @property
+    def small_constants(self) -> frozenset[str]:
+        """Names of the initializers small enough to be baked-in values (``is_small_constant``), each tensor looked at
+        once (a 100k-node export's calls read its 11k initializers 156k times)."""
+        if self._small is None:
+            self._small = frozenset(name for name, t in self.initializers.items() if is_small_constant(t))
+        return self._small
+
+    def fx_names(self, name: str) -> Sequence[str]:
+        """The FX names that stand for the ONNX value ``name`` (``onnx_name`` read backwards; built on first use)."""
+        if self._fx_names is None:
+            back: dict[str, list[str]] = {}
+            for fx, onnx_name in self.onnx_name.items():
+                back.setdefault(onnx_name, []).append(fx)
+            self._fx_names = back
+        return self._fx_names.get(name, ())
+
+    @property
+    def consumers(self) -> dict[str, list[int]]:
+        """Value name -> the nodes reading it, in node order (once per read); built on first use."""
+        if self._consumers is None:
+            consumers: dict[str, list[int]] = {}
+            for i in range(len(self.inputs)):
+                for name in self.reads(i):
+                    consumers.setdefault(name, []).append(i)
+            self._consumers = consumers
+        return self._consumers
+
+    def read_outside(self, name: str, reads_inside: int) -> bool:
+        """True when ``name`` is read more often than the ``reads_inside`` reads of it by a group's nodes."""
+        return self.read_count.get(name, 0) > reads_inside
+
+    def reads(self, i: int) -> list[str]:
+        """What node ``i`` reads: ``node_reads(graph.node[i])`` without reading protobuf again."""
+        names = [x for x in self.inputs[i] if x]
+        inner = self.captured.get(i)
+        return names + inner if inner else names
+
+    def tensor_args(self, call: AtenCall) -> list[str]:
+        """The call's tensor arguments as ONNX value names."""
+        return [self.onnx_name.get(n, n) for n in call.tensor_args()]
+
+
+def node_reads(node: onnx.NodeProto) -> list[str]:
+    """Values a node reads: its inputs and, for nodes with subgraphs, names the subgraphs capture from outside."""
+    names = [n for n in node.input if n]
+    if may_have_subgraphs(node):
+        names.extend(captured_names(node))
+    return names
+
+
+def captured_names(node: onnx.NodeProto) -> list[str]:
+    """Names used inside ``node``'s subgraphs (any depth) that none of them defines."""
+    defined: set[str] = set()
+    used: list[str] = []
+    stack = [g for _s, g in subgraphs(node)]
+    while stack:
+        g = stack.pop()
+        defined.update(v.name for v in g.input)
+        defined.update(t.name for t in g.initializer)
+        for n in g.node:
+            used.extend(x for x in n.input if x)
+            defined.update(n.output)
+            stack.extend(sg for _s, sg in subgraphs(n))
+        used.extend(v.name for v in g.output)
+    seen: set[str] = set()
+    out = []
+    for name in used:
+        if name not in defined and name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def is_small_constant(t: onnx.TensorProto) -> bool:
+    """Small enough to be a value trace_only code baked in (and to show in full); never external data."""
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    numel = 1
+    for d in t.dims:
+        numel *= d
+    return numel <= SMALL_CONSTANT_ELEMENTS

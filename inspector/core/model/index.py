@@ -1,0 +1,324 @@
+"""The model index: everything the GUI, diff and reports read about one model, built in a few passes.
+
+Families unify local functions (``kind="function"``: overloads of one ``(domain, name)``) and aten calls of
+flat exports (``kind="aten_call"``: ``aten::transpose.int`` is family ``(aten, transpose)``, overload
+``int``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Literal
+
+import onnx
+
+from inspector.core.model.calls import AtenCall, split_target
+from inspector.core.model.findings import Finding
+from inspector.core.model.functions import FunctionIndex, build_function_index, scan_model
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.loader import LoadedModel, load_model
+from inspector.core.model.provenance import ProvenanceIndex, build_provenance
+from inspector.core.model.scan_like import Earlier, scan_like
+from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
+from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.sanitize import sanitize_text
+
+FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
+
+
+@dataclass(slots=True)
+class Overload:
+    """One member of a family: a function overload, or one aten overload (``int`` of ``aten::transpose``)."""
+
+    kind: FamilyKind
+    domain: str
+    name: str
+    overload: str  # as shown to a user ("" for the default)
+    function: FunctionKey | None = None
+    call_count: int = 0
+    aten_calls: list[AtenCall] = field(default_factory=list)
+    aten_target: str | None = None  # for a function that stands for an aten overload (a fold's function)
+
+    @property
+    def target(self) -> str | None:
+        """``aten::transpose.int`` for aten overloads and for functions that stand for one."""
+        if self.kind != "aten_call":
+            return self.aten_target
+        if self.domain == "python":
+            return self.name
+        return f"{self.domain}::{self.name}" + ("" if self.overload == "default" else f".{self.overload}")
+
+    @property
+    def label(self) -> str:
+        if self.kind == "aten_call":
+            return self.target or self.name
+        return str(self.function) if self.function else self.name
+
+
+@dataclass(slots=True)
+class Family:
+    kind: FamilyKind
+    domain: str
+    name: str
+    overloads: list[Overload] = field(default_factory=list)
+    torchscript_variants: bool = False
+    aten_family: str | None = None  # ``aten::view`` when every overload stands for an overload of that aten op
+
+    @property
+    def call_count(self) -> int:
+        return sum(o.call_count for o in self.overloads)
+
+    @property
+    def label(self) -> str:
+        if self.aten_family is not None:
+            return self.aten_family
+        if self.kind == "aten_call":
+            return f"{self.domain}::{self.name}" if self.domain != "python" else self.name
+        return f"{self.domain}.{self.name}" if self.domain else self.name
+
+
+@dataclass(slots=True)
+class ModelFacts:
+    ir_version: int
+    opsets: dict[str, int]
+    producer_name: str
+    producer_version: str
+    domain: str
+    model_version: int
+    graph_name: str
+    doc_string: str
+    metadata: dict[str, str]
+    main_nodes: int
+    total_nodes: int
+    function_count: int
+    initializer_count: int
+    graph_inputs: list[str]  # including initializers that old exporters list as inputs; see user_inputs()
+    outputs: list[str]
+    file_size: int
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterStats:
+    count: int  # elements
+    bytes: int
+    external_bytes: int  # the part stored as external data
+
+
+def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
+    params = nbytes = external = 0
+    external_code = onnx.TensorProto.EXTERNAL
+    bits = TENSOR_BITS
+    for t in g.initializer:
+        numel = element_count(t.dims)
+        size = (numel * bits.get(t.data_type, 0) + 7) // 8
+        params += numel
+        nbytes += size
+        if t.data_location == external_code:
+            external += size
+    for sp in g.sparse_initializer:
+        numel, size = tensor_size(sp.values)
+        params += numel
+        nbytes += size
+    return ParameterStats(params, nbytes, external)
+
+
+@dataclass(slots=True)
+class ModelIndex:
+    model: LoadedModel
+    facts: ModelFacts
+    functions: FunctionIndex
+    provenance: ProvenanceIndex
+    families: list[Family]
+    op_histogram: Counter[tuple[str, str]]
+    findings: list[Finding]
+    # made like another model's index (``scan_like``): that index, and the main-graph nodes that differ from it
+    followed: ModelIndex | None = field(default=None, repr=False)
+    unequal: list[int] | None = field(default=None, repr=False)
+    _parameters: ParameterStats | None = field(default=None, repr=False)
+    _maps: GraphMaps | None = field(default=None, repr=False)
+
+    @property
+    def proto(self) -> onnx.ModelProto:
+        return self.model.proto
+
+    @property
+    def path(self) -> Path:
+        return self.model.path
+
+    @property
+    def flat_main(self) -> bool:
+        """Whether no node of the main graph can hold a subgraph or call a function (all are standard-domain ops
+        other than If/Loop/Scan/SequenceMap), by the op histogram. A pass over such a graph may take each node's
+        inputs as all it reads and its position as its path, instead of walking every node's attributes or keeping
+        a path per node: a cost a 100k-node graph pays per node (search's name tables, the diff's cut)."""
+        return not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in self.op_histogram)
+
+    def parameters(self) -> ParameterStats:
+        """Parameter count and bytes from tensor metadata (no external data is read); computed once, on demand."""
+        if self._parameters is None:
+            self._parameters = parameter_stats(self.proto.graph)
+        return self._parameters
+
+    def graph_maps(self) -> GraphMaps:
+        """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read
+        from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
+        A 100k-node graph takes ~0.4 s to read; each of those used to read it again."""
+        if self._maps is None:
+            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main)
+        return self._maps
+
+    def user_inputs(self) -> list[str]:
+        """Graph inputs that are not initializers (reads every initializer's name, so not done at index time)."""
+        g = self.proto.graph
+        if not g.input:
+            return []
+        initializers = {t.name for t in g.initializer}
+        return [n for n in self.facts.graph_inputs if n not in initializers]
+
+    def family(self, kind: FamilyKind, domain: str, name: str) -> Family | None:
+        for fam in self.families:
+            if (fam.kind, fam.domain, fam.name) == (kind, domain, name):
+                return fam
+        return None
+
+
+def open_index(path: str | os.PathLike[str], modules: bool = True, like: ModelIndex | None = None) -> ModelIndex:
+    """Load and index a model file (the one call most callers need). ``modules=False`` for a caller that never
+    builds the module tree: the scan then skips reading each call's name_scopes (1 us per call, 8% of a 100k-node
+    scan); the tree, if asked for after all, reads them from the nodes. ``like``: an index of a model this one
+    probably mostly equals (the other side of a diff), whose scan this one takes over where nodes are equal
+    (``inspector.core.model.scan_like``)."""
+    return build_index(load_model(path), modules, like)
+
+
+# Below this size every model is checked for invalid-UTF-8 strings up front (a few ms); larger ones only when
+# indexing trips over one, so that ordinary large exports do not pay for a pass over every string.
+EAGER_TEXT_CHECK_NODES = 20_000
+
+
+def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | None = None) -> ModelIndex:
+    repaired = 0
+    if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
+        repaired = sanitize_text(model.proto)
+    with paused_gc():
+        try:
+            index = _build_index(model, modules, like)
+        except (TypeError, AttributeError, UnicodeError):
+            repaired = sanitize_text(model.proto)
+            if not repaired:
+                raise
+            index = _build_index(model, modules, like)
+    if repaired:
+        index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
+                                      "UTF-8; they are shown with replacement characters"))
+    return index
+
+
+def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None) -> ModelIndex:
+    proto = model.proto
+    followed = scan_like(proto, _earlier(like), modules) if like is not None else None
+    scanned = followed[0] if followed is not None else scan_model(proto, modules)
+    fidx = build_function_index(proto, scanned)
+    prov = build_provenance(proto, scanned)
+    histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
+    total = sum(scanned.node_counts.values())
+    main_nodes = len(proto.graph.node)
+    functions = _function_families(fidx)
+    families = functions + _aten_families(prov, _folded_calls(fidx, functions))
+    findings = list(fidx.findings)
+    if prov.damaged:
+        findings.append(Finding("damaged_metadata", "warning",
+                                f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
+    facts = _facts(model, main_nodes, total, len(fidx.functions))
+    index = ModelIndex(model, facts, fidx, prov, families, histogram, findings)
+    if followed is not None:
+        index.followed, index.unequal = like, followed[1]
+    return index
+
+
+def _earlier(index: ModelIndex) -> Earlier:
+    calls = index.provenance.calls
+    prov = index.provenance
+    return Earlier(index.proto.graph.node, calls, index.op_histogram, prov.nodes_with_metadata, prov.nodes_without_fx,
+                   all(c.scopes_text is not None for c in islice(calls, 1)), prov.damaged_texts,
+                   bool(index.proto.functions))
+
+
+def _function_families(fidx: FunctionIndex) -> list[Family]:
+    """Function families; one whose functions all stand for overloads of one aten op (a folded model) *is* that
+    aten family: labelled ``aten::view``, each overload with its aten target."""
+    out: list[Family] = []
+    for (domain, name), fam in sorted(fidx.families.items()):
+        family = Family("function", domain, name, torchscript_variants=fam.torchscript_variants)
+        for key in fam.members:
+            family.overloads.append(Overload("function", domain, name, fam.label(key), key, fidx.call_count(key),
+                                             aten_target=fidx.aten_target(key)))
+        ops = {split_target(o.aten_target)[:2] if o.aten_target else None for o in family.overloads}
+        if len(ops) == 1 and None not in ops:
+            ns, op = next(iter(o for o in ops if o is not None))
+            family.aten_family = f"{ns}::{op}"
+        out.append(family)
+    return out
+
+
+def _folded_calls(fidx: FunctionIndex, families: list[Family]) -> set[tuple[object, ...]]:
+    """Main-graph paths of the call nodes of functions that are aten families: their aten calls are shown there,
+    not a second time as flat aten calls."""
+    keys = {o.function for f in families if f.aten_family is not None for o in f.overloads if o.function}
+    return {tuple(site.path) for key in keys for site in fidx.calls.get(key, ()) if site.caller == MAIN}
+
+
+def _aten_families(prov: ProvenanceIndex, folded: set[tuple[object, ...]] | None = None) -> list[Family]:
+    by_target: dict[str, list[AtenCall]] = {}
+    for call in prov.calls:
+        if folded and call.scope == MAIN and len(call.node_paths) == 1 and tuple(call.node_paths[0]) in folded:
+            continue  # a call of a function that is this aten family (a folded model)
+        calls = by_target.get(call.target)
+        if calls is None:
+            by_target[call.target] = [call]
+        else:
+            calls.append(call)
+    by_family: dict[tuple[str, str], dict[str, Overload]] = {}
+    for target, calls in by_target.items():
+        ns, name, overload = split_target(target)
+        ovs = by_family.setdefault((ns, name), {})
+        ov = ovs.get(overload)
+        if ov is None:
+            ov = ovs[overload] = Overload("aten_call", ns, name, overload)
+        ov.aten_calls.extend(calls)
+        ov.call_count += len(calls)
+    out = []
+    for (ns, name), ovs in sorted(by_family.items()):
+        out.append(Family("aten_call", ns, name, [ovs[k] for k in sorted(ovs)]))
+    return out
+
+
+def _facts(model: LoadedModel, main_nodes: int, total_nodes: int, function_count: int) -> ModelFacts:
+    proto = model.proto
+    g = proto.graph
+    return ModelFacts(
+        ir_version=proto.ir_version,
+        opsets={o.domain: o.version for o in proto.opset_import},
+        producer_name=proto.producer_name,
+        producer_version=proto.producer_version,
+        domain=proto.domain,
+        model_version=proto.model_version,
+        graph_name=g.name,
+        doc_string=proto.doc_string,
+        metadata={p.key: p.value for p in proto.metadata_props},
+        main_nodes=main_nodes,
+        total_nodes=total_nodes,
+        function_count=function_count,
+        initializer_count=len(g.initializer) + len(g.sparse_initializer),
+        graph_inputs=[v.name for v in g.input],
+        outputs=[v.name for v in g.output],
+        file_size=model.file_size,
+        format=model.format,
+    )

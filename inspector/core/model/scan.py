@@ -1,0 +1,149 @@
+"""One pass over every node of a model, collecting what the function index and provenance need.
+
+This is the hot path of opening a model: a 100k-node export must index in a few times the time protobuf
+takes to parse it. So the pass reads each node's fields once, creates no object per node, and leaves all
+per-call work (parsing FX text, module trees) to the indexes, which do it lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall
+from inspector.core.model.keys import GraphScope
+from inspector.core.model.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
+
+GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
+
+
+@dataclass(slots=True)
+class ScanResult:
+    # (domain, op_type) -> count, per scope
+    histograms: dict[GraphScope, dict[tuple[str, str], int]] = field(default_factory=dict)
+    # the first scope in which each (domain, op_type) occurs
+    first_seen: dict[tuple[str, str], GraphScope] = field(default_factory=dict)
+    # nodes that may call a local function (domain not a plain operator domain)
+    candidates: list[tuple[GraphScope, NodePath, onnx.NodeProto]] = field(default_factory=list)
+    node_counts: dict[GraphScope, int] = field(default_factory=dict)
+    # aten calls: fx_node text -> node paths, first node, rewriter rule names
+    groups: dict[GroupKey, list[NodePath]] = field(default_factory=dict)
+    first_node: dict[GroupKey, onnx.NodeProto] = field(default_factory=dict)
+    rules: dict[GroupKey, list[str]] = field(default_factory=dict)
+    # each call's name_scopes text (the module tree's input), read while its first node is at hand: read later,
+    # from a model larger than the CPU's cache, it cost 5-9 us per call instead of ~1; scopes_read: it was read
+    name_scopes: dict[GroupKey, str | bytes] = field(default_factory=dict)
+    scopes_read: bool = False
+    # calls whose nodes all equal those of a call of another model's scan (``scan_like``): that call, whose FX head
+    # need not be read again
+    same_calls: dict[GroupKey, AtenCall] = field(default_factory=dict)
+    nodes_with_metadata: int = 0
+    nodes_without_fx: int = 0
+
+
+def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str],
+         modules: bool = True) -> ScanResult:
+    """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators. ``modules``: also
+    record each call's name_scopes text (``ScanResult.name_scopes``)."""
+    r = ScanResult(scopes_read=modules)
+    groups, first_node = r.groups, r.first_node
+    # Exporters write the same metadata keys in the same order on every node; once the position of
+    # fx_node is known, one look-up per node suffices. A node laid out differently (e.g. with a
+    # rewriter rule_name, which shifts or adds entries) takes the full loop.
+    fast_len = fast_pos = scopes_pos = -1
+    name_scopes = r.name_scopes
+    with_meta = without_fx = 0
+    for scope, nodes in scopes:
+        hist: dict[str | tuple[str, str], int] = {}
+        groups_get = groups.get
+        last_value: object = None  # fx text of the previous node in this scope, and its group's paths
+        last_paths: list[NodePath] = []
+        hist_get = hist.get
+        count = 0
+        stack: list[tuple[Sequence[onnx.NodeProto], NodePath]] = [(nodes, ())]
+        while stack:
+            seq, prefix = stack.pop()
+            top = not prefix
+            count += len(seq)
+            for i, node in enumerate(seq):
+                domain = node.domain
+                op = node.op_type
+                # (strings that are not valid UTF-8 arrive as bytes; build_index repairs them and retries)
+                hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
+                hist[hk] = hist_get(hk, 0) + 1
+                path: NodePath = (i,) if top else (*prefix, i)
+                if domain not in plain_domains:
+                    r.candidates.append((scope, path, node))
+                    stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
+                elif op in SUBGRAPH_OPS:
+                    stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
+                props = node.metadata_props
+                n = len(props)
+                if not n:
+                    continue
+                with_meta += 1
+                if n == fast_len:
+                    p = props[fast_pos]
+                    if p.key == FX_NODE:
+                        value = p.value
+                        if value == last_value:  # the nodes of one aten call are usually adjacent
+                            last_paths.append(path)
+                            continue
+                        key = (scope, value)
+                        paths = groups_get(key)
+                        if paths is None:
+                            paths = groups[key] = [path]
+                            first_node[key] = node
+                            if modules:
+                                if 0 <= scopes_pos < n and (p := props[scopes_pos]).key == NAME_SCOPES:
+                                    name_scopes[key] = p.value
+                                else:
+                                    scopes_pos = _read_scopes(props, key, name_scopes)
+                        else:
+                            paths.append(path)
+                        last_value, last_paths = value, paths
+                        continue
+                fx_text = rule = None
+                pos = -1
+                for j, p in enumerate(props):
+                    k = p.key
+                    if k == FX_NODE:
+                        fx_text, pos = as_text(p.value), j
+                    elif k == RULE_NAME:
+                        rule = as_text(p.value)
+                if fx_text is None:
+                    without_fx += 1
+                    continue
+                if rule is None:
+                    fast_len, fast_pos = n, pos
+                key = (scope, fx_text)
+                paths = groups.get(key)
+                if paths is None:
+                    groups[key] = [path]
+                    first_node[key] = node
+                    if modules:
+                        scopes_pos = _read_scopes(props, key, name_scopes)
+                else:
+                    paths.append(path)
+                if rule is not None:
+                    seen = r.rules.setdefault(key, [])
+                    if rule not in seen:
+                        seen.append(rule)
+        r.node_counts[scope] = count
+        r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
+        for op_key in r.histograms[scope]:
+            r.first_seen.setdefault(op_key, scope)
+    r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
+    return r
+
+
+def _read_scopes(props: Sequence[onnx.StringStringEntryProto], key: GroupKey,
+                 name_scopes: dict[GroupKey, str | bytes]) -> int:
+    """Record the name_scopes entry of ``props`` under ``key``; where it is, or -1."""
+    for j, p in enumerate(props):
+        if p.key == NAME_SCOPES:
+            name_scopes[key] = p.value
+            return j
+    return -1

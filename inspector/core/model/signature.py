@@ -1,0 +1,227 @@
+"""Aten signatures of aten calls (flat, or calls of functions ``fold`` made): the catalogued schema with this
+call's arguments bound to parameters."""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+from onnx import helper
+
+from inspector.core.aten.schemas import AtenSchema, BoundArgument, Parameter, SchemaCatalogue, bind, format_signature
+from inspector.core.model.calls import AtenCall, split_target
+from inspector.core.model.fx import FxNode, Symbol, TensorRef, parse_fx_node
+
+FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # a %reference, as fx.py reads one
+_PLACEHOLDER = "__ref_"
+
+
+@dataclass(frozen=True, slots=True)
+class CallSignature:
+    """The schema of an aten call and its bound arguments; ``problem`` says why binding fell short."""
+
+    schema: AtenSchema | None
+    bound: tuple[BoundArgument, ...]
+    problem: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.schema is None:
+            return ""
+        return format_signature(self.schema, list(self.bound) if self.bound else None)
+
+    def non_tensor(self) -> list[BoundArgument]:
+        """The arguments trace_only code may have baked into the ONNX body."""
+        return [b for b in self.bound if not b.parameter.is_tensor]
+
+
+def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> CallSignature:
+    return _signature(call.target, call.fx, catalogue or SchemaCatalogue.default())
+
+
+def _signature(target: str, fx: FxNode | None, cat: SchemaCatalogue) -> CallSignature:
+    schema = cat.get(target) if target.startswith("aten::") or "::" in target else None
+    if schema is None:
+        return CallSignature(None, (), f"no catalogued schema for {target}")
+    if fx is None:
+        return CallSignature(schema, (), "the FX node text could not be read")
+    try:
+        bound = tuple(bind(schema, fx.args, fx.kwargs))
+    except ValueError as e:
+        return CallSignature(schema, (), f"arguments do not fit the schema: {e}")
+    problem = None if fx.complete else "the FX arguments were only partly readable"
+    return CallSignature(schema, bound, problem)
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureForm:
+    """The signature shared by the calls whose FX text differs only in the %names it references: the k-th
+    reference of the text is bound as ``TensorRef(f"__ref_{k}")`` (see ``reference``)."""
+
+    signature: CallSignature
+    fx: FxNode  # the parsed form (its references are placeholders)
+
+    @staticmethod
+    def reference(ref: TensorRef) -> int | None:
+        """Which reference of the text a placeholder stands for."""
+        tail = ref.name[len(_PLACEHOLDER):]
+        return int(tail) if ref.name.startswith(_PLACEHOLDER) and tail.isdigit() else None
+
+
+class SignatureForms:
+    """``call_signature`` for many calls: the FX text is parsed and bound once per *form* (the text with its
+    %references numbered in order), and each call only lists the names it references. A 100k-node export has
+    ~80k aten calls but a few hundred forms."""
+
+    def __init__(self, catalogue: SchemaCatalogue | None = None) -> None:
+        self.catalogue = catalogue or SchemaCatalogue.default()
+        self._forms: dict[tuple[str, str], SignatureForm | None] = {}
+
+    def form(self, call: AtenCall) -> tuple[SignatureForm, list[str]] | None:
+        """The call's form and the names its references stand for, in text order; None when this call's text
+        cannot share a form (then ``call_signature`` binds it on its own)."""
+        text = call.fx_text
+        head, eq, rest = text.partition(" = ")
+        if not eq or not head.startswith("%") or _PLACEHOLDER in rest:
+            return None
+        parts = FX_REF.split(rest)  # text, name, text, name, ..., text: one scan of the text
+        names = parts[1::2]
+        # the k-th ``%_`` of the pattern is the k-th reference, so the pattern keys the form
+        key = (call.target, "%_".join(parts[0::2]))
+        if key not in self._forms:
+            self._forms[key] = self._make(*key, len(names))
+        form = self._forms[key]
+        return (form, names) if form is not None else None
+
+    def _make(self, target: str, pattern: str, refs: int) -> SignatureForm | None:
+        counter = iter(range(refs))
+        numbered = FX_REF.sub(lambda _m: f"%{_PLACEHOLDER}{next(counter, refs)}", pattern)
+        fx = parse_fx_node(f"%{_PLACEHOLDER}call : = {numbered}")
+        if fx is None:
+            return None
+        sig = _signature(target, fx, self.catalogue)
+        # every reference must come back as a tensor argument of its own, and nowhere else
+        seen: list[int] = []
+        for b in sig.bound:
+            if not _placeholders(b.value, seen, b.parameter.is_tensor):
+                return None
+        if sorted(seen) != list(range(refs)) and (sig.bound or sorted(_refs(fx)) != list(range(refs))):
+            return None
+        return SignatureForm(sig, fx)
+
+
+def _placeholders(value: Any, seen: list[int], tensor: bool) -> bool:
+    """Collect the placeholders in a bound value; False when one sits where it cannot be replaced by a name
+    (inside a Symbol or string, or a non-tensor parameter's value)."""
+    if isinstance(value, TensorRef):
+        k = SignatureForm.reference(value)
+        if k is None or not tensor:
+            return False
+        seen.append(k)
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_placeholders(v, seen, tensor) for v in value)
+    if isinstance(value, dict):
+        return all(_placeholders(v, seen, tensor) for v in value.values())
+    if isinstance(value, (Symbol, str)):
+        return _PLACEHOLDER not in (value.text if isinstance(value, Symbol) else value)
+    return True
+
+
+def _refs(fx: FxNode) -> list[int]:
+    out: list[int] = []
+    for v in (*fx.args, *fx.kwargs.values()):
+        for item in v if isinstance(v, (list, tuple)) else (v,):
+            if isinstance(item, TensorRef):
+                k = SignatureForm.reference(item)
+                out.append(-1 if k is None else k)
+    return out
+
+
+def folded_target(f: onnx.FunctionProto, catalogue: SchemaCatalogue | None = None) -> str | None:
+    """The aten target a local function stands for, as ``fold`` writes one: its doc string is the catalogued
+    schema of an aten overload whose op is the function's name (``aten::view(Tensor(a) self, SymInt[] size)``
+    for ``pkg.torch.aten.view``). None for any other function."""
+    doc = f.doc_string if isinstance(f.doc_string, str) else ""
+    head = doc.partition("(")[0].strip()
+    if not head.startswith("aten::") or len(head) > 200:
+        return None
+    cat = catalogue or SchemaCatalogue.default()
+    schema = cat.get(head)
+    if schema is None or split_target(head)[1] != f.name:
+        return None
+    return head
+
+
+def function_call_signature(f: onnx.FunctionProto, call: onnx.NodeProto | None = None,
+                            catalogue: SchemaCatalogue | None = None) -> CallSignature | None:
+    """The aten signature of a folded function, exactly as for a flat aten call: non-tensor parameters take the
+    call's attribute values, else the function's declared defaults, else the schema's; tensor parameters take
+    the value the call passes to the function input of that name. Without ``call`` the function's own defaults
+    are bound (and parameters without one are missing). None when the function carries no aten schema."""
+    cat = catalogue or SchemaCatalogue.default()
+    target = folded_target(f, cat)
+    schema = cat.get(target) if target else None
+    if schema is None:
+        return None
+    given = {a.name: a for a in call.attribute} if call is not None else {}
+    declared = {a.name: a for a in f.attribute_proto}
+    actual = {formal: call.input[k] for k, formal in enumerate(f.input)
+              if call is not None and k < len(call.input)}
+    bound: list[BoundArgument] = []
+    missing = []
+    for param in schema.parameters:
+        if param.name in given:  # numbers passed to Tensor parameters are attributes too (``mul(x, 0.5)``)
+            bound.append(BoundArgument(param, _attribute_value(given[param.name], param), False, True))
+        elif param.is_tensor:
+            if param.name in actual:
+                bound.append(BoundArgument(param, TensorRef(actual[param.name]), False, True))
+            elif param.has_default:
+                bound.append(BoundArgument(param, param.default_value, True, True))
+            else:
+                bound.append(BoundArgument(param, None, False, False))
+                missing.append(param.name)
+        elif param.name in declared:
+            bound.append(BoundArgument(param, _attribute_value(declared[param.name], param), True, True))
+        elif param.has_default:
+            bound.append(BoundArgument(param, param.default_value, True, True))
+        else:
+            bound.append(BoundArgument(param, None, False, False))
+            missing.append(param.name)
+    problem = None
+    if missing:
+        problem = f"no function input or attribute stands for {', '.join(missing)}"
+    return CallSignature(schema, tuple(bound), problem)
+
+
+def _attribute_value(attr: onnx.AttributeProto, param: Parameter) -> object:
+    """An attribute as the aten argument it stands for (ints back to bools for ``bool`` parameters)."""
+    value = helper.get_attribute_value(attr)
+    if attr.type == onnx.AttributeProto.FLOAT:
+        value = _float32_text(value)
+    elif attr.type == onnx.AttributeProto.FLOATS:
+        value = [_float32_text(v) for v in value]
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if param.type.startswith("bool"):
+        if isinstance(value, int):
+            return bool(value)
+        if isinstance(value, list):
+            return [bool(v) for v in value]
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", "replace") for v in value]
+    return value
+
+
+def _float32_text(v: float) -> float:
+    """A float attribute (float32) as the shortest decimal that reads back to it: ``1e-05``, not
+    ``9.999999747378752e-06``."""
+    f32 = struct.unpack("f", struct.pack("f", v))[0]
+    for digits in range(1, 10):
+        short = float(f"{f32:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", short))[0] == f32:
+            return short
+    return f32

@@ -1,0 +1,225 @@
+"""Tensor facts from metadata, and tensor values read on demand from inside the model's folder only.
+
+Reading external data is the one place a model file makes us open another file, so it is careful: the location
+must be relative and resolve inside the model's folder; the file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a
+symlink as last component, a FIFO or a device never blocks or redirects the read) and what was opened is then
+checked by ``fstat`` (a regular file) and by the path the kernel reports for the descriptor (still inside the
+folder, so a symlink swapped into a parent folder between the check and the open is caught); offset and length
+must be plain ASCII decimals within bounds; at most ``PREVIEW_LIMIT`` bytes are read, into one buffer that the
+array then shares (no second copy for numpy's own types). Every failure is a one-line ``InspectorError``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from inspector.core.util.errors import InspectorError, UnsafePathError
+
+# Bytes per element; 4-bit and 2-bit types pack two or four values a byte.
+TENSOR_BITS: dict[int, int] = {
+    TensorProto.FLOAT: 32, TensorProto.UINT8: 8, TensorProto.INT8: 8, TensorProto.UINT16: 16,
+    TensorProto.INT16: 16, TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.BOOL: 8,
+    TensorProto.FLOAT16: 16, TensorProto.DOUBLE: 64, TensorProto.UINT32: 32, TensorProto.UINT64: 64,
+    TensorProto.COMPLEX64: 64, TensorProto.COMPLEX128: 128, TensorProto.BFLOAT16: 16,
+    TensorProto.FLOAT8E4M3FN: 8, TensorProto.FLOAT8E4M3FNUZ: 8, TensorProto.FLOAT8E5M2: 8,
+    TensorProto.FLOAT8E5M2FNUZ: 8, TensorProto.UINT4: 4, TensorProto.INT4: 4,
+}
+
+
+def dtype_name(elem_type: int) -> str:
+    """``FLOAT`` style name of an ONNX element type, tolerant of unknown codes."""
+    try:
+        return str(TensorProto.DataType.Name(elem_type))
+    except ValueError:
+        return f"dtype{elem_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorFacts:
+    """What is known about a tensor without reading its values."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+    external: bool
+    location: str | None
+
+
+PREVIEW_LIMIT = 256 * 1024 * 1024  # bytes of tensor data a preview reads at most
+_DECIMAL = re.compile(r"[0-9]{1,19}")  # ASCII digits only ("²".isdigit() is True), below 10**19
+
+
+def element_count(dims: Sequence[int]) -> int:
+    """Elements of a tensor with these dims; 0 when any dim is negative (a hostile or damaged file), so that
+    counts and sums are never negative (two negative dims must not multiply to a positive count)."""
+    return math.prod(dims) if min(dims, default=0) >= 0 else 0
+
+
+def tensor_size(t: TensorProto) -> tuple[int, int]:
+    """``(elements, bytes)`` from metadata only; the cheap part of ``tensor_facts`` for whole-model sums."""
+    numel = element_count(t.dims)
+    return numel, (numel * TENSOR_BITS.get(t.data_type, 0) + 7) // 8
+
+
+def parse_decimal(text: str) -> int | None:
+    """A non-negative ASCII decimal of at most 19 digits (an external-data offset or length), else ``None``."""
+    return int(text) if _DECIMAL.fullmatch(text) else None
+
+
+def tensor_facts(t: TensorProto) -> TensorFacts:
+    shape = tuple(int(d) for d in t.dims)
+    numel = element_count(shape)
+    external = t.data_location == TensorProto.EXTERNAL
+    location = None
+    length = None
+    if external:
+        for entry in t.external_data:
+            if entry.key == "location":
+                location = entry.value
+            elif entry.key == "length":
+                length = parse_decimal(entry.value)
+    bits = TENSOR_BITS.get(t.data_type, 0)
+    nbytes = length if length is not None else (numel * bits + 7) // 8
+    return TensorFacts(t.name, dtype_name(t.data_type), shape, numel, nbytes, external, location)
+
+
+def resolve_external_path(folder: Path, location: str) -> Path:
+    """The file an external-data ``location`` names, refusing anything outside ``folder``."""
+    if not location or "\x00" in location:
+        raise UnsafePathError(f"external data location {location!r} is not a usable path")
+    loc = Path(location)
+    if loc.is_absolute() or loc.drive:
+        raise UnsafePathError(
+            f"external data location {location!r} is absolute; only files inside the model's folder are read")
+    try:
+        root = folder.resolve()
+        target = (root / loc).resolve()
+    except (OSError, RuntimeError, ValueError) as e:  # symlink loops, names too long, EINVAL
+        raise UnsafePathError(f"external data location {location!r} cannot be resolved: "
+                              f"{getattr(e, 'strerror', None) or e}") from None
+    if not _inside(root, target):
+        raise UnsafePathError(f"external data location {location!r} points outside the model's folder")
+    return target
+
+
+def _inside(root: Path, target: Path) -> bool:
+    return target == root or root in target.parents
+
+
+# numpy's own little-endian types: their bytes become the array without a copy
+_NUMPY_TYPES: dict[int, str] = {
+    TensorProto.FLOAT: "<f4", TensorProto.DOUBLE: "<f8", TensorProto.FLOAT16: "<f2", TensorProto.INT8: "i1",
+    TensorProto.UINT8: "u1", TensorProto.INT16: "<i2", TensorProto.UINT16: "<u2", TensorProto.INT32: "<i4",
+    TensorProto.UINT32: "<u4", TensorProto.INT64: "<i8", TensorProto.UINT64: "<u8", TensorProto.BOOL: "?",
+    TensorProto.COMPLEX64: "<c8", TensorProto.COMPLEX128: "<c16",
+}
+
+
+def read_tensor(t: TensorProto, folder: Path, max_bytes: int = PREVIEW_LIMIT) -> np.ndarray:
+    """Decode a tensor's values, reading external data only from inside ``folder`` (see the module doc)."""
+    if t.data_location != TensorProto.EXTERNAL:
+        try:
+            return np.asarray(onnx.numpy_helper.to_array(t))
+        except Exception as e:
+            raise InspectorError(f"tensor {t.name!r}: cannot decode: {' '.join(str(e).split())[:200]}") from None
+    info = {e.key: e.value for e in t.external_data}
+    root_folder = Path(folder)
+    path = resolve_external_path(root_folder, info.get("location", ""))
+    facts = tensor_facts(t)
+    offset = parse_decimal(info.get("offset", "0"))
+    length = parse_decimal(info["length"]) if "length" in info else facts.nbytes
+    if offset is None or length is None:
+        raise InspectorError(f"tensor {t.name!r}: external data offset/length is not a plain decimal number "
+                             f"(offset {info.get('offset', '0')[:30]!r}, length {info.get('length', '')[:30]!r})")
+    if length > max_bytes:
+        raise InspectorError(f"tensor {t.name!r}: {length:,} bytes is more than the preview limit "
+                             f"({max_bytes:,} bytes)")
+    raw = _read_region(t.name, root_folder, path, offset, length)
+    try:
+        code = _NUMPY_TYPES.get(t.data_type)
+        if code is not None:
+            return np.frombuffer(raw, dtype=np.dtype(code)).reshape(facts.shape)
+        copy = TensorProto()
+        copy.CopyFrom(t)
+        del copy.external_data[:]
+        copy.data_location = TensorProto.DEFAULT
+        copy.raw_data = bytes(raw)
+        return np.asarray(onnx.numpy_helper.to_array(copy))
+    except Exception as e:
+        raise InspectorError(f"tensor {t.name!r}: cannot decode external data: "
+                             f"{' '.join(str(e).split())[:200]}") from None
+
+
+def _read_region(name: str, folder: Path, path: Path, offset: int, length: int) -> bytearray:
+    """``length`` bytes at ``offset`` of ``path``, from a regular file inside ``folder`` only; never blocks."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise InspectorError(f"tensor {name!r}: cannot read {path.name}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePathError(f"tensor {name!r}: {path.name} is not a regular file")
+        _check_opened_inside(name, fd, folder, path, st)
+        if offset + length > st.st_size:
+            raise InspectorError(f"tensor {name!r}: external data runs past the end of {path.name}")
+        buf = bytearray(length)
+        view = memoryview(buf)
+        done = 0
+        while done < length:
+            n = os.preadv(fd, [view[done:done + (64 << 20)]], offset + done) if hasattr(os, "preadv") \
+                else _pread_into(fd, view[done:done + (64 << 20)], offset + done)
+            if n <= 0:
+                raise InspectorError(f"tensor {name!r}: {path.name} became shorter while it was read")
+            done += n
+        return buf
+    except OSError as e:
+        raise InspectorError(f"tensor {name!r}: cannot read {path.name}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    data = os.pread(fd, len(view), offset)
+    view[:len(data)] = data
+    return len(data)
+
+
+def _check_opened_inside(name: str, fd: int, folder: Path, path: Path, st: os.stat_result) -> None:
+    """What the descriptor really is must lie inside ``folder`` (a symlink swapped in after
+    ``resolve_external_path`` would otherwise redirect the read)."""
+    try:
+        root = folder.resolve()
+    except (OSError, RuntimeError):
+        raise UnsafePathError(f"tensor {name!r}: the model's folder cannot be resolved; not read") from None
+    proc = Path(f"/proc/self/fd/{fd}")
+    try:
+        real = Path(os.readlink(proc))
+    except OSError:
+        real = None
+    if real is not None:
+        if not _inside(root, real):
+            raise UnsafePathError(f"tensor {name!r}: {path.name} turned out to be outside the model's folder")
+        return
+    # no /proc: the file the checked path names now must be the one opened, and still resolve inside
+    try:
+        now = os.stat(path, follow_symlinks=False)
+        inside = _inside(root, path.resolve())
+    except (OSError, RuntimeError):
+        now, inside = None, False
+    if now is None or not inside or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        raise UnsafePathError(f"tensor {name!r}: {path.name} changed while it was opened; not read")

@@ -1,0 +1,251 @@
+"""Reviews in CI: is every review item of a model reviewed OK, and what changed since it was reviewed?
+
+The items are exactly those the app's Review panel and the report list: ``review.review_keys`` of every family
+(each distinct body, then each specialised value that is not parametric). Each gets one ``CheckStatus``:
+
+- ``ok``: a review applies by fingerprint (``ReviewStore.get``) with status ok; or (value items) no review
+  applies, but the same slot of the same family and template was reviewed ok on an earlier body and recorded
+  the very value this body holds (``basis`` says ``same_value``): the value did not change, only its body did.
+- ``suspicious`` / ``wrong``: a review says so (by fingerprint, or the same value as above).
+- ``changed``: no review applies, but the same family, template and slot was reviewed on an earlier body: the
+  baked values changed since (a re-export with another SDPA scale). ``reviewed_value`` is the value recorded by
+  that review (``None`` when the review recorded none), ``value`` the value now; for an overload, ``changes``
+  lists the values of its body that differ from the ones recorded on the earlier body.
+- ``unreviewed``: nothing applies, and the item is review-worthy.
+- ``not_review_worthy``: an overload whose body holds no specialised value and that is its family's only body
+  (nothing was baked in, nothing differs from a sibling). Specialised values are always review-worthy.
+
+When several earlier bodies of one template were reviewed (two attention layers with different head counts),
+a body is compared with the one whose recorded values agree with it in the most slots (then the latest).
+
+The check passes when no item is ``unreviewed``, ``suspicious``, ``wrong`` or ``changed``. Each pass is linear
+in the items and the reviews (the reviews are indexed once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.review.store import Review, ReviewKey, ReviewStore, review_keys
+from inspector.core.specialise.categories import short_where
+from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+
+CheckStatus = Literal["ok", "suspicious", "wrong", "changed", "unreviewed", "not_review_worthy"]
+CHECK_STATUSES: tuple[CheckStatus, ...] = ("changed", "wrong", "suspicious", "unreviewed", "ok",
+                                           "not_review_worthy")
+FAILING: frozenset[str] = frozenset({"changed", "wrong", "suspicious", "unreviewed"})
+Basis = Literal["fingerprint", "same_value", "earlier_body", "none"]
+CHECK_FORMAT = "onnx-inspector/check"
+CHECK_VERSION = 1
+MAX_CALLS_NAMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ValueChange:
+    """One value of a changed body: where it sits, the value recorded by the earlier review, the value now."""
+
+    where: str
+    old: Any
+    new: Any
+
+
+@dataclass(slots=True)
+class CheckItem:
+    """One review item with its check status and what the reviews say about it."""
+
+    status: CheckStatus
+    key: ReviewKey
+    where: str  # "body" for an overload; "Op.attribute" or "NAME (Op)" for a value
+    owner: str  # the overload or the calls the item belongs to
+    value: Any = None  # a value item's value now
+    basis: Basis = "none"  # how the review that decided the status was found
+    review_status: str = "unreviewed"  # the deciding review's status (the earlier one for "changed")
+    reviewed_value: Any = None  # the value that review recorded
+    note: str = ""
+    changes: list[ValueChange] = field(default_factory=list)
+
+    @property
+    def failing(self) -> bool:
+        return self.status in FAILING
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "kind": self.key.kind, "family": self.key.family, "where": self.where,
+            "owner": self.owner, "slot": self.key.slot or None, "value": self.value,
+            "basis": self.basis, "review_status": self.review_status, "reviewed_value": self.reviewed_value,
+            "note": self.note, "changes": [{"where": c.where, "old": c.old, "new": c.new} for c in self.changes],
+            "template": self.key.template, "fingerprint": self.key.fingerprint,
+        }
+
+
+@dataclass(slots=True)
+class CheckResult:
+    model: str
+    reviews: str  # the review file read
+    items: list[CheckItem]
+
+    @property
+    def passed(self) -> bool:
+        return not any(i.failing for i in self.items)
+
+    @property
+    def failing(self) -> list[CheckItem]:
+        return [i for i in self.items if i.failing]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = dict.fromkeys(CHECK_STATUSES, 0)
+        for i in self.items:
+            out[i.status] += 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``check --format json`` object (documented in the README)."""
+        return {"format": CHECK_FORMAT, "version": CHECK_VERSION, "model": self.model, "reviews": self.reviews,
+                "passed": self.passed, "counts": self.counts(), "items": [i.to_json() for i in self.items]}
+
+
+def check_model(index: ModelIndex, store: ReviewStore,
+                analyses: Sequence[FamilyAnalysis] | None = None) -> CheckResult:
+    """Check every review item of ``index`` against ``store`` (see the module doc)."""
+    if analyses is None:
+        analyses = Specialiser(index).analyse_all()
+    earlier = _Earlier(store)
+    items: list[CheckItem] = []
+    for analysis in analyses:
+        owner_of = {id(s): body for body in analysis.bodies for s in body.specialised}
+        by_body: dict[int, list[tuple[ReviewKey, BodyAnalysis | SpecialisedValue]]] = {}
+        for key, obj in review_keys(analysis):
+            if isinstance(obj, SpecialisedValue):
+                body = owner_of.get(id(obj))
+                if body is not None:
+                    by_body.setdefault(id(body), []).append((key, obj))
+            elif isinstance(obj, BodyAnalysis):
+                by_body.setdefault(id(obj), []).append((key, obj))
+        lone = len(analysis.bodies) == 1
+        for body in analysis.bodies:
+            entries = by_body.get(id(body), [])
+            if entries:
+                items += _check_body(body, entries, store, earlier, lone)
+    return CheckResult(str(index.path), str(store.path), items)
+
+
+class _Earlier:
+    """Reviews indexed once by (kind, family, template, slot), to find those made on an earlier body."""
+
+    def __init__(self, store: ReviewStore) -> None:
+        self.by_slot: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review]]] = {}
+        for key, review in store.items():
+            if review.status != "unreviewed":
+                self.by_slot.setdefault((key.kind, key.family, key.template, key.slot), []).append((key, review))
+
+    def of(self, key: ReviewKey) -> dict[str, Review]:
+        """Reviews of ``key``'s slot on other bodies of its template, by their body's fingerprint."""
+        found = self.by_slot.get((key.kind, key.family, key.template, key.slot), [])
+        return {k.fingerprint: r for k, r in found if k.fingerprint != key.fingerprint}
+
+
+def _check_body(body: BodyAnalysis, entries: list[tuple[ReviewKey, BodyAnalysis | SpecialisedValue]],
+                store: ReviewStore, earlier: _Earlier, lone: bool) -> list[CheckItem]:
+    owner = _owner(body)
+    values = [(k, o) for k, o in entries if isinstance(o, SpecialisedValue)]
+    old_values = {k: earlier.of(k) for k, _o in values}
+    old_overloads = {k: earlier.of(k) for k, o in entries if not isinstance(o, SpecialisedValue)}
+    paired = _pair(values, old_values, list(old_overloads.values())) or ""
+    out: list[CheckItem] = []
+    for key, obj in entries:
+        if isinstance(obj, SpecialisedValue):
+            out.append(_check_value(key, obj, owner, store.get(key), old_values[key].get(paired)))
+            continue
+        changes = []
+        for k, spec in values:
+            old = old_values[k].get(paired)
+            if old is not None and old.value is not None and old.value != spec.literal.value:
+                changes.append(ValueChange(short_where(spec), old.value, spec.literal.value))
+        worthy = bool(values) or not lone
+        out.append(_check_overload(key, owner, store.get(key), old_overloads[key].get(paired), changes, worthy))
+    return out
+
+
+def _pair(values: list[tuple[ReviewKey, SpecialisedValue]], old_values: dict[ReviewKey, dict[str, Review]],
+          old_overloads: list[dict[str, Review]]) -> str | None:
+    """The earlier body (fingerprint) to compare with: most recorded values equal to this body's, then latest."""
+    found = [*old_values.values(), *old_overloads]
+    old_bodies = sorted({fp for d in found for fp in d})
+    if not old_bodies:
+        return None
+
+    def score(fp: str) -> tuple[int, str]:
+        same = 0
+        for k, spec in values:
+            r = old_values[k].get(fp)
+            if r is not None and r.value is not None and r.value == spec.literal.value:
+                same += 1
+        return same, max((d[fp].updated for d in found if fp in d), default="")
+
+    return max(old_bodies, key=score)
+
+
+def _check_value(key: ReviewKey, spec: SpecialisedValue, owner: str, review: Review,
+                 old: Review | None) -> CheckItem:
+    value = spec.literal.value
+    item = CheckItem("unreviewed", key, short_where(spec), owner, value=value)
+    if review.status != "unreviewed":
+        item.status, item.basis = cast(CheckStatus, review.status), "fingerprint"
+        item.review_status, item.reviewed_value, item.note = review.status, review.value, review.note
+    elif old is not None:
+        item.review_status, item.reviewed_value, item.note = old.status, old.value, old.note
+        if old.value is not None and old.value == value:
+            item.status, item.basis = cast(CheckStatus, old.status), "same_value"
+        else:
+            item.status, item.basis = "changed", "earlier_body"
+    return item
+
+
+def _check_overload(key: ReviewKey, owner: str, review: Review, old: Review | None, changes: list[ValueChange],
+                    worthy: bool) -> CheckItem:
+    item = CheckItem("unreviewed", key, "body", owner)
+    if review.status != "unreviewed":
+        item.status, item.basis = cast(CheckStatus, review.status), "fingerprint"
+        item.review_status, item.note = review.status, review.note
+    elif old is not None:
+        item.status, item.basis = "changed", "earlier_body"
+        item.review_status, item.note, item.changes = old.status, old.note, changes
+    elif not worthy:
+        item.status = "not_review_worthy"
+    return item
+
+
+def _owner(body: BodyAnalysis) -> str:
+    """The overloads (local functions) or the calls (aten) a body belongs to, named briefly."""
+    members = body.members
+    if not members:
+        return ""
+    if isinstance(members[0], FunctionKey):
+        names = [str(m) for m in members[:MAX_CALLS_NAMED]]
+        more = f" and {len(members) - MAX_CALLS_NAMED} more" if len(members) > MAX_CALLS_NAMED else ""
+        return f"overload {', '.join(names)}{more}"
+    named = []
+    for call in members[:MAX_CALLS_NAMED]:
+        module = getattr(call, "module_path", "")
+        named.append(f"{getattr(call, 'name', call)}" + (f" in {module}" if module else ""))
+    n = len(members)
+    more = f" and {n - MAX_CALLS_NAMED} more" if n > MAX_CALLS_NAMED else ""
+    return f"{n} call{'s' if n != 1 else ''}: {', '.join(named)}{more}"
+
+
+def load_reviews(model_path: Path, reviews: Path | None) -> ReviewStore:
+    """The review store to check against: the model's sidecar, or ``reviews`` (which must exist) instead."""
+    store = ReviewStore(model_path)
+    if reviews is not None:
+        if not reviews.exists():
+            from inspector.core.util.errors import InspectorError
+
+            raise InspectorError(f"cannot read review file {reviews}: no such file")
+        store.path = reviews
+    store.load()
+    return store

@@ -1,0 +1,326 @@
+"""Specialised values: literals that differ between members of a family, or that derive from aten arguments.
+
+For each family (the overloads of a local function, or the aten calls of one target) the members are grouped
+by template fingerprint; members of one template are aligned node by node (their bodies have the same shape)
+and every literal slot whose value varies is reported. Bodies with no sibling of the same template report all
+their literals. For aten calls, each literal is linked to the non-tensor aten arguments it plausibly came from,
+by explicit evidence rules only (``core.specialise.links``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from inspector.core.aten.schemas import BoundArgument, SchemaCatalogue
+from inspector.core.aten.torchlib import torchlib_for
+from inspector.core.bodies.body import Body, function_body, group_body
+from inspector.core.bodies.bodykey import group_key
+from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
+from inspector.core.bodies.literals import Literal, attribute_value, body_literals
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import Family, ModelIndex
+from inspector.core.model.keys import MAIN, FunctionKey, MainGraph
+from inspector.core.model.signature import call_signature
+from inspector.core.model.walk import NodePath, resolve_path, subgraphs
+from inspector.core.specialise.links import ArgLink, BodyFlow, GraphShapes, explain_shape, link, literal_place
+from inspector.core.specialise.onnx_defaults import is_default, model_opsets
+
+Member: TypeAlias = FunctionKey | AtenCall
+"""What shares a body in a family: a function overload, or an aten call."""
+
+
+@dataclass(slots=True)
+class SpecialisedValue:
+    literal: Literal
+    varies: bool  # differs between bodies of one template in this family
+    family_values: list[Any]  # the distinct values this slot takes across the template's bodies
+    links: list[ArgLink] = field(default_factory=list)
+    # shape-specialised: computed from an input shape at trace time (wrong for another shape), and how
+    shape: str | None = None
+    # the trace_only torchlib function that computed the value at export time ("aten_transpose"), if known
+    baked_by: str | None = None
+    # parametric: the value each call site passes, ``(where, value)`` in graph order (TorchScript's per-instance eps)
+    call_values: list[tuple[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        lit = self.literal
+        return {
+            "node": "/".join(str(p) for p in lit.path) if lit.path else None,
+            "op_type": lit.op_type or None,
+            "kind": lit.kind,
+            "attribute" if lit.kind in ("attribute", "constant", "parametric") else "constant": lit.name,
+            "value": lit.value,
+            "varies": self.varies,
+            "family_values": self.family_values,
+            "aten_arguments": [{"parameter": a.parameter, "value": _jsonable(a.value), "rule": a.rule,
+                                "place": a.place} for a in self.links],
+        } | ({"refers_to": lit.ref} if lit.ref else {}) \
+            | ({"read_by": "/".join(str(p) for p in lit.reader)} if lit.reader else {}) \
+            | ({"shape_specialised": self.shape} if self.shape else {}) \
+            | ({"baked_by": f"torchlib {self.baked_by} (trace_only)"} if self.baked_by else {}) \
+            | ({"call_sites": [{"call": w, "value": _jsonable(v)} for w, v in self.call_values]}
+               if self.call_values else {})
+
+
+@dataclass(slots=True)
+class BodyAnalysis:
+    """One distinct body of a family (a function overload, or the calls of one target sharing a body)."""
+
+    fingerprints: Fingerprints
+    body: Body
+    members: list[Member]
+    literals: list[Literal]
+    specialised: list[SpecialisedValue] = field(default_factory=list)
+    bound: list[BoundArgument] = field(default_factory=list)
+    # literals of a lone body not listed as specialised: attributes equal to their ONNX schema default
+    left_out: list[SpecialisedValue] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FamilyAnalysis:
+    family: Family
+    bodies: list[BodyAnalysis]
+
+    _where: dict[Any, int] | None = field(default=None, repr=False, compare=False)
+
+    def bodies_of(self, members: Sequence[Member]) -> list[BodyAnalysis]:
+        """The bodies the given members use, in analysis order; linear in ``members``, not in the family."""
+        return [b for b, _n in self.bodies_counted(members)]
+
+    def bodies_counted(self, members: Sequence[Member]) -> list[tuple[BodyAnalysis, int]]:
+        """``(body, how many of members use it)`` for the bodies the given members use, in analysis order; one
+        look-up per member."""
+        where = self._where
+        if where is None:
+            # aten calls by identity, function keys (tuples) by value; built once per analysis
+            where = self._where = {}
+            for i, b in enumerate(self.bodies):
+                for m in b.members:
+                    where.setdefault(m if type(m) is FunctionKey else id(m), i)
+        counts: dict[int, int] = {}
+        get = where.get
+        for m in members:
+            at = get(m if type(m) is FunctionKey else id(m))
+            if at is not None:
+                counts[at] = counts.get(at, 0) + 1
+        return [(self.bodies[at], counts[at]) for at in sorted(counts)]
+
+
+PAUSE_EVERY = 256  # calls analysed between two calls of ``Specialiser.pause``
+
+
+class Specialiser:
+    """Analyses families of one model index; graph maps and the schema catalogue are built once."""
+
+    def __init__(self, index: ModelIndex, catalogue: SchemaCatalogue | None = None) -> None:
+        self.index = index
+        self.catalogue = catalogue or SchemaCatalogue.default()
+        # called every PAUSE_EVERY calls of a family: an app running analyses in the background lets them wait
+        # there while what the user waits for runs (a 20k-call family takes 0.3 s at 100k nodes)
+        self.pause: Callable[[], None] | None = None
+        self._shapes: GraphShapes | None = None
+        self._opsets: dict[str, int] | None = None
+        # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
+        self._inner: dict[NodePath, tuple[GraphMaps, GraphShapes]] = {}
+
+    @property
+    def maps(self) -> GraphMaps:
+        return self.index.graph_maps()
+
+    @property
+    def shapes(self) -> GraphShapes:
+        """Static shapes of the main graph's typed values (each read on first use)."""
+        if self._shapes is None:
+            self._shapes = GraphShapes(self.index.proto.graph)
+        return self._shapes
+
+    def is_onnx_default(self, body: Body, lit: Literal) -> bool:
+        """True when the attribute literal equals its operator's schema default for the model's opset."""
+        if self._opsets is None:
+            self._opsets = model_opsets(self.index.proto)
+        try:
+            node = resolve_path(body.nodes, lit.path)
+        except KeyError:
+            return False
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        return is_default(node.op_type, domain, lit.name, lit.key, self._opsets.get(domain))
+
+    def call_values(self, members: Sequence[Member], ref: str) -> list[tuple[str, Any, str]]:
+        """``(where, value, key)`` of the attribute ``ref`` at every call site of the function members, in order."""
+        out: list[tuple[str, Any, str]] = []
+        functions = self.index.functions
+        for key in members:
+            if isinstance(key, AtenCall):
+                continue
+            for site in functions.calls.get(key, ()):
+                caller = functions.functions.get(site.caller) if isinstance(site.caller, FunctionKey) else None
+                nodes = caller.node if caller is not None else self.index.proto.graph.node
+                try:
+                    node = resolve_path(nodes, site.path)
+                except KeyError:
+                    continue
+                attr = next((a for a in node.attribute if a.name == ref), None)
+                if attr is not None and not attr.ref_attr_name:
+                    value, vkey = attribute_value(attr)
+                    out.append((site.where, value, vkey))
+        return out
+
+    def body_of_call(self, call: AtenCall) -> Body:
+        """The call's group body, in the main graph or in the branch or loop body that holds all its nodes."""
+        return group_body(call, self.maps_of(call)[0])
+
+    def maps_of(self, call: AtenCall) -> tuple[GraphMaps, GraphShapes]:
+        """Maps and shapes of the graph that holds the call's nodes (the main graph when they are not in one)."""
+        prefixes = {p[:-1] for p in call.node_paths}
+        prefix = prefixes.pop() if len(prefixes) == 1 else ()
+        if not prefix:
+            return self.maps, self.shapes
+        found = self._inner.get(prefix)
+        if found is not None:
+            return found
+        # outermost first, each level once (iteratively: subgraphs may nest hundreds deep)
+        maps, shapes = self.maps, self.shapes
+        for depth in range(2, len(prefix) + 1, 2):
+            step = prefix[:depth]
+            known = self._inner.get(step)
+            if known is None:
+                index, attr = step[-2], step[-1]
+                graph = None
+                if isinstance(index, int) and index < len(maps.graph.node):
+                    graph = next((g for s, g in subgraphs(maps.graph.node[index]) if s == attr), None)
+                if graph is None:
+                    return self.maps, self.shapes
+                known = self._inner[step] = (GraphMaps(graph, maps, step), GraphShapes(graph, shapes))
+            maps, shapes = known
+        return maps, shapes
+
+    def in_one_graph(self, call: AtenCall) -> bool:
+        """All the call's nodes sit in one graph of the main scope (the main graph, or one branch or loop body)."""
+        paths = call.node_paths
+        if not paths or not isinstance(call.scope, MainGraph):
+            return False
+        if len(paths) == 1:  # most calls
+            return True
+        graph = paths[0][:-1]
+        return all(p[:-1] == graph for p in paths)
+
+    def analyse(self, family: Family) -> FamilyAnalysis:
+        bodies: dict[str, BodyAnalysis] = {}
+        if family.kind == "function":
+            for ov in family.overloads:
+                if ov.function is not None and ov.function in self.index.functions.functions:
+                    proto = self.index.functions.functions[ov.function]
+                    self._add(bodies, ov.function, function_body(ov.function, proto))
+        else:
+            # Each distinct body is built and fingerprinted once: calls with an equal group key share it.
+            seen: dict[Hashable, Fingerprints] = {}
+            maps, main, in_one_graph, pause = self.maps, MAIN, self.in_one_graph, self.pause
+            for ov in family.overloads:
+                for k, call in enumerate(ov.aten_calls):
+                    if pause is not None and k % PAUSE_EVERY == PAUSE_EVERY - 1:
+                        pause()
+                    paths = call.node_paths
+                    # (in_one_graph's common case first: one node of the main graph)
+                    if not (len(paths) == 1 and call.scope is main) and not in_one_graph(call):
+                        continue
+                    key = group_key(call, maps)  # None for calls in a branch or loop body
+                    fp = seen.get(key) if key is not None else None
+                    if fp is not None:
+                        bodies[fp.full].members.append(call)
+                        continue
+                    fp = self._add(bodies, call, self.body_of_call(call))
+                    if key is not None:
+                        seen[key] = fp
+        by_template: dict[str, list[BodyAnalysis]] = {}
+        for b in bodies.values():
+            by_template.setdefault(b.fingerprints.template, []).append(b)
+        for group in by_template.values():
+            _mark(group, self)
+        return FamilyAnalysis(family, list(bodies.values()))
+
+    def _add(self, bodies: dict[str, BodyAnalysis], member: Member, body: Body) -> Fingerprints:
+        """Bind ``member`` to its body's analysis, analysing the body if it is the first of its fingerprint."""
+        fp = fingerprint(body)
+        b = bodies.get(fp.full)
+        if b is None:
+            b = bodies[fp.full] = BodyAnalysis(fp, body, [], body_literals(body))
+            if isinstance(member, AtenCall):
+                sig = call_signature(member, self.catalogue)
+                # Python scalars passed to Tensor parameters (mul.Tensor's other=0.35) are baked in too.
+                b.bound = [x for x in sig.bound if not x.parameter.is_tensor or _is_number(x.value)]
+        b.members.append(member)
+        return fp
+
+    def analyse_all(self) -> list[FamilyAnalysis]:
+        return [self.analyse(f) for f in self.index.families]
+
+
+def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
+    """Align the bodies of one template slot by slot and record what varies and what links to arguments.
+
+    A slot is specialised when it varies, links to an aten argument, or sits in a body with no sibling; in such a
+    lone body, attributes equal to their ONNX schema default (for the model's opset) are left out (kept in
+    ``BodyAnalysis.left_out``) unless they vary or link.
+    """
+    values_by_slot: dict[tuple[int, Any], dict[str, Any]] = {}
+    for b in group:
+        for pos, lit in enumerate(b.literals):
+            values_by_slot.setdefault((pos, lit.slot), {}).setdefault(lit.key, lit.value)
+    lone = len(group) == 1
+    for b in group:
+        first = b.members[0] if b.members else None
+        target = first.target if isinstance(first, AtenCall) else ""
+        args = {x.parameter.name: x.value for x in b.bound if x.provided}
+        flow = BodyFlow(b.body, specialiser.maps_of(first)[1]) if isinstance(first, AtenCall) and args else None
+        lowering = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
+        # not when the optimizer's rewriter rewrote the call's nodes (then it, not torchlib, made the values)
+        rewritten = isinstance(first, AtenCall) and bool(first.rule_names)
+        baked_by = lowering.function if lowering is not None and lowering.trace_only and not rewritten else None
+        for pos, lit in enumerate(b.literals):
+            distinct = values_by_slot[(pos, lit.slot)]
+            varies = len(distinct) > 1
+            links: list[ArgLink] = []
+            shape: str | None = None
+            if flow is not None and lit.kind != "parametric":
+                place = literal_place(b.body, lit.path, lit.name, lit.kind, lit.op_type, flow)
+                links = link(target, args, lit.value, place, flow)
+                shape = explain_shape(target, args, lit.value, place, flow) or next(
+                    (a.rule for a in links if a.parameter == "scale" and a.value is None), None)
+            if lit.kind == "parametric" and lit.ref:
+                calls = specialiser.call_values(b.members, lit.ref)
+                seen: dict[str, Any] = {}
+                for _where, value, key in calls:
+                    seen.setdefault(key, value)
+                spec = SpecialisedValue(lit, len(seen) > 1, list(seen.values()), [],
+                                        call_values=[(w, v) for w, v, _k in calls])
+                b.specialised.append(spec)
+                continue
+            if varies or links or shape or lit.kind == "parametric":
+                b.specialised.append(SpecialisedValue(lit, varies, list(distinct.values()) if varies else [lit.value],
+                                                      links, shape, baked_by))
+            elif lone:
+                spec = SpecialisedValue(lit, False, [lit.value], [], None, baked_by)
+                if lit.kind == "attribute" and specialiser.is_onnx_default(b.body, lit):
+                    b.left_out.append(spec)
+                else:
+                    b.specialised.append(spec)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # JSON has no inf/nan
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return repr(v)
