@@ -14,7 +14,7 @@ GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libx
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
 SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
 
-.PHONY: run test lint pytest sysdeps venv screenshots bench fixtures schemas zoo torchlib clean
+.PHONY: run test lint pytest sysdeps venv screenshots bench fuzz fixtures schemas zoo torchlib clean
 
 run: venv
 	@scripts/sysdeps.sh $(GUI_PKGS)
@@ -50,6 +50,12 @@ screenshots: venv
 REPEAT ?= 5
 bench: venv
 	$(PY) benchmarks/bench.py --repeat $(REPEAT) $(if $(SIZES),--sizes $(SIZES))
+
+# A long fuzz campaign (make test runs a few hundred cases of each): binary exports, then ONNX text syntax
+FUZZ_CASES ?= 5000
+fuzz: venv
+	$(PY) scripts/fuzz.py --cases $(FUZZ_CASES)
+	$(PY) scripts/fuzz.py --cases $(FUZZ_CASES) --text
 
 fixtures: venv
 	$(PY) tests/make_fixtures.py

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from inspector import __version__
 from inspector.core.util.errors import InspectorError
+from inspector.core.util.textsafe import one_line
 
 SUBCOMMANDS = {
     "summary": "inspector.commands.summary",
@@ -100,7 +101,9 @@ def run_guarded(command: Callable[[Sequence[str]], int], argv: Sequence[str]) ->
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"onnx-inspector: error: {message}\n")
+    """The one error line: a path or a model's text in it is shown with its control characters escaped (a name
+    like ``$'\\e[2Jnope.onnx'`` must not clear the screen) and its line breaks as ⏎."""
+    sys.stderr.write(f"onnx-inspector: error: {one_line(message)}\n")
 
 
 def entry() -> None:

@@ -8,6 +8,10 @@ model is parsed, one field is changed in a way an exporter never would, and it i
 text, hostile FX text), external-data entries (escaping locations, ``"²"`` lengths, negative offsets), function keys
 (renamed, duplicated, recursive, overloads that do not exist), node domains and op types, opsets, ir_version.
 
+Text cases (``run_text_case``) do the same for ONNX text syntax: the printed text of small zoo exports and the
+text fixtures, mutated where a text parser is weakest: brackets nested thousands deep (``seq(`` 20,000 deep once
+killed the process in the native parser), tokens of a megabyte, unbalanced quotes, control characters, truncation.
+
 What a case must show: ``summary --json`` (and on some cases ``diff`` against the seed and ``report``) exits 0,
 1 or 2; exit 2 comes with exactly one line on stderr that is not an internal error; a summary that succeeds
 validates against ``resources/summary.schema.json``; where external data or dims were mutated, the app's "load
@@ -18,6 +22,7 @@ longer than ``CASE_SECONDS``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import random
@@ -217,6 +222,60 @@ def mutate(seed: Path, rng: random.Random) -> tuple[bytes, str]:
         return _flip(data, rng), "flip"
 
 
+# --- text syntax ------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def text_seeds() -> tuple[tuple[str, str], ...]:
+    """``(name, text)``: the text fixtures and the small zoo exports printed as ONNX text syntax."""
+    out = [(p.name, p.read_text("utf-8", "replace")) for p in sorted(FIXTURES.rglob("*.onnxtxt"))]
+    for path in seeds(small_only=True):
+        if path.parent == ZOO and path.stat().st_size < 60_000:
+            out.append((path.name, onnx.printer.to_text(onnx.load(str(path)))))
+    return tuple(out)
+
+
+def _nest(text: str, rng: random.Random) -> str:
+    depth = rng.choice([10, 200, 1_001, 5_000, 20_000, 60_000])
+    opener, closer = rng.choice([("seq(", ")"), ("(", ")"), ("[", "]"), ("{", "}"), ("tensor(", ")")])
+    at = rng.randrange(len(text) + 1)
+    return text[:at] + opener * depth + (closer * depth if rng.random() < 0.7 else "") + text[at:]
+
+
+def _long_token(text: str, rng: random.Random) -> str:
+    at = rng.randrange(len(text) + 1)
+    token = rng.choice(["x", "9", '"', "\\", "\u00e9", "=>", "<", ","]) * rng.choice([1_000, 100_000, 1_000_000])
+    return text[:at] + token + text[at:]
+
+
+def _control(text: str, rng: random.Random) -> str:
+    at = rng.randrange(len(text) + 1)
+    return text[:at] + rng.choice(["\x1b]0;owned\x07", "\x1b[2J", "\x00", "\u202e", "\r", "\ud800"]) + text[at:]
+
+
+def _cut(text: str, rng: random.Random) -> str:
+    return text[: rng.randrange(len(text) + 1)]
+
+
+def _text_splice(text: str, rng: random.Random) -> str:
+    a, b = sorted(rng.randrange(len(text) + 1) for _ in range(2))
+    at = rng.randrange(len(text) + 1)
+    return text[:at] + text[a:b] * rng.randint(1, 50) + text[at:]
+
+
+TEXT_MUTATIONS: list[Callable[[str, random.Random], str]] = [_nest, _long_token, _control, _cut, _text_splice]
+
+
+def mutate_text(rng: random.Random) -> tuple[bytes, str, str]:
+    """The mutated bytes of a text seed, the seed's name and the mutations' names."""
+    name, text = rng.choice(text_seeds())
+    names = []
+    for _ in range(rng.randint(1, 2)):
+        fn = rng.choice(TEXT_MUTATIONS)
+        text = fn(text, rng)
+        names.append(fn.__name__.strip("_"))
+    return text.encode("utf-8", "surrogatepass"), name, "+".join(names)
+
+
 # --- running --------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -322,6 +381,22 @@ def _read_tensors(case: int, seed: Path, mutation: str, path: Path) -> Outcome:
     except Exception as e:  # what the click path must never raise
         code, problem = 3, f"read_tensor raised {type(e).__name__}: {' '.join(str(e).split())[:200]}"
     return Outcome(case, seed.name, mutation, "read_tensor", code, round(time.perf_counter() - start, 3), problem)
+
+
+def run_text_case(case: int, folder: Path) -> Outcome:
+    """Text case ``case``: a mutated text seed through ``summary --json`` (named ``.onnxtxt``, or ``.onnx`` on odd
+    cases: the loader recognises text syntax by its first bytes too)."""
+    rng = random.Random(case)
+    data, seed, mutation = mutate_text(rng)
+    path = folder / f"text{case}.{'onnx' if case % 2 else 'onnxtxt'}"
+    path.write_bytes(data)
+    code, out, err, secs = run_cli(["summary", "--json", str(path)])
+    problem = check(code, out, err, "summary")
+    if not problem and any(c in err for c in "\x1b\x07\x00\r"):
+        problem = f"a control character reached stderr: {err[:200]!r}"
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return Outcome(case, seed, mutation, "summary", code, round(secs, 3), problem)
 
 
 def run_case(case: int, folder: Path, seed_files: list[Path], extra_commands: bool = True) -> list[Outcome]:

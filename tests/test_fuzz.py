@@ -56,3 +56,20 @@ def test_sparse_initializer_with_hostile_dims_counts_nothing(tmp_path: Path):
     code, out, err, _ = run_cli(["summary", "--json", str(path)])
     assert code == 0, err
     jsonschema.validate(json.loads(out), SCHEMA)
+
+
+TEXT_CASES = 120
+
+
+def test_text_syntax_fuzz_cases_exit_cleanly_with_inert_one_line_errors(tmp_path: Path):
+    """Mutated ONNX text (deep nesting, megabyte tokens, control characters, cuts, splices) through ``summary
+    --json``: the same rules as the binary cases, and no control character reaches stderr."""
+    from tests.fuzzing import run_text_case
+
+    tally = Tally()
+    for case in range(TEXT_CASES):
+        tally.cases += 1
+        tally.add(run_text_case(case, tmp_path))
+    assert not tally.failures, "\n".join(map(str, tally.failures[:10]))
+    # most mutations break the syntax (refused, exit 2); a few leave a model that loads (6 of these 120)
+    assert tally.codes.get(0, 0) >= 3 and tally.codes.get(2, 0) >= TEXT_CASES // 2
