@@ -325,7 +325,8 @@ def check(model: Any, reviews: Any = None) -> CheckReport:
 def _store(m: Model, reviews: Any, required: bool) -> ReviewStore | None:
     """The review store for ``m``: ``reviews`` (a path or a ``ReviewStore``), else the model's sidecar."""
     from inspector.core.review.check import load_reviews
-    from inspector.core.review.store import ReviewStore, sidecar_path
+    from inspector.core.review.store import ReviewStore
+    from inspector.core.util.paths import sidecar_path
 
     if isinstance(reviews, ReviewStore):
         return reviews

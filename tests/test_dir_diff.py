@@ -111,7 +111,7 @@ def test_parallel_and_serial_runs_agree(folders, result, monkeypatch):
     assert diff_dirs(*folders, jobs=2).rows == result.rows
     assert pools == [2]  # several pairs: run in two worker processes
     assert diff_dirs(*folders, jobs=1).rows == result.rows
-    assert pools == [2]  # one job: in this process
+    assert pools == [2, 1]  # one job: one worker process, so that a pair that crashes it is only that pair's row
 
 
 def _die_on(rel: str, path_a: str, path_b: str):
@@ -120,12 +120,17 @@ def _die_on(rel: str, path_a: str, path_b: str):
     return diff_pair(rel, path_a, path_b)
 
 
-def test_a_worker_that_dies_is_a_row_not_a_crash(folders, monkeypatch):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_worker_that_dies_is_a_row_not_a_crash(folders, result, monkeypatch, jobs: int):
+    """The pool breaks for every pair not finished when a worker dies; each of those is run again alone, so only the
+    pair that kills its process is an error, and every other pair gets the row it gets in a calm run."""
     monkeypatch.setattr(dir_diff, "diff_pair", _die_on)
-    d = diff_dirs(*folders, jobs=2)
+    d = diff_dirs(*folders, jobs=jobs)
     rows = {r.path: r for r in d.rows}
     assert set(rows) == set(EXPECTED)
-    assert rows["gpt2.onnx"].status == "error" and "the diff process failed" in rows["gpt2.onnx"].error
+    assert rows["gpt2.onnx"].status == "error"
+    assert rows["gpt2.onnx"].error == "the diff process crashed on this pair (killed by a signal or out of memory)"
+    assert [r for r in d.rows if r.path != "gpt2.onnx"] == [r for r in result.rows if r.path != "gpt2.onnx"]
 
 
 def test_the_command_prints_one_table_and_exits_1(folders, capsys):

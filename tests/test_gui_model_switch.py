@@ -11,7 +11,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt, QThreadPool
 
-from inspector.core.review.store import sidecar_path
+from inspector.core.util.paths import sidecar_path
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
 

@@ -12,8 +12,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QSettings, Qt, QThreadPool
 
-from inspector.core.review.store import sidecar_path
 from inspector.core.specialise.specialiser import SpecialisedValue
+from inspector.core.util.paths import sidecar_path
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
 

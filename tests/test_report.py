@@ -17,8 +17,9 @@ import pytest
 from inspector.cli import main
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.model.index import ModelIndex, open_index
-from inspector.core.review.store import ReviewStore, review_keys, sidecar_path
+from inspector.core.review.store import ReviewStore, review_keys
 from inspector.core.specialise.specialiser import BodyAnalysis, SpecialisedValue, Specialiser
+from inspector.core.util.paths import sidecar_path
 from inspector.report import Limits, build_report
 from inspector.report.data import Report
 from inspector.report.html import render_html

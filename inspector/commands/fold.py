@@ -14,7 +14,8 @@ from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
 from inspector.core.model.index import open_index
 from inspector.core.util.encoding import encoded
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import check_output, write_atomic
+from inspector.core.util.fileio import write_atomic
+from inspector.core.util.paths import check_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     index = open_index(args.model, modules=False)
     keep(index)
-    check_output(args.output, [index.path], "the folded model")
+    check_output(args.output, index.protected_files(), "the folded model")
     if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
                              "folder so that their locations stay valid")

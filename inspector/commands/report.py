@@ -19,7 +19,8 @@ from inspector.commands import keep, kept
 from inspector.core.diff import ModelDiff, diff_models
 from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import check_output, write_atomic
+from inspector.core.util.fileio import write_atomic
+from inspector.core.util.paths import check_output, model_files
 from inspector.report.render import FORMATS, SUFFIXES, render_text
 
 __all__ = ["FORMATS", "SUFFIXES", "main"]
@@ -47,7 +48,8 @@ def main(argv: Sequence[str]) -> int:
     keep(index)
     output = None if to_stdout else Path(args.output)
     if output is not None:
-        check_output(output, [index.path, *([args.compare] if args.compare else [])], "the report")
+        check_output(output, [*index.protected_files(), *(model_files(args.compare) if args.compare else [])],
+                     "the report")
     compare = _compare(index, args.compare) if args.compare else None
     store = _reviews(index)
 
@@ -78,7 +80,8 @@ def _pdf_writer() -> Any:
 
 def _reviews(index: ModelIndex) -> Any:
     """The model's review store when its sidecar exists and reads; a warning (and no reviews) otherwise."""
-    from inspector.core.review.store import ReviewStore, sidecar_path
+    from inspector.core.review.store import ReviewStore
+    from inspector.core.util.paths import sidecar_path
 
     if not os.path.lexists(sidecar_path(index.path)):
         return None  # no reviews yet; anything else by that name (a FIFO, a folder) is warned about below

@@ -9,7 +9,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import check_output
+from inspector.core.util.paths import check_output
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
 from inspector.gui.pdf import write_report
@@ -52,7 +52,7 @@ def export(window: CompareWindow, what: str, path: Path) -> None:
         return
     status = window.statusBar()
     try:
-        check_output(path, (pair.a.path, pair.b.path), f"the {what}")
+        check_output(path, [*pair.a.protected_files(), *pair.b.protected_files()], f"the {what}")
     except InspectorError as e:
         status.showMessage(f"Not written: {e}")
         return

@@ -31,9 +31,11 @@ from inspector.core.model.keys import FunctionKey, GraphScope
 from inspector.core.model.loader import load_model
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
-from inspector.core.review.store import ReviewStore, sidecar_path
+from inspector.core.review.store import ReviewStore
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex
 from inspector.core.util.errors import InspectorError
+from inspector.core.util.paths import check_output
+from inspector.core.util.textsafe import one_line
 from inspector.gui import details
 from inspector.gui.analysis import Analyses, TreeObject
 from inspector.gui.body_view import BodyView
@@ -320,8 +322,10 @@ class MainWindow(QMainWindow):
         if index is None:
             return
         fmt = REPORT_SUFFIXES.get(path.suffix.lower(), "html")
-        if path.resolve() in (index.path, sidecar_path(index.path).resolve()):
-            self.statusBar().showMessage("Refusing to overwrite the model or its review file")
+        try:
+            check_output(path, index.protected_files(), "the report")
+        except InspectorError as e:
+            self.statusBar().showMessage(one_line(str(e), 200))
             return
         self.statusBar().showMessage(f"Writing {path.name}…")
 

@@ -10,15 +10,18 @@ row with a one-line error, never a crash. Rows are in path order.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from inspector.core.util.errors import InspectorError
+from inspector.core.util.paths import model_files
 
 DirStatus = Literal["equal", "equivalent", "different", "only_a", "only_b", "error"]
 DIR_STATUSES: tuple[DirStatus, ...] = get_args(DirStatus)
@@ -105,28 +108,47 @@ def diff_dirs(a: str | os.PathLike[str], b: str | os.PathLike[str], jobs: int | 
 
 def _run_pairs(pairs: list[tuple[str, str, str]], jobs: int | None,
                progress: Callable[[int, int], None] | None) -> list[DirRow]:
-    workers = min(len(pairs), jobs if jobs is not None else min(MAX_JOBS, os.cpu_count() or 1))
+    """Each pair diffed in a worker process, ``jobs`` at a time, so that a pair that crashes the process (native
+    code on untrusted input) is that pair's error row and every other pair still gets its row."""
+    workers = max(1, min(len(pairs), jobs if jobs is not None else min(MAX_JOBS, os.cpu_count() or 1)))
     out: list[DirRow] = []
-    if workers <= 1:
-        for rel, pa, pb in pairs:
-            out.append(diff_pair(rel, pa, pb))
-            if progress:
-                progress(len(out), len(pairs))
-        return out
+    broken: list[tuple[str, str, str]] = []
+
+    def done(row: DirRow) -> None:
+        out.append(row)
+        if progress:
+            progress(len(out), len(pairs))
+
     # the platform's default start method: fork on Linux (no re-import of onnx per worker, and no need for the
-    # caller's script to guard its main code as spawn needs); a worker that dies breaks the pool, see below
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures: list[tuple[str, Future[DirRow]]] = [(rel, pool.submit(diff_pair, rel, pa, pb))
-                                                     for rel, pa, pb in pairs]
-        for rel, future in futures:
-            try:
-                out.append(future.result())
-            except Exception as e:  # the worker died (killed, out of memory): the pool is broken for the rest
-                out.append(DirRow(rel, "error", error=f"the diff process failed: {type(e).__name__}: "
-                                                      f"{' '.join(str(e).split())[:200]}"))
-            if progress:
-                progress(len(out), len(pairs))
+    # caller's script to guard its main code as spawn needs)
+    if pairs:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [(pair, pool.submit(diff_pair, *pair)) for pair in pairs]
+            for pair, future in futures:
+                try:
+                    done(future.result())
+                except BrokenProcessPool:  # one worker died: every pair not finished yet fails with it
+                    broken.append(pair)
+                except Exception as e:
+                    done(DirRow(pair[0], "error", error=_failed(e)))
+    for pair in broken:  # again, each alone: only the pair that kills its process is an error
+        done(_isolated(pair))
     return out
+
+
+def _isolated(pair: tuple[str, str, str]) -> DirRow:
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(diff_pair, *pair).result()
+        except BrokenProcessPool:
+            return DirRow(pair[0], "error", error="the diff process crashed on this pair (killed by a signal or "
+                                                  "out of memory)")
+        except Exception as e:
+            return DirRow(pair[0], "error", error=_failed(e))
+
+
+def _failed(e: BaseException) -> str:
+    return f"the diff process failed: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
 
 
 def diff_pair(rel: str, path_a: str, path_b: str) -> DirRow:
@@ -174,9 +196,9 @@ def list_models(root: Path) -> tuple[dict[str, Path], dict[str, str]]:
             rel = prefix + entry.name
             if entry.is_symlink():
                 if entry.name.endswith(MODEL_SUFFIXES):
-                    target = _inside(Path(entry.path), top)
+                    target, why = _inside(Path(entry.path), top)
                     if target is None:
-                        problems[rel] = "a link to a file outside the folder (not followed)"
+                        problems[rel] = why
                     else:
                         models[rel] = target
                 continue  # a linked folder is never entered
@@ -192,12 +214,31 @@ def list_models(root: Path) -> tuple[dict[str, Path], dict[str, str]]:
     return models, problems
 
 
-def _inside(link: Path, top: Path) -> Path | None:
-    """Where ``link`` leads when that is a regular file inside ``top``, else ``None``."""
+def _inside(link: Path, top: Path) -> tuple[Path | None, str]:
+    """Where ``link`` leads when that is a regular file inside ``top``; else ``None`` and why it is not used."""
     try:
         target = link.resolve(strict=True)
         if not stat.S_ISREG(target.stat().st_mode):
-            return None
-    except (OSError, RuntimeError):  # dangling, a loop
-        return None
-    return target if target.is_relative_to(top) else None
+            return None, "a link to something that is not a regular file (not followed)"
+    except RuntimeError:  # Python < 3.13 reports a loop so
+        return None, "a symbolic link loop"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return None, "a symbolic link loop"
+        return None, "a link to nothing (dangling)"
+    if not target.is_relative_to(top):
+        return None, "a link to a file outside the folder (not followed)"
+    return target, ""
+
+
+def protected_files(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> list[Path]:
+    """What an output of a folder diff of ``a`` and ``b`` may not replace: every model file it pairs (as found
+    and as linked to) and each one's review sidecar, lock and backup (``paths.model_files``)."""
+    out: list[Path] = []
+    for root in (a, b):
+        models, _problems = list_models(Path(root))
+        for rel, target in models.items():
+            out += model_files(Path(root) / rel)
+            if target != Path(root) / rel:
+                out += model_files(target)
+    return out

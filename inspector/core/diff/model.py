@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from inspector.core.util.jsonsafe import json_safe
@@ -139,6 +140,8 @@ class ModelDiff:
     changes: list[Change]
     fold: FoldRelation | None = None
     matched: dict[str, MatchCount] = field(default_factory=dict)  # functions, aten_calls, ... -> counts
+    # the files of both models that no output of this diff may replace (``paths.check_output``); not part of it
+    protected: list[Path] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def equal(self) -> bool:

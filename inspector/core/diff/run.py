@@ -88,4 +88,5 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
         for c in recorder.changes:
             if c.kind == "folded":
                 c.detail = fold.explanation
-    return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched)
+    return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched,
+                     [*a.protected_files(), *b.protected_files()])

@@ -27,6 +27,7 @@ from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.paths import model_files
 from inspector.core.util.sanitize import sanitize_text
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
@@ -165,6 +166,14 @@ class ModelIndex:
         if self._parameters is None:
             self._parameters = parameter_stats(self.proto.graph)
         return self._parameters
+
+    def protected_files(self) -> list[Path]:
+        """The files of this model that no output may replace: the model, its review sidecar (with lock and
+        backup) and its external-data files (``paths.model_files``)."""
+        external = onnx.TensorProto.EXTERNAL
+        locations = {e.value for t in self.proto.graph.initializer if t.data_location == external
+                     for e in t.external_data if e.key == "location"}
+        return model_files(self.path, sorted(locations))
 
     def graph_maps(self) -> GraphMaps:
         """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from inspector.core.bodies.literals import Literal
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import clean_stale_temps, write_atomic
+from inspector.core.util.paths import lock_path, read_regular, sidecar_path
 
 if TYPE_CHECKING:
     from inspector.core.specialise.specialiser import FamilyAnalysis
@@ -59,7 +60,6 @@ STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
 KINDS = ("overload", "value")
 FORMAT = "onnx-inspector/review"
 VERSION = 1
-SUFFIX = ".review.json"
 MAX_SIDECAR_BYTES = 64 * 1024 * 1024
 MAX_INT_DIGITS = 20  # integers in a sidecar are small; a 5,000-digit one is damage, not data
 LOCK_TIMEOUT = 30.0  # seconds a save waits for another writer's lock before giving up
@@ -85,8 +85,8 @@ class ReviewKey:
         """Inverse of ``to_text``; ``ValueError`` when ``text`` is not such a key."""
         try:
             parts = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as e:
-            raise ValueError(f"not a review key: {text!r}") from e
+        except (json.JSONDecodeError, TypeError, RecursionError) as e:  # a key nested 100k deep is damage too
+            raise ValueError(f"not a review key: {text[:80]!r}") from e
         if not (isinstance(parts, list) and len(parts) == 5 and all(isinstance(p, str) for p in parts)):
             raise ValueError(f"not a review key: {text!r}")
         return cls(*parts)
@@ -118,10 +118,6 @@ def slot_text(literal: Literal) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def sidecar_path(model_path: Path) -> Path:
-    return model_path.with_name(model_path.name + SUFFIX)
 
 
 class ReviewStore:
@@ -190,31 +186,14 @@ class ReviewStore:
         return extra, entries
 
     def _read_bytes(self) -> bytes | None:
-        """The sidecar's bytes, ``None`` when there is none; only a regular file is read."""
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        """The sidecar's bytes, ``None`` when there is none; only a regular file is read, never through a symbolic
+        link (``paths.read_regular``: notes were read from ``../outside/private.json`` through a linked sidecar)."""
         try:
-            fd = os.open(self.path, flags)
+            return read_regular(self.path, MAX_SIDECAR_BYTES, follow_links=False, what="a review file")
         except FileNotFoundError:
             return None
-        except OSError as e:
-            raise self._error(e.strerror or str(e)) from e
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise self._error("not a regular file")
-            chunks, size = [], 0
-            while size <= MAX_SIDECAR_BYTES:
-                chunk = os.read(fd, min(1 << 20, MAX_SIDECAR_BYTES + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-        except OSError as e:
-            raise self._error(e.strerror or str(e)) from e
-        finally:
-            os.close(fd)
-        if size > MAX_SIDECAR_BYTES:
-            raise self._error(f"larger than {MAX_SIDECAR_BYTES // (1024 * 1024)} MiB")
-        return b"".join(chunks)
+        except InspectorError as e:
+            raise self._error(str(e).removeprefix(f"{self.path}: ")) from None
 
     def _error(self, reason: str) -> InspectorError:
         return InspectorError(f"cannot read review file {self.path}: {reason}; the file was left unchanged")
@@ -338,15 +317,15 @@ class ReviewStore:
         except ImportError:  # Windows: no advisory locks; saves still merge, without the guarantee
             yield
             return
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock = lock_path(self.path)
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o666)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o666)
         except OSError as e:
             raise InspectorError(f"cannot save review file {self.path}: cannot open lock file "
-                                 f"{lock_path.name}: {e.strerror or e}") from None
+                                 f"{lock.name}: {e.strerror or e}") from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise InspectorError(f"cannot save review file {self.path}: {lock_path.name} is not a regular file")
+                raise InspectorError(f"cannot save review file {self.path}: {lock.name} is not a regular file")
             deadline = time.monotonic() + LOCK_TIMEOUT
             while True:
                 try:
@@ -355,7 +334,7 @@ class ReviewStore:
                 except BlockingIOError:
                     if time.monotonic() > deadline:
                         raise InspectorError(f"cannot save review file {self.path}: another program has held "
-                                             f"{lock_path.name} for {LOCK_TIMEOUT:.0f} s") from None
+                                             f"{lock.name} for {LOCK_TIMEOUT:.0f} s") from None
                     time.sleep(0.005)
             try:
                 yield

@@ -11,7 +11,7 @@ when asked (``make_parents``): for a report, a mistyped path is an error, not a 
 Only a regular file is ever replaced: a FIFO, device, socket, folder or symlink at the target is refused with a
 one-line error (``-o /dev/null`` must not turn ``/dev/null`` into a file). Temporary files a killed write left
 behind (our own name pattern only, older than a minute) are removed on the next write to the same target.
-``check_output`` is the one check that an output path is none of a command's inputs or their review sidecars.
+Which paths an output may not be is decided in ``paths.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from inspector.core.util.errors import InspectorError
 
-__all__ = ["check_output", "clean_stale_temps", "write_atomic"]
+__all__ = ["clean_stale_temps", "write_atomic"]
 
 STALE_SECONDS = 60.0
 
@@ -145,40 +145,6 @@ def clean_stale_temps(target: str | os.PathLike[str], older_than: float = STALE_
                 os.unlink(path)
                 removed += 1
     return removed
-
-
-def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]],
-                 what: str = "the output") -> None:
-    """Refuse an output path that is one of ``inputs`` or an input's review sidecar (or its ``.bak``/``.lock``),
-    by resolved path and by device/inode (hard links); also refuse a folder or a non-regular file."""
-    out = Path(output)
-    protected: list[Path] = []
-    for p in inputs:
-        p = Path(p)
-        protected += [p, p.with_name(p.name + ".review.json"), p.with_name(p.name + ".review.json.bak"),
-                      p.with_name(p.name + ".review.json.lock")]
-    try:
-        resolved = out.resolve()
-    except (OSError, RuntimeError) as e:
-        raise InspectorError(f"cannot write {out}: {getattr(e, 'strerror', None) or e}") from None
-    out_id = _file_id(out)
-    for p in protected:
-        try:
-            same = p.resolve() == resolved
-        except (OSError, RuntimeError):
-            same = False
-        if same or (out_id is not None and _file_id(p) == out_id):
-            raise InspectorError(f"refusing to overwrite {out} (an input model or its reviews) with {what}; "
-                                 "choose another output file")
-    _check_replaceable(out)
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_dev, st.st_ino)
 
 
 def _umask() -> int:
