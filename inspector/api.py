@@ -296,7 +296,7 @@ def report(model: Any, format: str = "html", compare: Any = None, reviews: Any =
            graphs: bool = True) -> Report:
     """The annotated report of ``model`` in ``format`` (``html``, ``md`` or ``json``), with the diff against
     ``compare`` when given, and the reviews of ``reviews`` (a review file; default: the model's sidecar)."""
-    from inspector.report.data import build_report
+    from inspector.report.build import build_report
     from inspector.report.render import render_text
 
     if format not in ("html", "md", "json"):

@@ -51,7 +51,7 @@ def main(argv: Sequence[str]) -> int:
     compare = _compare(index, args.compare) if args.compare else None
     store = _reviews(index)
 
-    from inspector.report.data import build_report
+    from inspector.report.build import build_report
 
     report = build_report(index, store, compare, graphs=not args.no_graphs and fmt in ("html", "pdf"))
     text = render_text(report, fmt)

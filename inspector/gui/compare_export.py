@@ -65,7 +65,7 @@ def export(window: CompareWindow, what: str, path: Path) -> None:
         fmt = REPORT_SUFFIXES.get(path.suffix.lower(), "html")
 
         def work() -> str:
-            from inspector.report.data import build_report
+            from inspector.report.build import build_report
 
             return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf"),
                                             dot=run_dot_elsewhere), fmt)

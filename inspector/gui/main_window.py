@@ -435,7 +435,7 @@ def _open_for_display(path: Path) -> Opened:
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:
     """Report text (HTML for PDF, which Qt prints on the GUI thread)."""
-    from inspector.report.data import build_report
+    from inspector.report.build import build_report
 
     return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf"), dot=run_dot_elsewhere), fmt)
 

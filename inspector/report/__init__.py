@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from inspector.report.data import Limits, Report, build_report
+from inspector.report.build import build_report
+from inspector.report.data import Limits, Report
 
 if TYPE_CHECKING:
     from inspector.report.html import render_html

@@ -159,35 +159,36 @@ class _Writer:
     def model(self) -> str:
         m = self.r.model
         rows = [
-            ("File", f"{esc(m.file_name)} <span class='muted'>({esc(m.file_format)}, "
-                     f"{human_size(m.file_size)})</span>"),
-            ("IR version", str(m.ir_version)),
+            ("File", f"{esc(m.file_name)} <span class='muted'>({esc(m.facts.format)}, "
+                     f"{human_size(m.facts.file_size)})</span>"),
+            ("IR version", str(m.facts.ir_version)),
             ("Opsets", ", ".join(f"{esc(d or 'ai.onnx')}={v}" for d, v in m.opsets.items()) or "-"),
-            ("Producer", f"{esc(m.producer_name) or '-'} {esc(m.producer_version)}"),
-            ("Domain / model version", f"{esc(m.domain) or '-'} / {m.model_version}"),
-            ("Graph", esc(m.graph_name) or "-"),
-            ("Nodes", f"{m.node_count:,} in the main graph, {m.total_node_count:,} in all"),
-            ("Functions", f"{m.function_count:,}"),
-            ("Parameters", f"{m.parameter_count:,} in {m.initializer_count:,} initializers, "
-                           f"{human_size(m.parameter_bytes)}"
-             + (f" ({human_size(m.external_data_bytes)} as external data, not read)" if m.external_data_bytes else "")),
+            ("Producer", f"{esc(m.facts.producer_name) or '-'} {esc(m.facts.producer_version)}"),
+            ("Domain / model version", f"{esc(m.facts.domain) or '-'} / {m.facts.model_version}"),
+            ("Graph", esc(m.facts.graph_name) or "-"),
+            ("Nodes", f"{m.facts.main_nodes:,} in the main graph, {m.facts.total_nodes:,} in all"),
+            ("Functions", f"{m.facts.function_count:,}"),
+            ("Parameters", f"{m.parameters.count:,} in {m.facts.initializer_count:,} initializers, "
+                           f"{human_size(m.parameters.bytes)}"
+             + (f" ({human_size(m.parameters.external_bytes)} as external data, not read)"
+                if m.parameters.external_bytes else "")),
             ("Inputs", _names(m.inputs)),
-            ("Outputs", _names(m.outputs)),
+            ("Outputs", _names(m.facts.outputs)),
         ]
         out = ['<section id="model"><h2>Model</h2><table class="facts">']
         out += [f"<tr><th>{k}</th><td class='wrap'>{v}</td></tr>" for k, v in rows]
         out.append("</table>")
-        if m.metadata:
-            items = list(m.metadata.items())
+        if m.facts.metadata:
+            items = list(m.facts.metadata.items())
             rows_md = "".join(f"<tr><td class='wrap mono'>{esc_line(k, 300)}</td><td class='wrap'>{esc_line(v, 2000)}"
                               "</td></tr>" for k, v in items[:MAX_METADATA])
             more = (f"<p class='muted'>{len(items) - MAX_METADATA} more entries not shown.</p>"
                     if len(items) > MAX_METADATA else "")
             out.append(f"<details{self.open_attr}><summary>Metadata ({len(items)})</summary><table>"
                        f"<tr><th>key</th><th>value</th></tr>{rows_md}</table>{more}</details>")
-        if m.doc_string:
-            doc = m.doc_string[:MAX_DOC_CHARS]
-            more = " (cut)" if len(m.doc_string) > MAX_DOC_CHARS else ""
+        if m.facts.doc_string:
+            doc = m.facts.doc_string[:MAX_DOC_CHARS]
+            more = " (cut)" if len(m.facts.doc_string) > MAX_DOC_CHARS else ""
             out.append(f"<details{self.open_attr}><summary>Doc string{more}</summary><pre>{esc(doc)}</pre></details>")
         out.append("</section>")
         return "\n".join(out)
