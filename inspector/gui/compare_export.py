@@ -12,7 +12,7 @@ from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import check_output
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
-from inspector.gui.pdf import write_report
+from inspector.pdf import write_report
 from inspector.report.diff_render import DIFF_SUFFIXES, render_diff
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text

@@ -47,7 +47,6 @@ from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, build_file_menu
 from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.nodes import NodeView, module_node
-from inspector.gui.pdf import write_report
 from inspector.gui.review_panel import ReviewBar, ReviewPanel
 from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
@@ -55,6 +54,7 @@ from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel, HintedTreeView, fit_to_screen
 from inspector.gui.worker import Jobs
+from inspector.pdf import write_report
 from inspector.render.overview import module_totals
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text

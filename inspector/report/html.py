@@ -69,14 +69,17 @@ def template_environment() -> jinja2.Environment:
     return env
 
 
-def render_html(report: Report, open_all: bool = False) -> str:
-    """The report as one HTML document; ``open_all`` expands every collapsible section."""
+def render_html(report: Report, open_all: bool = False, printing: bool = False) -> str:
+    """The report as one HTML document; ``open_all`` expands every collapsible section. ``printing`` makes the
+    page Qt's printer lays out (``inspector.pdf``): its CSS subset (no variables, no compound selectors), category
+    colours inline instead of links, every section open."""
     d = report.diff
     diff_html = ""
     if d is not None:
         diff_html = "\n".join([*summary_html(d.diff), *changes_html(d.diff, len(d.changes), heading="h3")])
     return template_environment().get_template("report.html.j2").render(
-        r=report, csp=Markup(CSP), open_attr=" open" if open_all else "", small=len(report.families) <= 12,
+        r=report, csp=Markup(CSP), open_attr=" open" if open_all or printing else "", printing=printing,
+        small=len(report.families) <= 12,
         diff_css=Markup(DIFF_CSS if d is not None else ""), diff_html=Markup(diff_html),
         diff_other=(PurePath(d.other).name or d.other) if d is not None else "",
         flagged=flagged_reviews(report), body_view=body_view, max_metadata=MAX_METADATA, max_doc_chars=MAX_DOC_CHARS)
