@@ -1,15 +1,13 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no scripts, no external requests), rendered from
-Jinja2 templates (``inspector/report/templates``, shipped as package data) with autoescape on.
+the Jinja2 templates ``report.html.j2`` and ``family.html.j2`` with autoescape (``inspector.report.templating``).
 
-The threat is the model file: its names, doc strings, metadata and values may hold markup, control and bidi
-characters, and URLs. Autoescape makes escaping the default instead of something each f-string had to remember:
-every ``{{ }}`` goes through ``finalize``, which hands it to ``inspector.core.util.textsafe.html_text`` (control and
-bidi characters made visible, then ``& < > " ' =`` as entities, ``://`` as ``&#58;//`` so the file holds no URL).
-Only values this module marks as ``Markup`` pass unchanged: the CSS, the diff section (drawn by ``diff_html``,
-which escapes with the same ``html_text``) and inline SVG from ``inspector.render.layout.to_svg`` (XML-escaped
-there; here the XML declaration and the namespace URL are dropped, which HTML5 does not need). Jinja's own ``join``
-would escape with markupsafe instead, so it is replaced by one that leaves escaping to ``finalize``. A strict
-Content-Security-Policy forbids scripts and every fetch even if something slipped through.
+The threat is the model file: names, doc strings, metadata and values may hold markup, control and bidi characters
+and URLs; every ``{{ }}`` of the templates goes through ``textsafe.html_text``. What this module passes as
+``Markup`` is not escaped again: the CSS (constant), the diff section (rendered by ``diff_html`` from its own
+autoescaped template) and inline SVG from ``inspector.render.layout.to_svg``, which XML-escapes every model string;
+here the SVG's XML declaration and namespace (a URL) are dropped, which HTML5 does not need. A strict
+Content-Security-Policy forbids scripts and every fetch even if something slipped through. Here the logic (which
+values, which evidence, which rows); in the templates the markup.
 """
 
 from __future__ import annotations
@@ -17,20 +15,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import PurePath
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
 from inspector.core.specialise.categories import Category, baked_text, value_text
-from inspector.core.util.textsafe import html_text, one_line
-from inspector.core.util.units import human_size
 from inspector.report.data import STATUSES, BodyInfo, OverloadInfo, Report, Span, SpecialisedInfo
-from inspector.report.diff_html import DIFF_CSS, changes_html, summary_html
+from inspector.report.diff_html import DIFF_CSS, diff_section_html
+from inspector.report.templating import Markup, template_environment
 
-__all__ = ["CSP", "inline_svg", "render_html", "template_environment"]
+__all__ = ["CSP", "inline_svg", "render_html"]
 
 # Categories drawn on their colour; a parametric value is generic in the body and only outlined.
 HIGHLIGHTED = [c for c in Category if c is not Category.PARAMETRIC]
@@ -45,30 +38,6 @@ _SVG_HEAD = re.compile(r"\A\s*<\?xml[^>]*\?>\s*")
 _SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
 
 
-def _finalize(value: object) -> object:
-    """Every ``{{ }}`` of a template: model text through the one HTML escaper; ``Markup`` made here as it is."""
-    if isinstance(value, Markup):
-        return value
-    return Markup(html_text("" if value is None else value, keep_newlines=True))
-
-
-def _join(items: Iterable[object], sep: str = "") -> str:
-    """Plain text joined; ``finalize`` escapes the result (Jinja's ``join`` would escape with markupsafe)."""
-    return sep.join(str(x) for x in items)
-
-
-@cache
-def template_environment() -> jinja2.Environment:
-    """The report templates (package data), autoescaped through ``textsafe.html_text``."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("inspector.report", "templates"), autoescape=True,
-                             finalize=_finalize, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(join=_join, num=lambda n: f"{n:,}", size=human_size, short_id=lambda bid: bid.rsplit("-", 1)[1],
-                       line=lambda text, width=0: one_line(str(text), width), overload_what=overload_what)
-    env.globals.update(statuses=STATUSES, badge_labels=BADGE_LABELS, highlighted=HIGHLIGHTED,
-                       varies=Category.VARIES, lone_label=Category.LONE.label)
-    return env
-
-
 def render_html(report: Report, open_all: bool = False, printing: bool = False) -> str:
     """The report as one HTML document; ``open_all`` expands every collapsible section. ``printing`` makes the
     page Qt's printer lays out (``inspector.pdf``): its CSS subset (no variables, no compound selectors), category
@@ -76,13 +45,20 @@ def render_html(report: Report, open_all: bool = False, printing: bool = False) 
     d = report.diff
     diff_html = ""
     if d is not None:
-        diff_html = "\n".join([*summary_html(d.diff), *changes_html(d.diff, len(d.changes), heading="h3")])
+        diff_html = diff_section_html(d.diff, len(d.changes), heading="h3")
     return template_environment().get_template("report.html.j2").render(
         r=report, csp=Markup(CSP), open_attr=" open" if open_all or printing else "", printing=printing,
         small=len(report.families) <= 12,
         diff_css=Markup(DIFF_CSS if d is not None else ""), diff_html=Markup(diff_html),
         diff_other=(PurePath(d.other).name or d.other) if d is not None else "",
-        flagged=flagged_reviews(report), body_view=body_view, max_metadata=MAX_METADATA, max_doc_chars=MAX_DOC_CHARS)
+        flagged=flagged_reviews(report), body_view=body_view, overload_what=overload_what, short_id=_short_id,
+        statuses=STATUSES, badge_labels=BADGE_LABELS, highlighted=HIGHLIGHTED, varies=Category.VARIES,
+        lone_label=Category.LONE.label, max_metadata=MAX_METADATA, max_doc_chars=MAX_DOC_CHARS)
+
+
+def _short_id(body_id: str) -> str:
+    """``b0`` of ``f3-b0``."""
+    return body_id.rsplit("-", 1)[1]
 
 
 def flagged_reviews(report: Report) -> list[tuple[Any, BodyInfo, SpecialisedInfo | None, Any]]:
