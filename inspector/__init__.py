@@ -9,6 +9,7 @@ onnx, no Qt until they are needed)::
     inspector.report(m, format="html").save("report.html")
     inspector.diff("before.onnx", program)            # a Diff; two folders give a FolderDiff
     inspector.check(program, reviews="before.onnx.review.json").passed
+    inspector.fold("export.onnx", "folded.onnx")     # each aten call a local function call
     inspector.show(program)                           # the desktop app
 
 The lower-level calls stay available: ``open_index``, ``summary_dict``, ``fold_model``, ``diff_files``, …
@@ -27,6 +28,7 @@ _API = {
     "open": "inspector.api",
     "diff": "inspector.api",
     "check": "inspector.api",
+    "fold": "inspector.api",
     "show": "inspector.api",
     "Model": "inspector.api",
     "Report": "inspector.api",
@@ -52,11 +54,11 @@ _API = {
 __all__ = [
     "CheckReport", "Diff", "FoldReport", "FolderDiff", "InspectorError", "LoadedModel", "Model", "ModelDiff",
     "ModelIndex", "Report", "__version__", "build_index", "check", "diff", "diff_dict", "diff_files", "diff_models",
-    "fold_model", "load_model", "open", "open_index", "report", "show", "summary_dict", "summary_text",
+    "fold", "fold_model", "load_model", "open", "open_index", "report", "show", "summary_dict", "summary_text",
 ]
 
 if TYPE_CHECKING:
-    from inspector.api import CheckReport, Diff, FolderDiff, Model, Report, check, diff, open, report, show
+    from inspector.api import CheckReport, Diff, FolderDiff, Model, Report, check, diff, fold, open, report, show
     from inspector.core.diff import ModelDiff, diff_dict, diff_files, diff_models
     from inspector.core.fold.aten_fold import FoldReport, fold_model
     from inspector.core.model.index import ModelIndex, build_index, open_index

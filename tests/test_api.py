@@ -23,7 +23,7 @@ ZOO = ROOT / "tests" / "zoo"
 PUBLIC_API = [
     "CheckReport", "Diff", "FoldReport", "FolderDiff", "InspectorError", "LoadedModel", "Model", "ModelDiff",
     "ModelIndex", "Report", "__version__", "build_index", "check", "diff", "diff_dict", "diff_files", "diff_models",
-    "fold_model", "load_model", "open", "open_index", "report", "show", "summary_dict", "summary_text",
+    "fold", "fold_model", "load_model", "open", "open_index", "report", "show", "summary_dict", "summary_text",
 ]
 
 
@@ -155,8 +155,29 @@ def test_report_of_a_program_renders_and_saves(tmp_path, capsys):
     # the same report as the command's
     assert main(["report", str(ZOO / "pair_eps_a.onnx"), "--format", "md", "-o", "-"]) == 0
     assert inspector.report(ZOO / "pair_eps_a.onnx", format="md").text == capsys.readouterr().out
-    with pytest.raises(ValueError):
-        inspector.report(program, format="pdf")
+    with pytest.raises(ValueError, match="unknown report format 'docx'"):
+        inspector.report(program, format="docx")
+
+
+def test_report_of_a_program_as_pdf(tmp_path, qapp):  # qapp: Qt's one application is pytest-qt's QApplication
+    pytest.importorskip("PySide6")
+    program = FakeProgram(onnx.load(str(ZOO / "pair_eps_a.onnx")))
+    pdf = inspector.report(program, format="pdf", graphs=False)
+    assert pdf.data.startswith(b"%PDF-") and b"%%EOF" in pdf.data[-1024:]
+    assert pdf.save(tmp_path / "r.pdf").read_bytes() == pdf.data
+    with pytest.raises(ValueError, match="not text"):
+        _ = pdf.text
+    assert repr(pdf) == f"<inspector.Report pdf, {len(pdf.data):,} bytes>"
+
+
+def test_fold_writes_the_folded_model_as_the_command_does(tmp_path, capsys):
+    out = tmp_path / "folded.onnx"
+    report = inspector.fold(ZOO / "pair_eps_a.onnx", out)
+    assert isinstance(report, inspector.FoldReport) and report.calls_folded > 0
+    assert main(["fold", str(ZOO / "pair_eps_a.onnx"), "-o", str(tmp_path / "by_command.onnx")]) == 0
+    assert capsys.readouterr().out.startswith(f"folded {report.calls_folded} aten calls into "
+                                              f"{len(report.functions)} functions")
+    assert out.read_bytes() == (tmp_path / "by_command.onnx").read_bytes()
 
 
 def test_check_of_a_reexported_program_against_the_old_reviews(tmp_path):

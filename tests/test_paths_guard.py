@@ -160,3 +160,17 @@ def test_a_sparse_2_gib_file_is_refused_unread(tmp_path: Path, capsys):
     err = _refused(["summary", str(sparse)], capsys)
     assert err == (f"onnx-inspector: error: {sparse}: not an ONNX file (byte 0 is 0x00: neither a protobuf field "
                    "nor text syntax)\n")
+
+
+@pytest.mark.parametrize("target", ["a.onnx", "weights.bin", "a.onnx.review.json", "b.onnx.review.json.bak"])
+def test_the_python_api_saves_through_the_same_guard(folder: Path, target: str):
+    import inspector
+
+    a, b = folder / "a.onnx", folder / "b.onnx"
+    before = _snapshot(folder)
+    for result in (inspector.diff(a, b), inspector.report(a, "md", compare=b),
+                   inspector.diff(folder / "A", folder / "B")):
+        protected = folder / target if not isinstance(result, inspector.FolderDiff) else folder / "A" / "eps.onnx"
+        with pytest.raises(InspectorError, match="refusing to overwrite"):
+            result.save(protected)
+    assert _snapshot(folder) == before

@@ -81,6 +81,36 @@ def _outside_fences(md: str) -> str:
     return re.sub(r"^(`{3,})[^\n]*\n.*?^\1\s*$", "", md, flags=re.S | re.M)
 
 
+# --- the view model and its templates ---------------------------------------------------------------------------
+
+
+def test_the_model_section_is_the_index_facts_not_a_copy():
+    index = open_index(FIXTURES / "dynamo_block.onnx")
+    report = build_report(index, graphs=False)
+    assert report.model.facts is index.facts
+    assert report.model.parameters == index.parameters()
+    assert report.model.file_name == "dynamo_block.onnx" and report.model.inputs == index.user_inputs()
+    assert list(report.model.opsets) == sorted(index.facts.opsets)
+
+
+HOSTILE = "a=b <script>x</script> \"q\" 'q' https://example.org \u202e\n\x1b[31m"
+
+
+@pytest.mark.parametrize("source", ["{{ x }}", "{{ [x, x]|join(' / ') }}", "{{ x|line(0) }}"])
+def test_templates_escape_every_value_with_the_one_html_escaper(source: str):
+    from inspector.core.util.textsafe import html_text, one_line
+    from inspector.report.templating import template_environment
+
+    out = template_environment().from_string(source).render(x=HOSTILE)
+    expected = {"{{ x }}": html_text(HOSTILE, keep_newlines=True),
+                "{{ [x, x]|join(' / ') }}": html_text(f"{HOSTILE} / {HOSTILE}", keep_newlines=True),
+                "{{ x|line(0) }}": html_text(one_line(HOSTILE), keep_newlines=True)}[source]
+    assert out == expected
+    assert "<" not in out and "://" not in out and "=" not in out and "\u202e" not in out and "\x1b" not in out
+    diff_page = template_environment(keep_newlines=False).from_string(source).render(x=HOSTILE)
+    assert "\n" not in diff_page  # a diff page shows a newline of model text as \x0a
+
+
 # --- HTML -------------------------------------------------------------------------------------------------------
 
 def test_html_shows_families_signature_and_highlighted_values(block: Report):

@@ -16,7 +16,8 @@ from onnx import helper
 
 from inspector.core.fold.aten_fold import fold_model
 from inspector.core.model.index import open_index
-from inspector.report.data import BodyInfo, Report, build_report
+from inspector.report.build import build_report
+from inspector.report.data import BodyInfo, Report
 from inspector.report.html import render_html
 from inspector.report.jsonreport import report_dict
 from inspector.report.markdown import render_markdown

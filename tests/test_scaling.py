@@ -27,7 +27,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.search import SearchIndex
 from inspector.core.summary import summary_dict
-from inspector.report.data import build_report
+from inspector.report.build import build_report
 from inspector.report.render import render_text
 from tests.builders import count_calls, count_lines
 from tests.conftest import ROOT

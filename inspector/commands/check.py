@@ -11,12 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from inspector.commands import keep
-from inspector.core.model.index import open_index
-from inspector.core.review.check import check_model, load_reviews
-from inspector.report.check_text import CHECK_FORMATS, render_check
+from inspector import api
+from inspector.report.check_text import CHECK_FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,10 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    model = Path(args.model)
-    store = load_reviews(model, Path(args.reviews) if args.reviews else None)
-    index = open_index(model)
-    keep(index)
-    result = check_model(index, store)
-    sys.stdout.write(render_check(result, args.format))
+    result = api.check(args.model, reviews=args.reviews)
+    sys.stdout.write(result.render(args.format))
     return 0 if result.passed else 1

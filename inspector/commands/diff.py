@@ -15,15 +15,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspector.commands import kept
-from inspector.core.diff import diff_files
-from inspector.core.diff.folders import MAX_JOBS, diff_dirs, is_dir_pair, protected_files
+from inspector import api
+from inspector.core.diff.folders import MAX_JOBS
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import write_atomic
-from inspector.core.util.paths import check_output, model_files
-from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES, diff_chunks
-from inspector.report.diff_text import verdict
-from inspector.report.dir_diff import dir_diff_verdict, render_dir_diff
+from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,32 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    folders = is_dir_pair(args.a, args.b)
-    if args.output:
-        inputs = protected_files(args.a, args.b) if folders else [*model_files(args.a), *model_files(args.b)]
-        check_output(args.output, inputs, "the diff")
     fmt = args.format or (DIFF_SUFFIXES.get(Path(args.output).suffix.lower(), "text") if args.output else "text")
     if args.jobs is not None and args.jobs < 1:
         raise InspectorError("--jobs must be at least 1")
-    if folders:
-        dd = diff_dirs(args.a, args.b, jobs=args.jobs)
-        _write(render_dir_diff(dd, fmt), args.output, dir_diff_verdict(dd))
-        return 0 if dd.equal else 1
-    d = diff_files(args.a, args.b, keep=kept())
-    chunks = diff_chunks(d, fmt)
+    result = api.diff(args.a, args.b, jobs=args.jobs)
     if args.output:
-        check_output(args.output, d.protected, "the diff")  # now with both models' external data
-        write_atomic(Path(args.output), (c.encode("utf-8") for c in chunks), make_parents=True)
-        sys.stdout.write(f"{verdict(d)}; wrote {args.output}\n")
-    else:
-        for chunk in chunks:
+        result.save(args.output, fmt)
+        sys.stdout.write(f"{result.verdict}; wrote {args.output}\n")
+    elif isinstance(result, api.Diff):
+        for chunk in result.chunks(fmt):
             sys.stdout.write(chunk)
-    return 0 if d.equal else 1
-
-
-def _write(text: str, output: str | None, verdict_line: str) -> None:
-    if output:
-        write_atomic(Path(output), text.encode("utf-8"), make_parents=True)
-        sys.stdout.write(f"{verdict_line}; wrote {output}\n")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(result.render(fmt))
+    return 0 if result.equal else 1

@@ -5,17 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-import onnx
-
-from inspector.commands import keep
-from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
-from inspector.core.model.index import open_index
-from inspector.core.util.encoding import encoded
-from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import write_atomic
-from inspector.core.util.paths import check_output
+from inspector import api
+from inspector.core.fold.aten_fold import DEFAULT_DOMAIN
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,28 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    index = open_index(args.model, modules=False)
-    keep(index)
-    check_output(args.output, index.protected_files(), "the folded model")
-    if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
-        raise InspectorError("the model keeps weights as external data; write the folded model into the same "
-                             "folder so that their locations stay valid")
-    if not index.provenance.calls:
-        have = len(index.functions.functions)
-        already = f"; it has {have} local functions already (a TorchScript export?)" if have else ""
-        raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
-    try:
-        folded, report = fold_model(index, args.domain, consume=True)  # the index is not used after this
-        keep(folded)
-    except ValueError as e:
-        raise InspectorError(str(e)) from None
-    if args.check:
-        try:
-            onnx.checker.check_model(folded, full_check=True)
-        except Exception as e:
-            reason = " ".join(str(e).split())[:300]
-            raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
-    write_atomic(Path(args.output), encoded(folded), make_parents=True)  # in pieces: no 130 MB buffer at 100k
+    report = api.fold(args.model, args.output, domain=args.domain, check=args.check)
     out = sys.stdout
     out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
               f"({report.families} families) in domain {args.domain}\n")

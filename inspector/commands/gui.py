@@ -1,9 +1,11 @@
-"""``onnx-inspector [open] [MODEL [OTHER]]``: open the desktop app (PySide6 is imported only here)."""
+"""``onnx-inspector [open] [MODEL [OTHER]]``: open the desktop app (PySide6 is imported only here, by ``api.show``)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+
+from inspector import api
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,10 +17,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    try:
-        from inspector.gui.app import run
-    except ImportError as e:
-        from inspector.core.util.errors import InspectorError
-
-        raise InspectorError(f"the desktop app needs PySide6 ({e.name or e}); install the 'gui' extra") from None
-    return run([a for a in (args.model, args.other) if a])
+    if args.model is None:
+        return api.show()
+    return api.show(args.model, args.other)

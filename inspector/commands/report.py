@@ -3,25 +3,20 @@
 The report shows model facts, families with their overloads, each distinct body with its aten signature and
 highlighted specialised values, reviews from the model's sidecar (read only, never written), findings, and with
 ``--compare`` the changes against another model. ``--format`` defaults to the output file's suffix (.html, .md,
-.json, .pdf), else html. ``-o -`` writes text formats to stdout. Files are written atomically.
+.json, .pdf), else html. ``-o -`` writes text formats to stdout. Files are written atomically. PDF is printed by
+Qt (``inspector.pdf``; the desktop app is never imported).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from inspector.commands import keep, kept
-from inspector.core.diff import ModelDiff, diff_models
-from inspector.core.model.index import ModelIndex, open_index
+from inspector import api
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.fileio import write_atomic
-from inspector.core.util.paths import check_output, model_files
-from inspector.report.render import FORMATS, SUFFIXES, render_text
+from inspector.report.render import FORMATS, SUFFIXES
 
 __all__ = ["FORMATS", "SUFFIXES", "main"]
 
@@ -40,62 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     fmt = args.format or SUFFIXES.get(Path(args.output).suffix.lower(), "html")
-    to_stdout = args.output == "-"
-    if to_stdout and fmt == "pdf":
+    output = None if args.output == "-" else Path(args.output)
+    if output is None and fmt == "pdf":
         raise InspectorError("a PDF report needs an output file (-o FILE)")
-    html_to_pdf = _pdf_writer() if fmt == "pdf" else None  # fail before the work when PDF cannot be written
-    index = open_index(args.model)
-    keep(index)
-    output = None if to_stdout else Path(args.output)
-    if output is not None:
-        check_output(output, [*index.protected_files(), *(model_files(args.compare) if args.compare else [])],
-                     "the report")
-    compare = _compare(index, args.compare) if args.compare else None
-    store = _reviews(index)
-
-    from inspector.report.data import build_report
-
-    report = build_report(index, store, compare, graphs=not args.no_graphs and fmt in ("html", "pdf"))
-    text = render_text(report, fmt)
-    keep(report, compare)
+    report = api.report(args.model, fmt, compare=args.compare, graphs=not args.no_graphs, on_warning=_warn)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(report.text)
         return 0
-    if html_to_pdf is not None:
-        html_to_pdf(text, output)
-    else:
-        write_atomic(output, text.encode("utf-8"))
+    report.save(output, make_parents=False)
     sys.stderr.write(f"wrote {output} ({fmt}, {output.stat().st_size:,} bytes)\n")
     return 0
 
 
-def _pdf_writer() -> Any:
-    try:
-        from inspector.gui.pdf import html_to_pdf
-    except ImportError as e:
-        raise InspectorError(f"PDF reports need the desktop extra (PySide6): {e.name or e}; "
-                             "use --format html and print it from a browser") from None
-    return html_to_pdf
-
-
-def _reviews(index: ModelIndex) -> Any:
-    """The model's review store when its sidecar exists and reads; a warning (and no reviews) otherwise."""
-    from inspector.core.review.store import ReviewStore
-    from inspector.core.util.paths import sidecar_path
-
-    if not os.path.lexists(sidecar_path(index.path)):
-        return None  # no reviews yet; anything else by that name (a FIFO, a folder) is warned about below
-    store = ReviewStore(index.path)
-    try:
-        store.load()  # reads only; the report never writes the sidecar
-    except InspectorError as e:
-        sys.stderr.write(f"onnx-inspector: warning: {e}; the report has no reviews\n")
-        return None
-    return store
-
-
-def _compare(index: ModelIndex, other: str) -> ModelDiff:
-    """The diff of ``index`` against ``other``."""
-    other_index = open_index(other)
-    keep(other_index)
-    return diff_models(index, other_index, keep=kept())
+def _warn(message: str) -> None:
+    sys.stderr.write(f"onnx-inspector: warning: {message}\n")

@@ -7,9 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from inspector.commands import keep
-from inspector.core.model.index import open_index
-from inspector.core.summary import summary_dict, summary_text
+from inspector import api
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,12 +19,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    index = open_index(args.model, modules=False)
-    data = summary_dict(index)
-    keep(index, data)
+    model = api.open(args.model, modules=False)
     if args.json:
+        data = model.summary()
+        api.keep(data)
         json.dump(data, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(summary_text(data))
+        sys.stdout.write(model.summary_text())
     return 0

@@ -12,7 +12,7 @@ from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
-from inspector.gui.pdf import write_report
+from inspector.pdf import write_report
 from inspector.report.diff_render import DIFF_SUFFIXES, render_diff
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
@@ -65,7 +65,7 @@ def export(window: CompareWindow, what: str, path: Path) -> None:
         fmt = REPORT_SUFFIXES.get(path.suffix.lower(), "html")
 
         def work() -> str:
-            from inspector.report.data import build_report
+            from inspector.report.build import build_report
 
             return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf"),
                                             dot=run_dot_elsewhere), fmt)

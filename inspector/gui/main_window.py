@@ -49,7 +49,6 @@ from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, build_file_menu
 from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.nodes import NodeView, module_node
-from inspector.gui.pdf import write_report
 from inspector.gui.review_panel import ReviewBar, ReviewPanel
 from inspector.gui.reviewing import Reviewing
 from inspector.gui.search_panel import SearchPanel
@@ -57,6 +56,7 @@ from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel, HintedTreeView, fit_to_screen
 from inspector.gui.worker import Jobs
+from inspector.pdf import write_report
 from inspector.render.overview import module_totals
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
@@ -439,7 +439,7 @@ def _open_for_display(path: Path) -> Opened:
 
 def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> str:
     """Report text (HTML for PDF, which Qt prints on the GUI thread)."""
-    from inspector.report.data import build_report
+    from inspector.report.build import build_report
 
     return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf"), dot=run_dot_elsewhere), fmt)
 

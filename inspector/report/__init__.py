@@ -1,7 +1,9 @@
-"""Annotated reports over core results: HTML, Markdown and JSON writers (no Qt; PDF lives in the GUI package).
+"""Annotated reports over core results: one view model, and HTML, Markdown, JSON and print-HTML writers (no Qt).
 
-``build_report(index, reviews, compare)`` collects what a report shows; ``render_html``, ``render_markdown`` and
-``render_json`` format it. The writers are imported lazily, so importing this package costs little.
+``build_report(index, reviews, compare)`` (``build.py``) collects what a report shows into the view model
+(``data.py``); ``render_html`` (Jinja2 templates, autoescaped), ``render_markdown`` and ``render_json`` format it, and
+``render.render_text(report, "pdf")`` gives the print HTML that ``inspector.pdf`` prints with Qt. The writers are
+imported lazily, so importing this package costs little. ``inspector.api`` is where commands and callers get a report.
 
 Diffs (``inspector.core.diff.ModelDiff``) have their own renderers, used by ``onnx-inspector diff`` and by the
 comparison section of reports alike: ``diff_text`` (titles, the verdict, plain text), ``diff_markdown`` and
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from inspector.report.data import Limits, Report, build_report
+from inspector.report.build import build_report
+from inspector.report.data import Limits, Report
 
 if TYPE_CHECKING:
     from inspector.report.html import render_html

@@ -1,16 +1,22 @@
 """A diff as HTML (``onnx-inspector diff --format html``: one page, light and dark, no scripts; and the comparison
-section of the HTML report). Every model string goes through ``inspector.core.util.textsafe.html_text``."""
+section of the HTML report), from the templates ``diff_page.html.j2`` and ``diff.html.j2`` with autoescape: every
+model string goes through ``inspector.core.util.textsafe.html_text`` (``inspector.report.templating``), newlines
+shown as ``\\x0a`` so that a value stays on its line."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from inspector.core.diff import ModelDiff
-from inspector.core.util.textsafe import html_text as h
+from inspector.core.diff import Change, ModelDiff
+from inspector.core.diff.folders import DirDiff
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
+from inspector.report.templating import Markup, template_environment
 
-__all__ = ["DIFF_CSS", "changes_html", "html_page", "render_html", "summary_html"]
+__all__ = ["CSP", "DIFF_CSS", "diff_section_html", "dir_diff_page", "render_html"]
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 _VARS = """
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0;
@@ -53,6 +59,8 @@ DIFF_CSS = """
 """
 
 
+
+
 def _kind_class(kind: str) -> str:
     if kind.endswith("_added"):
         return "k-add"
@@ -61,72 +69,39 @@ def _kind_class(kind: str) -> str:
     return "k-chg"
 
 
+_HELPERS: dict[str, Any] = {"matched_line": matched_line, "verdict": verdict, "group_title": group_title,
+                            "kind_title": kind_title, "sites_shown": sites_shown, "edit_at": edit_at,
+                            "kind_class": _kind_class, "max_edits": MAX_EDITS}
+
+
 def render_html(d: ModelDiff) -> str:
     """The whole diff as one self-contained page."""
-    return html_page(f"ONNX diff: {h(Path(d.a).name)} vs {h(Path(d.b).name)}",
-                     ["<h1>ONNX diff</h1>", *summary_html(d), *changes_html(d)])
+    return _page(f"ONNX diff: {Path(d.a).name} vs {Path(d.b).name}", d=d, groups=_groups(d, None))
 
 
-def html_page(title: str, body: list[str]) -> str:
-    """A self-contained diff page (light and dark, no scripts, no requests) around ``body``; ``title`` and
-    ``body`` are HTML, escaped by the caller."""
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        '<meta name="color-scheme" content="light dark">',
-        f"<title>{title}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        *body,
-        '<p class="muted">onnx-inspector diff</p></body></html>',
-    ]
-    return "\n".join(parts) + "\n"
+def dir_diff_page(d: DirDiff, **rows: Any) -> str:
+    """Two folders compared, as one self-contained page (``rows``: how ``dir_diff`` names statuses and details)."""
+    return _page(f"ONNX folder diff: {Path(d.a).name} vs {Path(d.b).name}", dirs=d, **rows)
 
 
-def summary_html(d: ModelDiff) -> list[str]:
-    """Both paths, what matched, the verdict, the renamed count and the fold explanation."""
-    state = "equal" if d.equal else "equivalent" if d.equivalent else "different"
-    parts = [
-        f"<dl><dt>A</dt><dd><code>{h(d.a)}</code></dd><dt>B</dt><dd><code>{h(d.b)}</code></dd>",
-        f"<dt>matched</dt><dd>{h(matched_line(d))}</dd></dl>",
-        f'<p class="verdict {state}">{h(verdict(d))}</p>',
-    ]
-    if d.renamed:
-        parts.append(f'<p class="muted">{d.renamed} matched items have different names (names are not '
-                     "changes).</p>")
-    if d.fold is not None:
-        parts.append(f"<p>{h(d.fold.explanation)}</p>")
-    return parts
+def diff_section_html(d: ModelDiff, max_changes: int | None = None, heading: str = "h3") -> Markup:
+    """The verdict and the changes (at most ``max_changes``, the rest counted by the caller), for another page."""
+    macros: Any = template_environment(keep_newlines=False).get_template("diff.html.j2").make_module(_HELPERS)
+    return Markup(f"{macros.summary(d)}\n{macros.changes(_groups(d, max_changes), heading)}")
 
 
-def changes_html(d: ModelDiff, max_changes: int | None = None, heading: str = "h2") -> list[str]:
-    """One table per group of changes; at most ``max_changes`` changes in all (the rest are counted)."""
-    parts: list[str] = []
+def _page(title: str, **context: Any) -> str:
+    return template_environment(keep_newlines=False).get_template("diff_page.html.j2").render(
+        title=title, csp=Markup(CSP), css=Markup(_CSS), **_HELPERS, **context)
+
+
+def _groups(d: ModelDiff, max_changes: int | None) -> list[tuple[str, str, list[Change]]]:
+    """The changes by section and family, at most ``max_changes`` in all."""
+    out: list[tuple[str, str, list[Change]]] = []
     left = len(d.changes) if max_changes is None else max_changes
     for section, family, changes in d.grouped():
         if left <= 0:
             break
-        changes = changes[:left]
-        left -= len(changes)
-        parts.append(f"<section><{heading}>{h(group_title(section, family))}</{heading}>")
-        parts.append("<table><thead><tr><th>Change</th><th>Detail</th><th>Where</th></tr></thead><tbody>")
-        for c in changes:
-            sites, more = sites_shown(c)
-            where = ", ".join(f"<code>{h(s)}</code>" for s in sites) + (f", … {more} more" if more else "")
-            edits = ""
-            if c.edits:
-                items = []
-                for e in c.edits[:MAX_EDITS]:
-                    at = edit_at(e.index_a, e.index_b)
-                    items.append(f'<li><span class="{_kind_class("_" + e.op)}">{h(e.op)}</span> '
-                                 f"<code>{h(e.node)}</code> {h(at)}" + (f": {h(e.detail)}" if e.detail else "")
-                                 + "</li>")
-                if len(c.edits) > MAX_EDITS:
-                    items.append(f"<li>… {len(c.edits) - MAX_EDITS} more</li>")
-                edits = (f"<details><summary>{len(c.edits)} node edits</summary><ul class=\"edits\">"
-                         + "".join(items) + "</ul></details>")
-            parts.append(f'<tr><td class="{_kind_class(c.kind)}">{h(kind_title(c.kind))}</td>'
-                         f'<td class="mono">{h(c.detail)}{edits}</td><td>{where}</td></tr>')
-        parts.append("</tbody></table></section>")
-    return parts
+        out.append((section, family, changes[:left]))
+        left -= len(out[-1][2])
+    return out

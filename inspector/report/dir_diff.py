@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 from inspector.core.diff.folders import DIR_STATUSES, DirDiff, DirRow, DirStatus
-from inspector.core.util.textsafe import html_text as h
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.textsafe import one_line
-from inspector.report.diff_html import html_page
+from inspector.report.diff_html import dir_diff_page
 from inspector.report.diff_markdown import fit_markdown
 from inspector.report.diff_text import KIND_TITLES
 
@@ -90,13 +89,5 @@ def dir_diff_markdown(d: DirDiff) -> str:
 
 def dir_diff_html(d: DirDiff) -> str:
     """One self-contained page: light and dark, no scripts, no requests."""
-    rows = [f'<tr><td class="{_CLASSES[r.status]}">{STATUS_TITLES[r.status]}</td><td><code>{h(r.path)}</code></td>'
-            f"<td>{h(row_detail(r))}</td></tr>" for r in d.rows]
-    return html_page(f"ONNX folder diff: {h(Path(d.a).name)} vs {h(Path(d.b).name)}", [
-        "<h1>ONNX folder diff</h1>",
-        f"<dl><dt>A</dt><dd><code>{h(d.a)}</code></dd><dt>B</dt><dd><code>{h(d.b)}</code></dd></dl>",
-        f'<p class="verdict {"equal" if d.equal else "different"}">{h(dir_diff_verdict(d))}</p>',
-        "<table><thead><tr><th>status</th><th>path</th><th>changes</th></tr></thead><tbody>",
-        *rows,
-        "</tbody></table>",
-    ])
+    return dir_diff_page(d, dirs_verdict=dir_diff_verdict(d), status_classes=_CLASSES, status_titles=STATUS_TITLES,
+                         row_detail=row_detail)

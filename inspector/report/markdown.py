@@ -107,30 +107,30 @@ def _title(r: Report) -> str:
 def _model(r: Report) -> str:
     m = r.model
     opsets = ", ".join(f"{md(d or 'ai.onnx', 60)}={v}" for d, v in m.opsets.items()) or "-"
-    params = f"{m.parameter_count:,} in {m.initializer_count:,} initializers, {human_size(m.parameter_bytes)}"
-    if m.external_data_bytes:
-        params += f" ({human_size(m.external_data_bytes)} external, not read)"
+    params = f"{m.parameters.count:,} in {m.facts.initializer_count:,} initializers, {human_size(m.parameters.bytes)}"
+    if m.parameters.external_bytes:
+        params += f" ({human_size(m.parameters.external_bytes)} external, not read)"
     rows = [
-        ("File", f"{md(m.file_name, CELL)} ({m.file_format}, {human_size(m.file_size)})"),
-        ("IR version", str(m.ir_version)),
+        ("File", f"{md(m.file_name, CELL)} ({m.facts.format}, {human_size(m.facts.file_size)})"),
+        ("IR version", str(m.facts.ir_version)),
         ("Opsets", opsets),
-        ("Producer", f"{md(m.producer_name, CELL) or '-'} {md(m.producer_version, 60)}".rstrip()),
-        ("Graph", md(m.graph_name, CELL) or "-"),
-        ("Nodes", f"{m.node_count:,} in the main graph, {m.total_node_count:,} in all"),
-        ("Functions", f"{m.function_count:,}"),
+        ("Producer", f"{md(m.facts.producer_name, CELL) or '-'} {md(m.facts.producer_version, 60)}".rstrip()),
+        ("Graph", md(m.facts.graph_name, CELL) or "-"),
+        ("Nodes", f"{m.facts.main_nodes:,} in the main graph, {m.facts.total_nodes:,} in all"),
+        ("Functions", f"{m.facts.function_count:,}"),
         ("Parameters", params),
         ("Inputs", _list(m.inputs)),
-        ("Outputs", _list(m.outputs)),
+        ("Outputs", _list(m.facts.outputs)),
     ]
     out = ["## Model", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
-    if m.metadata:
-        items = list(m.metadata.items())
+    if m.facts.metadata:
+        items = list(m.facts.metadata.items())
         rows_md = [f"| {md(k, 80)} | {md(v, CELL)} |" for k, v in items[:20]]
         more = ["", f"_{len(items) - 20} more entries not shown._"] if len(items) > 20 else []
         out += ["", f"<details><summary>Metadata ({len(items)})</summary>", "", "| key | value |", "|---|---|",
                 *rows_md, *more, "", "</details>"]
-    if m.doc_string:
-        out += ["", "<details><summary>Doc string</summary>", "", _quote(m.doc_string, 1000), "", "</details>"]
+    if m.facts.doc_string:
+        out += ["", "<details><summary>Doc string</summary>", "", _quote(m.facts.doc_string, 1000), "", "</details>"]
     return "\n".join(out)
 
 

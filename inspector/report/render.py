@@ -9,11 +9,12 @@ SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".j
 
 
 def render_text(report: Report, fmt: str) -> str:
-    """The report as text; for ``pdf`` the fully expanded HTML that Qt then prints."""
+    """The report as text; for ``pdf`` the print HTML that ``inspector.pdf`` prints (the same view model and
+    templates as ``html``, laid out for Qt's printer)."""
     if fmt in ("html", "pdf"):
         from inspector.report.html import render_html
 
-        return render_html(report, open_all=fmt == "pdf")
+        return render_html(report, printing=fmt == "pdf")
     if fmt == "md":
         from inspector.report.markdown import render_markdown
 

@@ -1,6 +1,9 @@
-"""PDF reports with Qt (no browser): the HTML report laid out by QTextDocument and printed by QPdfWriter.
+"""The report's print HTML laid out by ``QTextDocument`` and printed by ``QPdfWriter`` (QtGui only, no widgets).
 
-QTextDocument does not draw inline SVG, so each ``<svg>`` is rendered to an image resource first.
+The HTML comes from ``inspector.report`` (``render_text(report, "pdf")``), escaped there like the HTML report, so no
+model text reaches Qt's rich-text parser as markup. QTextDocument does not draw inline SVG, so each ``<svg>``
+(from ``to_svg``, model strings XML-escaped) is rendered to an image resource first. Every line wraps at the page
+edge (``white-space: pre-wrap`` in the print CSS; before it, the SDPA signature was cut at ``attn_mask=Non``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,23 @@ def _application() -> object:
     return app
 
 
+def require_qt() -> None:
+    """A one-line ``InspectorError`` when PySide6 (Qt's printing) is missing, before any work is done."""
+    try:
+        import PySide6.QtGui  # noqa: F401
+    except ImportError as e:
+        raise InspectorError(f"PDF reports need PySide6 (the 'gui' extra): {e.name or e}; use --format html and "
+                             "print it from a browser") from None
+
+
 def html_to_pdf(html: str, path: Path) -> None:
     """Write ``html`` as a paginated A4 PDF to ``path`` (atomically, with ``fileio.write_atomic``)."""
+    write_atomic(path, html_to_pdf_bytes(html), make_parents=True)
+
+
+def html_to_pdf_bytes(html: str) -> bytes:
+    """``html`` as a paginated A4 PDF."""
+    require_qt()
     _app = _application()
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPainter, QPdfWriter, QTextDocument
@@ -71,8 +89,8 @@ def html_to_pdf(html: str, path: Path) -> None:
     data = bytes(buffer.data().data())
     buffer.close()
     if not data:
-        raise InspectorError(f"cannot write {path}: Qt made an empty PDF")
-    write_atomic(path, data, make_parents=True)
+        raise InspectorError("cannot write the PDF: Qt made an empty one")
+    return data
 
 
 def write_report(text: str, fmt: str, path: Path) -> None:
