@@ -46,6 +46,7 @@ from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
 from inspector.gui.trees import Trees
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
+from inspector.gui.worker import Jobs
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
@@ -141,6 +142,10 @@ class MainWindow(QMainWindow):
     @property
     def reviews(self) -> ReviewStore | None:
         return self.session.reviews
+
+    @property
+    def jobs(self) -> Jobs:
+        return self.session.jobs
 
     def recent_files(self) -> list[str]:
         return self.recent.paths()

@@ -145,10 +145,10 @@ class Trees(QWidget):
             proxy = self.family_filter.mapFromSource(src)
         self.tabs.setCurrentWidget(self.family_view)
         self.family_view.scrollTo(proxy)
-        if self.family_view.currentIndex() == proxy:  # no change of row to announce it: announce it here
+        unchanged = self.family_view.currentIndex() == proxy
+        self.family_view.setCurrentIndex(proxy)  # selects the row alone, even when it was current already
+        if unchanged:  # no change of row to announce it: announce it here
             self.chosen.emit(proxy.data(FamilyModel.ObjectRole))
-        else:
-            self.family_view.setCurrentIndex(proxy)
         return True
 
     def follow(self, shown: object) -> None:
