@@ -42,9 +42,14 @@ class RecentFiles:
 
 def add_action(menu: QMenu, text: str, shortcut: QKeySequence | QKeySequence.StandardKey,
                slot: Callable[[], object]) -> QAction:
-    """An action with a shortcut, in ``menu`` (its shortcut works anywhere in the menu's window)."""
+    """An action with a shortcut, in ``menu`` (its shortcut works anywhere in the menu's window). A standard key
+    gets all its bindings: ``QKeySequence(Close)`` alone is the first, Ctrl+F4 on the offscreen platform, where
+    Ctrl+W did nothing."""
     action = QAction(text, menu.parentWidget() or menu)
-    action.setShortcut(shortcut)
+    if isinstance(shortcut, QKeySequence.StandardKey):
+        action.setShortcuts(shortcut)
+    else:
+        action.setShortcut(shortcut)
     action.triggered.connect(slot)
     menu.addAction(action)
     return action
