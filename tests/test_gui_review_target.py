@@ -160,7 +160,7 @@ def _main_with(qtbot: Any, window: MainWindow, *modules: str) -> None:
 
 def test_tree_click_targets_the_overload_clicked(qtbot, window, gpt2):
     _open(qtbot, window, gpt2)
-    _nothing_written(qtbot, window, gpt2, "The main graph is not an overload")
+    _nothing_written(qtbot, window, gpt2, "Main graph: nothing to review")
     layer_norm = _family(window, "layer_norm").overloads[0]
     _click_row(qtbot, window, layer_norm)
     assert window.center.current_scope() is layer_norm.aten_calls[0]
@@ -352,9 +352,9 @@ def test_opening_another_model_leaves_no_target_until_one_is_shown(qtbot, window
     other = tmp_path / "tiny_noopt.onnx"
     shutil.copy(ZOO / "tiny_noopt.onnx", other)
     _open(qtbot, window, other)
-    _nothing_written(qtbot, window, other, "The main graph is not an overload")
+    _nothing_written(qtbot, window, other, "Main graph: nothing to review")
     assert not sidecar_path(gpt2).exists()
-    assert window.signature.view.toPlainText().startswith("The main graph is not an overload")
+    assert window.signature.view.toPlainText().startswith("Main graph: nothing to review")
     layer_norm = _family(window, "layer_norm").overloads[0]
     _click_row(qtbot, window, layer_norm)
     _assert_target(window, layer_norm.aten_calls[0], "aten::layer_norm")

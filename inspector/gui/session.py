@@ -39,8 +39,7 @@ from inspector.render.overview import module_totals
 from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, OP, SceneNode
 
 NO_MODEL = "Open a model to review its overloads and specialised values."
-MAIN_GRAPH = ("The main graph is not an overload: select an overload or aten call (Functions tree, search, or a "
-              "call box in the graph) to review it.")
+MAIN_GRAPH = "Main graph: nothing to review; select an overload or an aten call (tree, search or a call box)."
 
 
 @dataclass(frozen=True, slots=True)
