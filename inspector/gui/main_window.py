@@ -43,7 +43,7 @@ from inspector.gui.pdf import write_report
 from inspector.gui.review_panel import ReviewBar, ReviewItem
 from inspector.gui.session import Session
 from inspector.gui.signature_panel import SignaturePanel
-from inspector.gui.text import plural
+from inspector.gui.text import Rich, plural, rich, tag
 from inspector.gui.trees import Trees
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs
@@ -329,7 +329,8 @@ def render_report(index: ModelIndex, reviews: ReviewStore | None, fmt: str) -> s
     return render_text(build_report(index, reviews, graphs=fmt in ("html", "pdf"), dot=run_dot_elsewhere), fmt)
 
 
-def _welcome() -> str:
-    return ("<h2>ONNX Inspector</h2><p>Open a model with <b>File → Open</b> (Ctrl+O) or drop a file here.</p>"
-            "<p>Functions and their overloads, aten calls of flat dynamo exports and the module hierarchy "
-            "appear on the left; details and aten signatures appear here.</p>")
+def _welcome() -> Rich:
+    return rich(tag("h2", "ONNX Inspector"),
+                tag("p", "Open a model with ", tag("b", "File → Open"), " (Ctrl+O) or drop a file here."),
+                tag("p", "Functions and their overloads, aten calls of flat dynamo exports and the module hierarchy "
+                         "appear on the left; details and aten signatures appear here."))

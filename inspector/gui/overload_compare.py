@@ -55,12 +55,13 @@ from inspector.gui.graph_panel import scene_id
 from inspector.gui.menus import add_action
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pair_bodies
 from inspector.gui.session import Session
-from inspector.gui.text import esc, tooltip
+from inspector.gui.text import Rich, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
 
 LIT_TEXT = "#000000"  # text on a lit value, in light and dark themes
+PRE = "white-space:pre-wrap"
 MAX_CALLS_LISTED = 12
 
 
@@ -270,41 +271,38 @@ def _counted(notes: list[str]) -> str:
 
 
 # HTML -----------------------------------------------------------------------------------------------------------
-def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str]) -> str:
+def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str]) -> Rich:
     """A side's info: its title, its aten signature (differing arguments lit), its body (differing values lit)."""
-    parts = [f"<h3>{esc(name)}: {esc(m.title)}</h3>"]
+    parts = [tag("h3", f"{name}: {m.title}")]
     if m.signature is not None:
         line = signature_line(m.signature, m.specialised)
-        html = "".join(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
-                       and seg.argument.parameter.name in lit_arguments else esc(seg.text) for seg in line)
-        parts.append(f"<p><b>Aten signature</b></p><pre style='white-space:pre-wrap'>{html}</pre>")
+        html = rich(*(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
+                      and seg.argument.parameter.name in lit_arguments else seg.text for seg in line))
+        parts += [tag("p", tag("b", "Aten signature")), tag("pre", html, style=PRE)]
     if m.site is not None and m.passed:
-        shown = ", ".join(_lit(f"{k} = {v}") if k in lit_arguments else esc(f"{k} = {v}")
-                          for k, v in m.passed.items())
-        parts.append(f"<p><b>This call</b> ({esc(m.site.where)}) passes</p><pre style='white-space:pre-wrap'>"
-                     f"{shown}</pre>")
+        shown = [_lit(f"{k} = {v}") if k in lit_arguments else f"{k} = {v}" for k, v in m.passed.items()]
+        parts += [tag("p", tag("b", "This call"), f" ({m.site.where}) passes"),
+                  tag("pre", *(rich(", " if k else "", part) for k, part in enumerate(shown)), style=PRE)]
     n = len(m.calls)
-    parts.append(f"<p><b>ONNX body</b> <small>{n} call{'s' if n != 1 else ''} with this body</small></p>")
+    parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"{n} call{'s' if n != 1 else ''} with this body")))
     parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
     if n > 1:
-        shown = "".join(f"<li>{esc(c)}</li>" for c in m.calls[:MAX_CALLS_LISTED])
-        more = f"<li>… {n - MAX_CALLS_LISTED} more</li>" if n > MAX_CALLS_LISTED else ""
+        more = [tag("li", f"… {n - MAX_CALLS_LISTED} more")] if n > MAX_CALLS_LISTED else []
         differ = any(s.varies and s.call_values for s in m.specialised)  # each call passes its own values
-        head = f"Calls ({n})</b> <small>the values they pass differ" if differ else f"Identical calls ({n})</b> <small>"
-        parts.append(f"<p><b>{head}</small></p><ul>{shown}{more}</ul>")
-    return "".join(parts)
+        head = (tag("b", f"Calls ({n})"), " ", tag("small", "the values they pass differ")) if differ else \
+            (tag("b", f"Identical calls ({n})"), " ", tag("small"))
+        parts += [tag("p", *head), tag("ul", *(tag("li", c) for c in m.calls[:MAX_CALLS_LISTED]), *more)]
+    return rich(*parts)
 
 
-def _lit(text: str) -> str:
-    return f"<span style='background-color:{CHANGED};color:{LIT_TEXT}'>{esc(text)}</span>"
+def _lit(text: str) -> Rich:
+    return tag("span", text, style=f"background-color:{CHANGED};color:{LIT_TEXT}")
 
 
-def _pre(lines: list[Line], lit_slots: set[Slot]) -> str:
-    out = []
-    for line in lines:
-        out.append("".join(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
-                           in lit_slots else esc(seg.text) for seg in line))
-    return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
+def _pre(lines: list[Line], lit_slots: set[Slot]) -> Rich:
+    out = [rich(*(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
+                  in lit_slots else seg.text for seg in line)) for line in lines]
+    return tag("pre", *(rich("\n" if k else "", line) for k, line in enumerate(out)), style=PRE)
 
 
 # the window -----------------------------------------------------------------------------------------------------
