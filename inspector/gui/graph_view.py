@@ -3,8 +3,10 @@
 Zoom with the wheel (Ctrl not needed), pan by dragging, F fits, click selects and traces the node's inputs
 (upstream) and outputs (downstream), hover shows a tooltip, double-click expands a box or enters a body, a click on
 a call's ƒ opens its body. By keyboard: Tab and Shift+Tab visit the boxes in reading order, the arrow keys move to
-the nearest box in their direction, Enter opens (a call's body; a module in place), Space expands in place.
-The same view draws the module overview (``show_overview``), shown instead of a graph too big to fit readably.
+the nearest box in their direction, Enter opens (a call's body; a module in place), Space expands in place;
+Backspace or Alt+Left asks for Back, Alt+Right for Forward. The same view draws the module overview
+(``show_overview``), shown instead of a graph too big to fit readably. The boxes and edges are ``graph_items``;
+moving by keyboard and tracing are ``graph_keys``.
 """
 
 from __future__ import annotations

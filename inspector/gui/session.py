@@ -52,7 +52,7 @@ class Unreviewable:
 Shown = TreeObject | Unreviewable
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Opened:
     index: ModelIndex
     reviews: ReviewStore | None
