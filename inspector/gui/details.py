@@ -18,9 +18,7 @@ from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.categories import value_text
 from inspector.core.util.sanitize import printed
 from inspector.gui.analysis import TreeObject, site_node
-from inspector.gui.text import Rich, plural, rich, tag
-
-PRE = "white-space:pre-wrap"
+from inspector.gui.text import Rich, plural, pre, rich, tag
 
 
 def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> Rich:
@@ -66,19 +64,19 @@ def _overload(index: ModelIndex, ov: Overload) -> Rich:
     if ov.kind == "aten_call":
         schema = call_signature(ov.aten_calls[0]).schema if ov.aten_calls else None
         nodes = sum(len(c.node_paths) for c in ov.aten_calls)
-        return rich(tag("h2", ov.target), tag("pre", schema.text, style=PRE) if schema is not None else "",
+        return rich(tag("h2", ov.target), pre(schema.text) if schema is not None else "",
                     _table([("Calls", ov.call_count), ("ONNX nodes", nodes), *_torchlib_rows(ov.target)]))
     assert ov.function is not None
     f = index.functions.functions[ov.function]
     text = printed(f) if len(f.node) < 2000 else f"({len(f.node)} nodes)"
     folded = function_call_signature(f)
-    schema_text = (rich(tag("h3", "Aten signature"), tag("pre", folded.schema.text, style=PRE))
+    schema_text = (rich(tag("h3", "Aten signature"), pre(folded.schema.text))
                    if folded is not None and folded.schema is not None else "")
     return rich(tag("h2", ov.function), schema_text,
                 _table([("Inputs", ", ".join(f.input)), ("Outputs", ", ".join(f.output)),
                         ("Attributes", ", ".join([*f.attribute, *(a.name for a in f.attribute_proto)]) or "-"),
                         ("Calls", ov.call_count), *_torchlib_rows(ov.target)]),
-                tag("pre", text, style=PRE))
+                pre(text))
 
 
 def _torchlib_rows(target: str | None) -> list[tuple[str, Any]]:
@@ -99,7 +97,7 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> Rich:
     rows += _torchlib_rows(call.target)
     parts = [tag("h2", call.target)]
     if sig.schema is not None:
-        parts += [tag("h3", "Aten signature"), tag("pre", sig.text, style=PRE)]
+        parts += [tag("h3", "Aten signature"), pre(sig.text)]
     if sig.problem:
         parts.append(tag("p", tag("i", sig.problem)))
     parts.append(_table(rows))
@@ -110,9 +108,9 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> Rich:
                 nodes.append(printed(resolve_path(index.proto.graph.node, p)).strip())
             except KeyError:
                 continue
-    parts += [tag("h3", "ONNX body"), tag("pre", "\n".join(nodes), style=PRE)]
+    parts += [tag("h3", "ONNX body"), pre("\n".join(nodes))]
     if call.stack_trace:
-        parts += [tag("h3", "Stack trace"), tag("pre", call.stack_trace, style=PRE)]
+        parts += [tag("h3", "Stack trace"), pre(call.stack_trace)]
     return rich(*parts)
 
 
@@ -126,7 +124,7 @@ def _call_site(index: ModelIndex, site: CallSite) -> Rich:
     f = index.functions.functions.get(site.callee)
     sig = function_call_signature(f, node) if f is not None else None
     if sig is not None and sig.schema is not None:
-        parts += [tag("h3", "Aten signature"), tag("pre", sig.text, style=PRE)]
+        parts += [tag("h3", "Aten signature"), pre(sig.text)]
         rows += _torchlib_rows(sig.schema.target)
     parts.append(_table(rows))
     if node is not None and node.attribute:

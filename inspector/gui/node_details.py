@@ -14,7 +14,7 @@ from PySide6.QtGui import QTextDocument
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.tensors import tensor_facts
-from inspector.gui.text import BR, Rich, esc, rich, tag
+from inspector.gui.text import BR, Rich, esc, pre, rich, tag
 
 PREVIEW_ELEMENTS = 12
 STATS_SAMPLE = 1 << 20  # statistics over at most this many values (64 evenly spaced blocks of a larger tensor)
@@ -98,7 +98,7 @@ def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mappin
                                                         for k, v in meta if not k.endswith("stack_trace")),
                                              cellspacing=4)]
     if trace:
-        parts += [tag("h3", "Stack trace"), tag("pre", trace, style="white-space:pre-wrap")]
+        parts += [tag("h3", "Stack trace"), pre(trace)]
     doc = operator_doc(index, node)
     if doc:
         title, _, text = doc.partition("\n\n")

@@ -55,13 +55,12 @@ from inspector.gui.graph_panel import scene_id
 from inspector.gui.menus import add_action
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pair_bodies
 from inspector.gui.session import Session
-from inspector.gui.text import Rich, rich, tag, tooltip
+from inspector.gui.text import Rich, pre, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
 
 LIT_TEXT = "#000000"  # text on a lit value, in light and dark themes
-PRE = "white-space:pre-wrap"
 MAX_CALLS_LISTED = 12
 
 
@@ -278,11 +277,11 @@ def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str
         line = signature_line(m.signature, m.specialised)
         html = rich(*(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
                       and seg.argument.parameter.name in lit_arguments else seg.text for seg in line))
-        parts += [tag("p", tag("b", "Aten signature")), tag("pre", html, style=PRE)]
+        parts += [tag("p", tag("b", "Aten signature")), pre(html)]
     if m.site is not None and m.passed:
         shown = [_lit(f"{k} = {v}") if k in lit_arguments else f"{k} = {v}" for k, v in m.passed.items()]
         parts += [tag("p", tag("b", "This call"), f" ({m.site.where}) passes"),
-                  tag("pre", *(rich(", " if k else "", part) for k, part in enumerate(shown)), style=PRE)]
+                  pre(*(rich(", " if k else "", part) for k, part in enumerate(shown)))]
     n = len(m.calls)
     parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"{n} call{'s' if n != 1 else ''} with this body")))
     parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
@@ -302,7 +301,7 @@ def _lit(text: str) -> Rich:
 def _pre(lines: list[Line], lit_slots: set[Slot]) -> Rich:
     out = [rich(*(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
                   in lit_slots else seg.text for seg in line)) for line in lines]
-    return tag("pre", *(rich("\n" if k else "", line) for k, line in enumerate(out)), style=PRE)
+    return pre(*(rich("\n" if k else "", line) for k, line in enumerate(out)))
 
 
 # the window -----------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from inspector.core.specialise.categories import (
 )
 from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.gui.analysis import Selection
-from inspector.gui.text import BR, Rich, rich, tag, tooltip
+from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
 
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
@@ -133,7 +133,7 @@ class SignaturePanel(QWidget):
     def _pre(self, lines: list[Line]) -> Rich:
         out = [rich(*(self._mark(seg.spec, seg.text) if seg.spec is not None else seg.text for seg in line))
                for line in lines]
-        return tag("pre", *(rich("\n" if k else "", line) for k, line in enumerate(out)), style="white-space:pre-wrap")
+        return pre(*(rich("\n" if k else "", line) for k, line in enumerate(out)))
 
     def _mark(self, spec: SpecialisedValue, text: str) -> Rich:
         """``text`` highlighted in ``spec``'s colour, linked to it (hover explains it, a click reviews it)."""

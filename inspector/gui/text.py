@@ -40,6 +40,11 @@ def tag(element: Tag, /, *parts: Any, **attrs: Any) -> Rich:
     return Rich(f"<{element}{attributes}>{rich(*parts)}</{element}>")
 
 
+def pre(*parts: Any) -> Rich:
+    """A block of preformatted text (ONNX text, schemas, stack traces) that wraps at the panel's width."""
+    return tag("pre", *parts, style="white-space:pre-wrap")
+
+
 def tooltip(value: Any) -> Rich:
     """A tooltip that always shows ``value`` literally (escaped inside explicit rich text)."""
     return tag("p", value, style="white-space:pre")
