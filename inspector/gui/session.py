@@ -86,6 +86,10 @@ def _same(a: object, b: object) -> bool:
     return a is b or (isinstance(a, (FunctionKey, Unreviewable)) and type(a) is type(b) and a == b)
 
 
+def module_why(path: str) -> str:
+    return f"Module {path} is not an overload: select one of its aten calls to review it."
+
+
 def picked_object(scope: Scope | None, node: SceneNode, owners: dict[int, AtenCall]) -> Shown:
     """What a box picked in the graph stands for: a call box its call, a box inside a body that body (None: the
     view's own item), a node of the main graph the aten call it came from, a module nothing reviewable."""
@@ -97,7 +101,7 @@ def picked_object(scope: Scope | None, node: SceneNode, owners: dict[int, AtenCa
     if not same_scope(scope, MAIN):
         return None
     if node.kind == MODULE:
-        return Unreviewable(f"Module {node.ref} is not an overload: select one of its aten calls to review it.")
+        return Unreviewable(module_why(str(node.ref)))
     if node.kind == OP and isinstance(node.ref, tuple) and node.ref and isinstance(node.ref[0], int):
         owner = owners.get(node.ref[0])
         if owner is not None:
@@ -247,8 +251,7 @@ class Session(QObject):
         self.selection, self.target = None, None
         if analyses is None or obj is None or isinstance(obj, (Unreviewable, ModuleNode)):
             self.why = (NO_MODEL if analyses is None else obj.why if isinstance(obj, Unreviewable) else
-                        f"Module {obj.path or 'root'} is not an overload: select one of its aten calls to review it."
-                        if isinstance(obj, ModuleNode) else MAIN_GRAPH)
+                        module_why(obj.path or "root") if isinstance(obj, ModuleNode) else MAIN_GRAPH)
             self.selection_changed.emit(None)
             self.target_changed.emit()
             return True
