@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.specialise.categories import Category
-from inspector.gui.graph_view import DOWNSTREAM, UPSTREAM
+from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
 

@@ -15,7 +15,8 @@ from PySide6.QtCore import Qt
 
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN, FunctionKey
-from inspector.gui.graph_view import GraphView, NodeItem
+from inspector.gui.graph_items import NodeItem
+from inspector.gui.graph_view import GraphView
 from inspector.gui.main_window import MainWindow
 from tests.conftest import ROOT
 

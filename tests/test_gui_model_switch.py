@@ -60,7 +60,7 @@ def test_a_review_target_never_follows_into_another_model(qtbot, window, tmp_pat
     assert window.windowTitle().startswith("b.onnx")
     assert window.filter_box.text() == "" and window.search_panel.box.text() == ""
     assert window.search_panel.results.count() == 0
-    assert window.bodies.selection is None and window.reviewing.target is None
+    assert window.session.selection is None and window.session.target is None
     assert not window.review_bar.buttons["wrong"].isEnabled() and not window.review_bar.note.isEnabled()
     assert not window.family_view.currentIndex().isValid()
     assert window.trees.currentWidget() is window.family_view  # not the previous model's search results
@@ -88,10 +88,10 @@ def test_a_stale_target_cannot_write(qtbot, window, tmp_path: Path):
     _open(qtbot, window, a)
     with qtbot.waitSignal(window.selection_shown, timeout=30000):
         window.family_view.setCurrentIndex(_overload_row(window, "local.tr", "perm_0231"))
-    stale = window.reviewing.target
+    stale = window.session.target
     assert stale is not None
     _open(qtbot, window, b)
-    window.reviewing.target = stale
-    window.reviewing.set_review("wrong", "")
+    window.session.target = stale
+    window.session.set_review("wrong", "")
     assert not sidecar_path(a).exists() and not sidecar_path(b).exists()
-    assert window.reviewing.target is None
+    assert window.session.target is None

@@ -91,7 +91,7 @@ def test_external_tensor_values_are_read_only_when_asked(window: MainWindow, qtb
     window.show_node(MAIN, (0,), "main/0")
     text = window.details.toPlainText()
     assert "load values" in text and "external: weights.bin" in text and "min " not in text
-    name = next(n for n in window.index.proto.graph.node[0].input if n in window.nodes.values[1])
+    name = next(n for n in window.index.proto.graph.node[0].input if n in window.session.values[1])
     window.nodes.link_clicked(QUrl(f"tensor:{name}"))
     qtbot.waitUntil(lambda: "min " in window.details.toPlainText(), timeout=10000)
 

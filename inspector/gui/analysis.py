@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import onnx
 
 from inspector.core.aten.torchlib import TorchlibEntry, torchlib_for
-from inspector.core.model.calls import AtenCall
+from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.functions import CallSite
 from inspector.core.model.index import Family, ModelIndex, Overload
-from inspector.core.model.keys import FunctionKey
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Specialiser
@@ -22,6 +22,31 @@ from inspector.gui.worker import give_way, on_background_job
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
 """What a row of the functions or modules tree stands for (None: nothing, e.g. the root)."""
+
+
+def scope_of(obj: TreeObject) -> Scope | None:
+    """The graph a tree object is shown in: an overload's function body or its first aten call, a call site's
+    callee, a module's main graph (None: nothing to show)."""
+    if isinstance(obj, Family):
+        obj = obj.overloads[0] if obj.overloads else None
+    if isinstance(obj, Overload):
+        obj = obj.function if obj.function is not None else (obj.aten_calls[0] if obj.aten_calls else None)
+    if isinstance(obj, CallSite):
+        return obj.callee
+    if isinstance(obj, (FunctionKey, AtenCall)):
+        return obj
+    return MAIN if isinstance(obj, ModuleNode) else None
+
+
+def same_scope(a: object, b: object) -> bool:
+    """Whether two scopes are one graph: an aten call by identity (two calls may look alike), others by value."""
+    return a is b or (not isinstance(a, AtenCall) and not isinstance(b, AtenCall) and a is not None and a == b)
+
+
+def main_call_owners(index: ModelIndex) -> dict[int, AtenCall]:
+    """Node of the main graph (by position) -> the aten call it belongs to: one pass over the calls."""
+    return {p[0]: call for call in index.provenance.calls if call.scope == MAIN
+            for p in call.node_paths if p and isinstance(p[0], int)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +135,8 @@ class Analyses:
                 f"{n_b} distinct bod{'ies' if n_b != 1 else 'y'}")
         if isinstance(obj, Family):
             obj = fam.overloads[0] if fam.overloads else None
+        if isinstance(obj, FunctionKey):  # a function's body shown in the graph: its overload
+            obj = next((o for o in fam.overloads if o.function == obj), None)
         site: CallSite | None = None
         if isinstance(obj, CallSite):
             site = obj

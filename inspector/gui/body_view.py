@@ -1,65 +1,49 @@
-"""The main window's body view: the body behind a tree item analysed off the GUI thread, shown in the signature
-panel with its torchlib source, and its specialised values marked in the graph."""
+"""The body of what is shown, in the Signature tab and in the graph: it follows the session's selection (analysed
+off the GUI thread there), shows the torchlib source of its aten target, and marks its specialised values on the
+boxes of the graph when the graph shows that body."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from PySide6.QtWidgets import QTabWidget
 
 from inspector.core.aten.torchlib_source import torchlib_functions
 from inspector.core.bodies.literals import body_literals
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import FunctionKey
 from inspector.core.specialise.categories import classify, explain
-from inspector.gui.analysis import Selection, TreeObject
-from inspector.gui.graph_panel import scene_id
-
-if TYPE_CHECKING:
-    from inspector.gui.main_window import MainWindow
+from inspector.gui.analysis import Selection
+from inspector.gui.graph_panel import GraphPanel, scene_id
+from inspector.gui.session import Session
+from inspector.gui.signature_panel import SignaturePanel
 
 
 class BodyView:
-    """``selection`` is the body shown; a newer request makes the results of older ones stale."""
+    """Keeps the Signature tab and the graph's marks on the session's selection."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.w = window
-        self.selection: Selection | None = None
-        self._token = 0
+    def __init__(self, session: Session, signature: SignaturePanel, tabs: QTabWidget, center: GraphPanel) -> None:
+        self.session, self.signature, self.tabs, self.center = session, signature, tabs, center
         self._torchlib: dict[str, Any] = {}
+        session.selection_changed.connect(self.show)
+        signature.value_clicked.connect(session.set_target)
 
-    def reset(self) -> None:
-        """Forget the shown body and drop the results of requests still running (another model was opened)."""
-        self._token += 1
-        self.selection = None
-
-    def show(self, obj: TreeObject) -> None:
-        """Analyse the family of ``obj`` off the GUI thread, then show its body; stale results are dropped."""
-        w = self.w
-        analyses = w.analyses
-        if analyses is None:
-            return
-        self._token += 1
-        token = self._token
-
-        def done(selection: Selection | None) -> None:
-            if token != self._token or analyses is not w.analyses:
-                return
-            if selection is None:
-                w.signature.clear("No ONNX body for this item.")
-                return
-            w.signature.show_selection(selection)
-            w.right.setCurrentWidget(w.signature)
-            self.selection = selection
+    def show(self, selection: Selection | None) -> None:
+        """The session's body (None: what is shown has none, and the tab says why)."""
+        if selection is None:
+            self.signature.clear(self.session.why if self.session.index is not None else
+                                 "Select an overload or an aten call.")
             self.mark_graph()
-            pending, w.reviewing.pending_obj = w.reviewing.pending_obj, None
-            w.reviewing.set_target(pending if pending is not None else selection.analysis)
-            w.selection_shown.emit(selection)
-            if selection.target:
-                self._show_torchlib(selection.target)
-
-        w.jobs.run(lambda: analyses.selection(obj), done, w.signature.clear)
+            return
+        self.signature.show_selection(selection)
+        if self.session.signature_tab:
+            self.tabs.setCurrentWidget(self.signature)
+        self.mark_graph()
+        if selection.target:
+            self._show_torchlib(selection.target)
 
     def _show_torchlib(self, target: str) -> None:
-        signature = self.w.signature
+        signature = self.signature
         if target in self._torchlib:
             signature.show_source(target, self._torchlib[target])
             return
@@ -68,12 +52,12 @@ class BodyView:
             self._torchlib[target] = functions
             signature.show_source(target, functions)
 
-        self.w.jobs.run(lambda: torchlib_functions(target), done)
+        self.session.jobs.run(lambda: torchlib_functions(target), done)
 
     def mark_graph(self) -> None:
         """Highlight, in the graph, the nodes of the shown body that carry specialised values."""
-        center = self.w.center
-        sel, scene, view = self.selection, center.scene, center.current_view()
+        center = self.center
+        sel, scene, view = self.session.selection, center.scene, center.current_view()
         if sel is None or scene is None or view is None:
             center.graph.mark({})
             return
@@ -86,7 +70,7 @@ class BodyView:
         # The analysis holds its first member's body; another aten call of the same body has its own nodes and
         # constants, whose literals line up one for one with the analysis's (the bodies are equal).
         body, here = sel.analysis.body, {id(lit): lit for lit in sel.analysis.literals}
-        analyses = self.w.analyses
+        analyses = self.session.analyses
         if isinstance(scope, AtenCall) and analyses is not None and scope is not sel.analysis.members[0]:
             body = analyses.specialiser.body_of_call(scope)
             here = dict(zip((id(lit) for lit in sel.analysis.literals), body_literals(body), strict=True))

@@ -34,7 +34,7 @@ from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
-from inspector.gui.text import esc, plural, tooltip
+from inspector.gui.text import Rich, plural, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
@@ -237,7 +237,7 @@ class CompareWindow(QMainWindow):
             group.setFirstColumnSpanned(True)
         self.changes.expandAll()
         self.twin.set_indexes(pair.a, pair.b)
-        self.details.setHtml(f"<p>{esc(text)}</p><p>Select a change to see it in both graphs.</p>")
+        self.details.setHtml(rich(tag("p", text), tag("p", "Select a change to see it in both graphs.")))
         self.statusBar().showMessage(plural(len(d.changes), "change"), 5000)
         first = self.changes.topLevelItem(0)
         child = first.child(0) if first is not None and first.childCount() else None
@@ -294,20 +294,21 @@ def change_line(c: Change) -> str:
     return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
 
 
-def change_html(c: Change) -> str:
-    """Old beside new, and where (all call sites) — every model string escaped."""
-    rows = [f"<h3>{esc(kind_title(c.kind))} <small>{esc(c.family)}</small></h3>"]
+def change_html(c: Change) -> Rich:
+    """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
+    rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
     if c.detail:
-        rows.append(f"<p>{esc(c.detail)}</p>")
+        rows.append(tag("p", c.detail))
     if c.old is not None or c.new is not None:
-        rows.append("<table cellspacing='6'><tr><th align='left'>A (old)</th><th align='left'>B (new)</th></tr>"
-                    f"<tr><td><pre>{esc(show_value(c.old, 400))}</pre></td>"
-                    f"<td><pre>{esc(show_value(c.new, 400))}</pre></td></tr></table>")
-    rows.append(f"<p><b>Where:</b> {esc(sites_text(c) or c.where)}</p>")
+        rows.append(tag("table", tag("tr", tag("th", "A (old)", align="left"), tag("th", "B (new)", align="left")),
+                        tag("tr", tag("td", tag("pre", show_value(c.old, 400))),
+                            tag("td", tag("pre", show_value(c.new, 400)))), cellspacing=6))
+    rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if c.edits:
-        items = "".join(f"<li>{esc(e.op)} {esc(e.node)} {esc(e.detail)}</li>" for e in c.edits[:50])
-        rows.append(f"<p><b>Node edits</b></p><ul>{items}</ul>")
-    rows.append(f"<p><small><span style='color:{REMOVED}'>■ only in A</span> &nbsp; "
-                f"<span style='color:{ADDED}'>■ only in B</span> &nbsp; "
-                f"<span style='color:{CHANGED}'>■ changed</span></small></p>")
-    return "".join(rows)
+        rows += [tag("p", tag("b", "Node edits")), tag("ul", *(tag("li", f"{e.op} {e.node} {e.detail}")
+                                                            for e in c.edits[:50]))]
+    gap = Rich(" &nbsp; ")
+    rows.append(tag("p", tag("small", tag("span", "■ only in A", style=f"color:{REMOVED}"), gap,
+                             tag("span", "■ only in B", style=f"color:{ADDED}"), gap,
+                             tag("span", "■ changed", style=f"color:{CHANGED}"))))
+    return rich(*rows)

@@ -3,28 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMenuBar, QStatusBar, QWidget
 
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
+from inspector.gui.worker import Jobs
 from inspector.pdf import write_report
 from inspector.report.diff_render import DIFF_SUFFIXES, render_diff
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
-if TYPE_CHECKING:
-    from inspector.gui.compare import CompareWindow
+
+class ExportingWindow(Protocol):
+    """What the menu needs of the compare window (``compare.CompareWindow``): its pair, jobs, status bar and
+    ``exported`` signal; named by shape, so that this module and the window's do not import each other."""
+
+    pair: Any  # compare.Pair | None: A and B with their diff
+    jobs: Jobs
+
+    @property
+    def exported(self) -> SignalInstance: ...
+
+    def statusBar(self) -> QStatusBar: ...
+
+    def menuBar(self) -> QMenuBar: ...
+
+    def close(self) -> bool: ...
 
 DIFF_FILTER = "HTML (*.html);;Markdown (*.md);;JSON (*.json);;Text (*.txt)"
 REPORT_FILTER = "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)"
 
 
-def build_compare_menu(window: CompareWindow) -> None:
+def build_compare_menu(window: ExportingWindow) -> None:
     """File: Export Diff (Ctrl+E), Export Report with the diff (Ctrl+Shift+E), Close (Ctrl+W)."""
     menu = window.menuBar().addMenu("&File")
     add_action(menu, "Export &Diff…", QKeySequence("Ctrl+E"), lambda: _ask(window, "diff"))
@@ -33,19 +49,20 @@ def build_compare_menu(window: CompareWindow) -> None:
     add_action(menu, "&Close", QKeySequence.StandardKey.Close, window.close)
 
 
-def _ask(window: CompareWindow, what: str) -> None:
+def _ask(window: ExportingWindow, what: str) -> None:
     pair = window.pair
     if pair is None:
         return
     a, b = pair.a.path, pair.b.path
     suggested = a.with_name(f"{a.stem}-vs-{b.stem}.{'diff' if what == 'diff' else 'report'}.html")
-    path, _ = QFileDialog.getSaveFileName(window, f"Export {what}", str(suggested),
+    parent = window if isinstance(window, QWidget) else None
+    path, _ = QFileDialog.getSaveFileName(parent, f"Export {what}", str(suggested),
                                           DIFF_FILTER if what == "diff" else REPORT_FILTER)
     if path:
         export(window, what, Path(path))
 
 
-def export(window: CompareWindow, what: str, path: Path) -> None:
+def export(window: ExportingWindow, what: str, path: Path) -> None:
     """Write the diff (``what="diff"``) or A's report with the diff; the format follows the suffix."""
     pair = window.pair
     if pair is None:

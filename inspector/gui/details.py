@@ -1,4 +1,5 @@
-"""HTML for the details panel. Every string from the model goes through ``esc`` (models are untrusted)."""
+"""Rich text for the details panel, built from escaped parts (``gui.text.tag``): models are untrusted, and a name,
+schema, doc string or stack trace that holds markup is shown as text, never rendered."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.categories import value_text
 from inspector.core.util.sanitize import printed
 from inspector.gui.analysis import TreeObject, site_node
-from inspector.gui.text import esc, plural
+from inspector.gui.text import Rich, plural, pre, rich, tag
 
 
-def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> str:
+def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> Rich:
     """``module_total``: nodes in a module and its submodules, when already counted (``ModuleModel.total``)."""
     if isinstance(obj, Family):
         return _family(obj)
@@ -35,7 +36,7 @@ def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleN
     return model_overview(index)
 
 
-def model_overview(index: ModelIndex) -> str:
+def model_overview(index: ModelIndex) -> Rich:
     f = index.facts
     rows = [
         ("File", index.path.name), ("IR version", f.ir_version),
@@ -46,43 +47,36 @@ def model_overview(index: ModelIndex) -> str:
         ("Parameters", f"{index.parameters().count:,} ({index.parameters().bytes:,} bytes)"),
         ("Aten calls", len(index.provenance.calls)), ("Findings", len(index.findings)),
     ]
-    body = _table(rows)
-    if index.findings:
-        body += "<h3>Findings</h3><ul>" + "".join(
-            f"<li><b>{esc(x.severity)}</b> {esc(x.message)}</li>" for x in index.findings) + "</ul>"
-    return f"<h2>{esc(index.path.name)}</h2>{body}"
+    findings = rich(tag("h3", "Findings"), tag("ul", *(tag("li", tag("b", x.severity), " ", x.message)
+                                                       for x in index.findings))) if index.findings else ""
+    return rich(tag("h2", index.path.name), _table(rows), findings)
 
 
-def _family(fam: Family) -> str:
+def _family(fam: Family) -> Rich:
     rows = [("Kind", "local function" if fam.kind == "function" else "aten calls"), ("Overloads", len(fam.overloads)),
             ("Calls", fam.call_count)]
-    items = "".join(f"<li><code>{esc(o.overload or '(default)')}</code>: {plural(o.call_count, 'call')}</li>"
-                    for o in fam.overloads)
-    return f"<h2>{esc(fam.label)}</h2>{_table(rows)}<ul>{items}</ul>"
+    items = [tag("li", tag("code", o.overload or "(default)"), ": ", plural(o.call_count, "call"))
+             for o in fam.overloads]
+    return rich(tag("h2", fam.label), _table(rows), tag("ul", *items))
 
 
-def _overload(index: ModelIndex, ov: Overload) -> str:
+def _overload(index: ModelIndex, ov: Overload) -> Rich:
     if ov.kind == "aten_call":
-        head = f"<h2>{esc(ov.target)}</h2>"
-        schema_text = ""
-        if ov.aten_calls:
-            sig = call_signature(ov.aten_calls[0])
-            if sig.schema is not None:
-                schema_text = f"<pre style='white-space:pre-wrap'>{esc(sig.schema.text)}</pre>"
+        schema = call_signature(ov.aten_calls[0]).schema if ov.aten_calls else None
         nodes = sum(len(c.node_paths) for c in ov.aten_calls)
-        return head + schema_text + _table([("Calls", ov.call_count), ("ONNX nodes", nodes),
-                                            *_torchlib_rows(ov.target)])
+        return rich(tag("h2", ov.target), pre(schema.text) if schema is not None else "",
+                    _table([("Calls", ov.call_count), ("ONNX nodes", nodes), *_torchlib_rows(ov.target)]))
     assert ov.function is not None
     f = index.functions.functions[ov.function]
     text = printed(f) if len(f.node) < 2000 else f"({len(f.node)} nodes)"
     folded = function_call_signature(f)
-    schema_text = (f"<h3>Aten signature</h3><pre style='white-space:pre-wrap'>{esc(folded.schema.text)}</pre>"
+    schema_text = (rich(tag("h3", "Aten signature"), pre(folded.schema.text))
                    if folded is not None and folded.schema is not None else "")
-    return (f"<h2>{esc(ov.function)}</h2>" + schema_text
-            + _table([("Inputs", ", ".join(f.input)), ("Outputs", ", ".join(f.output)),
-                      ("Attributes", ", ".join([*f.attribute, *(a.name for a in f.attribute_proto)]) or "-"),
-                      ("Calls", ov.call_count), *_torchlib_rows(ov.target)])
-            + f"<pre style='white-space:pre-wrap'>{esc(text)}</pre>")
+    return rich(tag("h2", ov.function), schema_text,
+                _table([("Inputs", ", ".join(f.input)), ("Outputs", ", ".join(f.output)),
+                        ("Attributes", ", ".join([*f.attribute, *(a.name for a in f.attribute_proto)]) or "-"),
+                        ("Calls", ov.call_count), *_torchlib_rows(ov.target)]),
+                pre(text))
 
 
 def _torchlib_rows(target: str | None) -> list[tuple[str, Any]]:
@@ -94,18 +88,18 @@ def _torchlib_rows(target: str | None) -> list[tuple[str, Any]]:
             ("torchlib source", entry.source)]
 
 
-def _aten_call(index: ModelIndex, call: AtenCall) -> str:
+def _aten_call(index: ModelIndex, call: AtenCall) -> Rich:
     sig = call_signature(call)
     rows = [("FX node", call.name), ("Module", call.module_path or "(root)"),
             ("ONNX nodes", len(call.node_paths))]
     if call.rule_names:
         rows.append(("Rewritten by", ", ".join(call.rule_names)))
     rows += _torchlib_rows(call.target)
-    parts = [f"<h2>{esc(call.target)}</h2>"]
+    parts = [tag("h2", call.target)]
     if sig.schema is not None:
-        parts.append("<h3>Aten signature</h3><pre style='white-space:pre-wrap'>" + esc(sig.text) + "</pre>")
+        parts += [tag("h3", "Aten signature"), pre(sig.text)]
     if sig.problem:
-        parts.append(f"<p><i>{esc(sig.problem)}</i></p>")
+        parts.append(tag("p", tag("i", sig.problem)))
     parts.append(_table(rows))
     nodes = []
     if call.scope == MAIN:
@@ -114,40 +108,39 @@ def _aten_call(index: ModelIndex, call: AtenCall) -> str:
                 nodes.append(printed(resolve_path(index.proto.graph.node, p)).strip())
             except KeyError:
                 continue
-    parts.append("<h3>ONNX body</h3><pre style='white-space:pre-wrap'>" + esc("\n".join(nodes)) + "</pre>")
+    parts += [tag("h3", "ONNX body"), pre("\n".join(nodes))]
     if call.stack_trace:
-        parts.append("<h3>Stack trace</h3><pre style='white-space:pre-wrap'>" + esc(call.stack_trace) + "</pre>")
-    return "".join(parts)
+        parts += [tag("h3", "Stack trace"), pre(call.stack_trace)]
+    return rich(*parts)
 
 
-def _call_site(index: ModelIndex, site: CallSite) -> str:
+def _call_site(index: ModelIndex, site: CallSite) -> Rich:
     """The call: where it is, the aten signature with its values for a function ``fold`` made, and the attribute
     values it passes (a TorchScript module function's per-instance eps or shapes)."""
     rows: list[tuple[str, Any]] = [("Node", site.node_name or "(unnamed)"), ("In", str(site.caller)),
                                    ("Path", site.where)]
     node = site_node(index, site)
-    parts = [f"<h2>Call of {esc(site.callee)}</h2>"]
+    parts: list[Rich] = [tag("h2", "Call of ", site.callee)]
     f = index.functions.functions.get(site.callee)
     sig = function_call_signature(f, node) if f is not None else None
     if sig is not None and sig.schema is not None:
-        parts.append("<h3>Aten signature</h3><pre style='white-space:pre-wrap'>" + esc(sig.text) + "</pre>")
+        parts += [tag("h3", "Aten signature"), pre(sig.text)]
         rows += _torchlib_rows(sig.schema.target)
     parts.append(_table(rows))
     if node is not None and node.attribute:
         passed = [(a.name, value_text(attribute_value(a)[0]) if not a.ref_attr_name else f"@{a.ref_attr_name}")
                   for a in node.attribute]
-        parts.append("<h3>Attributes this call passes</h3>" + _table(passed))
-    return "".join(parts)
+        parts += [tag("h3", "Attributes this call passes"), _table(passed)]
+    return rich(*parts)
 
 
-def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode], int] | None) -> str:
+def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode], int] | None) -> Rich:
     total = module_total(m) if module_total is not None else m.total_nodes()  # a walk of the subtree (18 ms at 100k)
     rows = [("Class", m.class_name or "-"), ("Aten calls", len(m.calls)), ("Nodes (with submodules)", total)]
     calls = [index.provenance.calls[i] for i in m.calls[:200]]
-    items = "".join(f"<li><code>{esc(c.target)}</code> {esc(c.name)}</li>" for c in calls)
-    return f"<h2>{esc(m.path or '(root module)')}</h2>{_table(rows)}<ul>{items}</ul>"
+    items = [tag("li", tag("code", c.target), " ", c.name) for c in calls]
+    return rich(tag("h2", m.path or "(root module)"), _table(rows), tag("ul", *items))
 
 
-def _table(rows: list[tuple[str, Any]]) -> str:
-    cells = "".join(f"<tr><td><b>{esc(k)}</b></td><td>{esc(v)}</td></tr>" for k, v in rows)
-    return f"<table cellspacing='4'>{cells}</table>"
+def _table(rows: list[tuple[str, Any]]) -> Rich:
+    return tag("table", *(tag("tr", tag("td", tag("b", k)), tag("td", v)) for k, v in rows), cellspacing=4)

@@ -17,15 +17,14 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBo
 
 from inspector.core.bodies.body import Body
 from inspector.core.model.calls import AtenCall, Scope
-from inspector.core.model.functions import CallSite
-from inspector.core.model.index import Family, ModelIndex, Overload
+from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.walk import NodePath
 from inspector.gui import dot_process, worker
-from inspector.gui.analysis import TreeObject
+from inspector.gui.analysis import TreeObject, scope_of
 from inspector.gui.dot_process import run_dot_elsewhere
-from inspector.gui.graph_view import GraphView
+from inspector.gui.graph_view import GraphView, export_png, export_svg
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel
 from inspector.gui.worker import Jobs
@@ -121,60 +120,96 @@ def module_chain(root: ModuleNode, path: str) -> list[str]:
     return chain
 
 
+class History:
+    """Where a panel has been (``back``, newest last) and where Back came from (``ahead``, the next one last)."""
+
+    __slots__ = ("ahead", "back")
+
+    def __init__(self) -> None:
+        self.back: list[View] = []
+        self.ahead: list[View] = []
+
+    def left(self, current: View | None, view: View) -> None:
+        """``view`` replaces ``current`` by a move of its own: Back returns to ``current``; nothing lies ahead."""
+        if current is not None and current != view:
+            self.back.append(current)
+            self.ahead = []
+
+    def step(self, current: View | None, forward: bool) -> View | None:
+        """The view one step back (or forward), with ``current`` kept for the way back; None at the end."""
+        source, other = (self.ahead, self.back) if forward else (self.back, self.ahead)
+        if not source:
+            return None
+        if current is not None:
+            other.append(current)
+        return source.pop()
+
+    def jump(self, current: View | None, n: int) -> View | None:
+        """The ``n``-th view of ``back`` (0: the oldest); the ones after it, and ``current``, lie ahead."""
+        if not 0 <= n < len(self.back):
+            return None
+        target = self.back[n]
+        if current is not None:
+            self.ahead.extend([current, *reversed(self.back[n + 1:])])
+        del self.back[n:]
+        return target
+
+
+def tool_button(text: str, tip: str, slot: Callable[[], object]) -> QToolButton:
+    button = QToolButton()
+    button.setText(text)
+    button.setToolTip(tip)
+    button.clicked.connect(slot)
+    return button
+
+
 class GraphPanel(QWidget):
     node_selected = Signal(object, object)  # (scope, SceneNode | None)
+    box_unselected = Signal(object)  # scope: the user cleared the selection (a redraw clearing it is not this)
+    view_requested = Signal(object)  # View, as soon as it is asked for (what the panel shows from now on)
     view_shown = Signal(object)  # View, once its layout is drawn
 
     def __init__(self) -> None:
         super().__init__()
         self.graph = GraphView()
-        self.graph.node_selected.connect(lambda node: self.node_selected.emit(self.current_scope(), node))
+        self.graph.node_selected.connect(self._box_selected)
+        self.graph.selection_cleared.connect(
+            lambda: None if self.graph.clearing else self.box_unselected.emit(self.current_scope()))
         self.graph.node_activated.connect(self.activate)
         self.graph.body_requested.connect(self.open_body)
-        self.back_button = QToolButton()
-        self.back_button.setText("◀ Back")
-        self.back_button.setToolTip("Back (Backspace, Alt+Left); hold or use the arrow for the history")
+        self.back_button = tool_button("◀ Back", "Back (Backspace, Alt+Left); hold or use the arrow for the history",
+                                       self.back)
         self.back_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
-        self.back_button.clicked.connect(self.back)
         self.history_menu = QMenu(self.back_button)
         self.back_button.setMenu(self.history_menu)
+        self.forward_button = tool_button("▶", "Forward (Alt+Right): where Back came from", self.forward)
         self.crumbs = ElidedLabel()  # the current location, elided in the middle
         self.info = ElidedLabel(mode=Qt.TextElideMode.ElideRight)
-        fit = QToolButton()
-        fit.setText("Fit")
-        fit.setToolTip("Fit the graph in the view (F); a graph too big to read whole shows the module overview")
-        fit.clicked.connect(self.fit)
         self.graph.fit_requested.connect(self.fit)
-        collapse = QToolButton()
-        collapse.setText("Collapse")
-        collapse.setToolTip("Collapse all expanded boxes")
-        collapse.clicked.connect(self.collapse_all)
-        export = QToolButton()
-        export.setText("Export…")
-        export.setToolTip("Save the view as SVG or PNG")
-        export.clicked.connect(self.export_dialog)
         bar = QHBoxLayout()
-        bar.addWidget(self.back_button)
-        bar.addWidget(self.crumbs, 1)
-        bar.addWidget(collapse)
-        bar.addWidget(fit)
-        bar.addWidget(export)
+        for widget in (self.back_button, self.forward_button, self.crumbs,
+                       tool_button("Collapse", "Collapse all expanded boxes", self.collapse_all),
+                       tool_button("Fit", "Fit the graph in the view (F); a graph too big to read whole shows the "
+                                   "module overview", self.fit),
+                       tool_button("Export…", "Save the view as SVG or PNG", self.export_dialog)):
+            bar.addWidget(widget, 1 if widget is self.crumbs else 0)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addLayout(bar)
         lay.addWidget(self.graph, 1)
         lay.addWidget(self.info)
         self.graph.back_requested.connect(self.back)
+        self.graph.forward_requested.connect(self.forward)
         # Alt+Left wherever the focus is in the window; in a window with two graphs (compare), in each graph's own
         # panel (two window-wide shortcuts with one key would be ambiguous, and neither would fire)
-        self.back_shortcut = QShortcut(QKeySequence("Alt+Left"), self)
-        self.back_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
-        self.back_shortcut.activated.connect(self.back)
+        self.back_shortcut = QShortcut(QKeySequence("Alt+Left"), self, self.back)
+        self.forward_shortcut = QShortcut(QKeySequence("Alt+Right"), self, self.forward)
         self.index: ModelIndex | None = None
         self.cache = LayoutCache(32, dot=run_dot_elsewhere)  # Graphviz in a helper process: the GUI never waits
         dot_process.start()
-        self._stack: list[View] = []
+        self._history = History()
         self._current: View | None = None
+        self._drawn: View | None = None  # the view whose boxes the graph holds
         self._token = 0
         self._jobs = Jobs()
         self._pending_focus: str | None = None
@@ -186,8 +221,9 @@ class GraphPanel(QWidget):
         a caller that shows one at once and would lay out the main graph for nothing)."""
         self.index = index
         self.cache.clear()
-        self._stack = []
+        self._history = History()
         self._current = None
+        self._drawn = None
         if show_main:  # laid out once the window has drawn the new model (worker.after_paint)
             self.open_view(View(MAIN), after_paint=True)
 
@@ -198,8 +234,14 @@ class GraphPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         alone = len(self.window().findChildren(GraphPanel)) == 1
-        self.back_shortcut.setContext(Qt.ShortcutContext.WindowShortcut if alone
-                                      else Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        for shortcut in (self.back_shortcut, self.forward_shortcut):
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut if alone
+                                else Qt.ShortcutContext.WidgetWithChildrenShortcut)
+
+    def _box_selected(self, node: SceneNode) -> None:
+        """A box selected in the graph, reported with its scope; a box of a view being replaced is not."""
+        if self._drawn is not None and self._drawn == self._current:
+            self.node_selected.emit(self.current_scope(), node)
 
     def current_scope(self) -> Scope | None:
         return self._current.scope if self._current else None
@@ -214,9 +256,10 @@ class GraphPanel(QWidget):
         ``after_paint``: the layout starts once the window has been painted (a model just opened)."""
         if self.index is None:
             return
-        if push and self._current is not None and self._current != view:
-            self._stack.append(self._current)
+        if push:
+            self._history.left(self._current, view)
         self._current = view
+        self.view_requested.emit(view)
         self._pending_focus = focus
         self._pending_region = region
         self._update_crumbs()
@@ -299,6 +342,7 @@ class GraphPanel(QWidget):
 
     def _shown(self, view: View) -> None:
         """A view is drawn: select (and centre on) the box it was opened for, and say so."""
+        self._drawn = view
         if self._pending_focus:
             self.graph.select(self._pending_focus)
         elif self._pending_region is not None:
@@ -327,25 +371,28 @@ class GraphPanel(QWidget):
 
     def show_tree_object(self, obj: TreeObject) -> None:
         """Show the scope a tree item lives in: a function body, an aten call, or a module inside main."""
-        if isinstance(obj, Family) and obj.overloads:
-            obj = obj.overloads[0]
-        if isinstance(obj, Overload):
-            obj = obj.function if obj.function is not None else (obj.aten_calls[0] if obj.aten_calls else None)
-        if isinstance(obj, CallSite):
-            obj = obj.callee
-        if isinstance(obj, (FunctionKey, AtenCall)):
-            self.show_scope(obj)
-        elif isinstance(obj, ModuleNode) and obj.path and self.index is not None:
+        if isinstance(obj, ModuleNode) and obj.path and self.index is not None:
             chain = module_chain(self.index.provenance.module_root, obj.path) or ["mod:" + obj.path]
             self.show_scope(MAIN, frozenset(chain[:-1]), focus=chain[-1])
+            return
+        scope = scope_of(obj)
+        if isinstance(scope, (FunctionKey, AtenCall)):
+            self.show_scope(scope)
 
     def collapse_all(self) -> None:
         if self._current is not None:
             self.open_view(View(self._current.scope), push=False)
 
     def back(self) -> None:
-        if self._stack:
-            self.open_view(self._stack.pop(), push=False)
+        view = self._history.step(self._current, forward=False)
+        if view is not None:
+            self.open_view(view, push=False)
+
+    def forward(self) -> None:
+        """Return to where Back came from (Alt+Right)."""
+        view = self._history.step(self._current, forward=True)
+        if view is not None:
+            self.open_view(view, push=False)
 
     def activate(self, node: SceneNode) -> None:
         """Double-click: expand/collapse a module or aten call box; enter a function call's body."""
@@ -381,21 +428,22 @@ class GraphPanel(QWidget):
     def _update_crumbs(self) -> None:
         """The breadcrumb names where the view is; the Back button's menu lists where it has been."""
         self.crumbs.set_full_text(location(self._current) if self._current is not None else "")
-        self.back_button.setEnabled(bool(self._stack))
+        back = self._history.back
+        self.back_button.setEnabled(bool(back))
+        self.forward_button.setEnabled(bool(self._history.ahead))
         self.history_menu.clear()
-        for n in range(len(self._stack) - 1, max(len(self._stack) - 16, 0) - 1, -1):
-            action = self.history_menu.addAction(location(self._stack[n]))
+        for n in range(len(back) - 1, max(len(back) - 16, 0) - 1, -1):
+            action = self.history_menu.addAction(location(back[n]))
             action.triggered.connect(lambda _=False, k=n: self.go_back_to(k))
 
     def history(self) -> list[str]:
         """The Back history, most recent first, as the menu shows it."""
-        return [location(v) for v in reversed(self._stack)]
+        return [location(v) for v in reversed(self._history.back)]
 
     def go_back_to(self, n: int) -> None:
         """Return to the ``n``-th view of the history (0: the oldest), dropping the ones after it."""
-        if 0 <= n < len(self._stack):
-            target = self._stack[n]
-            del self._stack[n:]
+        target = self._history.jump(self._current, n)
+        if target is not None:
             self.open_view(target, push=False)
 
     def export_dialog(self) -> None:
@@ -406,19 +454,26 @@ class GraphPanel(QWidget):
             self.export(Path(path))
 
     def export_name(self) -> str:
-        """A file name for the shown scope: ``local.tr_perm_0231``, ``aten_transpose.int_transpose_2``."""
-        scope = self.current_scope()
-        if self._current is not None and self._current.overview:
-            return "module_overview"
-        label = "graph" if scope is None else scope_label(scope).replace(" ", "_")
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).strip("._")
-        return re.sub("_+", "_", name)[:80] or "graph"
+        return export_name(self._current)
 
     def export(self, path: Path) -> None:
-        if self._current is not None and self._current.overview:  # drawn by Qt only: PNG
-            path = path.with_suffix(".png")
-        if path.suffix.lower() == ".png":
-            self.graph.export_png(path)
-        else:
-            self.graph.export_svg(path)
+        export_view(self.graph, self._current, path)
 
+
+def export_name(view: View | None) -> str:
+    """A file name for the shown scope: ``local.tr_perm_0231``, ``aten_transpose.int_transpose_2``."""
+    if view is not None and view.overview:
+        return "module_overview"
+    label = "graph" if view is None else scope_label(view.scope).replace(" ", "_")
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).strip("._")
+    return re.sub("_+", "_", name)[:80] or "graph"
+
+
+def export_view(graph: GraphView, view: View | None, path: Path) -> None:
+    """The drawing as SVG, or as PNG by its suffix; the module overview (drawn by Qt only) always as PNG."""
+    if view is not None and view.overview:
+        path = path.with_suffix(".png")
+    if path.suffix.lower() == ".png":
+        export_png(graph, path)
+    else:
+        export_svg(graph, path)

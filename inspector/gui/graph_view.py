@@ -3,8 +3,10 @@
 Zoom with the wheel (Ctrl not needed), pan by dragging, F fits, click selects and traces the node's inputs
 (upstream) and outputs (downstream), hover shows a tooltip, double-click expands a box or enters a body, a click on
 a call's ƒ opens its body. By keyboard: Tab and Shift+Tab visit the boxes in reading order, the arrow keys move to
-the nearest box in their direction, Enter opens (a call's body; a module in place), Space expands in place.
-The same view draws the module overview (``show_overview``), shown instead of a graph too big to fit readably.
+the nearest box in their direction, Enter opens (a call's body; a module in place), Space expands in place;
+Backspace or Alt+Left asks for Back, Alt+Right for Forward. The same view draws the module overview
+(``show_overview``), shown instead of a graph too big to fit readably. The boxes and edges are ``graph_items``;
+moving by keyboard and tracing are ``graph_keys``.
 """
 
 from __future__ import annotations
@@ -14,247 +16,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import (
-    QBrush,
-    QColor,
-    QFont,
-    QImage,
-    QKeyEvent,
-    QMouseEvent,
-    QPainter,
-    QPainterPath,
-    QPalette,
-    QPen,
-    QPolygonF,
-    QWheelEvent,
-)
-from PySide6.QtWidgets import (
-    QGraphicsEllipseItem,
-    QGraphicsItem,
-    QGraphicsPathItem,
-    QGraphicsRectItem,
-    QGraphicsScene,
-    QGraphicsSceneHoverEvent,
-    QGraphicsSceneMouseEvent,
-    QGraphicsSimpleTextItem,
-    QGraphicsView,
-    QStyleOptionGraphicsItem,
-    QWidget,
-)
+from PySide6.QtGui import QColor, QImage, QKeyEvent, QPainter, QPalette, QWheelEvent
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 
-from inspector.gui.text import tooltip
-from inspector.render.layout import (
-    DETAIL_FONT_SIZE,
-    EDGE_FONT_SIZE,
-    LABEL_FONT_SIZE,
-    Layout,
-    box_colours,
-    edge_label_text,
-    elide,
-    small_lines,
-    to_svg,
-)
+from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, opens_body
+from inspector.gui.graph_keys import ARROWS, distance, next_box, reach, reading_order
+from inspector.render.layout import Layout, to_svg
 from inspector.render.overview import Overview, title
-from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, Scene, SceneNode
+from inspector.render.scene import Scene, SceneNode
 
-UPSTREAM = "#2a6fb0"
-DOWNSTREAM = "#b0512a"
-SELECTED = "#f1c232"
 MIN_FIT_SCALE = 0.6  # below this, 7.5 pt box labels are unreadable
 MAX_FIT_SCALE = 1.0  # small graphs are not blown up
 DRAW_STEP = 0.02  # seconds of drawing per turn of the event loop (show_layout with done)
-
-
-ARROWS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1), Qt.Key.Key_Down: (0, 1)}
-
-
-def _distance(a: QPointF, b: QPointF) -> float:
-    return float(((a.x() - b.x()) ** 2 + (a.y() - b.y()) ** 2) ** 0.5)
-
-
-class NodeItem(QGraphicsRectItem):
-    """One box: fill by kind, a label and an optional detail line; a highlight border for specialised values."""
-
-    def __init__(self, node: SceneNode, rect: QRectF, view: GraphView, title: str | None = None) -> None:
-        """``title``: a group of the module overview, its one line of text at the top instead of in the middle."""
-        super().__init__(rect)
-        self.node = node
-        self.view = view
-        fill, stroke = box_colours(node)
-        self.fill, self.stroke = QColor(fill), QColor(stroke)
-        self.mark: str | None = None
-        self.trace: str | None = None
-        self.setBrush(QBrush(self.fill))
-        self.setPen(QPen(self.stroke, 1.2))
-        self.setAcceptHoverEvents(True)
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
-        font = QFont("monospace")
-        font.setStyleHint(QFont.StyleHint.Monospace)
-        font.setPointSizeF(LABEL_FONT_SIZE * 0.75)
-        label = QGraphicsSimpleTextItem(elide(title or node.label, rect.width()), self)  # plain text: never markup
-        label.setFont(font)
-        label.setBrush(QBrush(QColor("#000000")))
-        lines = [label]
-        small = QFont(font)
-        small.setPointSizeF(DETAIL_FONT_SIZE * 0.75)
-        if title is not None:
-            self.setBrush(QBrush(self.fill.lighter(104)))
-            label.setPos(rect.left() + 6, rect.top() + 3)
-            lines = []
-        for text in small_lines(node) if title is None else ():  # attributes (ops), then the detail
-            line = QGraphicsSimpleTextItem(elide(text, rect.width(), DETAIL_FONT_SIZE), self)
-            line.setFont(small)
-            line.setBrush(QBrush(QColor("#1f4e8c" if text is node.attrs else "#444444")))
-            lines.append(line)
-        total = sum(t.boundingRect().height() for t in lines)
-        y = rect.center().y() - total / 2
-        for t in lines:
-            br = t.boundingRect()
-            t.setPos(rect.center().x() - br.width() / 2, y)
-            y += br.height()
-        self.badge = DrillBadge(self) if opens_body(node) and title is None else None
-        self.setToolTip(tooltip("\n".join([node.label, *small_lines(node)]) + hint(node)))
-
-    def set_mark(self, colour: str | None, note: str = "") -> None:
-        """A thick border in ``colour`` (specialised values), with the note added to the tooltip."""
-        self.mark = colour
-        if note:
-            self.setToolTip(tooltip("\n".join([self.node.label, *small_lines(self.node)]) + hint(self.node)
-                                    + f"\n\n{note}"))
-        self._restyle()
-
-    def set_trace(self, colour: str | None) -> None:
-        self.trace = colour
-        self._restyle()
-
-    def _restyle(self) -> None:
-        if self.trace:
-            self.setPen(QPen(QColor(self.trace), 3.0))
-        elif self.mark:
-            self.setPen(QPen(QColor(self.mark), 3.5))
-        else:
-            self.setPen(QPen(self.stroke, 1.2))
-
-    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setBrush(self.brush().color().darker(108) if self.isUnderMouse() else self.brush())
-        painter.setPen(QPen(QColor(SELECTED), 3.0) if self.isSelected() else self.pen())
-        painter.drawRoundedRect(self.rect(), 6, 6)
-
-    def hoverEnterEvent(self, event: QGraphicsSceneHoverEvent) -> None:
-        self.update()
-        super().hoverEnterEvent(event)
-
-    def hoverLeaveEvent(self, event: QGraphicsSceneHoverEvent) -> None:
-        self.update()
-        super().hoverLeaveEvent(event)
-
-    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        self.view.node_activated.emit(self.node)
-        event.accept()
-
-
-def opens_body(node: SceneNode) -> bool:
-    """Whether a box has a body to open: a function call (the function's body) or an aten call (its nodes)."""
-    return node.kind in (FUNCTION_CALL, ATEN_CALL) and node.expandable
-
-
-def hint(node: SceneNode) -> str:
-    """What the mouse and keyboard do with a box, for its tooltip."""
-    if node.kind == FUNCTION_CALL:
-        return "\n(click ƒ, double-click or Enter: open the function's body)"
-    if node.kind == ATEN_CALL and node.expandable:
-        return "\n(click ƒ or Enter: open the call's nodes; double-click or Space: expand in place)"
-    if node.kind == MODULE and node.expandable:
-        return "\n(double-click, Enter or Space: expand in place)"
-    return ""
-
-
-class DrillBadge(QGraphicsEllipseItem):
-    """Netron's ƒ: a round badge on the top-right corner of a call box; one click opens the body."""
-
-    RADIUS = 6.5
-
-    def __init__(self, box: NodeItem) -> None:
-        r = self.RADIUS
-        # on the middle of the box's right side: clear of its text (which keeps a padding wider than r) and of the
-        # edge labels, which dot places between the ranks; in the layout's units, so it scales with the boxes
-        rect = box.rect()
-        super().__init__(QRectF(rect.right() - r, rect.center().y() - r, 2 * r, 2 * r), box)
-        self.box = box
-        self.setBrush(QBrush(box.stroke))
-        self.setPen(QPen(QColor("#ffffff"), 1.2))
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip(tooltip("Open the body (click)"))
-        glyph = QGraphicsSimpleTextItem("ƒ", self)
-        font = QFont()
-        font.setPointSizeF(8.0)
-        font.setBold(True)
-        glyph.setFont(font)
-        glyph.setBrush(QBrush(QColor("#ffffff")))
-        br = glyph.boundingRect()
-        glyph.setPos(self.rect().center() - QPointF(br.width() / 2, br.height() / 2))
-
-    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        event.accept()  # the box under it is not selected or dragged
-
-    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        if self.contains(event.pos()):
-            self.box.view.body_requested.emit(self.box.node)
-        event.accept()
-
-    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
-        event.accept()  # the second click of a double-click on the badge is not a second request
-
-
-class EdgeItem(QGraphicsPathItem):
-    def __init__(self, source: str, target: str, points: tuple[tuple[float, float], ...], label: str,
-                 colour: QColor, label_at: tuple[float, float] | None = None) -> None:
-        path = QPainterPath()
-        if points:
-            path.moveTo(QPointF(*points[0]))
-            rest = points[1:]
-            while len(rest) >= 3:
-                path.cubicTo(QPointF(*rest[0]), QPointF(*rest[1]), QPointF(*rest[2]))
-                rest = rest[3:]
-            for p in rest:
-                path.lineTo(QPointF(*p))
-        super().__init__(path)
-        self.source, self.target = source, target
-        self.colour = colour
-        self.setPen(QPen(colour, 1.0))
-        self.setZValue(-1)
-        self.arrow = QGraphicsPathItem(self)
-        if len(points) >= 2:
-            tip, prev = QPointF(*points[-1]), QPointF(*points[-2])
-            d = tip - prev
-            length = max((d.x() ** 2 + d.y() ** 2) ** 0.5, 1e-6)
-            u = QPointF(d.x() / length, d.y() / length)
-            n = QPointF(-u.y(), u.x())
-            a = QPolygonF([tip, tip - u * 7 + n * 3.5, tip - u * 7 - n * 3.5])
-            head = QPainterPath()
-            head.addPolygon(a)
-            self.arrow.setPath(head)
-            self.arrow.setBrush(QBrush(colour))
-            self.arrow.setPen(QPen(colour, 1.0))
-        if label:
-            self.setToolTip(tooltip(label))
-            text = QGraphicsSimpleTextItem(edge_label_text(label), self)  # plain text: never markup
-            f = QFont("monospace")
-            f.setStyleHint(QFont.StyleHint.Monospace)
-            f.setPointSizeF(EDGE_FONT_SIZE * 0.75)  # as the boxes: points of the layout at 96 dpi
-            text.setFont(f)
-            text.setBrush(QBrush(colour.darker(130)))
-            br = text.boundingRect()
-            centre = QPointF(*label_at) if label_at is not None else path.pointAtPercent(0.5) + QPointF(
-                br.width() / 2 + 4, 0)
-            text.setPos(centre - QPointF(br.width() / 2, br.height() / 2))
-
-    def set_trace(self, colour: str | None) -> None:
-        c = QColor(colour) if colour else self.colour
-        self.setPen(QPen(c, 2.2 if colour else 1.0))
-        self.arrow.setBrush(QBrush(c))
-        self.arrow.setPen(QPen(c, 1.0))
 
 
 class _Steps:
@@ -285,6 +58,7 @@ class GraphView(QGraphicsView):
     node_selected = Signal(object)  # SceneNode
     selection_cleared = Signal()
     back_requested = Signal()  # Backspace or Alt+Left
+    forward_requested = Signal()  # Alt+Right
     node_activated = Signal(object)  # SceneNode (double-click, Space): expand in place, or enter a function call
     body_requested = Signal(object)  # SceneNode (a click on ƒ, Enter): open a call's body
     fit_requested = Signal()  # F
@@ -300,6 +74,7 @@ class GraphView(QGraphicsView):
         self.edges: list[EdgeItem] = []
         self.current: tuple[Scene, Layout] | None = None
         self._drawing: object | None = None  # the token of a drawing in steps, until its last step
+        self.clearing = False  # the boxes are being dropped: the selection cleared meanwhile is not the user's
         self.scene().selectionChanged.connect(self._selection_changed)
         self._warm_up()
 
@@ -321,7 +96,11 @@ class GraphView(QGraphicsView):
         if self._drawing is not None:  # a drawing in steps is replaced: it stops
             self._drawing = None
             self.viewport().setUpdatesEnabled(True)
-        s.clearSelection()
+        self.clearing = True
+        try:
+            s.clearSelection()
+        finally:
+            self.clearing = False
         s.clear()
         return s
 
@@ -481,8 +260,8 @@ class GraphView(QGraphicsView):
         for e in self.edges:
             e.set_trace(None)
         if node is not None:
-            up = self._reach(node.id, upstream=True)
-            down = self._reach(node.id, upstream=False)
+            up = reach(node.id, self.edges, self.items_by_id, upstream=True)
+            down = reach(node.id, self.edges, self.items_by_id, upstream=False)
             for i in up:
                 self.items_by_id[i].set_trace(UPSTREAM)
             for i in down:
@@ -496,21 +275,6 @@ class GraphView(QGraphicsView):
             self.node_selected.emit(node)
         else:
             self.selection_cleared.emit()
-
-    def _reach(self, start: str, upstream: bool) -> set[str]:
-        step: dict[str, list[str]] = {}
-        for e in self.edges:
-            a, b = (e.target, e.source) if upstream else (e.source, e.target)
-            step.setdefault(a, []).append(b)
-        seen: set[str] = set()
-        stack = list(step.get(start, ()))
-        while stack:
-            n = stack.pop()
-            if n in seen or n == start or n not in self.items_by_id:
-                continue
-            seen.add(n)
-            stack.extend(step.get(n, ()))
-        return seen
 
     # input ----------------------------------------------------------------------------------------------
     def wheelEvent(self, event: QWheelEvent) -> None:
@@ -527,6 +291,8 @@ class GraphView(QGraphicsView):
             self.zoom(0.8)
         elif key == Qt.Key.Key_Backspace or (key == Qt.Key.Key_Left and alt):
             self.back_requested.emit()
+        elif key == Qt.Key.Key_Right and alt:
+            self.forward_requested.emit()
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and node is not None:
             (self.body_requested if opens_body(node) else self.node_activated).emit(node)
         elif key == Qt.Key.Key_Space and node is not None:
@@ -546,7 +312,7 @@ class GraphView(QGraphicsView):
 
     def reading_order(self) -> list[NodeItem]:
         """The boxes top to bottom, then left to right (as Tab visits them)."""
-        return sorted(self.items_by_id.values(), key=lambda i: (round(i.rect().center().y()), i.rect().center().x()))
+        return reading_order(self.items_by_id.values())
 
     def step(self, delta: int) -> bool:
         """Select the next (``delta`` 1) or previous (-1) box in reading order; False past either end."""
@@ -561,55 +327,38 @@ class GraphView(QGraphicsView):
         return True
 
     def move_selection(self, dx: int, dy: int) -> None:
-        """Arrow keys: Down and Up follow the edges (to the successor or predecessor nearest in x; the nearest box
-        below or above when there is none), Left and Right go to the nearest box on that side, rows first. With
-        nothing selected, the box nearest the middle of the view."""
+        """Arrow keys (``graph_keys.next_box``); with nothing selected, the box nearest the middle of the view."""
         items = list(self.items_by_id.values())
         selected = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]
         if not items:
             return
         if not selected:
             middle = self.mapToScene(self.viewport().rect().center())
-            best = min(items, key=lambda i: _distance(i.rect().center(), middle))
+            best = min(items, key=lambda i: distance(i.rect().center(), middle))
             self.select(best.node.id, centre=False)
             return
-        here, current = selected[0].rect().center(), selected[0].node.id
-        if dy:
-            linked = {e.target if dy > 0 else e.source for e in self.edges
-                      if (e.source if dy > 0 else e.target) == current} - {current}
-            near = [self.items_by_id[i] for i in linked if i in self.items_by_id]
-            if near:
-                best = min(near, key=lambda i: (abs(i.rect().center().x() - here.x()), i.rect().center().y() * dy))
-                self.select(best.node.id, centre=False)
-                return
-        candidates = []
-        for item in items:
-            c = item.rect().center()
-            along = (c.x() - here.x()) * dx + (c.y() - here.y()) * dy  # distance in the direction asked
-            across = abs((c.x() - here.x()) * dy) + abs((c.y() - here.y()) * dx)
-            if along > 1.0:
-                candidates.append((along + 4 * across, item.node.id))
-        if candidates:
-            self.select(min(candidates)[1], centre=False)
+        found = next_box(selected[0], dx, dy, self.edges, self.items_by_id)
+        if found is not None:
+            self.select(found, centre=False)
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:
-        super().mousePressEvent(event)
 
-    # export ---------------------------------------------------------------------------------------------
-    def export_png(self, path: Path, scale: float = 2.0) -> None:
-        rect = self.scene().itemsBoundingRect().adjusted(-10, -10, 10, 10)
-        image = QImage(int(rect.width() * scale), int(rect.height() * scale), QImage.Format.Format_ARGB32)
-        image.fill(QColor("white"))
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self.scene().render(painter, QRectF(image.rect()), rect)
-        painter.end()
-        if not image.save(str(path)):
-            raise OSError(f"could not write {path}")
+def export_png(view: GraphView, path: Path, scale: float = 2.0) -> None:
+    """The drawing as it is (marks and traces kept) as a PNG at ``scale``."""
+    rect = view.scene().itemsBoundingRect().adjusted(-10, -10, 10, 10)
+    image = QImage(int(rect.width() * scale), int(rect.height() * scale), QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    view.scene().render(painter, QRectF(image.rect()), rect)
+    painter.end()
+    if not image.save(str(path)):
+        raise OSError(f"could not write {path}")
 
-    def export_svg(self, path: Path) -> None:
-        if self.current is None:
-            return
-        scene, layout = self.current
-        highlights = {i: colour for i, item in self.items_by_id.items() if (colour := item.trace or item.mark)}
-        path.write_text(to_svg(scene, layout, highlights), encoding="utf-8")
+
+def export_svg(view: GraphView, path: Path) -> None:
+    """The drawn layout as SVG, with the boxes traced or marked in their colours."""
+    if view.current is None:
+        return
+    scene, layout = view.current
+    highlights = {i: colour for i, item in view.items_by_id.items() if (colour := item.trace or item.mark)}
+    path.write_text(to_svg(scene, layout, highlights), encoding="utf-8")

@@ -1,4 +1,6 @@
-"""Details of one ONNX node: attributes, typed inputs/outputs, metadata, stack trace, operator docs, tensors."""
+"""Details of one ONNX node: attributes, typed inputs/outputs, metadata, stack trace, operator docs, tensors, as rich
+text built from escaped parts (``gui.text.tag``): every name, value and metadata string of the model is shown as
+text, never as markup."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from PySide6.QtGui import QTextDocument
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.tensors import tensor_facts
-from inspector.gui.text import esc
+from inspector.gui.text import BR, Rich, esc, pre, rich, tag
 
 PREVIEW_ELEMENTS = 12
 STATS_SAMPLE = 1 << 20  # statistics over at most this many values (64 evenly spaced blocks of a larger tensor)
@@ -59,13 +61,12 @@ def tensor_preview(array: np.ndarray) -> str:
 
 
 def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mapping[str, str],
-              initializers: Mapping[str, onnx.TensorProto], previews: Mapping[str, str]) -> str:
+              initializers: Mapping[str, onnx.TensorProto], previews: Mapping[str, str]) -> Rich:
     """``previews`` maps initializer names to already-read value previews; others get a 'load values' link."""
-    parts = [f"<h2>{esc(node.op_type)} <small>{esc(node.name or '(unnamed)')}</small></h2>",
-             f"<p>{esc(where)}</p>"]
+    parts = [tag("h2", node.op_type, " ", tag("small", node.name or "(unnamed)")), tag("p", where)]
     if node.domain or node.overload:
-        parts.append(f"<p>domain <code>{esc(node.domain)}</code>"
-                     + (f", overload <code>{esc(node.overload)}</code>" if node.overload else "") + "</p>")
+        parts.append(tag("p", "domain ", tag("code", node.domain),
+                         rich(", overload ", tag("code", node.overload)) if node.overload else ""))
     if node.attribute:
         rows = []
         for a in node.attribute:
@@ -75,39 +76,37 @@ def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mappin
                 shown = "subgraph"
             else:
                 shown = repr(attribute_value(a)[0])
-            rows.append(f"<tr><td><b>{esc(a.name)}</b></td><td><code>{esc(shown)}</code></td></tr>")
-        parts.append("<h3>Attributes</h3><table cellspacing='4'>" + "".join(rows) + "</table>")
+            rows.append(tag("tr", tag("td", tag("b", a.name)), tag("td", tag("code", shown))))
+        parts += [tag("h3", "Attributes"), tag("table", *rows, cellspacing=4)]
     for title, names in (("Inputs", node.input), ("Outputs", node.output)):
-        cells: list[str] = []
+        cells: list[Rich] = []
         for name in names:
-            extra = ""
+            extra = rich()
             init = initializers.get(name)
             if init is not None:
                 facts = tensor_facts(init)
                 where_from = f"external: {facts.location}" if facts.external else "initializer"
                 preview = previews.get(name)
-                extra = (f"<br/><small>{esc(where_from)}, {facts.nbytes:,} bytes: "
-                         + (esc(preview) if preview else f"<a href='tensor:{esc(name)}'>load values</a>")
-                         + "</small>")
-            cells.append(f"<tr><td><code>{esc(name or '(none)')}</code></td>"
-                         f"<td>{esc(types.get(name, ''))}{extra}</td></tr>")
-        parts.append(f"<h3>{title}</h3><table cellspacing='4'>" + "".join(cells) + "</table>")
+                extra = rich(BR, tag("small", f"{where_from}, {facts.nbytes:,} bytes: ",
+                                     preview or tag("a", "load values", href=f"tensor:{name}")))
+            cells.append(tag("tr", tag("td", tag("code", name or "(none)")), tag("td", types.get(name, ""), extra)))
+        parts += [tag("h3", title), tag("table", *cells, cellspacing=4)]
     meta = [(p.key, p.value) for p in node.metadata_props]
     trace = next((v for k, v in meta if k.endswith("stack_trace")), "")
     if meta:
-        meta_rows = "".join(f"<tr><td><b>{esc(k)}</b></td><td><code>{esc(v)}</code></td></tr>"
-                            for k, v in meta if not k.endswith("stack_trace"))
-        parts.append("<h3>Metadata</h3><table cellspacing='4'>" + meta_rows + "</table>")
+        parts += [tag("h3", "Metadata"), tag("table", *(tag("tr", tag("td", tag("b", k)), tag("td", tag("code", v)))
+                                                        for k, v in meta if not k.endswith("stack_trace")),
+                                             cellspacing=4)]
     if trace:
-        parts.append("<h3>Stack trace</h3><pre style='white-space:pre-wrap'>" + esc(trace) + "</pre>")
+        parts += [tag("h3", "Stack trace"), pre(trace)]
     doc = operator_doc(index, node)
     if doc:
         title, _, text = doc.partition("\n\n")
-        parts.append(f"<h3>Operator</h3><p><i>{esc(title)}</i></p>" + markdown_html(text))
-    return "".join(parts)
+        parts += [tag("h3", "Operator"), tag("p", tag("i", title)), markdown_html(text)]
+    return rich(*parts)
 
 
-def markdown_html(text: str) -> str:
+def markdown_html(text: str) -> Rich:
     """Markdown (ONNX operator docs) as a Qt rich-text fragment: headings, lists, `code` and code blocks
     rendered; any HTML in the text is shown as text, never interpreted."""
     document = QTextDocument()
@@ -117,4 +116,5 @@ def markdown_html(text: str) -> str:
     html = document.toHtml()
     start = html.find(">", html.find("<body")) + 1
     end = html.rfind("</body>")
-    return html[start:end] if start > 0 and end > start else esc(text)
+    # Qt's own HTML of a document made with MarkdownNoHTML: any markup in the doc text is in it as text
+    return Rich(html[start:end]) if start > 0 and end > start else esc(text)

@@ -1,53 +1,57 @@
-"""The main window's node details: a node's attributes, types, metadata, operator docs and tensor previews in the
-Details tab, for a search hit or a box clicked in the graph. External tensor data is read only on request."""
+"""Node details: a node's attributes, types, metadata, operator docs and tensor previews in the Details tab, for a
+search hit or a box clicked in the graph, of the session's model. External tensor data is read only on request (a
+model's external-data paths are untrusted: ``read_tensor`` reads only regular files inside the model's folder)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import onnx
 from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QTabWidget, QTextBrowser
 
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.tensors import read_tensor
-from inspector.core.model.values import GraphValues
 from inspector.core.model.walk import resolve_path
 from inspector.core.util.errors import InspectorError
 from inspector.gui import details
-from inspector.gui.graph_panel import scope_label
+from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.node_details import node_html, tensor_preview
+from inspector.gui.session import Session
 from inspector.render.scene import SceneNode
-
-if TYPE_CHECKING:
-    from inspector.gui.main_window import MainWindow
-
 
 
 class NodeView:
-    """Shows nodes of the window's model; ``values`` come with the model (prepared off the GUI thread)."""
+    """Shows nodes of the session's model in ``details`` (a tab of ``tabs``); the graph ``center`` reveals them."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.w = window
-        self.values: GraphValues | None = None
+    def __init__(self, session: Session, details: QTextBrowser, tabs: QTabWidget, center: GraphPanel,
+                 module_total: Callable[[ModuleNode], int]) -> None:
+        self.session, self.details, self.tabs, self.center = session, details, tabs, center
+        self.module_total = module_total
         self.shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
+        details.anchorClicked.connect(self.link_clicked)
+        session.model_loaded.connect(self._forget)
+
+    def _forget(self, _index: ModelIndex) -> None:
+        self.shown = None
 
     def show(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:
         """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
-        if self.w.index is None:
+        if self.session.index is None:
             return
         self.shown = (scope, path, where)
         if self._render(scope, path, where, {}):
-            self.w.right.setCurrentWidget(self.w.details)
+            self.tabs.setCurrentWidget(self.details)
 
     def _render(self, scope: GraphScope, path: tuple[Any, ...], where: str, loaded: dict[str, str]) -> bool:
         """Node details with previews of its inline initializers (and of external ones already ``loaded``)."""
-        index = self.w.index
-        if index is None or self.values is None:
+        index, values = self.session.index, self.session.values
+        if index is None or values is None:
             return False
         graph = index.proto.graph
         nodes = index.functions.functions[scope].node if isinstance(scope, FunctionKey) else graph.node
@@ -55,27 +59,29 @@ class NodeView:
             node = resolve_path(nodes, path)
         except KeyError:
             return False
-        types, initializers = self.values
+        types, initializers = values
         inits = {n: initializers[n] for n in node.input if n in initializers}
         previews = {n: self._preview(t, inline_only=True) for n, t in inits.items()} | loaded
-        self.w.details.setHtml(node_html(index, node, where, types, inits, {k: v for k, v in previews.items() if v}))
+        self.details.setHtml(node_html(index, node, where, types, inits, {k: v for k, v in previews.items() if v}))
         return True
 
     def _preview(self, tensor: onnx.TensorProto, inline_only: bool) -> str:
         if inline_only and tensor.data_location == onnx.TensorProto.EXTERNAL:
             return ""
         try:
-            return tensor_preview(read_tensor(tensor, self.w.index.path.parent if self.w.index else Path(".")))
+            index = self.session.index
+            return tensor_preview(read_tensor(tensor, index.path.parent if index is not None else Path(".")))
         except InspectorError as e:
             return f"cannot read: {e}"
 
     def link_clicked(self, url: QUrl) -> None:
         """'load values' links read external tensor data on demand (only from inside the model's folder)."""
         text = url.toString()
-        if not text.startswith("tensor:") or self.w.index is None or self.shown is None:
+        values = self.session.values
+        if not text.startswith("tensor:") or self.session.index is None or self.shown is None:
             return
         name = text[len("tensor:"):]
-        tensor = self.values[1].get(name) if self.values else None
+        tensor = values[1].get(name) if values else None
         if tensor is None:
             return
         scope, path, where = self.shown
@@ -84,7 +90,7 @@ class NodeView:
             if self.shown == (scope, path, where):
                 self._render(scope, path, where, {name: preview})
 
-        self.w.jobs.run(lambda: self._preview(tensor, inline_only=False), done)
+        self.session.jobs.run(lambda: self._preview(tensor, inline_only=False), done)
 
     def reveal(self, scope: GraphScope, path: tuple[Any, ...], call: AtenCall | None) -> None:
         """Show the graph that holds a node and select its box there (the box of its top-level node when it sits
@@ -92,14 +98,11 @@ class NodeView:
         first = path[0] if path else None
         if not isinstance(first, int):
             return
-        if call is not None:
-            self.w.center.show_scope(call, focus=f"n:{first}")
-        else:
-            self.w.center.show_scope(scope, focus=f"n:{first}")
+        self.center.show_scope(call if call is not None else scope, focus=f"n:{first}")
 
     def graph_node_selected(self, scope: Scope, node: SceneNode | None) -> None:
         """A box clicked in the graph: an op or a function call shows its node, others describe themselves."""
-        index, w = self.w.index, self.w
+        index = self.session.index
         if node is None or index is None:
             return
         graph_scope = scope if not isinstance(scope, AtenCall) else MAIN
@@ -107,13 +110,13 @@ class NodeView:
             if _scope_nodes(index, scope) is not None:
                 self.show(graph_scope, node.ref, f"{scope_label(scope)} / {node.detail or node.label}")
         elif node.kind == "aten_call" and isinstance(node.ref, AtenCall):
-            w.details.setHtml(details.describe(index, node.ref))
-            w.right.setCurrentWidget(w.details)
+            self.details.setHtml(details.describe(index, node.ref))
+            self.tabs.setCurrentWidget(self.details)
         elif node.kind == "function_call" and isinstance(node.ref, tuple):
             self.show(graph_scope, node.ref[1], f"{scope_label(scope)} / call of {node.ref[0]}")
         elif node.kind == "module":
-            w.details.setHtml(details.describe(index, module_node(index, str(node.ref)), w.module_total))
-            w.right.setCurrentWidget(w.details)
+            self.details.setHtml(details.describe(index, module_node(index, str(node.ref)), self.module_total))
+            self.tabs.setCurrentWidget(self.details)
 
 
 def _scope_nodes(index: ModelIndex, scope: Scope) -> Sequence[onnx.NodeProto] | None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import onnx
-from PySide6.QtCore import QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtCore import QModelIndex, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,11 +27,13 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QSplitter,
+    QTreeView,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from inspector.core.bodies.body import Body, function_body
 from inspector.core.bodies.literals import attribute_value, tensor_value
@@ -52,13 +54,11 @@ from inspector.gui.family_model import FamilyModel
 from inspector.gui.graph_panel import scene_id
 from inspector.gui.menus import add_action
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, BodyPairing, Slot, pair_bodies
-from inspector.gui.text import esc, tooltip
+from inspector.gui.session import Session
+from inspector.gui.text import Rich, pre, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs
-
-if TYPE_CHECKING:
-    from inspector.gui.main_window import MainWindow
 
 LIT_TEXT = "#000000"  # text on a lit value, in light and dark themes
 MAX_CALLS_LISTED = 12
@@ -270,41 +270,38 @@ def _counted(notes: list[str]) -> str:
 
 
 # HTML -----------------------------------------------------------------------------------------------------------
-def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str]) -> str:
+def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str]) -> Rich:
     """A side's info: its title, its aten signature (differing arguments lit), its body (differing values lit)."""
-    parts = [f"<h3>{esc(name)}: {esc(m.title)}</h3>"]
+    parts = [tag("h3", f"{name}: {m.title}")]
     if m.signature is not None:
         line = signature_line(m.signature, m.specialised)
-        html = "".join(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
-                       and seg.argument.parameter.name in lit_arguments else esc(seg.text) for seg in line)
-        parts.append(f"<p><b>Aten signature</b></p><pre style='white-space:pre-wrap'>{html}</pre>")
+        html = rich(*(_lit(seg.text) if seg.argument is not None and not seg.text.endswith("=")
+                      and seg.argument.parameter.name in lit_arguments else seg.text for seg in line))
+        parts += [tag("p", tag("b", "Aten signature")), pre(html)]
     if m.site is not None and m.passed:
-        shown = ", ".join(_lit(f"{k} = {v}") if k in lit_arguments else esc(f"{k} = {v}")
-                          for k, v in m.passed.items())
-        parts.append(f"<p><b>This call</b> ({esc(m.site.where)}) passes</p><pre style='white-space:pre-wrap'>"
-                     f"{shown}</pre>")
+        shown = [_lit(f"{k} = {v}") if k in lit_arguments else f"{k} = {v}" for k, v in m.passed.items()]
+        parts += [tag("p", tag("b", "This call"), f" ({m.site.where}) passes"),
+                  pre(*(rich(", " if k else "", part) for k, part in enumerate(shown)))]
     n = len(m.calls)
-    parts.append(f"<p><b>ONNX body</b> <small>{n} call{'s' if n != 1 else ''} with this body</small></p>")
+    parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"{n} call{'s' if n != 1 else ''} with this body")))
     parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
     if n > 1:
-        shown = "".join(f"<li>{esc(c)}</li>" for c in m.calls[:MAX_CALLS_LISTED])
-        more = f"<li>… {n - MAX_CALLS_LISTED} more</li>" if n > MAX_CALLS_LISTED else ""
+        more = [tag("li", f"… {n - MAX_CALLS_LISTED} more")] if n > MAX_CALLS_LISTED else []
         differ = any(s.varies and s.call_values for s in m.specialised)  # each call passes its own values
-        head = f"Calls ({n})</b> <small>the values they pass differ" if differ else f"Identical calls ({n})</b> <small>"
-        parts.append(f"<p><b>{head}</small></p><ul>{shown}{more}</ul>")
-    return "".join(parts)
+        head = (tag("b", f"Calls ({n})"), " ", tag("small", "the values they pass differ")) if differ else \
+            (tag("b", f"Identical calls ({n})"), " ", tag("small"))
+        parts += [tag("p", *head), tag("ul", *(tag("li", c) for c in m.calls[:MAX_CALLS_LISTED]), *more)]
+    return rich(*parts)
 
 
-def _lit(text: str) -> str:
-    return f"<span style='background-color:{CHANGED};color:{LIT_TEXT}'>{esc(text)}</span>"
+def _lit(text: str) -> Rich:
+    return tag("span", text, style=f"background-color:{CHANGED};color:{LIT_TEXT}")
 
 
-def _pre(lines: list[Line], lit_slots: set[Slot]) -> str:
-    out = []
-    for line in lines:
-        out.append("".join(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
-                           in lit_slots else esc(seg.text) for seg in line))
-    return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
+def _pre(lines: list[Line], lit_slots: set[Slot]) -> Rich:
+    out = [rich(*(_lit(seg.text) if seg.spec is not None and (seg.spec.literal.path, seg.spec.literal.name)
+                  in lit_slots else seg.text for seg in line)) for line in lines]
+    return pre(*(rich("\n" if k else "", line) for k, line in enumerate(out)))
 
 
 # the window -----------------------------------------------------------------------------------------------------
@@ -401,50 +398,55 @@ class OverloadCompareWindow(QMainWindow):
 # the main window's side: picking two rows ----------------------------------------------------------------------
 class FamilyCompare(QObject):
     """Ctrl+click two rows of the functions tree and press Ctrl+D (File → Compare Two Selected), or right-click
-    a row → Compare with… one of its siblings. A child of the main window (``window.findChild(FamilyCompare)``);
-    keeps the windows it opens referenced while they are open."""
+    a row → Compare with… one of its siblings. A child of ``parent`` (the main window: ``findChild(FamilyCompare)``)
+    over the session's analyses; keeps the windows it opens referenced while they are open, and forgets each one
+    when Qt deletes it (a closed window is deleted: asking it anything then raised ``Internal C++ object already
+    deleted``, and Ctrl+D opened nothing)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
+    def __init__(self, session: Session, view: QTreeView, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.session, self.view, self.parent_widget = session, view, parent
         self.windows: list[OverloadCompareWindow] = []
-        view = window.family_view
         view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         view.customContextMenuRequested.connect(self._context_menu)
 
     def selected_objects(self) -> list[TreeObject]:
-        rows = self.w.family_view.selectionModel().selectedRows(0)
-        return [r.data(self._role()) for r in sorted(rows, key=lambda r: self.w.family_view.visualRect(r).top())]
+        rows = self.view.selectionModel().selectedRows(0)
+        return [r.data(self._role()) for r in sorted(rows, key=lambda r: self.view.visualRect(r).top())]
 
     def compare_selected(self) -> OverloadCompareWindow | None:
         objs = self.selected_objects()
         if len(objs) != 2:
-            self.w.statusBar().showMessage("Select two overloads or calls of one family (Ctrl+click) to compare",
-                                           5000)
+            self.session.message.emit("Select two overloads or calls of one family (Ctrl+click) to compare", 5000)
             return None
         return self.compare(objs[0], objs[1])
 
     def compare(self, a: TreeObject, b: TreeObject) -> OverloadCompareWindow | None:
-        analyses = self.w.analyses
+        analyses = self.session.analyses
         if analyses is None:
             return None
         try:
             check_members(analyses, a, b)
         except ValueError as e:
-            self.w.statusBar().showMessage(f"Cannot compare: {e}", 5000)
+            self.session.message.emit(f"Cannot compare: {e}", 5000)
             return None
         window = OverloadCompareWindow(analyses)
         window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.windows = [x for x in self.windows if x.isVisible()] + [window]
+        window.destroyed.connect(lambda: QTimer.singleShot(0, self, self._forget_deleted))  # once it is gone
+        self.windows = [*self.windows, window]
         window.show()
         window.start(a, b)
         return window
 
+    def _forget_deleted(self) -> None:
+        """Drop the windows Qt has deleted (their Python wrappers must never be asked anything again)."""
+        self.windows = [x for x in self.windows if isValid(x)]
+
     def siblings(self, obj: TreeObject) -> list[tuple[str, TreeObject]]:
         """What ``obj`` can be compared with: the other overloads of its function family and their call sites, or
         the other calls of its aten family, as (label, object)."""
-        analyses = self.w.analyses
+        analyses = self.session.analyses
         me = member_of(obj)
         if analyses is None or me is None:
             return []
@@ -468,7 +470,7 @@ class FamilyCompare(QObject):
         return int(FamilyModel.ObjectRole)
 
     def _context_menu(self, pos: QPoint) -> None:
-        view = self.w.family_view
+        view = self.view
         index: QModelIndex = view.indexAt(pos)
         menu = QMenu(view)
         two = len(self.selected_objects()) == 2
@@ -484,6 +486,6 @@ class FamilyCompare(QObject):
 
     def _pick(self, obj: TreeObject, others: list[tuple[str, TreeObject]]) -> None:
         labels = [label for label, _o in others]
-        label, ok = QInputDialog.getItem(self.w, "Compare with…", "Compare with", labels, 0, False)
+        label, ok = QInputDialog.getItem(self.parent_widget, "Compare with…", "Compare with", labels, 0, False)
         if ok and label in labels:
             self.compare(obj, others[labels.index(label)][1])

@@ -88,7 +88,6 @@ class ReviewBar(QWidget):
         row = QHBoxLayout()
         for status in ("ok", "suspicious", "wrong", "unreviewed"):
             b = QPushButton(status.capitalize() if status != "unreviewed" else "Reset")
-            b.setToolTip(f"Mark {status} ({SHORTCUTS[status]})")
             b.clicked.connect(lambda _=False, s=status: self.request(s))
             sc = QShortcut(QKeySequence(SHORTCUTS[status]), self)
             sc.setContext(Qt.ShortcutContext.WindowShortcut)
@@ -107,12 +106,15 @@ class ReviewBar(QWidget):
         self._current: str | None = None
         self.set_target(None, None)
 
-    def set_target(self, label: str | None, review: Review | None) -> None:
+    def set_target(self, label: str | None, review: Review | None, why: str = "") -> None:
+        """Name the target (``label``) and its review; with none, the buttons are disabled and say ``why``."""
         enabled = label is not None
-        for b in self.buttons.values():
+        for status, b in self.buttons.items():
             b.setEnabled(enabled)
+            b.setToolTip(tooltip(f"Mark {status} ({SHORTCUTS[status]})" if enabled else
+                                 why or "Nothing to review is shown"))
         self.note.setEnabled(enabled)
-        self.target.set_full_text(label or "Select an overload or click a highlighted value to review it")
+        self.target.set_full_text(label or why or "Select an overload or click a highlighted value to review it")
         self._current = review.status if review else None
         self.status.setText(review.status if review else "")
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"

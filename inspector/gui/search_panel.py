@@ -16,6 +16,7 @@ from shiboken6 import isValid
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
+from inspector.gui.analysis import main_call_owners
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit
 from inspector.gui.worker import Jobs
@@ -103,8 +104,7 @@ class SearchPanel(QWidget):
         """Main-graph node -> its aten call (one pass over the calls; made off the GUI thread when typing)."""
         owners = self._owners
         if owners is None or index is not self._index:
-            owners = {p[0]: call for call in index.index.provenance.calls if call.scope == MAIN
-                      for p in call.node_paths if p and isinstance(p[0], int)}
+            owners = main_call_owners(index.index)
             if index is self._index:
                 self._owners = owners
         return owners

@@ -25,7 +25,7 @@ from inspector.core.specialise.categories import (
 )
 from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.gui.analysis import Selection
-from inspector.gui.text import esc, tooltip
+from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
 
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
@@ -59,9 +59,9 @@ class SignaturePanel(QWidget):
     def clear(self, message: str = "Select an overload or an aten call.") -> None:
         self._specs = []
         self._shown = None
-        self.view.setHtml(f"<p><i>{esc(message)}</i></p>")
-        self.source.setHtml("<p><i>The torchlib implementation appears here for aten calls when torch and "
-                            "onnxscript are installed.</i></p>")
+        self.view.setHtml(tag("p", tag("i", message)))
+        self.source.setHtml(tag("p", tag("i", "The torchlib implementation appears here for aten calls when torch "
+                                              "and onnxscript are installed.")))
 
     def show_selection(self, selection: Selection) -> None:
         """Show the body of ``selection``; the values left out start hidden."""
@@ -78,33 +78,36 @@ class SignaturePanel(QWidget):
         self._specs = []
         self._shown = sel
         analysis = sel.analysis
-        parts = [f"<h3>{esc(sel.title)}</h3>"]
+        parts = [tag("h3", sel.title)]
         if sel.family_note:
-            parts.append(f"<p>{esc(sel.family_note)}</p>")
+            parts.append(tag("p", sel.family_note))
         parts.append(_lowering(sel))
         if sel.signature is not None:
-            parts.append("<p><b>Aten signature</b> (this call's values bound to parameter names)</p>")
+            parts.append(tag("p", tag("b", "Aten signature"), " (this call's values bound to parameter names)"))
             parts.append(self._pre([signature_line(sel.signature, analysis.specialised)]))
             if sel.signature.problem and sel.signature.schema is not None:
-                parts.append(f"<p><i>{esc(sel.signature.problem)}</i></p>")
+                parts.append(tag("p", tag("i", sel.signature.problem)))
         n = len(sel.calls) if sel.calls else len(analysis.members)
-        parts.append(f"<p><b>ONNX body</b> <small>fingerprint {esc(analysis.fingerprints.full[:12])}, "
-                     f"template {esc(analysis.fingerprints.template[:12])}, {n} call{'s' if n != 1 else ''}"
-                     "</small></p>")
+        prints = analysis.fingerprints
+        parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"fingerprint {prints.full[:12]}, template "
+                                                                       f"{prints.template[:12]}, "
+                                                                       f"{n} call{'s' if n != 1 else ''}")))
         parts.append(self._pre(body_lines(analysis.body, analysis.specialised)))
         parts.append(self._spec_table(analysis.specialised, sel.lone))
         parts.append(self._per_call(analysis.specialised, sel.call))
         parts.append(self._left_out(analysis.left_out))
         if len(sel.calls) > 1:
-            shown = "".join(f"<li>{'<b>' + esc(c) + '</b>' if c == sel.call else esc(c)}</li>"
-                            for c in sel.calls[:MAX_CALLS_LISTED])
-            more = f"<li>… {len(sel.calls) - MAX_CALLS_LISTED} more</li>" if len(sel.calls) > MAX_CALLS_LISTED else ""
-            head = (f"Calls ({len(sel.calls)})</b> <small>same body; the values they pass differ (per call, above)"
-                    if any(s.varies and s.call_values for s in analysis.specialised)  # TorchScript's eps per call
-                    else f"Identical calls ({len(sel.calls)})</b> <small>same body, same values")
-            parts.append(f"<p><b>{head}</small></p><ul>{shown}{more}</ul>")
+            shown = [tag("li", tag("b", c) if c == sel.call else c) for c in sel.calls[:MAX_CALLS_LISTED]]
+            more = [tag("li", f"… {len(sel.calls) - MAX_CALLS_LISTED} more")] if len(sel.calls) > MAX_CALLS_LISTED \
+                else []
+            if any(s.varies and s.call_values for s in analysis.specialised):  # TorchScript's eps per call
+                head = (tag("b", f"Calls ({len(sel.calls)})"), " ",
+                        tag("small", "same body; the values they pass differ (per call, above)"))
+            else:
+                head = (tag("b", f"Identical calls ({len(sel.calls)})"), " ", tag("small", "same body, same values"))
+            parts += [tag("p", *head), tag("ul", *shown, *more)]
         parts.append(_legend())
-        self.view.setHtml("".join(parts))
+        self.view.setHtml(rich(*parts))
 
     def shown(self) -> Selection | None:
         return self._shown
@@ -114,39 +117,32 @@ class SignaturePanel(QWidget):
 
     def show_source(self, target: str, functions: list[Any] | None) -> None:
         if functions is None:
-            self.source.setHtml("<p><i>torch and onnxscript are not installed (pip install torch==2.13.0 "
-                                "onnxscript) so the torchlib source cannot be shown.</i></p>")
+            self.source.setHtml(tag("p", tag("i", "torch and onnxscript are not installed (pip install torch==2.13.0 "
+                                                  "onnxscript) so the torchlib source cannot be shown.")))
             return
         if not functions:
-            self.source.setHtml(f"<p>No torchlib function is registered for {esc(target)}.</p>")
+            self.source.setHtml(tag("p", f"No torchlib function is registered for {target}."))
             return
         parts = []
         for f in functions:
             kind = "trace_only: runs as Python at export time" if f.trace_only else "scripted ONNX function"
-            parts.append(f"<h3>{esc(f.name)}</h3><p><i>{esc(kind)}</i></p><pre>{esc(f.source)}</pre>")
-        self.source.setHtml("".join(parts))
+            parts += [tag("h3", f.name), tag("p", tag("i", kind)), tag("pre", f.source)]
+        self.source.setHtml(rich(*parts))
 
     # rendering ---------------------------------------------------------------------------------------------
-    def _pre(self, lines: list[Line]) -> str:
-        out = []
-        for line in lines:
-            html = []
-            for seg in line:
-                if seg.spec is not None:
-                    html.append(self._mark(seg.spec, seg.text))
-                else:
-                    html.append(esc(seg.text))
-            out.append("".join(html))
-        return "<pre style='white-space:pre-wrap'>" + "\n".join(out) + "</pre>"
+    def _pre(self, lines: list[Line]) -> Rich:
+        out = [rich(*(self._mark(seg.spec, seg.text) if seg.spec is not None else seg.text for seg in line))
+               for line in lines]
+        return pre(*(rich("\n" if k else "", line) for k, line in enumerate(out)))
 
-    def _mark(self, spec: SpecialisedValue, text: str) -> str:
+    def _mark(self, spec: SpecialisedValue, text: str) -> Rich:
         """``text`` highlighted in ``spec``'s colour, linked to it (hover explains it, a click reviews it)."""
-        return (f"<a href='spec:{self._id(spec)}' style='background-color:{classify(spec).colour};"
-                f"color:{TEXT_COLOUR};text-decoration:none'>{esc(text)}</a>")
+        return tag("a", text, href=f"spec:{self._id(spec)}",
+                   style=f"background-color:{classify(spec).colour};color:{TEXT_COLOUR};text-decoration:none")
 
-    def _spec_table(self, specs: list[SpecialisedValue], lone: bool) -> str:
+    def _spec_table(self, specs: list[SpecialisedValue], lone: bool) -> Rich:
         if not specs:
-            return "<p><i>No specialised values.</i></p>"
+            return tag("p", tag("i", "No specialised values."))
         rows = []
         for s in specs:
             lit = s.literal
@@ -163,59 +159,54 @@ class SignaturePanel(QWidget):
                             for a in s.links]
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
-            cells = (self._mark(s, short_where(s)), esc(value), esc(state), "<br>".join(map(esc, evidence)) or "-")
-            rows.append(f"<tr><td style='{NOWRAP}'>{cells[0]}</td><td>{cells[1]}</td>"
-                        f"<td style='{NOWRAP}'>{cells[2]}</td><td>{cells[3]}</td></tr>")
+            lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
+            rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), tag("td", value),
+                            tag("td", state, style=NOWRAP), tag("td", lines)))
         baked = {s.baked_by for s in specs if s.baked_by}
-        note = "".join(f"<p><small>{esc(baked_text(b)[0].upper() + baked_text(b)[1:])}.</small></p>"
-                       for b in sorted(baked))
-        return ("<p><b>Specialised values</b></p><table cellspacing='6'><tr><th align='left'>where</th>"
-                "<th align='left'>value</th><th align='left'>in the family</th><th align='left'>evidence</th>"
-                "</tr>" + "".join(rows) + "</table>" + note)
+        notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
+        head = tag("tr", *(tag("th", h, align="left") for h in ("where", "value", "in the family", "evidence")))
+        return rich(tag("p", tag("b", "Specialised values")), tag("table", head, *rows, cellspacing=6), *notes)
 
-    def _per_call(self, specs: list[SpecialisedValue], current: str | None) -> str:
+    def _per_call(self, specs: list[SpecialisedValue], current: str | None) -> Rich:
         """Parametric values as each call site passes them (one column per value), differing values marked."""
         cols = [s for s in specs if s.call_values]
         if not cols:
-            return ""
+            return Rich()
         calls = list(dict.fromkeys(c for s in cols for c, _v in s.call_values))  # in order, once each
-        head = "".join(f"<th align='left'>{self._mark(s, f'@{s.literal.ref}')} <small>({esc(short_where(s))})"
-                       "</small></th>" for s in cols)
+        head = [tag("th", self._mark(s, f"@{s.literal.ref}"), " ", tag("small", f"({short_where(s)})"), align="left")
+                for s in cols]
         rows = []
         by_call = [dict(s.call_values) for s in cols]
         for call in calls[:MAX_CALLS_LISTED]:
             cells = []
             for s, values in zip(cols, by_call, strict=True):
                 if call not in values:
-                    cells.append("<td>-</td>")
+                    cells.append(tag("td", "-"))
                     continue
-                text = esc(value_text(values[call], MAX_VALUE_CHARS))
-                first = s.call_values[0][1]
-                if values[call] != first:  # differs from the first call's: varies, like an overload difference
-                    text = (f"<span style='background-color:{Category.VARIES.colour};color:{TEXT_COLOUR}'>"
-                            f"{text}</span>")
-                cells.append(f"<td>{text}</td>")
-            name = f"<b>{esc(call)}</b>" if call == current else esc(call)
-            rows.append(f"<tr><td>{name}</td>{''.join(cells)}</tr>")
-        more = (f"<p><small>… {len(calls) - MAX_CALLS_LISTED} more calls</small></p>"
+                text: Rich | str = value_text(values[call], MAX_VALUE_CHARS)
+                if values[call] != s.call_values[0][1]:  # differs from the first call's: varies, like an overload
+                    text = tag("span", text, style=f"background-color:{Category.VARIES.colour};color:{TEXT_COLOUR}")
+                cells.append(tag("td", text))
+            rows.append(tag("tr", tag("td", tag("b", call) if call == current else call), *cells))
+        more = (tag("p", tag("small", f"… {len(calls) - MAX_CALLS_LISTED} more calls"))
                 if len(calls) > MAX_CALLS_LISTED else "")
-        return ("<p><b>Per call site</b> <small>the values each call passes to the function's attributes</small></p>"
-                "<table cellspacing='6'><tr><th align='left'>call</th>" + head + "</tr>" + "".join(rows)
-                + "</table>" + more)
+        return rich(tag("p", tag("b", "Per call site"), " ",
+                        tag("small", "the values each call passes to the function's attributes")),
+                    tag("table", tag("tr", tag("th", "call", align="left"), *head), *rows, cellspacing=6), more)
 
-    def _left_out(self, left_out: list[SpecialisedValue]) -> str:
+    def _left_out(self, left_out: list[SpecialisedValue]) -> Rich:
         if not left_out:
-            return ""
+            return Rich()
         n = len(left_out)
-        what = f"{n} attribute{'s' if n != 1 else ''} equal to {'their' if n != 1 else 'its'} ONNX default"
+        what = (f"Left out: {n} attribute{'s' if n != 1 else ''} equal to {'their' if n != 1 else 'its'} ONNX "
+                "default (neither varying nor linked). ")
         if not self._left_out_open:
-            return (f"<p><small>Left out: {what} (neither varying nor linked). "
-                    f"<a href='{LEFT_OUT_LINK}'>Show them</a></small></p>")
-        rows = "".join(f"<tr><td>{esc(short_where(s))}</td><td>{esc(value_text(s.literal.value, MAX_VALUE_CHARS))}"
-                       "</td></tr>" for s in left_out)
-        return (f"<p><small>Left out: {what} (neither varying nor linked). <a href='{LEFT_OUT_LINK}'>Hide them"
-                f"</a></small></p><table cellspacing='6'><tr><th align='left'>where</th><th align='left'>value</th>"
-                f"</tr>{rows}</table>")
+            return tag("p", tag("small", what, tag("a", "Show them", href=LEFT_OUT_LINK)))
+        rows = [tag("tr", tag("td", short_where(s)), tag("td", value_text(s.literal.value, MAX_VALUE_CHARS)))
+                for s in left_out]
+        return rich(tag("p", tag("small", what, tag("a", "Hide them", href=LEFT_OUT_LINK))),
+                    tag("table", tag("tr", tag("th", "where", align="left"), tag("th", "value", align="left")),
+                        *rows, cellspacing=6))
 
     def _id(self, spec: SpecialisedValue) -> int:
         for k, s in enumerate(self._specs):
@@ -239,24 +230,23 @@ class SignaturePanel(QWidget):
             QToolTip.hideText()
 
 
-def _lowering(sel: Selection) -> str:
+def _lowering(sel: Selection) -> Rich:
     """Which torchlib function lowered the call: ``aten::transpose.int → torchlib aten_transpose, trace_only``."""
     entry = sel.torchlib
     if sel.target is None:
-        return ""
+        return Rich()
     if entry is None:
-        return f"<p>{esc(sel.target)} → <i>no torchlib function in the catalogue</i></p>"
+        return tag("p", f"{sel.target} → ", tag("i", "no torchlib function in the catalogue"))
     kind = "trace_only" if entry.trace_only else "script"
-    source = esc(entry.source) + (f", {esc(torchlib_version())}" if torchlib_version() else "")
-    out = (f"<p>{esc(sel.target)} → torchlib <code>{esc(entry.function)}</code>, {kind} "
-           f"<small>({source})</small>")
-    if sel.rewritten:
-        out += (f"<br><small>The optimizer's rewriter changed these nodes (rule {esc(', '.join(sel.rewritten))}), so "
-                "their values are not attributed to torchlib's code.</small>")
-    return out + "</p>"
+    source = entry.source + (f", {torchlib_version()}" if torchlib_version() else "")
+    rules = ", ".join(sel.rewritten)
+    rewritten = rich(BR, tag("small", f"The optimizer's rewriter changed these nodes (rule {rules}), so their "
+                                      "values are not attributed to torchlib's code.")) if sel.rewritten else ""
+    return tag("p", f"{sel.target} → torchlib ", tag("code", entry.function), f", {kind} ",
+               tag("small", f"({source})"), rewritten)
 
 
-def _legend() -> str:
-    keys = "".join(f"<span style='background-color:{c.colour};color:{TEXT_COLOUR}'>&nbsp;{esc(c.label)}&nbsp;</span> "
-                   for c in Category)
-    return f"<p><small>{keys}— hover a value for details</small></p>"
+def _legend() -> Rich:
+    keys = [rich(tag("span", Rich("&nbsp;"), c.label, Rich("&nbsp;"),
+                     style=f"background-color:{c.colour};color:{TEXT_COLOUR}"), " ") for c in Category]
+    return tag("p", tag("small", *keys, "— hover a value for details"))

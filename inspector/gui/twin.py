@@ -24,7 +24,7 @@ from inspector.gui import details
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.node_details import node_html, tensor_preview
 from inspector.gui.pairing import BodyPairing, Marks
-from inspector.gui.text import esc
+from inspector.gui.text import HR, Rich, rich, tag
 from inspector.gui.widgets import ElidedLabel
 from inspector.render.scene import SceneNode
 
@@ -42,7 +42,7 @@ class Side(QWidget):
         self.info = QTextBrowser()
         self.info.setOpenLinks(False)
         self.index: ModelIndex | None = None
-        self.summary_html = ""  # what the info panel shows when no box is selected
+        self.summary_html = Rich()  # what the info panel shows when no box is selected
         self._values: GraphValues | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -61,7 +61,7 @@ class Side(QWidget):
             self.info.setHtml(self.summary_html)
             return
         body = box_html(self.index, self.panel.current_scope(), node, self.values())
-        self.info.setHtml(self.summary_html + "<a name='box'></a><hr/>" + body)
+        self.info.setHtml(rich(self.summary_html, tag("a", name="box"), HR, body))
         self.info.scrollToAnchor("box")  # the box's details in view, the side's summary above them
 
     def values(self) -> GraphValues:
@@ -114,15 +114,15 @@ class TwinGraphs(QSplitter):
         self.b.set_index(index_b)
 
     def show_pair(self, scope_a: Scope, scope_b: Scope, pairing: BodyPairing | None,
-                  summary_a: str = "", summary_b: str = "") -> None:
+                  summary_a: Rich = Rich(), summary_b: Rich = Rich()) -> None:
         """Show one scope on each side, marked as ``pairing`` says (None: nothing to align, boxes pair by id)."""
         self.pairing = pairing
         self._marks = {id(self.a): pairing.marks_a if pairing else {}, id(self.b): pairing.marks_b if pairing else {}}
         self._waiting = 2
         for side, scope, summary in ((self.a, scope_a, summary_a), (self.b, scope_b, summary_b)):
-            side.summary_html = summary or f"<p><b>{esc(side.name)}</b>: {esc(scope_label(scope))}</p>"
-            side.info.setHtml(side.summary_html + "<p><i>Click a box to see its details here and the aligned box "
-                              "on the other side.</i></p>")
+            side.summary_html = summary or tag("p", tag("b", side.name), ": ", scope_label(scope))
+            side.info.setHtml(rich(side.summary_html, tag("p", tag("i", "Click a box to see its details here and "
+                                                                   "the aligned box on the other side."))))
             side.panel.show_scope(scope)
 
     def partner(self, node_id: str, from_a: bool) -> str | None:
@@ -143,8 +143,8 @@ class TwinGraphs(QSplitter):
         if target is None or target not in graph.items_by_id:
             if current is not None:
                 graph.scene().clearSelection()
-            other.info.setHtml(other.summary_html + "<p><i>No aligned box on this side: the selected box has no "
-                               "counterpart here.</i></p>")
+            other.info.setHtml(rich(other.summary_html, tag("p", tag("i", "No aligned box on this side: the "
+                                                                          "selected box has no counterpart here."))))
             return
         if current is None or current.id != target:
             self._busy = True
@@ -181,11 +181,11 @@ class TwinGraphs(QSplitter):
 
 
 def box_html(index: ModelIndex | None, scope: Scope | None, node: SceneNode,
-             values: tuple[Mapping[str, str], Mapping[str, onnx.TensorProto]]) -> str:
+             values: tuple[Mapping[str, str], Mapping[str, onnx.TensorProto]]) -> Rich:
     """Details of one box of a graph: an ONNX node (attributes, typed inputs and outputs, metadata, operator),
     a function call, an aten call, a constant's value, or an input/output with its type."""
     if index is None or scope is None:
-        return ""
+        return Rich()
     types, initializers = values
     path = node.ref[1] if node.kind == "function_call" and isinstance(node.ref, tuple) else node.ref
     if node.kind in ("op", "function_call") and isinstance(path, tuple):
@@ -194,17 +194,17 @@ def box_html(index: ModelIndex | None, scope: Scope | None, node: SceneNode,
         try:
             proto = resolve_path(nodes, path)
         except KeyError:
-            return ""
+            return Rich()
         inits = {n: initializers[n] for n in proto.input if n in initializers}
         return node_html(index, proto, f"{scope_label(scope)} / {node.detail or node.label}", types, inits,
                          {n: _preview(index, t) for n, t in inits.items()})
     if node.kind == "aten_call" and isinstance(node.ref, AtenCall):
         return details.describe(index, node.ref)
     name = str(node.ref)
-    text = f"<h3>{esc(node.kind)} <code>{esc(name)}</code></h3>"
+    text = tag("h3", node.kind, " ", tag("code", name))
     if name in initializers:
-        return text + f"<p>{esc(_preview(index, initializers[name]))}</p>"
-    return text + f"<p>{esc(types.get(name, node.detail))}</p>"
+        return rich(text, tag("p", _preview(index, initializers[name])))
+    return rich(text, tag("p", types.get(name, node.detail)))
 
 
 def _preview(index: ModelIndex, tensor: onnx.TensorProto) -> str:

@@ -1,0 +1,172 @@
+"""The left side of the main window: the filter box over the Functions tree, the Modules tree, the Review list and
+Search, as tabs. It follows the session: a new model fills the trees (rows made off the GUI thread), a move made
+elsewhere (the graph, search, the Review list) selects the row of what is now shown, and review counts become the
+tree's badges. A row the user picks is announced as ``chosen``; a row selected to follow the session is not."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import QHeaderView, QTabWidget, QVBoxLayout, QWidget
+
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.provenance import ModuleNode
+from inspector.gui.analysis import TreeObject
+from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
+from inspector.gui.filtering import FilterBox
+from inspector.gui.module_model import ModuleModel, object_of
+from inspector.gui.review_panel import ReviewPanel
+from inspector.gui.search_panel import SearchPanel
+from inspector.gui.session import Session
+from inspector.gui.widgets import HintedTreeView
+
+
+class Trees(QWidget):
+    """Functions, Modules, Review and Search tabs (``tabs``) under the functions filter box."""
+
+    chosen = Signal(object)  # TreeObject: a row picked by the user in the Functions or Modules tree
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+        self.families = FamilyModel()
+        self.family_filter = FamilyFilter()
+        self.family_filter.setSourceModel(self.families)
+        self.filter_box = FilterBox(self.family_filter)
+        self.family_view = HintedTreeView(self._families_hint)
+        self.family_view.setModel(self.family_filter)
+        self.family_view.setUniformRowHeights(True)
+        self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
+        header = self.family_view.header()  # names take the room left by the counts, so Review stays visible
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)  # fitted per model (_fit_counts)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
+        self.family_view.selectionModel().currentChanged.connect(self._family_selected)
+        self.module_view = HintedTreeView(self._modules_hint)
+        self.module_view.setUniformRowHeights(True)
+        self.module_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.review_panel = ReviewPanel()
+        self.search_panel = SearchPanel()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.family_view, "Functions")
+        self.tabs.addTab(self.module_view, "Modules")
+        self.tabs.addTab(self.review_panel, "Review")
+        self.tabs.addTab(self.search_panel, "Search")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.filter_box)
+        lay.addWidget(self.tabs)
+        self._following = False  # rows selected to follow the session are not the user's choice
+        session.model_loaded.connect(self._set_index)
+        session.moved.connect(self.follow)
+        session.reviews_changed.connect(self._reviews_changed)
+
+    def _set_index(self, index: ModelIndex) -> None:
+        """Forget the previous model's filter, search and selection, then show ``index``'s rows."""
+        self.filter_box.set_now("")
+        self.search_panel.set_index(None)
+        self.search_panel.box.clear()
+        self.family_view.clearSelection()
+        self.tabs.setCurrentWidget(self.family_view)
+        self.families.set_tree(self.session.tree or FamilyTree(index))
+        self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
+        self._fit_counts(index)
+        modules = ModuleModel(index.provenance.module_root if index.provenance.has_provenance else None,
+                              self.session.totals)
+        self.module_view.setModel(modules)
+        self.module_view.expand(modules.index(0, 0))
+        self.module_view.setColumnWidth(0, 220)
+        self.module_view.selectionModel().currentChanged.connect(
+            lambda cur, _prev: None if self._following else self.chosen.emit(object_of(cur)))
+        self.search_panel.set_index(self.session.search)
+
+    def _reviews_changed(self) -> None:
+        self.review_panel.set_items(self.session.review_list)
+        self.families.set_badges(self.session.badges)
+
+    def _families_hint(self) -> str:
+        """Why the functions tree has no rows."""
+        index = self.session.index
+        if index is None:
+            return "Open a model (File › Open, or drop a file here) to see its local functions and aten calls."
+        if self.family_filter.text:
+            return f"No function, overload or aten call matches “{self.family_filter.text}”."
+        if index.provenance.has_provenance:
+            return "No local functions or aten calls in this model."
+        return ("No local functions or aten calls: this model carries no pkg.torch.onnx metadata (a TorchScript "
+                "export, or one whose metadata was removed), so its nodes cannot be grouped by the aten call they "
+                "came from. The graph, node details, search and diff work as usual.")
+
+    def _modules_hint(self) -> str:
+        """Why the modules tree has no rows."""
+        if self.session.index is None:
+            return "Open a model to see the PyTorch modules its nodes came from."
+        return ("No module tree: this model carries no pkg.torch.onnx metadata, which names the module each node "
+                "came from (a TorchScript export, or one whose metadata was removed).")
+
+    def _fit_counts(self, index: ModelIndex) -> None:
+        """Size the Calls column to its widest text: a family's count, or a call's node count. Qt's
+        ResizeToContents measured every shown row again on each change (4x the work of expanding 500 calls)."""
+        model, metrics = self.families, self.family_view.fontMetrics()
+        texts = ["Calls", *(["99 nodes"] if index.provenance.calls else []),
+                 *(model.index(r, 1).data() for r in range(model.rowCount()))]
+        self.family_view.header().resizeSection(1, max(metrics.horizontalAdvance(t) for t in texts) + 16)
+
+    def module_total(self, node: ModuleNode) -> int:
+        """Nodes in a module and its submodules, as the modules tree counted them (off the GUI thread)."""
+        model = self.module_view.model()
+        return model.total(node) if isinstance(model, ModuleModel) else node.total_nodes()
+
+    def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self.filter_box.filtering or self._following:  # rows came and went, or the tree follows: no choice
+            return
+        self.chosen.emit(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
+
+    def _source_of(self, member: TreeObject) -> QModelIndex:
+        """The row of an AtenCall, a FunctionKey's overload, a Family or an Overload (a call's row is made if it
+        has none yet); invalid when it has none."""
+        target = member
+        index = self.session.index
+        if isinstance(member, FunctionKey) and index is not None:
+            target = next((o for fam in index.families for o in fam.overloads if o.function == member), None)
+        return self.families.index_of(target)
+
+    def select(self, member: TreeObject) -> bool:
+        """Select (as the user would) the row of ``member``, clearing the filter if it hides the row."""
+        src = self._source_of(member)
+        if not src.isValid():
+            return False
+        proxy = self.family_filter.mapFromSource(src)
+        if not proxy.isValid():
+            self.filter_box.set_now("")
+            proxy = self.family_filter.mapFromSource(src)
+        self.tabs.setCurrentWidget(self.family_view)
+        self.family_view.scrollTo(proxy)
+        unchanged = self.family_view.currentIndex() == proxy
+        self.family_view.setCurrentIndex(proxy)  # selects the row alone, even when it was current already
+        if unchanged:  # no change of row to announce it: announce it here
+            self.chosen.emit(proxy.data(FamilyModel.ObjectRole))
+        return True
+
+    def follow(self, shown: object) -> None:
+        """What is shown changed elsewhere: the functions tree selects its row (none when it has no row, or the
+        filter hides it), without announcing a choice."""
+        current = self.family_view.currentIndex()
+        if current.isValid() and current.data(FamilyModel.ObjectRole) is shown:
+            return
+        src = self._source_of(shown) if isinstance(shown, (AtenCall, FunctionKey)) else QModelIndex()
+        proxy = self.family_filter.mapFromSource(src) if src.isValid() else QModelIndex()
+        selection = self.family_view.selectionModel()
+        self._following = True
+        try:
+            if proxy.isValid():
+                flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+                selection.setCurrentIndex(proxy, flags)
+                self.family_view.scrollTo(proxy)
+            elif current.isValid():
+                selection.clear()
+        finally:
+            self._following = False
