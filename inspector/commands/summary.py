@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
 from inspector import api
+from inspector.core.util.jsonsafe import json_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,8 +23,7 @@ def main(argv: Sequence[str]) -> int:
     if args.json:
         data = model.summary()
         api.keep(data)
-        json.dump(data, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(data))
     else:
         sys.stdout.write(model.summary_text())
     return 0

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import json
-
 from inspector.core.review.check import FAILING, CheckItem, CheckResult
 from inspector.core.specialise.categories import value_text
+from inspector.core.util.jsonsafe import json_text
 from inspector.core.util.textsafe import github_data, github_property, one_line
 
 __all__ = ["CHECK_FORMATS", "LABELS", "check_github", "check_text", "check_verdict", "describe", "render_check"]
@@ -19,7 +18,7 @@ LABELS = {"changed": "changed since review", "wrong": "reviewed wrong", "suspici
 def render_check(result: CheckResult, fmt: str) -> str:
     """The check as ``text``, ``json`` or ``github``."""
     if fmt == "json":
-        return json.dumps(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return json_text(result.to_json())
     if fmt == "github":
         return check_github(result)
     if fmt == "text":

@@ -3,10 +3,10 @@ render a diff here."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from inspector.core.diff import ModelDiff, diff_dict
+from inspector.core.util.jsonsafe import json_chunks
 
 DIFF_FORMATS = ("text", "md", "json", "html")
 DIFF_SUFFIXES = {".json": "json", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".txt": "text"}
@@ -39,13 +39,4 @@ def diff_chunks(d: ModelDiff, fmt: str) -> Iterator[str]:
 
 
 def _json_chunks(d: ModelDiff) -> Iterator[str]:
-    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False)
-    buffered: list[str] = []
-    size = 0
-    for piece in encoder.iterencode(diff_dict(d)):
-        buffered.append(piece)
-        size += len(piece)
-        if size > 1 << 16:
-            yield "".join(buffered)
-            buffered, size = [], 0
-    yield "".join(buffered) + "\n"
+    return json_chunks(diff_dict(d))

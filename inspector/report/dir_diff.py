@@ -3,10 +3,10 @@ per relative path. Every path and name from the folders goes through ``inspector
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from inspector.core.diff.folders import DIR_STATUSES, DirDiff, DirRow, DirStatus
+from inspector.core.util.jsonsafe import json_text
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.textsafe import one_line
 from inspector.report.diff_html import dir_diff_page
@@ -27,7 +27,7 @@ _MARKS: dict[DirStatus, str] = {"equal": "✅", "equivalent": "🟰", "different
 def render_dir_diff(d: DirDiff, fmt: str) -> str:
     """The folder diff as ``text``, ``md``, ``json`` or ``html``."""
     if fmt == "json":
-        return json.dumps(d.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return json_text(d.to_json())
     if fmt == "md":
         return dir_diff_markdown(d)
     if fmt == "html":
@@ -46,6 +46,14 @@ def dir_diff_verdict(d: DirDiff) -> str:
                                                                              else "")
 
 
+def _row_title(kind: str) -> str:
+    """A kind's title on a row, where no section heading says what was ``retyped``: ``input retyped``, ``output
+    retyped`` and ``initializer added`` (two kinds of one row read ``retyped 1, retyped 1`` before)."""
+    title = {str(k): v for k, v in KIND_TITLES.items()}.get(kind, kind)
+    section = kind.partition("_")[0]
+    return f"{section} {title}" if section in ("initializer", "input", "output") else title
+
+
 def row_detail(row: DirRow) -> str:
     """What a row adds to its status, as plain text (callers escape it): the error, or the changes by kind and
     the families they are in."""
@@ -53,8 +61,7 @@ def row_detail(row: DirRow) -> str:
         return row.error
     if not row.changes:
         return ""
-    titles: dict[str, str] = {str(k): v for k, v in KIND_TITLES.items()}
-    kinds = ", ".join(f"{titles.get(k, k)} {n}" for k, n in sorted(row.kinds.items()))
+    kinds = ", ".join(f"{_row_title(k)} {n}" for k, n in sorted(row.kinds.items()))
     text = f"{row.changes} change{'s' if row.changes != 1 else ''} ({kinds})"
     if row.families:
         text += " in " + ", ".join(row.families)

@@ -10,11 +10,10 @@ of it. Bump ``REPORT_VERSION`` on any incompatible change; additive fields keep 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from inspector.core.diff import diff_dict
-from inspector.core.util.jsonsafe import json_safe
+from inspector.core.util.jsonsafe import json_safe, json_text
 from inspector.report.data import (
     BodyInfo,
     FamilyInfo,
@@ -31,7 +30,7 @@ REPORT_VERSION = 1
 
 def render_json(report: Report) -> str:
     """The report as indented JSON text (``allow_nan=False``: every value is JSON-safe)."""
-    return json.dumps(report_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json_text(report_dict(report))
 
 
 def report_dict(report: Report) -> dict[str, Any]:

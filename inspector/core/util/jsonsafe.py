@@ -1,13 +1,53 @@
-"""Values as JSON can carry them exactly, for every JSON this package writes (diffs, reports)."""
+"""Values as JSON can carry them exactly, for every JSON this package writes (summaries, diffs, reports, checks),
+and the one way that JSON becomes text: ``json_text`` / ``json_chunks``.
+
+Threat: model strings are untrusted, and Python strings read from a model (an fx text's ``'\\ud800'``) or from a
+file name (bytes that are not UTF-8 arrive as lone surrogates) may hold lone surrogates, which UTF-8 cannot carry:
+``report --format json`` died with ``UnicodeEncodeError``, and a diff's JSON on stdout was not valid UTF-8. Each
+lone surrogate is written as the visible text ``\\udXXX`` (in JSON: an escaped backslash and five characters), as
+the terminal and HTML writers show it (``textsafe.printable``), so every JSON output is valid UTF-8.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["json_safe"]
+__all__ = ["json_chunks", "json_safe", "json_text"]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_CHUNK = 1 << 16  # characters per piece of a streamed document
+
+
+def _inert(text: str) -> str:
+    """JSON text with each (raw) lone surrogate written as an escaped backslash and ``udXXX``."""
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """``value`` as JSON text (UTF-8 safe, no NaN), ending in a newline."""
+    return _inert(json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)) + "\n"
+
+
+def json_chunks(value: Any, indent: int | None = 2) -> Iterator[str]:
+    """``json_text(value)`` in pieces of about 64k characters, encoded as it is written (a 200k-node diff is never
+    one string)."""
+    encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
+    buffered: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(value):
+        buffered.append(piece)
+        size += len(piece)
+        if size > _CHUNK:
+            yield _inert("".join(buffered))
+            buffered, size = [], 0
+    yield _inert("".join(buffered)) + "\n"
 
 
 def json_safe(v: Any, depth: int = 0) -> Any:
