@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.specialise.categories import Category
+from inspector.core.util.errors import InspectorError
 from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM
 from inspector.gui.main_window import MainWindow
 from tests.conftest import FIXTURES
@@ -170,3 +171,20 @@ def test_fit_never_blows_up_small_graphs_nor_shrinks_large_ones_below_readable(q
     assert natural < 0.6  # fitting it whole would make the labels unreadable
     graph.fit()
     assert graph.readable() and graph.transform().m11() == pytest.approx(0.6)
+
+
+def test_a_graph_export_never_replaces_the_model_or_its_reviews(qtbot, window: MainWindow, tmp_path: Path):
+    """The graph's Export goes through the one path guard and writes atomically: a symlink named like an export
+    that points at the open model is refused, and the model is unchanged."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes((FIXTURES / "hostile.onnx").read_bytes())
+    _open(qtbot, window, model)
+    link = tmp_path / "graph.svg"
+    link.symlink_to(model)
+    before = model.read_bytes()
+    for target in (model, link, tmp_path / "m.onnx.review.json"):
+        with pytest.raises(InspectorError, match="refusing to overwrite"):
+            window.center.export(target)
+    assert model.read_bytes() == before
+    window.center.export(tmp_path / "ok.svg")
+    assert (tmp_path / "ok.svg").read_text().startswith("<svg") or "<svg" in (tmp_path / "ok.svg").read_text()

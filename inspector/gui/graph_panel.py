@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QMessageBox, QToolButton, QVBoxLayout, QWidget
 
 from inspector.core.bodies.body import Body
 from inspector.core.model.calls import AtenCall, Scope
@@ -21,8 +21,12 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.walk import NodePath
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.paths import check_output
+from inspector.core.util.textsafe import one_line
 from inspector.gui import dot_process, worker
 from inspector.gui.analysis import TreeObject, scope_of
+from inspector.gui.dialogs import show_message
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_view import GraphView, export_png, export_svg
 from inspector.gui.text import plural
@@ -451,12 +455,18 @@ class GraphPanel(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export graph", self.export_name() + (
             ".png" if overview else ".svg"), "PNG (*.png)" if overview else "SVG (*.svg);;PNG (*.png)")
         if path:
-            self.export(Path(path))
+            try:
+                self.export(Path(path))
+            except InspectorError as e:
+                show_message(self, QMessageBox.Icon.Warning, "Export graph", one_line(str(e), 300))
 
     def export_name(self) -> str:
         return export_name(self._current)
 
     def export(self, path: Path) -> None:
+        """Write the drawing to ``path`` (atomically), never over the open model's files (``paths.check_output``)."""
+        protected = self.index.protected_files() if self.index is not None else []
+        check_output(path, protected, "the graph")
         export_view(self.graph, self._current, path)
 
 

@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QKeyEvent, QPainter, QPalette, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 
+from inspector.core.util.errors import InspectorError
+from inspector.core.util.fileio import write_atomic
 from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, opens_body
 from inspector.gui.graph_keys import ARROWS, distance, next_box, reach, reading_order
 from inspector.render.layout import Layout, to_svg
@@ -351,8 +353,12 @@ def export_png(view: GraphView, path: Path, scale: float = 2.0) -> None:
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     view.scene().render(painter, QRectF(image.rect()), rect)
     painter.end()
-    if not image.save(str(path)):
-        raise OSError(f"could not write {path}")
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):  # type: ignore[call-overload]  # PySide6 takes str; its stubs say bytes
+        raise InspectorError(f"could not draw {path.name}")
+    write_atomic(path, bytes(data.data()))
 
 
 def export_svg(view: GraphView, path: Path) -> None:
@@ -361,4 +367,4 @@ def export_svg(view: GraphView, path: Path) -> None:
         return
     scene, layout = view.current
     highlights = {i: colour for i, item in view.items_by_id.items() if (colour := item.trace or item.mark)}
-    path.write_text(to_svg(scene, layout, highlights), encoding="utf-8")
+    write_atomic(path, to_svg(scene, layout, highlights).encode("utf-8"))
