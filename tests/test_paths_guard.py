@@ -174,3 +174,19 @@ def test_the_python_api_saves_through_the_same_guard(folder: Path, target: str):
         with pytest.raises(InspectorError, match="refusing to overwrite"):
             result.save(protected)
     assert _snapshot(folder) == before
+
+
+def test_folder_diff_rows_say_why_a_link_is_not_used(tmp_path: Path):
+    from inspector.core.diff.folders import diff_dirs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side in (a, b):
+        side.mkdir()
+    (a / "loop.onnx").symlink_to(a / "loop2.onnx")
+    (a / "loop2.onnx").symlink_to(a / "loop.onnx")
+    (a / "gone.onnx").symlink_to(a / "nothing.onnx")
+    (a / "out.onnx").symlink_to(ZOO / "pair_eps_a.onnx")
+    rows = {r.path: r.error for r in diff_dirs(a, b, jobs=1).rows}
+    assert rows == {"loop.onnx": "A: a symbolic link loop", "loop2.onnx": "A: a symbolic link loop",
+                    "gone.onnx": "A: a link to nothing (dangling)",
+                    "out.onnx": "A: a link to a file outside the folder (not followed)"}

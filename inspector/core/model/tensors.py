@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import onnx
 from onnx import TensorProto
 
 from inspector.core.util.errors import InspectorError, UnsafePathError
+from inspector.core.util.paths import open_regular
 
 # Bytes per element; 4-bit and 2-bit types pack two or four values a byte.
 TENSOR_BITS: dict[int, int] = {
@@ -163,17 +163,17 @@ def read_tensor(t: TensorProto, folder: Path, max_bytes: int = PREVIEW_LIMIT) ->
 
 
 def _read_region(name: str, folder: Path, path: Path, offset: int, length: int) -> bytearray:
-    """``length`` bytes at ``offset`` of ``path``, from a regular file inside ``folder`` only; never blocks."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
-        | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    """``length`` bytes at ``offset`` of ``path``, from a regular file inside ``folder`` only; never blocks, never
+    through a final symbolic link (``paths.open_regular``), and what was opened is checked to lie inside ``folder``."""
     try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        raise InspectorError(f"tensor {name!r}: cannot read {path.name}: {e.strerror or e}") from None
+        fd = open_regular(path, follow_links=False, what="external data")
+    except FileNotFoundError:
+        raise InspectorError(f"tensor {name!r}: cannot read {path.name}: no such file") from None
+    except InspectorError as e:
+        why = "is not a regular file" if "not a regular file" in str(e) else "is a symbolic link or unreadable"
+        raise UnsafePathError(f"tensor {name!r}: {path.name} {why}") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePathError(f"tensor {name!r}: {path.name} is not a regular file")
         _check_opened_inside(name, fd, folder, path, st)
         if offset + length > st.st_size:
             raise InspectorError(f"tensor {name!r}: external data runs past the end of {path.name}")
