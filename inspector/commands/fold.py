@@ -1,4 +1,5 @@
-"""``onnx-inspector fold MODEL -o OUT [--domain D]``: make each aten call of a flat export a local function call."""
+"""``onnx-inspector fold MODEL -o OUT [--domain D] [--modules PATTERNS]``: make each aten call of a flat
+export a local function call, or with ``--modules`` each instance of the nn.Module classes named."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import onnx
 
 from inspector.commands import keep
 from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
-from inspector.core.model.index import open_index
+from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
+from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.util.encoding import encoded
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import write_atomic
@@ -22,7 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector fold", description=__doc__)
     p.add_argument("model", help="a flat dynamo export (.onnx)")
     p.add_argument("-o", "--output", required=True, help="where to write the folded model")
-    p.add_argument("--domain", default=DEFAULT_DOMAIN, help=f"domain of the aten functions (default {DEFAULT_DOMAIN})")
+    p.add_argument("--domain", help=f"domain of the functions (default {DEFAULT_DOMAIN}, with --modules "
+                   f"{MODULE_DOMAIN})")
+    p.add_argument("--modules", metavar="PATTERN[,PATTERN...]",
+                   help="fold these nn.Module instances instead of aten calls: fnmatch patterns over the class "
+                        "(LlamaDecoderLayer, '*Attention') or the module path ('model.layers.*')")
     p.add_argument("--check", action="store_true", help="run onnx.checker.check_model(full_check=True) on the result")
     p.add_argument("-v", "--verbose", action="store_true", help="list every group left flat")
     return p
@@ -30,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    index = open_index(args.model, modules=False)
+    index = open_index(args.model, modules=args.modules is not None)
     keep(index)
     check_output(args.output, index.protected_files(), "the folded model")
     if index.parameters().external_bytes and Path(args.output).resolve().parent != index.path.parent:
@@ -40,21 +46,17 @@ def main(argv: Sequence[str]) -> int:
         have = len(index.functions.functions)
         already = f"; it has {have} local functions already (a TorchScript export?)" if have else ""
         raise InspectorError(f"{args.model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
+    if args.modules is not None:
+        return _fold_modules(index, args)
     try:
-        folded, report = fold_model(index, args.domain, consume=True)  # the index is not used after this
+        folded, report = fold_model(index, args.domain or DEFAULT_DOMAIN, consume=True)  # index not used after
         keep(folded)
     except ValueError as e:
         raise InspectorError(str(e)) from None
-    if args.check:
-        try:
-            onnx.checker.check_model(folded, full_check=True)
-        except Exception as e:
-            reason = " ".join(str(e).split())[:300]
-            raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
-    write_atomic(Path(args.output), encoded(folded), make_parents=True)  # in pieces: no 130 MB buffer at 100k
+    _write(folded, args)
     out = sys.stdout
     out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
-              f"({report.families} families) in domain {args.domain}\n")
+              f"({report.families} families) in domain {args.domain or DEFAULT_DOMAIN}\n")
     out.write(f"main graph: {report.nodes_before} -> {report.nodes_after} nodes\n")
     if report.left_flat:
         out.write(f"left flat: {len(report.left_flat)} calls\n")
@@ -65,3 +67,24 @@ def main(argv: Sequence[str]) -> int:
             out.write(f"  … {len(report.left_flat) - len(shown)} more (-v lists all)\n")
     out.write(f"wrote {args.output}\n")
     return 0
+
+
+def _fold_modules(index: ModelIndex, args: argparse.Namespace) -> int:
+    try:
+        folded, report = fold_modules(index, args.modules, args.domain or MODULE_DOMAIN)
+    except ValueError as e:
+        raise InspectorError(str(e)) from None
+    _write(folded, args)
+    sys.stdout.writelines(f"{line}\n" for line in report.lines(args.verbose))
+    sys.stdout.write(f"wrote {args.output}\n")
+    return 0
+
+
+def _write(folded: onnx.ModelProto, args: argparse.Namespace) -> None:
+    if args.check:
+        try:
+            onnx.checker.check_model(folded, full_check=True)
+        except Exception as e:
+            reason = " ".join(str(e).split())[:300]
+            raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
+    write_atomic(Path(args.output), encoded(folded), make_parents=True)  # in pieces: no 130 MB buffer at 100k

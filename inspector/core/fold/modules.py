@@ -1,0 +1,359 @@
+"""``fold --modules``: nn.Module instances of a flat dynamo export as calls of local functions, one per class.
+
+TorchScript's ``export_modules_as_functions`` has no dynamo counterpart, and users ask for it back: a backend
+compiles a function once for all identical decoder blocks instead of once per block. The flat export keeps each
+node's module path and class (fx metadata), so the instances a pattern selects (``module_select``) are cut out of
+the main graph: each becomes one call of a function in domain ``pkg.torch.module`` named after its class.
+Instances whose bodies are equal (``core/bodies/fingerprint.py``: names ignored, wiring and literals seen) share
+one function; bodies that differ become overloads of one family named by what differs (``fold/names.py``, a short
+hash only to break ties). Weights and other large initializers stay in the main graph and are passed as inputs;
+small non-parameter initializers (shapes, scales baked in by trace_only code) move into the body as Constant nodes.
+Nested selections fold inside out, so a layer's function calls its attention's function.
+
+The aten fold is not run inside (the body keeps the flat nodes with their fx metadata, cut from the first instance
+of each function): the two answer different questions, and a module function's body stays readable as a flat
+export. An instance that folding would put on a cycle (a path leaves it and comes back), or whose nodes sit partly
+inside an If/Loop body (a value would cross a subgraph boundary, which a function call cannot express), stays flat
+and is listed. Each pass is linear in the nodes times the nesting depth of the selection.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import helper
+
+from inspector.core.bodies.body import Body
+from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
+from inspector.core.fold.names import Unnamed, identifier, overload_keys
+from inspector.core.model.graph import GraphMaps, captured_names
+from inspector.core.model.index import ModelIndex
+from inspector.core.model.keys import FunctionKey
+from inspector.core.model.walk import subgraphs
+from inspector.core.util.gc_pause import paused_gc
+from inspector.core.util.textsafe import one_line
+
+MODULE_DOMAIN = "pkg.torch.module"  # beside pkg.torch.aten (the aten fold) and pkg.torch.onnx (the metadata keys)
+
+
+@dataclass(slots=True)
+class ModuleFoldReport:
+    instances_folded: int = 0
+    functions: list[FunctionKey] = field(default_factory=list)
+    left_flat: list[tuple[str, str, str]] = field(default_factory=list)  # (module path, class, reason)
+    nodes_before: int = 0
+    nodes_after: int = 0
+
+    @property
+    def families(self) -> int:
+        return len({k.family for k in self.functions})
+
+    def lines(self, verbose: bool = False) -> list[str]:
+        """What the command prints: counts, then the instances left flat (ten unless ``verbose``), model strings
+        escaped (module paths and classes come from the model)."""
+        out = [f"folded {self.instances_folded} module instances into {len(self.functions)} functions "
+               f"({self.families} families): "
+               + ", ".join(one_line(k.name + (f":{k.overload}" if k.overload else ""), 80) for k in self.functions),
+               f"main graph: {self.nodes_before} -> {self.nodes_after} nodes"]
+        if self.left_flat:
+            out.append(f"left flat: {len(self.left_flat)} instances")
+            shown = self.left_flat if verbose else self.left_flat[:10]
+            out.extend(f"  {one_line(path, 120)} ({one_line(cls, 120)}): {reason}" for path, cls, reason in shown)
+            if len(shown) < len(self.left_flat):
+                out.append(f"  … {len(self.left_flat) - len(shown)} more (-v lists all)")
+        return out
+
+
+@dataclass(slots=True)
+class _Unit:
+    """A node of the graph being folded: an original node or the call of a folded instance."""
+
+    node: onnx.NodeProto
+    reads: list[str]
+    outputs: list[str]
+    position: int  # the original index it sits at (a call: its instance's last node)
+
+
+@dataclass(slots=True)
+class _Folded:
+    """A folded instance: its body and the call that replaces it (overload provisional until named)."""
+
+    inst: Instance
+    body: Body
+    fingerprint: str
+    call: _Unit
+
+
+_CYCLE = "folding would form a cycle (a path leaves the instance and comes back into it)"
+_SUBGRAPH = "some of its nodes sit inside an If/Loop body (a value would cross a subgraph boundary)"
+
+
+def fold_modules(index: ModelIndex, patterns: str | Sequence[str],
+                 domain: str = MODULE_DOMAIN) -> tuple[onnx.ModelProto, ModuleFoldReport]:
+    """A new model in which each instance of a module some pattern matches is a call of a local function."""
+    with paused_gc():  # many small objects and no cycles
+        return _fold(index, parse_patterns(patterns), domain)
+
+
+def _fold(index: ModelIndex, patterns: list[str], domain: str) -> tuple[onnx.ModelProto, ModuleFoldReport]:
+    proto = index.proto
+    if any(k.domain == domain for k in index.functions.functions):
+        raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
+    instances = select(module_tree(index), patterns)
+    maps = index.graph_maps()
+    owners(index, instances, maps)
+    report = ModuleFoldReport(nodes_before=len(proto.graph.node))
+    units: list[_Unit | None] = [_Unit(n, maps.reads(i), maps.outputs[i], i) for i, n in enumerate(proto.graph.node)]
+    unit_at = list(range(len(units)))  # original index -> the unit now standing for it
+    constants = maps.small_constants - maps.parameters
+    folded: list[_Folded] = []
+    for inst in sorted(instances, key=lambda x: -x.depth):  # inside out
+        reason = _SUBGRAPH if inst.in_subgraph else _cycle(inst.members, maps)
+        if not inst.members:
+            continue
+        if reason:
+            report.left_flat.append((inst.path, inst.module.class_name, reason))
+            continue
+        done = _fold_instance(inst, units, unit_at, maps, constants, domain)
+        folded.append(done)
+    keys = _name(folded, domain)
+    functions = _functions(folded, keys, maps, proto, domain)
+    provisional = {f.fingerprint: keys[f.fingerprint] for f in folded}
+    for f in functions:
+        _rename_calls(f.node, domain, provisional)
+    main = [u for u in units if u is not None]
+    for u in main:
+        if u.node.domain == domain:
+            _rename_calls([u.node], domain, provisional)
+    order = _topological([(u.reads, u.outputs) for u in main])
+    out = _rebuilt(proto, [main[k] for k in order], maps, functions, domain)
+    report.instances_folded = len(folded)
+    report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
+    report.nodes_after = len(out.graph.node)
+    return out, report
+
+
+def _fold_instance(inst: Instance, units: list[_Unit | None], unit_at: list[int], maps: GraphMaps,
+                   constants: frozenset[str], domain: str) -> _Folded:
+    """Replace the instance's units by one call; its body (nodes in order, inputs by first use) is kept."""
+    members = inst.members
+    mine: list[_Unit] = []
+    seen: set[int] = set()
+    for i in members:
+        k = unit_at[i]
+        if k not in seen:
+            seen.add(k)
+            unit = units[k]
+            assert unit is not None
+            mine.append(unit)
+            units[k] = None
+    mine = [mine[k] for k in _topological([(u.reads, u.outputs) for u in mine])]
+    made = {o for u in mine for o in u.outputs if o}
+    reads_inside: Counter[str] = Counter()
+    for i in members:
+        reads_inside.update(maps.reads(i))
+    inputs: list[str] = []
+    consts: dict[str, onnx.TensorProto] = {}
+    taken: set[str] = set()
+    for u in mine:
+        for name in u.reads:
+            if name in made or name in taken:
+                continue
+            taken.add(name)
+            if name in constants:
+                consts[name] = maps.initializers[name]
+            else:
+                inputs.append(name)
+    outputs = [o for u in mine for o in u.outputs
+               if o and (o in maps.graph_outputs or maps.read_count.get(o, 0) > reads_inside.get(o, 0))]
+    body = Body(inst.path, [u.node for u in mine], inputs, outputs, consts, canonical_inputs=inputs)
+    fp = fingerprint(body).full
+    node = onnx.NodeProto()
+    node.op_type, node.domain, node.overload = identifier(inst.class_name), domain, fp
+    node.name = inst.path
+    node.input.extend(inputs)
+    node.output.extend(outputs)
+    last = members[-1]
+    call = _Unit(node, list(inputs), list(outputs), last)
+    units[last] = call
+    for i in members:
+        unit_at[i] = last
+    return _Folded(inst, body, fp, call)
+
+
+def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
+    """Function key per distinct (class, body): the overload is empty when a class has one body, else what sets
+    the body apart (``names.overload_keys``)."""
+    firsts: dict[str, _Folded] = {}
+    for f in folded:
+        firsts.setdefault(f.fingerprint, f)
+    per_class: dict[str, list[_Folded]] = {}
+    for f in firsts.values():
+        per_class.setdefault(f.inst.class_name, []).append(f)
+    keys: dict[str, FunctionKey] = {}
+    for cls, group in per_class.items():
+        if len(group) == 1:
+            keys[group[0].fingerprint] = FunctionKey(domain, identifier(cls), "")
+            continue
+        named = overload_keys([Unnamed(cls, f.body, f.fingerprint) for f in group], domain)
+        for f, key in zip(group, named, strict=True):
+            keys[f.fingerprint] = key
+    return keys
+
+
+def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphMaps, proto: onnx.ModelProto,
+               domain: str) -> list[onnx.FunctionProto]:
+    """One FunctionProto per key, cut from the first instance with that body, inner functions first."""
+    out: list[onnx.FunctionProto] = []
+    made: set[str] = set()
+    opsets = [o for o in proto.opset_import if o.domain != domain]
+    for f in folded:
+        if f.fingerprint in made:
+            continue
+        made.add(f.fingerprint)
+        out.append(_function(f, keys[f.fingerprint], maps, opsets, domain))
+    return out
+
+
+def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.OperatorSetIdProto],
+              domain: str) -> onnx.FunctionProto:
+    body = f.body
+    internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
+    rename: dict[str, str] = {}
+    taken = set(internal)
+    prefix = f.inst.path + "."
+    for k, name in enumerate(body.inputs):
+        fx = maps.fx_names(name)
+        base = name[len(prefix):] if name.startswith(prefix) else (fx[0] if fx else f"in{k}")
+        formal = identifier(base)
+        while formal in taken:
+            formal += "_"
+        taken.add(formal)
+        rename[name] = formal
+    fn = onnx.FunctionProto()
+    fn.domain, fn.name, fn.overload = key.domain, key.name, key.overload
+    fn.input.extend(rename[x] for x in body.inputs)
+    fn.output.extend(body.outputs)
+    for name, tensor in body.constants.items():
+        fn.node.append(helper.make_node("Constant", [], [name], value=tensor))
+    nested = False
+    for node in body.nodes:
+        copy = fn.node.add()
+        copy.CopyFrom(node)
+        nested = nested or node.domain == domain
+        _rename_reads(copy, rename)
+    fn.opset_import.extend(opsets)
+    if nested:
+        fn.opset_import.append(helper.make_opsetid(domain, 1))
+    fn.doc_string = f"nn.Module {f.inst.module.class_name}, cut from instance {f.inst.path}"
+    return fn
+
+
+def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
+    """Rename what ``node`` reads, inside its subgraphs too (values captured from the outer scope)."""
+    for k, name in enumerate(node.input):
+        if name in rename:
+            node.input[k] = rename[name]
+    stack = [g for _s, g in subgraphs(node)]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            for k, name in enumerate(n.input):
+                if name in rename:
+                    n.input[k] = rename[name]
+            stack.extend(sg for _s, sg in subgraphs(n))
+        for v in g.output:
+            if v.name in rename:
+                v.name = rename[v.name]
+
+
+def _rename_calls(nodes: Sequence[onnx.NodeProto], domain: str, keys: dict[str, FunctionKey]) -> None:
+    """Give calls their final key (they carried the body's fingerprint as a provisional overload)."""
+    for node in nodes:
+        if node.domain == domain and node.overload in keys:
+            key = keys[node.overload]
+            node.op_type, node.overload = key.name, key.overload
+
+
+def _rebuilt(proto: onnx.ModelProto, main: list[_Unit], maps: GraphMaps, functions: list[onnx.FunctionProto],
+             domain: str) -> onnx.ModelProto:
+    """The model with ``main`` as its graph's nodes; initializers and value infos no longer read are dropped."""
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    graph = out.graph
+    del graph.node[:]
+    graph.node.extend(u.node for u in main)
+    used = {name for u in main for name in (*u.reads, *u.outputs)} | maps.graph_outputs
+    for n in graph.node:
+        if n.attribute:
+            used.update(captured_names(n))
+    kept = [t for t in graph.initializer if t.name in used]
+    if len(kept) != len(graph.initializer):
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    infos = [v for v in graph.value_info if v.name in used]
+    del graph.value_info[:]
+    graph.value_info.extend(infos)
+    out.functions.extend(functions)
+    if not any(o.domain == domain for o in out.opset_import):
+        out.opset_import.append(helper.make_opsetid(domain, 1))
+    out.ir_version = max(out.ir_version, 10)
+    return out
+
+
+def _cycle(members: list[int], maps: GraphMaps) -> str | None:
+    """A reason when folding ``members`` (ascending node indices) would form a cycle: some path leaves the set and
+    comes back into it. One pass over the span between its first and last node."""
+    if not members or members[-1] - members[0] + 1 == len(members):
+        return None
+    group = set(members)
+    reach: set[str] = set()  # values made outside the group that depend on the group
+    for j in range(members[0], members[-1] + 1):
+        reads = maps.reads(j)
+        if j in group:
+            if any(r in reach for r in reads):
+                return _CYCLE
+            continue
+        if any(r in reach or maps.producer.get(r, -1) in group for r in reads):
+            reach.update(o for o in maps.outputs[j] if o)
+    return None
+
+
+def _topological(nodes: list[tuple[list[str], list[str]]]) -> list[int]:
+    """Positions of ``nodes`` (what each reads, what it makes) in a stable topological order (Kahn, by position);
+    the given order when it is one already."""
+    producer = {o: i for i, (_r, outs) in enumerate(nodes) for o in outs if o}
+    ok = True
+    for i, (reads, _o) in enumerate(nodes):
+        if any(producer.get(r, -1) >= i for r in reads):
+            ok = False
+            break
+    if ok:
+        return list(range(len(nodes)))
+    deps = [{producer[r] for r in reads if r in producer and producer[r] != i} for i, (reads, _o) in enumerate(nodes)]
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    waiting = [len(d) for d in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(out) != len(nodes):
+        raise ValueError("folding these modules would form a cycle between instances; fold fewer classes")
+    return out
+
+
+__all__ = ["MODULE_DOMAIN", "OUTSIDE", "ModuleFoldReport", "fold_modules"]
