@@ -18,6 +18,7 @@ from inspector.core.diff import diff_models
 from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
 from inspector.core.model.index import build_index, open_index
 from inspector.core.model.loader import LoadedModel
+from inspector.core.summary import summary_dict
 from inspector.core.util.errors import InspectorError
 
 ort = pytest.importorskip("onnxruntime")
@@ -49,12 +50,12 @@ def _truth(model: str) -> dict:
     return json.loads((ZOO / f"{model}.truth.json").read_text())
 
 
-def _expected_bodies(model: str, pattern: str) -> tuple[int, int, int]:
+def _expected_bodies(model: str, pattern: str, per_layer_values: bool = True) -> tuple[int, int, int]:
     """(instances, distinct bodies, classes) of a class pattern from torch's module list: the instances are the
     modules of that class that emitted ONNX nodes; two are alike when they sit at the same place of their stack
     (the path with layer numbers masked: an encoder's layer is not a decoder's, self-attention is not
     cross-attention), hold the same submodules, and share the hyperparameters the export's config sets per layer
-    (tiny_noopt's heads, eps)."""
+    (tiny_noopt's heads, eps), unless ``per_layer_values`` is off (``--hoist`` makes those call-site values)."""
     truth = _truth(model)
     classes: dict[str, str] = truth["module_classes"]
     emitted = {p for n in truth["fx_nodes"] if n.get("onnx_nodes", 0) > 0 for p in n.get("module_stack", [])}
@@ -67,7 +68,7 @@ def _expected_bodies(model: str, pattern: str) -> tuple[int, int, int]:
         inside = tuple(sorted((q[len(path):], classes[q]) for q in classes if q.startswith(path + ".")))
         number = int(m.group(1)) if (m := re.search(r"\.(\d+)$", path)) else 0
         per_layer = tuple(config[k][number] for k in ("heads", "eps") if isinstance(config.get(k), list)
-                          and (k != "eps" or classes[path].endswith("Block")))
+                          and (k != "eps" or classes[path].endswith("Block")) and per_layer_values)
         return place, inside, per_layer
 
     return len(paths), len({kind(p) for p in paths}), len({classes[p] for p in paths})
@@ -236,3 +237,38 @@ def test_inconsistent_module_metadata_is_refused_naming_what_is_missing(tmp_path
         fold_modules(open_index(path), "Layer")
     assert main(["fold", str(path), "--modules", "Layer", "-o", str(tmp_path / "o.onnx")]) == 2
     assert "has no class" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("model", "cls"), CASES, ids=[f"{m}-{c}" for m, c in CASES])
+def test_hoist_makes_values_that_differ_call_site_attributes(model: str, cls: str):
+    original = onnx.load(ZOO / f"{model}.onnx")
+    folded, report = fold_modules(open_index(ZOO / f"{model}.onnx"), cls, hoist=True)
+    onnx.checker.check_model(folded, full_check=True)
+    instances, bodies, families = _expected_bodies(model, cls, per_layer_values=False)
+    assert report.instances_folded == instances and report.families == families
+    assert len(folded.functions) == bodies
+    feeds = _feeds(model)
+    for a, b in zip(_run(original, feeds), _run(folded, feeds), strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_hoisted_eps_and_heads_are_shown_per_call_site(tmp_path: Path):
+    """tiny_noopt: torch's config gives Block eps 1e-5/1e-6/1e-5 and Attention heads 2/4/2. Hoisted, each class
+    is one function; the eps is a parametric LayerNormalization attribute whose call-site values are the config's,
+    and a head count reaches the attention's Reshape shapes as a call-site value too."""
+    config = _truth("tiny_noopt")["config"]
+    folded, report = fold_modules(open_index(ZOO / "tiny_noopt.onnx"), "Block,Attention", hoist=True)
+    assert sorted(str(k) for k in report.functions) == ["pkg.torch.module.Attention", "pkg.torch.module.Block"]
+    path = tmp_path / "hoisted.onnx"
+    onnx.save(folded, path)
+    summary = summary_dict(open_index(path))
+    block = next(f for f in summary["families"] if f["name"] == "Block")
+    [eps] = [s for s in block["overloads"][0]["specialised"] if s["kind"] == "parametric"]
+    assert eps["op_type"] == "LayerNormalization" and eps["attribute"] == "epsilon"
+    assert [c["call"] for c in eps["call_sites"]] == ["main/blocks.0", "main/blocks.1", "main/blocks.2"]
+    assert [np.float32(c["value"]) for c in eps["call_sites"]] == [np.float32(e) for e in config["eps"]]
+    attention = next(f for f in summary["families"] if f["name"] == "Attention")
+    passed = [[c["value"] for c in s["call_sites"]] for s in attention["overloads"][0]["specialised"]
+              if s["kind"] == "parametric"]
+    assert [[h] for h in config["heads"]] in passed  # the head count, per call site
+    assert [[config["d"] // h] for h in config["heads"]] in passed  # and the head size

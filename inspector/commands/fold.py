@@ -1,4 +1,4 @@
-"""``onnx-inspector fold MODEL -o OUT [--domain D] [--modules PATTERNS]``: make each aten call of a flat
+"""``onnx-inspector fold MODEL -o OUT [--domain D] [--modules PATTERNS [--hoist]]``: make each aten call of a flat
 export a local function call, or with ``--modules`` each instance of the nn.Module classes named."""
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--modules", metavar="PATTERN[,PATTERN...]",
                    help="fold these nn.Module instances instead of aten calls: fnmatch patterns over the class "
                         "(LlamaDecoderLayer, '*Attention') or the module path ('model.layers.*')")
+    p.add_argument("--hoist", action="store_true",
+                   help="with --modules: literals that differ between instances of a class become attributes of "
+                        "its one function, passed at each call site")
     p.add_argument("--check", action="store_true", help="run onnx.checker.check_model(full_check=True) on the result")
     p.add_argument("-v", "--verbose", action="store_true", help="list every group left flat")
     return p
@@ -36,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
+    if args.hoist and args.modules is None:
+        raise InspectorError("--hoist needs --modules")
     index = open_index(args.model, modules=args.modules is not None)
     keep(index)
     check_output(args.output, index.protected_files(), "the folded model")
@@ -71,7 +76,7 @@ def main(argv: Sequence[str]) -> int:
 
 def _fold_modules(index: ModelIndex, args: argparse.Namespace) -> int:
     try:
-        folded, report = fold_modules(index, args.modules, args.domain or MODULE_DOMAIN)
+        folded, report = fold_modules(index, args.modules, args.domain or MODULE_DOMAIN, hoist=args.hoist)
     except ValueError as e:
         raise InspectorError(str(e)) from None
     _write(folded, args)

@@ -29,6 +29,8 @@ from onnx import helper
 
 from inspector.core.bodies.body import Body
 from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.fold.module_hoist import Hoisted, parametrise
+from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
 from inspector.core.fold.names import Unnamed, identifier, overload_keys
 from inspector.core.model.graph import GraphMaps, captured_names
@@ -81,26 +83,38 @@ class _Unit:
 
 @dataclass(slots=True)
 class _Folded:
-    """A folded instance: its body and the call that replaces it (overload provisional until named)."""
+    """A folded instance: its body and the call that replaces it, whose overload is ``identity`` (the body's
+    fingerprint, or its template's when hoisted) until the function is named."""
 
     inst: Instance
     body: Body
-    fingerprint: str
+    identity: str
     call: _Unit
+    hoisted: Hoisted | None = None
+
+    @property
+    def class_name(self) -> str:
+        return self.inst.class_name
+
+    @property
+    def call_node(self) -> onnx.NodeProto:
+        return self.call.node
 
 
 _CYCLE = "folding would form a cycle (a path leaves the instance and comes back into it)"
 _SUBGRAPH = "some of its nodes sit inside an If/Loop body (a value would cross a subgraph boundary)"
 
 
-def fold_modules(index: ModelIndex, patterns: str | Sequence[str],
-                 domain: str = MODULE_DOMAIN) -> tuple[onnx.ModelProto, ModuleFoldReport]:
-    """A new model in which each instance of a module some pattern matches is a call of a local function."""
+def fold_modules(index: ModelIndex, patterns: str | Sequence[str], domain: str = MODULE_DOMAIN,
+                 hoist: bool = False) -> tuple[onnx.ModelProto, ModuleFoldReport]:
+    """A new model in which each instance of a module some pattern matches is a call of a local function; with
+    ``hoist``, literals that differ between instances of a class are function attributes (``module_hoist``)."""
     with paused_gc():  # many small objects and no cycles
-        return _fold(index, parse_patterns(patterns), domain)
+        return _fold(index, parse_patterns(patterns), domain, hoist)
 
 
-def _fold(index: ModelIndex, patterns: list[str], domain: str) -> tuple[onnx.ModelProto, ModuleFoldReport]:
+def _fold(index: ModelIndex, patterns: list[str], domain: str,
+          hoist: bool) -> tuple[onnx.ModelProto, ModuleFoldReport]:
     proto = index.proto
     if any(k.domain == domain for k in index.functions.functions):
         raise ValueError(f"the model already defines functions in domain {domain!r}; choose another --domain")
@@ -121,9 +135,14 @@ def _fold(index: ModelIndex, patterns: list[str], domain: str) -> tuple[onnx.Mod
             continue
         done = _fold_instance(inst, units, unit_at, maps, constants, domain)
         folded.append(done)
+    if hoist:
+        levels: dict[int, list[_Folded]] = {}
+        for f in folded:
+            levels.setdefault(f.inst.depth, []).append(f)
+        hoist_literals([levels[d] for d in sorted(levels, reverse=True)])
     keys = _name(folded, domain)
     functions = _functions(folded, keys, maps, proto, domain)
-    provisional = {f.fingerprint: keys[f.fingerprint] for f in folded}
+    provisional = {f.identity: keys[f.identity] for f in folded}
     for f in functions:
         _rename_calls(f.node, domain, provisional)
     main = [u for u in units if u is not None]
@@ -191,18 +210,18 @@ def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
     the body apart (``names.overload_keys``)."""
     firsts: dict[str, _Folded] = {}
     for f in folded:
-        firsts.setdefault(f.fingerprint, f)
+        firsts.setdefault(f.identity, f)
     per_class: dict[str, list[_Folded]] = {}
     for f in firsts.values():
         per_class.setdefault(f.inst.class_name, []).append(f)
     keys: dict[str, FunctionKey] = {}
     for cls, group in per_class.items():
         if len(group) == 1:
-            keys[group[0].fingerprint] = FunctionKey(domain, identifier(cls), "")
+            keys[group[0].identity] = FunctionKey(domain, identifier(cls), "")
             continue
-        named = overload_keys([Unnamed(cls, f.body, f.fingerprint) for f in group], domain)
+        named = overload_keys([Unnamed(cls, f.body, f.identity) for f in group], domain)
         for f, key in zip(group, named, strict=True):
-            keys[f.fingerprint] = key
+            keys[f.identity] = key
     return keys
 
 
@@ -213,10 +232,10 @@ def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphM
     made: set[str] = set()
     opsets = [o for o in proto.opset_import if o.domain != domain]
     for f in folded:
-        if f.fingerprint in made:
+        if f.identity in made:
             continue
-        made.add(f.fingerprint)
-        out.append(_function(f, keys[f.fingerprint], maps, opsets, domain))
+        made.add(f.identity)
+        out.append(_function(f, keys[f.identity], maps, opsets, domain))
     return out
 
 
@@ -247,6 +266,8 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
         copy.CopyFrom(node)
         nested = nested or node.domain == domain
         _rename_reads(copy, rename)
+    if f.hoisted is not None:
+        parametrise(fn, f.hoisted, len(body.constants))
     fn.opset_import.extend(opsets)
     if nested:
         fn.opset_import.append(helper.make_opsetid(domain, 1))
