@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
 
     from inspector.core.diff import ModelDiff
     from inspector.core.diff.folders import DirDiff
+    from inspector.core.fold.aten_fold import FoldReport
+    from inspector.core.fold.modules import ModuleFoldReport
     from inspector.core.model.index import Family, ModelIndex
     from inspector.core.review.check import CheckItem, CheckResult
     from inspector.core.review.store import ReviewStore
 
-__all__ = ["CheckReport", "Diff", "FolderDiff", "Model", "Report", "check", "diff", "open", "report", "show"]
+__all__ = ["CheckReport", "Diff", "FolderDiff", "Model", "Report", "check", "diff", "fold", "open", "report", "show"]
 
 IN_MEMORY = "<in memory>.onnx"  # the path an in-memory model is known by (never read or written)
 FRAME_HEIGHT = 600  # pixels of a result's frame in a notebook
@@ -320,6 +323,26 @@ def check(model: Any, reviews: Any = None) -> CheckReport:
     store = _store(m, reviews, required=True)
     assert store is not None
     return CheckReport(check_model(m.index, store))
+
+
+def fold(model: Any, modules: str | Sequence[str] | None = None, hoist: bool = False,
+         domain: str | None = None) -> tuple[onnx.ModelProto, FoldReport | ModuleFoldReport]:
+    """The folded model and what was folded (``onnx-inspector fold``): each aten call as a function call, or with
+    ``modules`` (class or module path patterns, ``"LlamaDecoderLayer,*Attention"``) each matching nn.Module
+    instance; ``hoist`` makes values that differ between instances of a class call-site attributes."""
+    m = open(model)
+    try:
+        if modules is None:
+            if hoist:
+                raise InspectorError("hoist needs modules")
+            from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
+
+            return fold_model(m.index, domain or DEFAULT_DOMAIN, consume=True)  # m is ours: its proto may change
+        from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
+
+        return fold_modules(m.index, modules, domain or MODULE_DOMAIN, hoist=hoist)
+    except ValueError as e:
+        raise InspectorError(str(e)) from None
 
 
 def _store(m: Model, reviews: Any, required: bool) -> ReviewStore | None:

@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.api import diff
+from inspector.api import diff, fold
 from inspector.cli import main
 from inspector.core.diff import diff_models
 from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
@@ -272,3 +272,14 @@ def test_hoisted_eps_and_heads_are_shown_per_call_site(tmp_path: Path):
               if s["kind"] == "parametric"]
     assert [[h] for h in config["heads"]] in passed  # the head count, per call site
     assert [[config["d"] // h] for h in config["heads"]] in passed  # and the head size
+
+
+def test_the_python_api_takes_the_same_options():
+    proto = onnx.load(ZOO / "tiny_noopt.onnx")
+    before = proto.SerializeToString()
+    folded, report = fold(proto, modules="Block,Attention", hoist=True)
+    command, _ = fold_modules(open_index(ZOO / "tiny_noopt.onnx"), ["Block", "Attention"], hoist=True)
+    assert folded.SerializeToString() == command.SerializeToString()
+    assert report.instances_folded == 6 and proto.SerializeToString() == before  # the caller's model is untouched
+    with pytest.raises(InspectorError, match="hoist needs modules"):
+        fold(proto, hoist=True)
