@@ -159,6 +159,17 @@ def test_overloads_are_named_by_what_differs():
     assert [n.name for n in calls] == ["blocks.0", "blocks.1", "blocks.2"]
 
 
+def test_bodies_that_differ_in_the_modules_they_call_are_named_by_them():
+    """t5: only the decoder's block holds a T5LayerCrossAttention (torch's module list); folded with its layers,
+    the two T5Block bodies differ only in the functions they call, and their overloads say which."""
+    classes = _truth("t5")["module_classes"]
+    holders = sorted(p.rsplit(".layer.", 1)[0] for p, c in classes.items() if c.endswith(".T5LayerCrossAttention"))
+    folded, _report = fold_modules(open_index(ZOO / "t5.onnx"), "T5Block,T5Layer*Attention,T5LayerFF")
+    blocks = {n.name: n.overload for n in folded.graph.node if n.op_type == "T5Block"}
+    assert sorted(p for p, ov in blocks.items() if ov == "with_T5LayerCrossAttention") == holders
+    assert sorted(ov for p, ov in blocks.items() if p not in holders) == ["without_T5LayerCrossAttention"]
+
+
 def test_module_path_patterns_select_instances():
     folded, report = fold_modules(open_index(ZOO / "gpt2.onnx"), "transformer.h.1")
     assert report.instances_folded == 1

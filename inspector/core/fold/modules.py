@@ -20,6 +20,7 @@ and is listed. Each pass is linear in the nodes times the nesting depth of the s
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -220,9 +221,49 @@ def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
             keys[group[0].identity] = FunctionKey(domain, identifier(cls), "")
             continue
         named = overload_keys([Unnamed(cls, f.body, f.identity) for f in group], domain)
-        for f, key in zip(group, named, strict=True):
+        inner = _inner_calls(group, keys, domain)
+        taken = {k.overload for k in named}
+        for f, key, calls in zip(group, named, inner, strict=True):
+            better = _call_words(calls, inner)
+            if _HASH_ONLY.match(key.overload) and better and better not in taken and len(better) <= 48:
+                taken.add(better)
+                key = FunctionKey(domain, key.name, better)
             keys[f.identity] = key
     return keys
+
+
+_HASH_ONLY = re.compile(r"^default_[0-9a-f]{6}_*$")  # overload_keys found no literal that sets the body apart
+
+
+def _call_words(calls: list[tuple[str, str]], inner: list[list[tuple[str, str]]]) -> str:
+    """``with_T5LayerCrossAttention`` (a function only this body calls), ``without_…`` (one it alone does not
+    call), else the overloads it calls that another body does not; "" when the calls are alike."""
+    ops = {op for op, _label in calls}
+    others = [{op for op, _label in other} for other in inner if other is not calls]
+    only = sorted(ops - set().union(*others)) if others else []
+    if only:
+        return identifier("with_" + "_".join(only[:2]))
+    missing = sorted(set().union(*others) - ops) if others else []
+    if missing:
+        return identifier("without_" + "_".join(missing[:2]))
+    labels = [label for _op, label in calls if any(label not in {x for _o, x in other} for other in inner)]
+    return identifier("with_" + "_".join(labels[:2])) if labels else ""
+
+
+def _inner_calls(group: list[_Folded], keys: dict[str, FunctionKey], domain: str) -> list[list[tuple[str, str]]]:
+    """Per body, the module functions it calls (``T5LayerCrossAttention``, ``T5Attention_add``), named so far:
+    what sets apart bodies that differ only in the calls they make (an encoder block and a decoder block)."""
+    out = []
+    for f in group:
+        names: list[tuple[str, str]] = []
+        for n in f.body.nodes:
+            if n.domain == domain:
+                key = keys.get(n.overload)
+                label = n.op_type if key is None or not key.overload else f"{key.name}_{key.overload}"
+                if (n.op_type, label) not in names:
+                    names.append((n.op_type, label))
+        out.append(names)
+    return out
 
 
 def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphMaps, proto: onnx.ModelProto,
