@@ -294,3 +294,19 @@ def test_the_python_api_takes_the_same_options():
     assert report.instances_folded == 6 and proto.SerializeToString() == before  # the caller's model is untouched
     with pytest.raises(InspectorError, match="hoist needs modules"):
         fold(proto, hoist=True)
+
+
+def test_model_strings_in_the_listing_are_escaped(tmp_path: Path, capsys):
+    """A class name is model text: an escape sequence in it is shown escaped, never sent to the terminal."""
+    evil = "Layer\x1b[2J"
+    path = _crafted(tmp_path, [
+        _meta(["", "m.0", "a"], ["Top", evil, "Relu"], "a"),
+        _meta(["", "b"], ["Top", "Relu"], "b"),
+        _meta(["", "m.0", "c"], ["Top", evil, "Relu"], "c"),
+    ], [("x", "a"), ("a", "b"), ("b", "c")])
+    assert main(["fold", str(path), "--modules", "Layer*", "-o", str(tmp_path / "o.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "m.0 (Layer\\x1b[2J): folding would form a cycle" in out
+    assert main(["fold", str(path), "--modules", "Nope", "-o", str(tmp_path / "o.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "Layer\\x1b[2J" in err
