@@ -239,6 +239,58 @@ def test_an_instance_on_a_cycle_stays_flat_and_is_listed(tmp_path: Path):
     assert [n.op_type for n in folded.graph.node] == ["Relu", "Relu", "Relu", "Layer"]
 
 
+def test_two_instances_whose_calls_would_read_each_other_leave_one_flat(tmp_path: Path):
+    """m.0 = {a, d} and m.1 = {b, c}, with a -> b and c -> d: each is convex, but the two calls would each read
+    what the other makes. One stays flat (listed), the other is folded, and the graph stays acyclic."""
+    path = _crafted(tmp_path, [
+        _meta(["", "m.0", "a"], ["Top", "Layer", "Relu"], "a"),
+        _meta(["", "m.1", "b"], ["Top", "Layer", "Relu"], "b"),
+        _meta(["", "m.1", "c"], ["Top", "Layer", "Relu"], "c"),
+        _meta(["", "m.0", "d"], ["Top", "Layer", "Relu"], "d"),
+    ], [("x", "a"), ("a", "b"), ("x", "c"), ("c", "d")])
+    model = onnx.load(path)
+    model.graph.output.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [2]))
+    onnx.save(model, path)
+    folded, report = fold_modules(open_index(path), "Layer")
+    onnx.checker.check_model(folded, full_check=True)
+    assert report.instances_folded == 1 and len(report.left_flat) == 1
+    assert "cycle" in report.left_flat[0][2]
+    feeds = {"x": np.array([-1.0, 2.0], dtype=np.float32)}
+    for a, b in zip(_run(model, feeds), _run(folded, feeds), strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_an_instance_reaching_into_an_if_branch_stays_flat(tmp_path: Path):
+    """m.0's nodes sit in the main graph and inside the then-branch of an If that is not m.0's: a function call
+    cannot hold part of a branch, so m.0 stays flat and is listed; m.1 beside it is folded."""
+    def node(op: str, ins: list[str], out: str, scopes: list[str] | None) -> onnx.NodeProto:
+        n = helper.make_node(op, ins, [out])
+        if scopes is not None:
+            for k, v in _meta([*scopes, out], ["Top", "Layer", "Relu"][: len(scopes) + 1], out).items():
+                n.metadata_props.add(key=k, value=v)
+        return n
+
+    t = helper.make_tensor_value_info
+    then = helper.make_graph([node("Relu", ["a"], "t1", ["", "m.0"])], "then", [], [t("t1", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([node("Neg", ["a"], "t2", None)], "else", [], [t("t2", TensorProto.FLOAT, [2])])
+    branch = helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other)
+    graph = helper.make_graph([node("Relu", ["x"], "a", ["", "m.0"]), branch, node("Relu", ["y"], "z", ["", "m.1"])],
+                              "g", [t("x", TensorProto.FLOAT, [2]), t("flag", TensorProto.BOOL, [])],
+                              [t("z", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    path = tmp_path / "branch.onnx"
+    onnx.save(model, path)
+    folded, report = fold_modules(open_index(path), "Layer")
+    onnx.checker.check_model(folded, full_check=True)
+    assert [(p, c) for p, c, _r in report.left_flat] == [("m.0", "Layer")]
+    assert "If/Loop body" in report.left_flat[0][2]
+    assert [n.op_type for n in folded.graph.node] == ["Relu", "If", "Layer"]
+    for flag in (True, False):
+        feeds = {"x": np.array([-1.0, 2.0], dtype=np.float32), "flag": np.array(flag)}
+        for a, b in zip(_run(model, feeds), _run(folded, feeds), strict=True):
+            assert a.tobytes() == b.tobytes()
+
+
 def test_inconsistent_module_metadata_is_refused_naming_what_is_missing(tmp_path: Path, capsys):
     path = _crafted(tmp_path, [
         _meta(["", "m.0", "a"], ["Top"], "a"),  # class_hierarchy shorter than name_scopes: m.0 has no class

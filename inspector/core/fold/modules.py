@@ -80,6 +80,7 @@ class _Unit:
     reads: list[str]
     outputs: list[str]
     position: int  # the original index it sits at (a call: its instance's last node)
+    instance: int = -1  # the instance a call stands for
 
 
 @dataclass(slots=True)
@@ -103,6 +104,7 @@ class _Folded:
 
 
 _CYCLE = "folding would form a cycle (a path leaves the instance and comes back into it)"
+_CYCLE_BETWEEN = "its call and another instance's would form a cycle (each reads what the other makes)"
 _SUBGRAPH = "some of its nodes sit inside an If/Loop body (a value would cross a subgraph boundary)"
 
 
@@ -122,19 +124,32 @@ def _fold(index: ModelIndex, patterns: list[str], domain: str,
     instances = select(module_tree(index), patterns)
     maps = index.graph_maps()
     owners(index, instances, maps)
+    skip: dict[int, str] = {}
+    while True:  # again without the instances whose calls formed a cycle together (rare: each pass drops one)
+        made = _attempt(proto, instances, maps, domain, hoist, skip)
+        if isinstance(made, tuple):
+            return made
+        skip.update(dict.fromkeys(made, _CYCLE_BETWEEN))
+
+
+def _attempt(proto: onnx.ModelProto, instances: list[Instance], maps: GraphMaps, domain: str, hoist: bool,
+             skip: dict[int, str]) -> tuple[onnx.ModelProto, ModuleFoldReport] | set[int]:
+    """The fold, leaving the instances in ``skip`` flat; or the instances whose calls form a cycle together."""
     report = ModuleFoldReport(nodes_before=len(proto.graph.node))
     units: list[_Unit | None] = [_Unit(n, maps.reads(i), maps.outputs[i], i) for i, n in enumerate(proto.graph.node)]
     unit_at = list(range(len(units)))  # original index -> the unit now standing for it
     constants = maps.small_constants - maps.parameters
     folded: list[_Folded] = []
     for inst in sorted(instances, key=lambda x: -x.depth):  # inside out
-        reason = _SUBGRAPH if inst.in_subgraph else _cycle(inst.members, maps)
         if not inst.members:
             continue
+        reason = skip.get(inst.number) or (_SUBGRAPH if inst.in_subgraph else _cycle(inst.members, maps))
         if reason:
             report.left_flat.append((inst.path, inst.module.class_name, reason))
             continue
         done = _fold_instance(inst, units, unit_at, maps, constants, domain)
+        if isinstance(done, set):
+            return done
         folded.append(done)
     if hoist:
         levels: dict[int, list[_Folded]] = {}
@@ -148,10 +163,12 @@ def _fold(index: ModelIndex, patterns: list[str], domain: str,
         _rename_calls(f.node, domain, provisional)
     main = [u for u in units if u is not None]
     for u in main:
-        if u.node.domain == domain:
+        if u.instance >= 0:
             _rename_calls([u.node], domain, provisional)
-    order = _topological([(u.reads, u.outputs) for u in main])
-    out = _rebuilt(proto, [main[k] for k in order], maps, functions, domain)
+    order = _sorted(main)
+    if isinstance(order, set):
+        return order
+    out = _rebuilt(proto, order, maps, functions, domain)
     report.instances_folded = len(folded)
     report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
     report.nodes_after = len(out.graph.node)
@@ -159,8 +176,9 @@ def _fold(index: ModelIndex, patterns: list[str], domain: str,
 
 
 def _fold_instance(inst: Instance, units: list[_Unit | None], unit_at: list[int], maps: GraphMaps,
-                   constants: frozenset[str], domain: str) -> _Folded:
-    """Replace the instance's units by one call; its body (nodes in order, inputs by first use) is kept."""
+                   constants: frozenset[str], domain: str) -> _Folded | set[int]:
+    """Replace the instance's units by one call; its body (nodes in order, inputs by first use) is kept. When the
+    calls of instances inside it form a cycle together, those instances instead."""
     members = inst.members
     mine: list[_Unit] = []
     seen: set[int] = set()
@@ -172,7 +190,10 @@ def _fold_instance(inst: Instance, units: list[_Unit | None], unit_at: list[int]
             assert unit is not None
             mine.append(unit)
             units[k] = None
-    mine = [mine[k] for k in _topological([(u.reads, u.outputs) for u in mine])]
+    ordered = _sorted(mine)
+    if isinstance(ordered, set):
+        return ordered
+    mine = ordered
     made = {o for u in mine for o in u.outputs if o}
     reads_inside: Counter[str] = Counter()
     for i in members:
@@ -199,7 +220,7 @@ def _fold_instance(inst: Instance, units: list[_Unit | None], unit_at: list[int]
     node.input.extend(inputs)
     node.output.extend(outputs)
     last = members[-1]
-    call = _Unit(node, list(inputs), list(outputs), last)
+    call = _Unit(node, list(inputs), list(outputs), last, inst.number)
     units[last] = call
     for i in members:
         unit_at[i] = last
@@ -386,19 +407,15 @@ def _cycle(members: list[int], maps: GraphMaps) -> str | None:
     return None
 
 
-def _topological(nodes: list[tuple[list[str], list[str]]]) -> list[int]:
-    """Positions of ``nodes`` (what each reads, what it makes) in a stable topological order (Kahn, by position);
-    the given order when it is one already."""
-    producer = {o: i for i, (_r, outs) in enumerate(nodes) for o in outs if o}
-    ok = True
-    for i, (reads, _o) in enumerate(nodes):
-        if any(producer.get(r, -1) >= i for r in reads):
-            ok = False
-            break
-    if ok:
-        return list(range(len(nodes)))
-    deps = [{producer[r] for r in reads if r in producer and producer[r] != i} for i, (reads, _o) in enumerate(nodes)]
-    users: list[list[int]] = [[] for _ in nodes]
+def _sorted(units: list[_Unit]) -> list[_Unit] | set[int]:
+    """``units`` in a stable topological order (Kahn, by position), unchanged when they are in one already; when
+    there is none, one instance whose call is on a cycle (the original graph has none, so only calls can be).
+    Nothing rescans the graph per instance: a cycle costs one more pass of the whole fold."""
+    producer = {o: i for i, u in enumerate(units) for o in u.outputs if o}
+    if all(producer.get(r, -1) < i for i, u in enumerate(units) for r in u.reads):
+        return units
+    deps = [{producer[r] for r in u.reads if r in producer and producer[r] != i} for i, u in enumerate(units)]
+    users: list[list[int]] = [[] for _ in units]
     for i, d in enumerate(deps):
         for j in d:
             users[j].append(i)
@@ -413,9 +430,24 @@ def _topological(nodes: list[tuple[list[str], list[str]]]) -> list[int]:
             waiting[u] -= 1
             if waiting[u] == 0:
                 heapq.heappush(ready, u)
-    if len(out) != len(nodes):
-        raise ValueError("folding these modules would form a cycle between instances; fold fewer classes")
-    return out
+    if len(out) == len(units):
+        return [units[i] for i in out]
+    # what is stuck is on a cycle or downstream of one: peel off the stuck units nothing stuck reads
+    stuck = {i for i, w in enumerate(waiting) if w}
+    readers = {i: sum(1 for u in users[i] if u in stuck) for i in stuck}
+    sinks = [i for i, n in readers.items() if n == 0]
+    while sinks:
+        i = sinks.pop()
+        stuck.discard(i)
+        for j in deps[i]:
+            if j in stuck:
+                readers[j] -= 1
+                if readers[j] == 0:
+                    sinks.append(j)
+    on_cycle = sorted(units[i].instance for i in stuck if units[i].instance >= 0)
+    if not on_cycle:
+        raise ValueError("the folded graph has a cycle that no module call explains")
+    return {on_cycle[0]}  # one at a time: leaving one call flat may break the cycle for the others
 
 
 __all__ = ["MODULE_DOMAIN", "OUTSIDE", "ModuleFoldReport", "fold_modules"]
