@@ -260,9 +260,11 @@ def test_two_instances_whose_calls_would_read_each_other_leave_one_flat(tmp_path
         assert a.tobytes() == b.tobytes()
 
 
-def test_an_instance_reaching_into_an_if_branch_stays_flat(tmp_path: Path):
-    """m.0's nodes sit in the main graph and inside the then-branch of an If that is not m.0's: a function call
-    cannot hold part of a branch, so m.0 stays flat and is listed; m.1 beside it is folded."""
+@pytest.mark.parametrize("if_is_mine", [False, True])
+def test_an_instance_reaching_into_an_if_branch_stays_flat_unless_the_if_is_its_own(tmp_path: Path, if_is_mine: bool):
+    """m.0's nodes sit in the main graph and inside the then-branch of an If. When the If is not m.0's, a function
+    call cannot hold part of a branch: m.0 stays flat and is listed, m.1 beside it is folded. When the If is m.0's
+    too, m.0 is folded with the whole If (its branch reads the function's input ``x`` from the outer scope)."""
     def node(op: str, ins: list[str], out: str, scopes: list[str] | None) -> onnx.NodeProto:
         n = helper.make_node(op, ins, [out])
         if scopes is not None:
@@ -271,9 +273,13 @@ def test_an_instance_reaching_into_an_if_branch_stays_flat(tmp_path: Path):
         return n
 
     t = helper.make_tensor_value_info
-    then = helper.make_graph([node("Relu", ["a"], "t1", ["", "m.0"])], "then", [], [t("t1", TensorProto.FLOAT, [2])])
+    then = helper.make_graph([node("Add", ["a", "x"], "t1", ["", "m.0"])], "then", [],
+                             [t("t1", TensorProto.FLOAT, [2])])
     other = helper.make_graph([node("Neg", ["a"], "t2", None)], "else", [], [t("t2", TensorProto.FLOAT, [2])])
     branch = helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other)
+    if if_is_mine:
+        for k, v in _meta(["", "m.0", "y"], ["Top", "Layer", "Relu"], "y").items():
+            branch.metadata_props.add(key=k, value=v)
     graph = helper.make_graph([node("Relu", ["x"], "a", ["", "m.0"]), branch, node("Relu", ["y"], "z", ["", "m.1"])],
                               "g", [t("x", TensorProto.FLOAT, [2]), t("flag", TensorProto.BOOL, [])],
                               [t("z", TensorProto.FLOAT, [2])])
@@ -282,9 +288,13 @@ def test_an_instance_reaching_into_an_if_branch_stays_flat(tmp_path: Path):
     onnx.save(model, path)
     folded, report = fold_modules(open_index(path), "Layer")
     onnx.checker.check_model(folded, full_check=True)
-    assert [(p, c) for p, c, _r in report.left_flat] == [("m.0", "Layer")]
-    assert "If/Loop body" in report.left_flat[0][2]
-    assert [n.op_type for n in folded.graph.node] == ["Relu", "If", "Layer"]
+    if if_is_mine:
+        assert not report.left_flat and report.instances_folded == 2
+        assert [(n.op_type, n.name) for n in folded.graph.node] == [("Layer", "m.0"), ("Layer", "m.1")]
+    else:
+        assert [(p, c) for p, c, _r in report.left_flat] == [("m.0", "Layer")]
+        assert "If/Loop body" in report.left_flat[0][2]
+        assert [n.op_type for n in folded.graph.node] == ["Relu", "If", "Layer"]
     for flag in (True, False):
         feeds = {"x": np.array([-1.0, 2.0], dtype=np.float32), "flag": np.array(flag)}
         for a, b in zip(_run(model, feeds), _run(folded, feeds), strict=True):

@@ -36,7 +36,7 @@ class Instance:
     module: ModuleNode
     parent: int  # number of the nearest selected ancestor, OUTSIDE at the top
     depth: int  # how many selected ancestors it has
-    in_subgraph: bool = False  # some of its aten calls sit inside a branch or loop body
+    in_subgraph: bool = False  # some of its aten calls sit inside a branch or loop body of a node not its own
     members: list[int] = field(default_factory=list)  # main-graph node indices, its descendants' included
 
     @property
@@ -134,6 +134,7 @@ def owners(index: ModelIndex, instances: list[Instance], maps: GraphMaps) -> lis
     owner = [-2] * n  # -2: a node of no aten call
     stack: list[tuple[ModuleNode, int]] = [(index.provenance.module_root, OUTSIDE)]
     at = {id(inst.module): inst.number for inst in instances}
+    in_branches: list[tuple[int, int]] = []  # (instance, main-graph node whose branch or body holds its call)
     while stack:
         module, current = stack.pop()
         current = at.get(id(module), current)
@@ -144,8 +145,8 @@ def owners(index: ModelIndex, instances: list[Instance], maps: GraphMaps) -> lis
             for p in call.node_paths:
                 if len(p) == 1 and type(p[0]) is int:
                     owner[p[0]] = current
-                elif current != OUTSIDE:
-                    instances[current].in_subgraph = True
+                elif current != OUTSIDE and type(p[0]) is int:
+                    in_branches.append((current, p[0]))
         stack.extend((c, current) for c in module.children.values())
     for i in range(n):
         if owner[i] == -2:
@@ -154,6 +155,9 @@ def owners(index: ModelIndex, instances: list[Instance], maps: GraphMaps) -> lis
         o = owner[i]
         while o != OUTSIDE and _shared(i, o, owner, instances, maps):
             o = owner[i] = instances[o].parent
+    for number, holder in in_branches:  # fine when the If/Loop node itself is the instance's
+        if not _within(owner[holder], number, instances):
+            instances[number].in_subgraph = True
     for i, o in enumerate(owner):
         while o != OUTSIDE:
             instances[o].members.append(i)
