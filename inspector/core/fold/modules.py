@@ -34,7 +34,7 @@ from inspector.core.fold.module_hoist import Hoisted, parametrise
 from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
 from inspector.core.fold.names import Unnamed, identifier, overload_keys
-from inspector.core.model.graph import GraphMaps, captured_names
+from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import subgraphs
@@ -365,16 +365,14 @@ def _rename_calls(nodes: Sequence[onnx.NodeProto], domain: str, keys: dict[str, 
 
 def _rebuilt(proto: onnx.ModelProto, main: list[_Unit], maps: GraphMaps, functions: list[onnx.FunctionProto],
              domain: str) -> onnx.ModelProto:
-    """The model with ``main`` as its graph's nodes; initializers and value infos no longer read are dropped."""
+    """The model with ``main`` as its graph's nodes; initializers and value infos no longer read are dropped. Made
+    by copying the whole model (fields this onnx does not know are kept, as the aten fold keeps them)."""
     out = onnx.ModelProto()
     out.CopyFrom(proto)
     graph = out.graph
     del graph.node[:]
     graph.node.extend(u.node for u in main)
-    used = {name for u in main for name in (*u.reads, *u.outputs)} | maps.graph_outputs
-    for n in graph.node:
-        if n.attribute:
-            used.update(captured_names(n))
+    used = {name for u in main for name in (*u.reads, *u.outputs)} | maps.graph_outputs  # reads: captured too
     kept = [t for t in graph.initializer if t.name in used]
     if len(kept) != len(graph.initializer):
         del graph.initializer[:]
