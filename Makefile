@@ -14,7 +14,7 @@ GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libx
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
 SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
 
-.PHONY: run test lint pytest sysdeps venv screenshots bench fuzz fixtures schemas zoo torchlib clean
+.PHONY: run test lint pytest sysdeps venv screenshots bench bench-modules fuzz fixtures schemas zoo torchlib clean
 
 run: venv
 	@scripts/sysdeps.sh $(GUI_PKGS)
@@ -28,7 +28,7 @@ pytest: venv
 lint: venv
 	$(VENV)/bin/ruff check inspector tests benchmarks scripts resources
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy benchmarks/bench.py benchmarks/replicate.py benchmarks/gen_large.py
+	$(VENV)/bin/mypy benchmarks/bench.py benchmarks/replicate.py benchmarks/gen_large.py benchmarks/bench_modules.py
 	$(VENV)/bin/lint-imports
 
 sysdeps:
@@ -50,6 +50,10 @@ screenshots: venv
 REPEAT ?= 5
 bench: venv
 	$(PY) benchmarks/bench.py --repeat $(REPEAT) $(if $(SIZES),--sizes $(SIZES))
+
+# fold --modules on the 100k replica: fold time / onnx.load, model size and onnxruntime session creation before/after
+bench-modules: venv
+	$(PY) benchmarks/bench_modules.py --repeat 3
 
 # A long fuzz campaign (make test runs a few hundred cases of each): binary exports, then ONNX text syntax
 FUZZ_CASES ?= 5000

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from inspector.core.diff import ModelDiff
     from inspector.core.diff.folders import DirDiff
     from inspector.core.fold.aten_fold import FoldReport
+    from inspector.core.fold.modules import ModuleFoldReport
     from inspector.core.model.index import Family, ModelIndex
     from inspector.core.review.check import CheckItem, CheckResult
     from inspector.core.review.store import ReviewStore
@@ -467,19 +468,23 @@ def check(model: Any, reviews: Any = None) -> CheckReport:
     return CheckReport(check_model(m.index, store))
 
 
-def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, check: bool = False) -> FoldReport:
-    """Make each aten call of a flat dynamo export (``model`` as for ``open``) a call of a local function in
-    ``domain``, and write the folded model to ``output`` (atomically, in pieces); ``check`` runs
-    ``onnx.checker.check_model(full_check=True)`` on it first. What was folded, and what was left flat, is returned."""
+def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, check: bool = False,
+         modules: str | Sequence[str] | None = None, hoist: bool = False) -> FoldReport | ModuleFoldReport:
+    """Fold a flat dynamo export (``model`` as for ``open``) and write it to ``output`` (atomically, in pieces,
+    never over the model's own files): each aten call becomes a call of a local function in ``domain``, or, with
+    ``modules`` (class or module-path patterns, ``"LlamaDecoderLayer,*Attention"``), each matching nn.Module
+    instance does; ``hoist`` makes values that differ between instances of a class call-site attributes. ``check``
+    runs ``onnx.checker.check_model(full_check=True)`` first. What was folded, and what was left flat, is returned."""
     import onnx
 
-    from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
     from inspector.core.util.encoding import encoded
     from inspector.core.util.fileio import write_atomic
     from inspector.core.util.paths import check_output
 
+    if hoist and modules is None:
+        raise InspectorError("--hoist needs --modules")
     own = isinstance(model, (str, os.PathLike))  # opened here: the fold may consume the index
-    index = open(model, modules=False).index
+    index = open(model, modules=modules is not None).index
     check_output(output, index.protected_files(), "the folded model")
     if index.parameters().external_bytes and Path(output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "
@@ -488,8 +493,16 @@ def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, 
         have = len(index.functions.functions)
         already = f"; it has {have} local functions already (a TorchScript export?)" if have else ""
         raise InspectorError(f"{model}: no aten calls to fold (no pkg.torch.onnx.fx_node metadata){already}")
+    result: FoldReport | ModuleFoldReport
     try:
-        folded, result = fold_model(index, domain or DEFAULT_DOMAIN, consume=own)
+        if modules is None:
+            from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, fold_model
+
+            folded, result = fold_model(index, domain or DEFAULT_DOMAIN, consume=own)
+        else:
+            from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
+
+            folded, result = fold_modules(index, modules, domain or MODULE_DOMAIN, hoist=hoist)
         keep(folded)
     except ValueError as e:
         raise InspectorError(str(e)) from None

@@ -1,4 +1,5 @@
-"""``onnx-inspector fold MODEL -o OUT [--domain D]``: make each aten call of a flat export a local function call."""
+"""``onnx-inspector fold MODEL -o OUT [--domain D] [--modules PATTERNS [--hoist]]``: make each aten call of a flat
+export a local function call, or with ``--modules`` each instance of the nn.Module classes named."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import sys
 from collections.abc import Sequence
 
 from inspector import api
-from inspector.core.fold.aten_fold import DEFAULT_DOMAIN
+from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, FoldReport
+from inspector.core.fold.modules import MODULE_DOMAIN
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector fold", description=__doc__)
     p.add_argument("model", help="a flat dynamo export (.onnx)")
     p.add_argument("-o", "--output", required=True, help="where to write the folded model")
-    p.add_argument("--domain", default=DEFAULT_DOMAIN, help=f"domain of the aten functions (default {DEFAULT_DOMAIN})")
+    p.add_argument("--domain", help=f"domain of the functions (default {DEFAULT_DOMAIN}, with --modules "
+                   f"{MODULE_DOMAIN})")
+    p.add_argument("--modules", metavar="PATTERN[,PATTERN...]",
+                   help="fold these nn.Module instances instead of aten calls: fnmatch patterns over the class "
+                        "(LlamaDecoderLayer, '*Attention') or the module path ('model.layers.*')")
+    p.add_argument("--hoist", action="store_true",
+                   help="with --modules: literals that differ between instances of a class become attributes of "
+                        "its one function, passed at each call site")
     p.add_argument("--check", action="store_true", help="run onnx.checker.check_model(full_check=True) on the result")
     p.add_argument("-v", "--verbose", action="store_true", help="list every group left flat")
     return p
@@ -22,10 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    report = api.fold(args.model, args.output, domain=args.domain, check=args.check)
+    report = api.fold(args.model, args.output, domain=args.domain, check=args.check, modules=args.modules,
+                      hoist=args.hoist)
     out = sys.stdout
+    if not isinstance(report, FoldReport):
+        out.writelines(f"{line}\n" for line in report.lines(args.verbose))
+        out.write(f"wrote {args.output}\n")
+        return 0
     out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
-              f"({report.families} families) in domain {args.domain}\n")
+              f"({report.families} families) in domain {args.domain or DEFAULT_DOMAIN}\n")
     out.write(f"main graph: {report.nodes_before} -> {report.nodes_after} nodes\n")
     if report.left_flat:
         out.write(f"left flat: {len(report.left_flat)} calls\n")

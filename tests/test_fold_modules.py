@@ -1,0 +1,374 @@
+"""fold --modules: nn.Module instances of the zoo's dynamo exports become local function calls, one function per
+distinct body, checked against torch's own module list (tests/zoo/*.truth.json) and run bit for bit in onnxruntime."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from inspector.api import diff, fold
+from inspector.cli import main
+from inspector.core.diff import diff_models
+from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
+from inspector.core.model.index import build_index, open_index
+from inspector.core.model.loader import LoadedModel
+from inspector.core.summary import summary_dict
+from inspector.core.util.errors import InspectorError
+
+ort = pytest.importorskip("onnxruntime")
+
+ZOO = Path(__file__).parent / "zoo"
+
+# per dynamo export of the zoo: its layer class and its attention class (short names, as a user types them)
+CLASSES = {
+    "gpt2": ("GPT2Block", "GPT2Attention"),
+    "gpt2_dynamic": ("GPT2Block", "GPT2Attention"),
+    "bert": ("BertLayer", "BertSelfAttention"),
+    "bert_noopt": ("BertLayer", "BertSelfAttention"),
+    "vit": ("ViTLayer", "ViTAttention"),
+    "llama_gqa": ("LlamaDecoderLayer", "LlamaAttention"),
+    "llama_gqa_noopt": ("LlamaDecoderLayer", "LlamaAttention"),
+    "t5": ("T5Block", "T5Attention"),
+    "t5_noopt": ("T5Block", "T5Attention"),
+    "whisper": ("Whisper*Layer", "WhisperAttention"),
+    "tiny_noopt": ("Block", "Attention"),
+    "pair_heads_a": ("Block", "Attention"),
+    "pair_heads_b": ("Block", "Attention"),
+    "mixer": ("MixerBlock", None),
+    "convnet": ("ResBlock", None),
+}
+CASES = [(m, c) for m, pair in CLASSES.items() for c in pair if c is not None]
+
+
+def _truth(model: str) -> dict:
+    return json.loads((ZOO / f"{model}.truth.json").read_text())
+
+
+def _expected_bodies(model: str, pattern: str, per_layer_values: bool = True) -> tuple[int, int, int]:
+    """(instances, distinct bodies, classes) of a class pattern from torch's module list: the instances are the
+    modules of that class that emitted ONNX nodes; two are alike when they sit at the same place of their stack
+    (the path with layer numbers masked: an encoder's layer is not a decoder's, self-attention is not
+    cross-attention), hold the same submodules, and share the hyperparameters the export's config sets per layer
+    (tiny_noopt's heads, eps), unless ``per_layer_values`` is off (``--hoist`` makes those call-site values)."""
+    truth = _truth(model)
+    classes: dict[str, str] = truth["module_classes"]
+    emitted = {p for n in truth["fx_nodes"] if n.get("onnx_nodes", 0) > 0 for p in n.get("module_stack", [])}
+    regex = re.compile("^" + re.escape(pattern).replace(r"\*", ".*") + "$")
+    paths = sorted(p for p in emitted if regex.match(classes.get(p, "").rsplit(".", 1)[-1]))
+    config = truth["config"]
+
+    def kind(path: str) -> tuple:
+        place = re.sub(r"\.\d+(?=\.|$)", ".*", path)
+        inside = tuple(sorted((q[len(path):], classes[q]) for q in classes if q.startswith(path + ".")))
+        number = int(m.group(1)) if (m := re.search(r"\.(\d+)$", path)) else 0
+        per_layer = tuple(config[k][number] for k in ("heads", "eps") if isinstance(config.get(k), list)
+                          and (k != "eps" or classes[path].endswith("Block")) and per_layer_values)
+        return place, inside, per_layer
+
+    return len(paths), len({kind(p) for p in paths}), len({classes[p] for p in paths})
+
+
+def _feeds(model: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for spec in _truth(model)["inputs"]:
+        shape = spec["shape"]
+        if "int" in spec["dtype"]:
+            feeds[spec["name"]] = rng.integers(0, spec.get("high", 2), size=shape).astype(np.int64)
+        else:
+            feeds[spec["name"]] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def _run(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+@pytest.mark.parametrize(("model", "cls"), CASES, ids=[f"{m}-{c}" for m, c in CASES])
+def test_module_fold_is_valid_runs_bit_for_bit_and_has_one_function_per_distinct_body(model: str, cls: str):
+    index = open_index(ZOO / f"{model}.onnx")
+    original = onnx.load(ZOO / f"{model}.onnx")
+    folded, report = fold_modules(index, cls)
+    onnx.checker.check_model(folded, full_check=True)
+    instances, bodies, families = _expected_bodies(model, cls)
+    assert instances >= 1
+    assert report.instances_folded == instances and not report.left_flat
+    assert len(report.functions) == len(folded.functions) == bodies
+    assert {k.domain for k in report.functions} == {MODULE_DOMAIN}
+    calls = [n for n in folded.graph.node if n.domain == MODULE_DOMAIN]
+    assert len(calls) == instances
+    assert report.families == families  # one family per class, overloads by body
+    # weights stay initializers of the main graph, passed to the calls
+    assert {t.name for t in folded.graph.initializer} >= {t.name for t in original.graph.initializer
+                                                           if t.name in {x for c in calls for x in c.input}}
+    feeds = _feeds(model)
+    for a, b in zip(_run(original, feeds), _run(folded, feeds), strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _nested(model: str) -> bool:
+    """Whether, in torch's module list, the attention modules sit inside the layer modules."""
+    layer, attention = CLASSES[model]
+    classes = _truth(model)["module_classes"]
+    short = {p: c.rsplit(".", 1)[-1] for p, c in classes.items()}
+    layers = [p for p, c in short.items() if re.fullmatch(layer.replace("*", ".*"), c)]
+    return any(c == attention and any(p.startswith(q + ".") for q in layers) for p, c in short.items())
+
+
+@pytest.mark.parametrize("model", [m for m, (_l, a) in CLASSES.items() if a is not None and _nested(m)])
+def test_nested_patterns_give_nested_functions(model: str):
+    layer, attention = CLASSES[model]
+    assert attention is not None
+    folded, report = fold_modules(open_index(ZOO / f"{model}.onnx"), f"{layer},{attention}")
+    onnx.checker.check_model(folded, full_check=True)
+    n_layers, layer_bodies, _ = _expected_bodies(model, layer)
+    n_attn, attn_bodies, _ = _expected_bodies(model, attention)
+    assert report.instances_folded == n_layers + n_attn and not report.left_flat
+    by_name: dict[str, list[onnx.FunctionProto]] = {}
+    for f in folded.functions:
+        by_name.setdefault(f.name, []).append(f)
+    inner = next(names for names in by_name if names.startswith(attention.split("*")[0]) and "Attention" in names)
+    assert len(by_name[inner]) == attn_bodies
+    # the attention sits inside the layer: its calls are in the layers' bodies, none in the main graph
+    assert not any(n.op_type == inner for n in folded.graph.node)
+    inside = sum(1 for f in folded.functions if f.name != inner for n in f.node if n.op_type == inner)
+    assert inside >= attn_bodies
+    assert len(folded.functions) >= layer_bodies + attn_bodies
+    if attn_bodies == 1:  # onnxruntime 1.32 does not resolve overloaded calls inside function bodies (README)
+        feeds = _feeds(model)
+        for a, b in zip(_run(onnx.load(ZOO / f"{model}.onnx"), feeds), _run(folded, feeds), strict=True):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_overloads_are_named_by_what_differs():
+    """tiny_noopt: Block eps 1e-5/1e-6/1e-5 (torch config), so two Block bodies named by their LayerNorm eps."""
+    folded, report = fold_modules(open_index(ZOO / "tiny_noopt.onnx"), "Block")
+    eps = _truth("tiny_noopt")["config"]["eps"]
+    assert sorted(k.overload for k in report.functions) == ["epsilon_1em05", "epsilon_1em06"]
+    calls = [n for n in folded.graph.node if n.domain == MODULE_DOMAIN]
+    assert [n.overload for n in calls] == ["epsilon_1em05" if e == 1e-5 else "epsilon_1em06" for e in eps]
+    assert [n.name for n in calls] == ["blocks.0", "blocks.1", "blocks.2"]
+
+
+def test_bodies_that_differ_in_the_modules_they_call_are_named_by_them():
+    """t5: only the decoder's block holds a T5LayerCrossAttention (torch's module list); folded with its layers,
+    the two T5Block bodies differ only in the functions they call, and their overloads say which."""
+    classes = _truth("t5")["module_classes"]
+    holders = sorted(p.rsplit(".layer.", 1)[0] for p, c in classes.items() if c.endswith(".T5LayerCrossAttention"))
+    folded, _report = fold_modules(open_index(ZOO / "t5.onnx"), "T5Block,T5Layer*Attention,T5LayerFF")
+    blocks = {n.name: n.overload for n in folded.graph.node if n.op_type == "T5Block"}
+    assert sorted(p for p, ov in blocks.items() if ov == "with_T5LayerCrossAttention") == holders
+    assert sorted(ov for p, ov in blocks.items() if p not in holders) == ["without_T5LayerCrossAttention"]
+
+
+def test_module_path_patterns_select_instances():
+    folded, report = fold_modules(open_index(ZOO / "gpt2.onnx"), "transformer.h.1")
+    assert report.instances_folded == 1
+    assert [n.name for n in folded.graph.node if n.domain == MODULE_DOMAIN] == ["transformer.h.1"]
+
+
+def test_diff_does_not_yet_call_a_module_fold_equivalent(tmp_path: Path):
+    """The diff knows the aten fold, not module functions: it reports the fold as the new function family."""
+    index = open_index(ZOO / "gpt2.onnx")
+    folded, _report = fold_modules(index, "GPT2Block")
+    other = build_index(LoadedModel(tmp_path / "f.onnx", folded, "binary", folded.ByteSize()))
+    d = diff_models(open_index(ZOO / "gpt2.onnx"), other)
+    assert not d.equivalent and not d.equal
+    shown = diff(ZOO / "gpt2.onnx", folded)
+    assert "family added       pkg.torch.module.GPT2Block: 1 overload" in shown.text
+
+
+def test_command_folds_and_refuses_in_one_line(tmp_path: Path, capsys):
+    out = tmp_path / "out.onnx"
+    assert main(["fold", str(ZOO / "llama_gqa.onnx"), "--modules", "LlamaDecoderLayer", "-o", str(out),
+                 "--check"]) == 0
+    text = capsys.readouterr().out
+    assert "folded 2 module instances into 1 functions (1 families): LlamaDecoderLayer" in text
+    assert out.exists()
+    assert main(["fold", str(ZOO / "llama_gqa.onnx"), "--modules", "NoSuchLayer", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--modules NoSuchLayer: no module class or path matches it" in err and len(err.splitlines()) == 1
+    assert main(["fold", str(ZOO / "ts_functions.onnx"), "--modules", "Block", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no pkg.torch.onnx.fx_node metadata" in err and len(err.splitlines()) == 1
+
+
+def _meta(scopes: list[str], classes: list[str], fx: str) -> dict[str, str]:
+    return {"pkg.torch.onnx.name_scopes": repr(scopes), "pkg.torch.onnx.class_hierarchy": repr(classes),
+            "pkg.torch.onnx.fx_node": f"%{fx} : [num_users=1] = call_function[target=torch.ops.aten.relu.default]"
+                                      f"(args = (%x,), kwargs = {{}})"}
+
+
+def _crafted(tmp_path: Path, metas: list[dict[str, str]], wiring: list[tuple[str, str]]) -> Path:
+    nodes = []
+    for (src, dst), meta in zip(wiring, metas, strict=True):
+        node = helper.make_node("Relu", [src], [dst])
+        for k, v in meta.items():
+            node.metadata_props.add(key=k, value=v)
+        nodes.append(node)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(wiring[-1][1], TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    path = tmp_path / "crafted.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_an_instance_on_a_cycle_stays_flat_and_is_listed(tmp_path: Path):
+    """m.0's first node feeds a node outside it, which feeds m.0's second node: one call would read its own output."""
+    inside = ["", "m.0"]
+    path = _crafted(tmp_path, [
+        _meta([*inside, "a"], ["Top", "Layer", "Relu"], "a"),
+        _meta(["", "b"], ["Top", "Relu"], "b"),
+        _meta([*inside, "c"], ["Top", "Layer", "Relu"], "c"),
+        _meta(["", "m.1", "d"], ["Top", "Layer", "Relu"], "d"),
+    ], [("x", "a"), ("a", "b"), ("b", "c"), ("c", "d")])
+    folded, report = fold_modules(open_index(path), "Layer")
+    onnx.checker.check_model(folded, full_check=True)
+    assert report.left_flat == [("m.0", "Layer", report.left_flat[0][2])] and "cycle" in report.left_flat[0][2]
+    assert report.instances_folded == 1
+    assert [n.op_type for n in folded.graph.node] == ["Relu", "Relu", "Relu", "Layer"]
+
+
+def test_two_instances_whose_calls_would_read_each_other_leave_one_flat(tmp_path: Path):
+    """m.0 = {a, d} and m.1 = {b, c}, with a -> b and c -> d: each is convex, but the two calls would each read
+    what the other makes. One stays flat (listed), the other is folded, and the graph stays acyclic."""
+    path = _crafted(tmp_path, [
+        _meta(["", "m.0", "a"], ["Top", "Layer", "Relu"], "a"),
+        _meta(["", "m.1", "b"], ["Top", "Layer", "Relu"], "b"),
+        _meta(["", "m.1", "c"], ["Top", "Layer", "Relu"], "c"),
+        _meta(["", "m.0", "d"], ["Top", "Layer", "Relu"], "d"),
+    ], [("x", "a"), ("a", "b"), ("x", "c"), ("c", "d")])
+    model = onnx.load(path)
+    model.graph.output.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [2]))
+    onnx.save(model, path)
+    folded, report = fold_modules(open_index(path), "Layer")
+    onnx.checker.check_model(folded, full_check=True)
+    assert report.instances_folded == 1 and len(report.left_flat) == 1
+    assert "cycle" in report.left_flat[0][2]
+    feeds = {"x": np.array([-1.0, 2.0], dtype=np.float32)}
+    for a, b in zip(_run(model, feeds), _run(folded, feeds), strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("if_is_mine", [False, True])
+def test_an_instance_reaching_into_an_if_branch_stays_flat_unless_the_if_is_its_own(tmp_path: Path, if_is_mine: bool):
+    """m.0's nodes sit in the main graph and inside the then-branch of an If. When the If is not m.0's, a function
+    call cannot hold part of a branch: m.0 stays flat and is listed, m.1 beside it is folded. When the If is m.0's
+    too, m.0 is folded with the whole If (its branch reads the function's input ``x`` from the outer scope)."""
+    def node(op: str, ins: list[str], out: str, scopes: list[str] | None) -> onnx.NodeProto:
+        n = helper.make_node(op, ins, [out])
+        if scopes is not None:
+            for k, v in _meta([*scopes, out], ["Top", "Layer", "Relu"][: len(scopes) + 1], out).items():
+                n.metadata_props.add(key=k, value=v)
+        return n
+
+    t = helper.make_tensor_value_info
+    then = helper.make_graph([node("Add", ["a", "x"], "t1", ["", "m.0"])], "then", [],
+                             [t("t1", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([node("Neg", ["a"], "t2", None)], "else", [], [t("t2", TensorProto.FLOAT, [2])])
+    branch = helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other)
+    if if_is_mine:
+        for k, v in _meta(["", "m.0", "y"], ["Top", "Layer", "Relu"], "y").items():
+            branch.metadata_props.add(key=k, value=v)
+    graph = helper.make_graph([node("Relu", ["x"], "a", ["", "m.0"]), branch, node("Relu", ["y"], "z", ["", "m.1"])],
+                              "g", [t("x", TensorProto.FLOAT, [2]), t("flag", TensorProto.BOOL, [])],
+                              [t("z", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    path = tmp_path / "branch.onnx"
+    onnx.save(model, path)
+    folded, report = fold_modules(open_index(path), "Layer")
+    onnx.checker.check_model(folded, full_check=True)
+    if if_is_mine:
+        assert not report.left_flat and report.instances_folded == 2
+        assert [(n.op_type, n.name) for n in folded.graph.node] == [("Layer", "m.0"), ("Layer", "m.1")]
+    else:
+        assert [(p, c) for p, c, _r in report.left_flat] == [("m.0", "Layer")]
+        assert "If/Loop body" in report.left_flat[0][2]
+        assert [n.op_type for n in folded.graph.node] == ["Relu", "If", "Layer"]
+    for flag in (True, False):
+        feeds = {"x": np.array([-1.0, 2.0], dtype=np.float32), "flag": np.array(flag)}
+        for a, b in zip(_run(model, feeds), _run(folded, feeds), strict=True):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_inconsistent_module_metadata_is_refused_naming_what_is_missing(tmp_path: Path, capsys):
+    path = _crafted(tmp_path, [
+        _meta(["", "m.0", "a"], ["Top"], "a"),  # class_hierarchy shorter than name_scopes: m.0 has no class
+        _meta(["", "m.1", "b"], ["Top", "Layer", "Relu"], "b"),
+    ], [("x", "a"), ("a", "b")])
+    with pytest.raises(InspectorError, match=r"module m\.0 has no class in pkg\.torch\.onnx\.class_hierarchy"):
+        fold_modules(open_index(path), "Layer")
+    assert main(["fold", str(path), "--modules", "Layer", "-o", str(tmp_path / "o.onnx")]) == 2
+    assert "has no class" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("model", "cls"), CASES, ids=[f"{m}-{c}" for m, c in CASES])
+def test_hoist_makes_values_that_differ_call_site_attributes(model: str, cls: str):
+    original = onnx.load(ZOO / f"{model}.onnx")
+    folded, report = fold_modules(open_index(ZOO / f"{model}.onnx"), cls, hoist=True)
+    onnx.checker.check_model(folded, full_check=True)
+    instances, bodies, families = _expected_bodies(model, cls, per_layer_values=False)
+    assert report.instances_folded == instances and report.families == families
+    assert len(folded.functions) == bodies
+    feeds = _feeds(model)
+    for a, b in zip(_run(original, feeds), _run(folded, feeds), strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_hoisted_eps_and_heads_are_shown_per_call_site(tmp_path: Path):
+    """tiny_noopt: torch's config gives Block eps 1e-5/1e-6/1e-5 and Attention heads 2/4/2. Hoisted, each class
+    is one function; the eps is a parametric LayerNormalization attribute whose call-site values are the config's,
+    and a head count reaches the attention's Reshape shapes as a call-site value too."""
+    config = _truth("tiny_noopt")["config"]
+    folded, report = fold_modules(open_index(ZOO / "tiny_noopt.onnx"), "Block,Attention", hoist=True)
+    assert sorted(str(k) for k in report.functions) == ["pkg.torch.module.Attention", "pkg.torch.module.Block"]
+    path = tmp_path / "hoisted.onnx"
+    onnx.save(folded, path)
+    summary = summary_dict(open_index(path))
+    block = next(f for f in summary["families"] if f["name"] == "Block")
+    [eps] = [s for s in block["overloads"][0]["specialised"] if s["kind"] == "parametric"]
+    assert eps["op_type"] == "LayerNormalization" and eps["attribute"] == "epsilon"
+    assert [c["call"] for c in eps["call_sites"]] == ["main/blocks.0", "main/blocks.1", "main/blocks.2"]
+    assert [np.float32(c["value"]) for c in eps["call_sites"]] == [np.float32(e) for e in config["eps"]]
+    attention = next(f for f in summary["families"] if f["name"] == "Attention")
+    passed = [[c["value"] for c in s["call_sites"]] for s in attention["overloads"][0]["specialised"]
+              if s["kind"] == "parametric"]
+    assert [[h] for h in config["heads"]] in passed  # the head count, per call site
+    assert [[config["d"] // h] for h in config["heads"]] in passed  # and the head size
+
+
+def test_the_python_api_takes_the_same_options(tmp_path: Path):
+    proto = onnx.load(ZOO / "tiny_noopt.onnx")
+    before = proto.SerializeToString()
+    report = fold(proto, tmp_path / "api.onnx", modules="Block,Attention", hoist=True)
+    command, _ = fold_modules(open_index(ZOO / "tiny_noopt.onnx"), ["Block", "Attention"], hoist=True)
+    assert (tmp_path / "api.onnx").read_bytes() == command.SerializeToString()
+    assert report.instances_folded == 6 and proto.SerializeToString() == before  # the caller's model is untouched
+    with pytest.raises(InspectorError, match="hoist needs --modules"):
+        fold(proto, tmp_path / "x.onnx", hoist=True)
+
+
+def test_model_strings_in_the_listing_are_escaped(tmp_path: Path, capsys):
+    """A class name is model text: an escape sequence in it is shown escaped, never sent to the terminal."""
+    evil = "Layer\x1b[2J"
+    path = _crafted(tmp_path, [
+        _meta(["", "m.0", "a"], ["Top", evil, "Relu"], "a"),
+        _meta(["", "b"], ["Top", "Relu"], "b"),
+        _meta(["", "m.0", "c"], ["Top", evil, "Relu"], "c"),
+    ], [("x", "a"), ("a", "b"), ("b", "c")])
+    assert main(["fold", str(path), "--modules", "Layer*", "-o", str(tmp_path / "o.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "m.0 (Layer\\x1b[2J): folding would form a cycle" in out
+    assert main(["fold", str(path), "--modules", "Nope", "-o", str(tmp_path / "o.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "Layer\\x1b[2J" in err
