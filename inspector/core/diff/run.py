@@ -11,6 +11,7 @@ from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
+from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.util.gc_pause import paused_gc
@@ -82,7 +83,7 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     graph.compare_initializers(tmap)
     imap = graph.compare_values("input", A.inputs, B.inputs)
     omap = graph.compare_values("output", list(A.graph.output), list(B.graph.output))
-    graph.check_wiring(umap, tmap, imap, omap)
+    WiringCheck(pairs, recorder.add, umap, tmap, imap).run(omap)
     if fold is not None:  # the explanation is written once everything else is known, so it agrees with it
         fold.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
         for c in recorder.changes:
