@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from inspector.core.aten.schemas import SchemaCatalogue
-from inspector.core.diff.compare import Comparer, Recorder
+from inspector.core.diff.compare import Comparer, Recorder, compare_nodes
 from inspector.core.diff.facts import GraphComparer
 from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
@@ -78,7 +78,7 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     comparer.compare_functions(fmap)
     comparer.compare_aten(umap, fmap)
     comparer.compare_calls(umap, fmap)
-    comparer.compare_nodes(umap)
+    compare_nodes(pairs, recorder, umap)
     tmap = matcher.match_initializers(umap)
     graph.compare_initializers(tmap)
     imap = graph.compare_values("input", A.inputs, B.inputs)
