@@ -54,7 +54,7 @@ from inspector.gui.search_panel import SearchPanel
 from inspector.gui.signature_panel import SignaturePanel
 from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel, HintedTreeView, fit_to_screen
-from inspector.gui.worker import Jobs
+from inspector.gui.worker import Jobs, checkpoint
 from inspector.render.overview import module_totals
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
@@ -417,7 +417,7 @@ class Opened:
 
 def _open_for_display(path: Path) -> Opened:
     """Index a model and prepare, still off the GUI thread, what the window shows first."""
-    index = build_index(load_model(path, pieces=True))  # a large file in pieces: the GUI thread runs meanwhile
+    index = build_index(load_model(path, progress=checkpoint))  # a large file in pieces (worker.checkpoint)
     index.parameters()
     totals = module_totals(index.provenance.module_root)
     torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection
