@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import sys
 from pathlib import Path
 
 import pytest
@@ -143,44 +141,6 @@ def test_search_index_is_reusable(block):
     assert si.search("LINEAR") == first
     assert si.search("no such thing anywhere").hits == []
     assert first.hits == search(block, "linear").hits
-
-
-def test_building_the_tables_and_reading_metadata_never_run_the_cyclic_collector():
-    """Search's passes and the module tree allocate objects per node or call and make no cycles; like indexing,
-    they run with the cyclic GC paused. Left on, the collector walked every object of a 100k-node index in the
-    middle of the build (0.11 s of a 0.95 s search, none of it at 10k): with a threshold of 1, any allocation here
-    would collect."""
-    ix = open_index(ZOO / "llama_gqa.onnx")
-    si = SearchIndex(ix)
-    inside: list[str] = []  # the pass of search.py that a collection ran in, for each that did
-    passes = {("search.py", "_build"), ("search.py", "_add_nodes"), ("search.py", "_read_metadata"),
-              ("provenance.py", "build_module_tree")}  # (search's tables hold the module tree, built on first use)
-
-    def record(phase: str, info: dict) -> None:
-        frame = sys._getframe(1)
-        while phase == "start" and frame is not None:
-            if (Path(frame.f_code.co_filename).name, frame.f_code.co_name) in passes:
-                inside.append(frame.f_code.co_name)
-                break
-            frame = frame.f_back
-
-    thresholds, was_enabled = gc.get_threshold(), gc.isenabled()  # (an earlier GUI test may have turned it off)
-    gc.collect()
-    gc.callbacks.append(record)
-    gc.enable()
-    gc.set_threshold(1, 1, 1)  # any allocation of a container collects, where the collector is on
-    try:
-        assert ix.provenance.module_root.children  # as the app's module panel asks for it: before any search
-        si.build()
-        si._metadata()
-        assert gc.isenabled()  # the pause ends with the pass
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.callbacks.remove(record)
-        if not was_enabled:
-            gc.disable()
-    assert inside == []
-    assert [h.kind for h in si.search("apply_rotary_pos_emb").hits][:1] == ["stack_trace"]
 
 
 def test_a_name_that_is_not_utf8_in_a_model_too_large_to_check_up_front(tmp_path: Path):

@@ -23,10 +23,8 @@ model string: escaping it for display is the caller's job.
 search box) keeps one ``SearchIndex(index)``, which builds its table once, on first use. The index itself
 precomputes nothing for search. Node metadata is read on the first query, not when the table is built: one pass
 that keeps each distinct text once (a 100k-node Llama export has 27 distinct stack traces and rule names), so a
-query tests each distinct text once and then the nodes by a small integer each. Both passes allocate an object or
-two per node and make no cycles, so they run with the cyclic collector paused, as indexing does
-(``core.util.gc_pause.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
-tables (0.11 s of a 0.95 s search; at 10k no full collection comes due, so search grew 12-14x from 10k to 100k).
+query tests each distinct text once and then the nodes by a small integer each. Both passes keep no object per node
+but strings and small integers, and make no cycles.
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.provenance import NAME_SCOPES, ModuleNode
 from inspector.core.model.walk import NodePath, as_text, path_text, resolve_path
-from inspector.core.util.gc_pause import paused_gc
-from inspector.core.util.slices import in_slices
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
@@ -138,8 +134,7 @@ class SearchIndex:
         """Build the tables now (otherwise the first ``search`` does)."""
         with self._lock:
             if not self._built:
-                with paused_gc():
-                    self._build()
+                self._build()
                 self._built = True
 
     def _build(self) -> None:
@@ -153,20 +148,17 @@ class SearchIndex:
             self._scope_nodes.append(nodes)
             self._scope_start.append(len(self._op))
             if scope is MAIN and flat_main:
-                # a slice of nodes at a time, names then op types: from a model larger than the CPU's cache,
-                # reaching each node costs more than reading its fields, and a slice's nodes are still in cache for
-                # the second read; no object per node but the strings (a (name, op) tuple each was 100k objects
-                # for the collector to walk at 100k). In one C call over 100k nodes, 95 ms in which the app's GUI
-                # thread could not take the GIL
+                # names, then op types, read in C; no object per node but the strings (a (name, op) tuple each was
+                # 100k objects for the collector to walk at 100k). Read a slice of 4,096 nodes at a time as before,
+                # while still in the CPU's cache, the same took as long (173-186 ms against 177-201 ms at 100k)
                 name_cf, ops = self._name_cf, self._op
-                for piece in in_slices(nodes):
-                    names = list(map(_NAME, piece))
-                    try:
-                        name_cf += map(str.casefold, names)
-                    except TypeError:  # a name that is not valid UTF-8 (bytes): a model too large to check up front
-                        del name_cf[len(ops):]
-                        name_cf += [as_text(n).casefold() for n in names]
-                    ops += map(_OP, piece)
+                names = list(map(_NAME, nodes))
+                try:
+                    name_cf += map(str.casefold, names)
+                except TypeError:  # a name that is not valid UTF-8 (bytes): a model too large to check up front
+                    del name_cf[len(ops):]
+                    name_cf += [as_text(n).casefold() for n in names]
+                ops += map(_OP, nodes)
                 self._path.extend([None] * len(nodes))
             else:
                 self._add_nodes(nodes)
@@ -201,8 +193,7 @@ class SearchIndex:
         """The nodes' metadata, read once (on the first query)."""
         with self._lock:
             if self._meta is None:
-                with paused_gc():
-                    self._meta = self._read_metadata()
+                self._meta = self._read_metadata()
             return self._meta
 
     def _read_metadata(self) -> _Metadata:

@@ -25,7 +25,6 @@ from inspector.core.model.index import Family, ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.specialise.categories import Category, classify, explain, value_text, where
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.jsonsafe import json_safe
 from inspector.core.util.sanitize import retry_repaired
 
@@ -313,8 +312,7 @@ def build_report(index: ModelIndex, reviews: ReviewStore | None = None, compare:
                  graphs: bool = True, limits: Limits | None = None, dot: DotRunner | None = None) -> Report:
     """Collect what a report shows (see the module doc); ``graphs`` adds inline SVGs when Graphviz is there,
     laid out by ``dot`` (``layout_scene``'s: the app runs Graphviz in a helper process)."""
-    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return retry_repaired(lambda: _build_report(index, reviews, compare, graphs, limits, dot), index.proto)
+    return retry_repaired(lambda: _build_report(index, reviews, compare, graphs, limits, dot), index.proto)
 
 
 def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: ModelDiff | None, graphs: bool,

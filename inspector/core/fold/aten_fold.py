@@ -41,7 +41,6 @@ from inspector.core.model.graph import GraphMaps, node_reads
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import NodePath
-from inspector.core.util.gc_pause import paused_gc
 
 DEFAULT_DOMAIN = "pkg.torch.aten"
 
@@ -74,8 +73,7 @@ def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN, inside_subgraphs
     instead of copied (the command does this; a 100k-node export's nodes and metadata are not copied once more),
     and the index must not be used afterwards. Either way the folded model is the same.
     """
-    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _fold(index, domain, inside_subgraphs, consume)
+    return _fold(index, domain, inside_subgraphs, consume)
 
 
 def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,

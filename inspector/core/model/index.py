@@ -26,7 +26,6 @@ from inspector.core.model.provenance import ProvenanceIndex, build_provenance
 from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.sanitize import sanitize_text
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
@@ -207,14 +206,13 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
-    with paused_gc():
-        try:
-            index = _build_index(model, modules, like)
-        except (TypeError, AttributeError, UnicodeError):
-            repaired = sanitize_text(model.proto)
-            if not repaired:
-                raise
-            index = _build_index(model, modules, like)
+    try:
+        index = _build_index(model, modules, like)
+    except (TypeError, AttributeError, UnicodeError):
+        repaired = sanitize_text(model.proto)
+        if not repaired:
+            raise
+        index = _build_index(model, modules, like)
     if repaired:
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))
