@@ -17,7 +17,6 @@ from inspector.core.model.graph import is_small_constant, node_reads
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.values import type_text
 from inspector.core.model.walk import NodePath, iter_nodes, may_have_subgraphs
-from inspector.core.util.slices import SLICE, in_slices, listed
 
 
 class GraphFacts:
@@ -48,14 +47,10 @@ class GraphFacts:
             self._scanned = True
             return _types(itertools.chain.from_iterable(self._value_infos()), set(needed))
         if infos is None:
-            # read in C a slice at a time: a 100k-node export has 100k value infos (in one go, one C call held the
-            # GIL for 50-100 ms while the app's GUI thread waited)
-            seq = listed(self._value_infos())
-            names: list[str] = []
-            infos = self._infos = {}
-            for start, piece in zip(itertools.count(0, SLICE), in_slices(seq)):
-                names += map(attrgetter("name"), piece)
-                infos.update(zip(names[start:], piece))
+            # names read in C: a 100k-node export has 100k value infos
+            seq = list(itertools.chain.from_iterable(self._value_infos()))
+            names = list(map(attrgetter("name"), seq))
+            infos = self._infos = dict(zip(names, seq))
             if len(infos) < len(seq):  # a repeated name: keep the first, and the later ones for when it has no type
                 infos = self._infos = {}
                 for name, v in zip(names, seq):

@@ -15,7 +15,6 @@ import onnx
 
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.walk import NodePath, may_have_subgraphs, subgraphs
-from inspector.core.util.slices import in_slices
 
 SMALL_CONSTANT_ELEMENTS = 32
 ORIGINAL_NODE_NAME = "pkg.torch.onnx.original_node_name"
@@ -49,11 +48,8 @@ class GraphMaps:
                                                                if may_have_subgraphs(node)}
         self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
         self.producer.pop("", None)
-        # how many times each value is read (a node reading it twice counts twice); consumers on demand. Counted
-        # a slice of nodes at a time: one count over 100k nodes holds the GIL for 35-50 ms (a GUI thread waits)
-        self.read_count: Counter[str] = Counter()
-        for piece in in_slices(self.inputs):
-            self.read_count.update(chain.from_iterable(piece))
+        # how many times each value is read (a node reading it twice counts twice), counted in C; consumers on demand
+        self.read_count: Counter[str] = Counter(chain.from_iterable(self.inputs))
         for inner in self.captured.values():
             self.read_count.update(inner)
         del self.read_count[""]
@@ -65,7 +61,7 @@ class GraphMaps:
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
         self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
         self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
-        for v in chain(graph.input, graph.value_info):  # not (*a, *b): one C call, 34 ms holding the GIL at 100k
+        for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
             props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
             if not props:
                 continue
