@@ -13,6 +13,7 @@ import pytest
 
 from inspector.core.model import loader
 from inspector.core.util.errors import ModelLoadError
+from inspector.core.util.progress import Progress
 from tests.conftest import FIXTURES, ROOT
 
 MODELS = sorted((ROOT / "tests" / "zoo").glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
@@ -26,7 +27,7 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader, "_PIECE_BYTES", 4096)
 
 
-def _progress(seen: list[tuple[int, int]] | None = None) -> loader.Progress:
+def _progress(seen: list[tuple[int, int]] | None = None) -> Progress:
     def progress(done: int, total: int) -> None:
         if seen is not None:
             seen.append((done, total))

@@ -161,3 +161,30 @@ def test_a_name_that_is_not_utf8_in_a_model_too_large_to_check_up_front(tmp_path
     assert [(h.kind, h.text, h.path) for h in hits] == [("node", "node\ufffd2345", (12345,))]
     assert [(h.kind, h.text, h.path) for h in si.search("node12346").hits] == [("node", "node12346", (12346,))]
     assert [h.path for h in si.search("NODE1234").hits] == [(1234,), *((12340 + k,) for k in range(10) if k != 5)]
+
+
+def test_a_build_with_progress_reads_in_steps_and_finds_the_same(monkeypatch: pytest.MonkeyPatch):
+    """``SearchIndex.build(progress=...)`` reads the main graph ``_STEP`` nodes at a time, reporting each step, and
+    its tables give exactly the hits of a build in one go; what ``progress`` raises stops the build."""
+    from inspector.core import search as search_module
+
+    monkeypatch.setattr(search_module, "_STEP", 8)
+    ix = open_index(ZOO / "llama_gqa.onnx")
+    n = len(ix.proto.graph.node)
+    assert ix.flat_main and n > 8 * 10
+    seen: list[tuple[int, int]] = []
+    stepped = SearchIndex(ix)
+    stepped.build(progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(min(k + 8, n), n) for k in range(0, n, 8)]
+    whole = SearchIndex(ix)
+    for query in ("transpose", "layers.1.self_attn", "node_MatMul", "aten::add", "rsqrt", "apply_rotary_pos_emb"):
+        assert stepped.search(query) == whole.search(query)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        SearchIndex(ix).build(progress=stop)
