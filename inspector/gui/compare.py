@@ -50,6 +50,7 @@ class Pair:
     diff: ModelDiff
     maps: dict[int, GraphMaps] = field(default_factory=dict)  # per id(index), built off the GUI thread
     calls: dict[int, dict[str, AtenCall]] = field(default_factory=dict)  # per id(index): aten calls by name
+    kept: list[object] = field(default_factory=list)  # what the diff built (its sides): goes with the window
 
 
 def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
@@ -63,8 +64,9 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     del buffer
     ib = build_index(model_b, like=ia)  # two exports of one model: equal nodes are read once
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
-    return Pair(ia, ib, diff_models(ia, ib), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
-                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)})
+    kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
+    return Pair(ia, ib, diff_models(ia, ib, keep=kept), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
+                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept)
 
 
 def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
