@@ -65,7 +65,8 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     ib = build_index(model_b, like=ia)  # two exports of one model: equal nodes are read once
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
     kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
-    return Pair(ia, ib, diff_models(ia, ib, keep=kept), {id(ia): ia.graph_maps(), id(ib): ib.graph_maps()},
+    maps = {id(ia): ia.graph_maps(progress=checkpoint), id(ib): ib.graph_maps(progress=checkpoint)}
+    return Pair(ia, ib, diff_models(ia, ib, keep=kept), maps,
                 {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept)
 
 

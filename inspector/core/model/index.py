@@ -26,6 +26,7 @@ from inspector.core.model.provenance import ProvenanceIndex, build_provenance
 from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
+from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import sanitize_text
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
@@ -165,12 +166,13 @@ class ModelIndex:
             self._parameters = parameter_stats(self.proto.graph)
         return self._parameters
 
-    def graph_maps(self) -> GraphMaps:
+    def graph_maps(self, progress: Progress | None = None) -> GraphMaps:
         """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read
         from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
-        A 100k-node graph takes ~0.4 s to read; each of those used to read it again."""
+        A 100k-node graph takes ~0.4 s to read; each of those used to read it again. ``progress``: for the first
+        use, as for ``GraphMaps``."""
         if self._maps is None:
-            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main)
+            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main, progress=progress)
         return self._maps
 
     def user_inputs(self) -> list[str]:
