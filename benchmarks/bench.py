@@ -57,8 +57,8 @@ elif op == "index":
     from inspector.core.model.index import open_index
     opened = []
     sys.addaudithook(lambda ev, a: opened.append(a[0]) if ev == "open" and a and isinstance(a[0], str) else None)
-    # with the collection open_index defers: it pauses the collector, so the next allocations after it walk every
-    # object it made (0.17 s at 100k); that is indexing's cost, not that of whatever runs next
+    # as an in-process caller (the API) indexes: with CPython's collector on, then a full collection, which walks
+    # every object indexing made (0.17 s at 100k); that is indexing's cost, not that of whatever runs next
     import gc
     t = time.perf_counter(); ix = open_index(paths[0]); gc.collect(); out["t"] = time.perf_counter() - t
     out["nodes"] = ix.facts.total_nodes; out["calls"] = len(ix.provenance.calls)
@@ -83,7 +83,7 @@ elif op == "search":
     from inspector.core.search import SearchIndex
     import gc
     ix = open_index(paths[0])
-    gc.collect()  # the collection open_index deferred, counted in the index row
+    gc.collect()  # the collection of what indexing made, counted in the index row
     # as the product runs a search: the app's collector (inspector.gui.collector) turns automatic collection off
     # and collects on the GUI thread, bounded, where the app row counts it; CPython's own schedule would add a
     # full collection of the whole index whenever its absolute thresholds come due (0.1-0.15 s at 100k in the
@@ -247,7 +247,7 @@ if commands.kept() is not None:
 OPS = ("onnx.load", "index", "summary", "fold", "diff", "report", "search", "metadata.read", "app")
 REFERENCES = ("onnx.load", "metadata.read")  # rows measured for comparison, with no target of their own
 LABEL = {"onnx.load": "onnx.load(load_external_data=False)",
-         "index": "load+index (open_index, and the collection it defers)",
+         "index": "load+index (open_index, then a full collection)",
          "summary": "summary --json (specialisation)", "fold": "fold", "diff": "diff of A and B (few values differ)",
          "report": "report --format html", "search": "search (SearchIndex, 5 queries)",
          "metadata.read": "reference: every node's metadata keys read once, nothing else (no target)",

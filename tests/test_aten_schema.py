@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from inspector.core.aten import resources as aten_resources
 from inspector.core.aten import schemas as aten_schema
+from inspector.core.aten.schema_text import normalize_target
 from inspector.core.aten.schemas import (
     AtenSchema,
     BoundArgument,
@@ -18,7 +20,6 @@ from inspector.core.aten.schemas import (
     SchemaCatalogue,
     bind,
     format_signature,
-    normalize_target,
     parse_schema,
 )
 
@@ -347,14 +348,14 @@ def test_from_lines_defers_parsing_until_lookup() -> None:
 def test_gzipped_catalogue_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     payload = "\n".join(["# generated", RELU, TRANSPOSE]) + "\n"
     (tmp_path / "aten_schemas.txt.gz").write_bytes(gzip.compress(payload.encode("utf-8")))
-    monkeypatch.setattr(aten_schema, "_resource_roots", lambda: [tmp_path / "missing", tmp_path])
+    monkeypatch.setattr(aten_resources, "resource_roots", lambda: [tmp_path / "missing", tmp_path])
     lines = aten_schema._read_catalogue_lines()
     catalogue = SchemaCatalogue.from_lines(lines)
     assert list(catalogue) == ["aten::relu", "aten::transpose.int"]
 
 
 def test_missing_catalogue_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(aten_schema, "_resource_roots", lambda: [tmp_path])
+    monkeypatch.setattr(aten_resources, "resource_roots", lambda: [tmp_path])
     with pytest.raises(FileNotFoundError):
         aten_schema._read_catalogue_lines()
 

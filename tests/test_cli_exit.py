@@ -79,7 +79,7 @@ def test_a_diff_hands_its_indexes_and_sides_to_keep_unreleased():
     assert not d.equal
     assert [type(x) for x in kept] == [ModelIndex, ModelIndex, Side, Side]
     sides = [x for x in kept if isinstance(x, Side)]
-    assert all(side.units and len(side.units) >= side.n_calls > 0 for side in sides)  # not drained
+    assert all(side.units and len(side.units) >= side.n_calls > 0 for side in sides)  # kept whole
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import json
 import onnx
 import pytest
 
-from inspector.core.diff import diff_models, facts, matching
+from inspector.core.diff import diff_models, matching, wiring
 from inspector.core.diff.model import MatchCount
 from inspector.core.model.index import build_index, open_index
 from inspector.core.model.loader import LoadedModel
@@ -118,14 +118,14 @@ def _stripped(path):
 
 def _alike_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
-    real = facts.wired_alike_in_place
+    real = wiring.wired_alike_in_place
 
     def counting(pairs, umap, outside_alike):
         out = real(pairs, umap, outside_alike)
         sizes.append(len(out))
         return out
 
-    monkeypatch.setattr(facts, "wired_alike_in_place", counting)
+    monkeypatch.setattr(wiring, "wired_alike_in_place", counting)
     return sizes
 
 
@@ -140,7 +140,7 @@ def test_plain_graphs_matched_in_place_check_the_wiring_of_their_changed_nodes_o
                if set(node.input) & {o for n in a.proto.graph.node if n.op_type == "LayerNormalization"
                                      for o in n.output}}
     assert len(readers) == 2 and sizes == [len(a.proto.graph.node) - 3 - 2]
-    monkeypatch.setattr(facts, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
+    monkeypatch.setattr(wiring, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
     assert diff_models(a, b) == fast  # the same diff as with every unit's wiring checked
 
 
@@ -160,7 +160,7 @@ def test_a_swap_of_two_producers_outputs_is_found_rewired_in_plain_graphs(monkey
     assert sizes and sizes[0] == len(proto_a.graph.node) - 2 - len(readers)
     rewired = sorted(c.where for c in fast.changes if c.kind == "rewired")
     assert rewired == readers, [c.detail for c in fast.changes]
-    monkeypatch.setattr(facts, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
+    monkeypatch.setattr(wiring, "wired_alike_in_place", lambda pairs, umap, outside_alike: set())
     assert diff_models(a, b) == fast
 
 

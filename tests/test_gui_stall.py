@@ -1,9 +1,10 @@
 """What keeps the GUI thread free while a large model opens: protobuf holds the GIL for a whole parse, so the app
-parses large files in pieces (loader.load_model(pieces=True)); the pieces must give exactly the model parsed
-whole, and a bad file the same one-line error."""
+loads with a progress checkpoint (loader.load_model(progress=worker.checkpoint)), with which core parses large files
+in pieces; the pieces must give exactly the model parsed whole, and a bad file the same one-line error."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from inspector.core.model import loader
 from inspector.core.util.errors import ModelLoadError
+from inspector.core.util.progress import Progress
 from tests.conftest import FIXTURES, ROOT
 
 MODELS = sorted((ROOT / "tests" / "zoo").glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
@@ -25,13 +27,42 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader, "_PIECE_BYTES", 4096)
 
 
+def _progress(seen: list[tuple[int, int]] | None = None) -> Progress:
+    def progress(done: int, total: int) -> None:
+        if seen is not None:
+            seen.append((done, total))
+
+    return progress
+
+
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
 def test_pieces_give_the_model_parsed_whole(path: Path, small_pieces: None) -> None:
     whole = loader.load_model(path).proto
     data = path.read_bytes()
-    assert loader._parse_in_pieces(data) is not None  # parsed in pieces, not by the whole-file fallback
-    assert loader.load_model(path, pieces=True).proto.SerializeToString() == whole.SerializeToString()
-    assert loader.load_model(path, pieces=True).proto == whole
+    seen: list[tuple[int, int]] = []
+    assert loader._parse_in_pieces(data, _progress(seen)) is not None  # in pieces, not by the whole-file fallback
+    assert seen[-1] == (len(data), len(data)) and all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
+    assert loader.load_model(path, progress=_progress()).proto.SerializeToString() == whole.SerializeToString()
+    assert loader.load_model(path, progress=_progress()).proto == whole
+
+
+def test_progress_is_reported_between_pieces_and_may_stop_the_load(small_pieces: None) -> None:
+    path = ROOT / "tests" / "zoo" / "gpt2.onnx"
+    size = path.stat().st_size
+    seen: list[tuple[int, int]] = []
+    loader.load_model(path, progress=_progress(seen))
+    assert len(seen) > size // 4096 // 2 and seen[-1] == (size, size)
+    assert all(0 < done <= size and total == size for done, total in seen)
+
+    class Stop(Exception):
+        pass
+
+    def stop_halfway(done: int, total: int) -> None:
+        if done > total // 2:
+            raise Stop
+
+    with pytest.raises(Stop):  # the caller's exception, not a load error
+        loader.load_model(path, progress=stop_halfway)
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
@@ -39,7 +70,7 @@ def test_a_bad_file_gives_the_same_error_in_pieces(path: Path, small_pieces: Non
     with pytest.raises(ModelLoadError) as whole:
         loader.load_model(path)
     with pytest.raises(ModelLoadError) as pieces:
-        loader.load_model(path, pieces=True)
+        loader.load_model(path, progress=_progress())
     assert str(pieces.value) == str(whole.value) and "\n" not in str(pieces.value)
 
 
@@ -48,9 +79,9 @@ def test_a_truncated_large_file_is_an_error_not_a_partial_model(tmp_path: Path, 
     for cut in (len(data) // 3, len(data) - 7):
         bad = tmp_path / f"cut_{cut}.onnx"
         bad.write_bytes(data[:cut])
-        assert loader._parse_in_pieces(data[:cut]) is None
+        assert loader._parse_in_pieces(data[:cut], _progress()) is None
         with pytest.raises(ModelLoadError, match="not a valid ONNX protobuf"):
-            loader.load_model(bad, pieces=True)
+            loader.load_model(bad, progress=_progress())
 
 
 def test_workers_hand_the_gil_to_the_gui_thread_often(qtbot: object) -> None:

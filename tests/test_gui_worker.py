@@ -118,3 +118,31 @@ def test_after_paint_runs_at_once_for_a_hidden_widget_and_at_most_late_for_an_un
     qtbot.wait(50)
     assert got == ["hidden"]
     qtbot.waitUntil(lambda: got == ["hidden", "late"], timeout=5000)
+
+
+def test_a_cancelled_load_stops_at_its_next_checkpoint(qtbot, monkeypatch):
+    """A job that loads with ``progress=checkpoint`` stops at the first piece after ``Jobs.cancel``: the rest of
+    the file is never parsed and no callback runs."""
+    import threading
+
+    from inspector.core.model import loader
+    from inspector.gui.worker import checkpoint
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(loader, "PIECEWISE_BYTES", 0)
+    monkeypatch.setattr(loader, "_PIECE_BYTES", 4096)
+    path = ROOT / "tests" / "zoo" / "gpt2.onnx"
+    cancelled, seen, got = threading.Event(), [], []
+
+    def progress(done: int, total: int) -> None:
+        seen.append(done)
+        if len(seen) == 3:
+            jobs.cancel()
+            cancelled.set()
+        checkpoint(done, total)
+
+    jobs = Jobs()
+    jobs.run(lambda: loader.load_model(path, progress=progress), got.append, got.append)
+    qtbot.waitUntil(lambda: not jobs, timeout=10000)
+    assert cancelled.is_set() and len(seen) == 3 and seen[-1] < path.stat().st_size
+    assert got == []

@@ -45,3 +45,34 @@ def test_an_op_of_another_domain_is_not_flat(tmp_path: Path) -> None:
         path = tmp_path / f"m_{domain or 'default'}.onnx"
         onnx.save(helper.make_model(graph, opset_imports=imports), path)
         assert open_index(path).flat_main is expected, domain
+
+
+@pytest.mark.parametrize("name", ["llama_gqa.onnx", "gpt2.onnx", "cond.onnx"])
+def test_graph_maps_built_with_progress_are_the_maps_built_in_one_go(name: str, monkeypatch: pytest.MonkeyPatch):
+    """``GraphMaps(progress=...)`` reads the nodes ``_STEP`` at a time (2 here), reporting each step, and makes the same
+    inputs, outputs, producers, read counts (in the same order) and parameters; what ``progress`` raises stops it."""
+    from inspector.core.model import graph as graph_module
+    from inspector.core.model.graph import GraphMaps
+
+    monkeypatch.setattr(graph_module, "_STEP", 2)
+    ix = open_index(ZOO / name)
+    g = ix.proto.graph
+    n = len(g.node)
+    seen: list[tuple[int, int]] = []
+    stepped = GraphMaps(g, flat=ix.flat_main, progress=lambda done, total: seen.append((done, total)))
+    whole = GraphMaps(g, flat=ix.flat_main)
+    assert n > 2 * 2 and seen == [(min(k + 2, n), n) for k in range(0, n, 2)]
+    assert stepped.inputs == whole.inputs and stepped.outputs == whole.outputs
+    assert list(stepped.read_count.items()) == list(whole.read_count.items())
+    assert stepped.producer == whole.producer and stepped.captured == whole.captured
+    assert stepped.parameters == whole.parameters and stepped.onnx_name == whole.onnx_name
+    assert ix.graph_maps(progress=lambda done, total: None).read_count == whole.read_count
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        GraphMaps(g, progress=stop)

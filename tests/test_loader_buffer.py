@@ -78,11 +78,12 @@ def test_pieces_parse_from_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader, "_PIECE_BYTES", 4 << 10)
     parsed = []
     in_pieces = loader._parse_in_pieces
-    monkeypatch.setattr(loader, "_parse_in_pieces", lambda data: parsed.append(in_pieces(data)) or parsed[-1])
+    monkeypatch.setattr(loader, "_parse_in_pieces",
+                        lambda data, progress: parsed.append(in_pieces(data, progress)) or parsed[-1])
     a, b = ZOO / "gpt2.onnx", ZOO / "pair_eps_b.onnx"
     buffer = ReadBuffer((a, b))
-    got_a = load_model(a, pieces=True, buffer=buffer)
-    got_b = load_model(b, pieces=True, buffer=buffer)
+    got_a = load_model(a, buffer=buffer, progress=lambda done, total: None)
+    got_b = load_model(b, buffer=buffer, progress=lambda done, total: None)
     assert len(parsed) == 2 and None not in parsed  # in pieces, not the whole-file parse it falls back to
     assert got_a.proto == _proto(a) and got_b.proto == _proto(b)
 

@@ -15,6 +15,7 @@ import pytest
 
 from inspector.core.model.index import open_index
 from inspector.core.model.keys import MAIN, FunctionKey
+from inspector.core.model.values import type_text
 from inspector.render import layout as layout_module
 from inspector.render.layout import (
     DotRunner,
@@ -25,7 +26,7 @@ from inspector.render.layout import (
     node_size,
     to_svg,
 )
-from inspector.render.scene import Scene, SceneEdge, SceneNode, build_scene, type_text
+from inspector.render.scene import Scene, SceneEdge, SceneNode, build_scene
 from tests.conftest import FIXTURES, ROOT, SAMPLE
 from tests.test_layering import BLOCK_QT
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import sys
 from pathlib import Path
 
 import pytest
@@ -145,44 +143,6 @@ def test_search_index_is_reusable(block):
     assert first.hits == search(block, "linear").hits
 
 
-def test_building_the_tables_and_reading_metadata_never_run_the_cyclic_collector():
-    """Search's passes and the module tree allocate objects per node or call and make no cycles; like indexing,
-    they run with the cyclic GC paused. Left on, the collector walked every object of a 100k-node index in the
-    middle of the build (0.11 s of a 0.95 s search, none of it at 10k): with a threshold of 1, any allocation here
-    would collect."""
-    ix = open_index(ZOO / "llama_gqa.onnx")
-    si = SearchIndex(ix)
-    inside: list[str] = []  # the pass of search.py that a collection ran in, for each that did
-    passes = {("search.py", "_build"), ("search.py", "_add_nodes"), ("search.py", "_read_metadata"),
-              ("provenance.py", "build_module_tree")}  # (search's tables hold the module tree, built on first use)
-
-    def record(phase: str, info: dict) -> None:
-        frame = sys._getframe(1)
-        while phase == "start" and frame is not None:
-            if (Path(frame.f_code.co_filename).name, frame.f_code.co_name) in passes:
-                inside.append(frame.f_code.co_name)
-                break
-            frame = frame.f_back
-
-    thresholds, was_enabled = gc.get_threshold(), gc.isenabled()  # (an earlier GUI test may have turned it off)
-    gc.collect()
-    gc.callbacks.append(record)
-    gc.enable()
-    gc.set_threshold(1, 1, 1)  # any allocation of a container collects, where the collector is on
-    try:
-        assert ix.provenance.module_root.children  # as the app's module panel asks for it: before any search
-        si.build()
-        si._metadata()
-        assert gc.isenabled()  # the pause ends with the pass
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.callbacks.remove(record)
-        if not was_enabled:
-            gc.disable()
-    assert inside == []
-    assert [h.kind for h in si.search("apply_rotary_pos_emb").hits][:1] == ["stack_trace"]
-
-
 def test_a_name_that_is_not_utf8_in_a_model_too_large_to_check_up_front(tmp_path: Path):
     """Above ``EAGER_TEXT_CHECK_NODES`` the index does not read every string, so a node name that is not valid
     UTF-8 reaches search as bytes: it is found by its decoding (U+FFFD for the bad byte), and the names around it
@@ -201,3 +161,30 @@ def test_a_name_that_is_not_utf8_in_a_model_too_large_to_check_up_front(tmp_path
     assert [(h.kind, h.text, h.path) for h in hits] == [("node", "node\ufffd2345", (12345,))]
     assert [(h.kind, h.text, h.path) for h in si.search("node12346").hits] == [("node", "node12346", (12346,))]
     assert [h.path for h in si.search("NODE1234").hits] == [(1234,), *((12340 + k,) for k in range(10) if k != 5)]
+
+
+def test_a_build_with_progress_reads_in_steps_and_finds_the_same(monkeypatch: pytest.MonkeyPatch):
+    """``SearchIndex.build(progress=...)`` reads the main graph ``_STEP`` nodes at a time, reporting each step, and
+    its tables give exactly the hits of a build in one go; what ``progress`` raises stops the build."""
+    from inspector.core import search as search_module
+
+    monkeypatch.setattr(search_module, "_STEP", 8)
+    ix = open_index(ZOO / "llama_gqa.onnx")
+    n = len(ix.proto.graph.node)
+    assert ix.flat_main and n > 8 * 10
+    seen: list[tuple[int, int]] = []
+    stepped = SearchIndex(ix)
+    stepped.build(progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(min(k + 8, n), n) for k in range(0, n, 8)]
+    whole = SearchIndex(ix)
+    for query in ("transpose", "layers.1.self_attn", "node_MatMul", "aten::add", "rsqrt", "apply_rotary_pos_emb"):
+        assert stepped.search(query) == whole.search(query)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        SearchIndex(ix).build(progress=stop)

@@ -23,10 +23,8 @@ model string: escaping it for display is the caller's job.
 search box) keeps one ``SearchIndex(index)``, which builds its table once, on first use. The index itself
 precomputes nothing for search. Node metadata is read on the first query, not when the table is built: one pass
 that keeps each distinct text once (a 100k-node Llama export has 27 distinct stack traces and rule names), so a
-query tests each distinct text once and then the nodes by a small integer each. Both passes allocate an object or
-two per node and make no cycles, so they run with the cyclic collector paused, as indexing does
-(``core.util.gc_pause.paused_gc``): left on, it walked every object of a 100k-node index in the middle of building the
-tables (0.11 s of a 0.95 s search; at 10k no full collection comes due, so search grew 12-14x from 10k to 100k).
+query tests each distinct text once and then the nodes by a small integer each. Both passes keep no object per node
+but strings and small integers, and make no cycles.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.provenance import NAME_SCOPES, ModuleNode
 from inspector.core.model.walk import NodePath, as_text, path_text, resolve_path
-from inspector.core.util.gc_pause import paused_gc
-from inspector.core.util.slices import in_slices
+from inspector.core.util.progress import Progress
 
 HitKind = Literal["function", "aten_target", "module", "op_type", "node", "stack_trace", "metadata"]
 KINDS: tuple[HitKind, ...] = get_args(HitKind)  # in rank order
@@ -57,6 +54,7 @@ MATCHED_IN: dict[HitKind, str] = {"function": "function", "aten_target": "target
                                   "op_type": "op", "node": "name", "stack_trace": "stack trace",
                                   "metadata": "metadata"}  # where a hit matched, in words
 DEFAULT_LIMIT = 500
+_STEP = 4096  # main-graph nodes read per step (see SearchIndex._read_flat)
 # metadata entries searched as something else: fx_node through the aten calls, the module entries as modules
 _NOT_METADATA = frozenset({FX_NODE, NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
 _LINE_LIMIT = 300
@@ -134,15 +132,15 @@ class SearchIndex:
 
     # --- building -----------------------------------------------------------------------------------------------
 
-    def build(self) -> None:
-        """Build the tables now (otherwise the first ``search`` does)."""
+    def build(self, progress: Progress | None = None) -> None:
+        """Build the tables now (otherwise the first ``search`` does). ``progress``: a checkpoint
+        (``core.util.progress``), in main-graph nodes, called after each step of ``_STEP`` nodes."""
         with self._lock:
             if not self._built:
-                with paused_gc():
-                    self._build()
+                self._build(progress)
                 self._built = True
 
-    def _build(self) -> None:
+    def _build(self, progress: Progress | None = None) -> None:
         index = self.index
         main = index.proto.graph.node
         flat_main = index.flat_main  # (no node of the main graph can hold a subgraph: no paths kept)
@@ -153,20 +151,7 @@ class SearchIndex:
             self._scope_nodes.append(nodes)
             self._scope_start.append(len(self._op))
             if scope is MAIN and flat_main:
-                # a slice of nodes at a time, names then op types: from a model larger than the CPU's cache,
-                # reaching each node costs more than reading its fields, and a slice's nodes are still in cache for
-                # the second read; no object per node but the strings (a (name, op) tuple each was 100k objects
-                # for the collector to walk at 100k). In one C call over 100k nodes, 95 ms in which the app's GUI
-                # thread could not take the GIL
-                name_cf, ops = self._name_cf, self._op
-                for piece in in_slices(nodes):
-                    names = list(map(_NAME, piece))
-                    try:
-                        name_cf += map(str.casefold, names)
-                    except TypeError:  # a name that is not valid UTF-8 (bytes): a model too large to check up front
-                        del name_cf[len(ops):]
-                        name_cf += [as_text(n).casefold() for n in names]
-                    ops += map(_OP, piece)
+                self._read_flat(nodes, progress)
                 self._path.extend([None] * len(nodes))
             else:
                 self._add_nodes(nodes)
@@ -190,6 +175,25 @@ class SearchIndex:
                 self._modules.append((m, m.path.casefold(), m.class_name.casefold()))
                 stack.extend(reversed(list(m.children.values())))
 
+    def _read_flat(self, nodes: Sequence[onnx.NodeProto], progress: Progress | None) -> None:
+        """Names, then op types, of a graph whose nodes hold no subgraph, read in C a step of ``_STEP`` nodes at a
+        time: a step's nodes are still in the CPU's cache for the second read (building at 100k took 131 ms of CPU
+        in steps, 163 ms in one go, medians of 6). No object per node but the strings (a (name, op) tuple each was
+        100k objects for the collector to walk at 100k)."""
+        name_cf, ops = self._name_cf, self._op
+        total = len(nodes)
+        for start in range(0, total, _STEP):
+            piece = nodes[start:start + _STEP]
+            names = list(map(_NAME, piece))
+            try:
+                name_cf += map(str.casefold, names)
+            except TypeError:  # a name that is not valid UTF-8 (bytes): a model too large to check up front
+                del name_cf[len(ops):]
+                name_cf += [as_text(n).casefold() for n in names]
+            ops += map(_OP, piece)
+            if progress is not None:
+                progress(start + len(piece), total)
+
     def _add_nodes(self, nodes: Sequence[onnx.NodeProto]) -> None:
         paths, name_cf, ops = self._path, self._name_cf, self._op
         for path, node in walk_body(nodes):
@@ -201,8 +205,7 @@ class SearchIndex:
         """The nodes' metadata, read once (on the first query)."""
         with self._lock:
             if self._meta is None:
-                with paused_gc():
-                    self._meta = self._read_metadata()
+                self._meta = self._read_metadata()
             return self._meta
 
     def _read_metadata(self) -> _Metadata:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from inspector.core.aten.torchlib import torchlib_json
 from inspector.core.model.index import Family, ModelIndex
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.units import human_size
 
 if TYPE_CHECKING:
@@ -26,8 +25,7 @@ SUMMARY_VERSION = 1
 
 def summary_dict(index: ModelIndex, specialisation: bool = True) -> dict[str, Any]:
     """The summary object; ``specialisation`` adds fingerprints and specialised values per overload."""
-    with paused_gc():  # many small objects and no cycles: the cyclic GC would rescan them again and again
-        return _summary_dict(index, specialisation)
+    return _summary_dict(index, specialisation)
 
 
 def _summary_dict(index: ModelIndex, specialisation: bool) -> dict[str, Any]:

@@ -22,7 +22,8 @@ permanent generation is unfrozen and collected in full if everything in it and i
 the limit; with a large model open it stays frozen, since that collection would walk the open model (the stall
 this module exists to avoid). Closing a compare window releases nothing: the main window's model is still
 open, and counting the permanent generation alone took 64 ms with 2.3M objects frozen at 100k nodes.
-``core.util.gc_pause.paused_gc`` leaves the collector off when it finds it off."""
+Core never touches the collector: with automatic collection off, indexing, analyses and diffs on the workers run
+without the full collections that would walk a whole large index (``gui/worker.py`` starts this collector)."""
 
 from __future__ import annotations
 

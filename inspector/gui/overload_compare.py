@@ -48,7 +48,6 @@ from inspector.core.model.signature import CallSignature
 from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.bodytext import Line, body_lines, signature_line
 from inspector.core.specialise.specialiser import SpecialisedValue
-from inspector.core.util.gc_pause import paused_gc
 from inspector.gui.analysis import Analyses, TreeObject, site_node
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.graph_panel import scene_id
@@ -354,8 +353,7 @@ class OverloadCompareWindow(QMainWindow):
             self.header.setText(f"Cannot compare: {reason}")
 
         def work() -> MemberComparison:
-            with paused_gc():  # many small objects, no cycles: the cyclic GC would stall the GUI thread too
-                return compare_members(analyses, a, b)
+            return compare_members(analyses, a, b)  # (the app's collector runs on the GUI thread only)
 
         self.jobs.run(work, self.show_comparison, failed)
 

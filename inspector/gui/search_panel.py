@@ -19,7 +19,7 @@ from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
 from inspector.gui.analysis import main_call_owners
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit
-from inspector.gui.worker import Jobs
+from inspector.gui.worker import Jobs, checkpoint
 
 
 class SearchPanel(QWidget):
@@ -89,6 +89,7 @@ class SearchPanel(QWidget):
             return
 
         def work() -> SearchResult:
+            index.build(progress=checkpoint)  # (once) in steps: the GUI thread runs between them
             result = index.search(text)
             self._owners_of(index)
             return result

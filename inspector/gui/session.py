@@ -34,7 +34,7 @@ from inspector.gui.collector import release_model
 from inspector.gui.family_model import FamilyTree
 from inspector.gui.review_panel import ReviewItem
 from inspector.gui.reviewing import Reviewable, Target, badges, find_target, review_items, target_label
-from inspector.gui.worker import Jobs
+from inspector.gui.worker import Jobs, checkpoint
 from inspector.render.overview import module_totals
 from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, OP, SceneNode
 
@@ -65,7 +65,7 @@ class Opened:
 
 def open_for_display(path: Path) -> Opened:
     """Index a model and prepare, still off the GUI thread, what the window shows first."""
-    index = build_index(load_model(path, pieces=True))  # a large file in pieces: the GUI thread runs meanwhile
+    index = build_index(load_model(path, progress=checkpoint))  # a large file in pieces (worker.checkpoint)
     index.parameters()
     totals = module_totals(index.provenance.module_root)
     torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection

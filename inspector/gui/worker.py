@@ -1,9 +1,13 @@
 """Run long core work (load, index, analysis, layout) off the GUI thread and report back through signals.
 
-The GUI thread and the workers share one GIL. Qt asks Python for every row a view lays out or paints, and each of
-those calls takes the GIL again: behind a busy worker, each waits for it. So workers hand the GIL over quickly
-(``GIL_SWITCH_S``), background work gives way to jobs the user waits for (``give_way``), and work that would start
-while the window is about to draw a whole new model starts once it has been drawn (``after_paint``).
+The one place where the app's responsiveness is arranged (core is plain Python and knows nothing of it). The GUI
+thread and the workers share one GIL. Qt asks Python for every row a view lays out or paints, and each of those
+calls takes the GIL again: behind a busy worker, each waits for it. So workers hand the GIL over quickly
+(``GIL_SWITCH_S``), the cyclic collector runs on the GUI thread only (``collector.py``, started here), long core
+work is driven through its progress checkpoints (``checkpoint``: a large file is parsed in pieces, and a cancelled
+job stops), Graphviz runs in a helper process (``dot_process.py``), background work gives way to jobs the user
+waits for (``give_way``), and work that would start while the window is about to draw a whole new model starts once
+it has been drawn (``after_paint``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,20 @@ T = TypeVar("T")
 # calls of drawing a 100k-node model's trees still took 150 ms beside a layout job. 10 us: 50-80 ms. Two workers
 # running Python side by side lose up to a third of their speed to the extra hand-overs (measured on 2 cores).
 GIL_SWITCH_S = 0.00001
+
+
+class Cancelled(Exception):
+    """Raised by ``checkpoint`` in a job that was cancelled: the job stops there (its result would be dropped)."""
+
+
+def checkpoint(done: int = 0, total: int = 0) -> None:
+    """What a job passes as core's progress checkpoint (``load_model(path, progress=checkpoint)``): a cancelled job
+    stops here. Core then parses a large file in pieces of 256 KB, and between two pieces the interpreter runs, so
+    the GUI thread takes the GIL within ``GIL_SWITCH_S``: one protobuf parse of a whole 167 MB file held it for
+    0.7-2.6 s, each piece holds it at most 4 ms."""
+    job = getattr(_on_this_thread, "job", None)
+    if job is not None and job.cancelled:
+        raise Cancelled
 
 
 class _Box:
@@ -157,8 +175,11 @@ class Job(QRunnable):
         if self.interactive:
             _count_interactive(1)
         _on_this_thread.interactive, _on_this_thread.background = self.interactive, not self.interactive
+        _on_this_thread.job = self
         try:
             result = self.fn()
+        except Cancelled:  # stopped at a checkpoint: nothing to report but that it ended
+            self.signals.qt.finished.emit(_Box(None))
         except InspectorError as e:
             self.signals.qt.failed.emit(str(e))
         except Exception as e:  # the app must never die on bad input
@@ -167,6 +188,7 @@ class Job(QRunnable):
             self.signals.qt.finished.emit(_Box(result))
         finally:
             _on_this_thread.interactive = _on_this_thread.background = False
+            _on_this_thread.job = None
             if self.interactive:
                 _count_interactive(-1)
 

@@ -1,10 +1,9 @@
 """Graphviz's ``dot`` on plain data: the boxes' generated names and sizes, the edges and the room their labels
 need; never text from the model. ``layout.layout_scene`` makes the job and reads the result back.
 
-Why a module of its own: Graphviz's library (pygraphviz) holds the GIL for a whole layout, 1.6 s for a 300-box
-window of a 100k-node main graph, and a GUI thread waiting for the GIL meanwhile cannot draw or answer. A job of
-plain data can be laid out in another process by this same function (``serve``, which ``inspector.gui.dot_process``
-starts), so the app's layouts are the very layouts the command line and the reports make.
+Why a module of its own: a job of plain data can be laid out in this process (the command line, reports) or in
+another one by this same function (``serve``; the app runs it in a helper process, ``inspector.gui.dot_process``
+says why), so the app's layouts are the very layouts the command line and the reports make.
 """
 
 from __future__ import annotations

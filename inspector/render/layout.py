@@ -327,9 +327,36 @@ def to_svg(scene: Scene, layout: Layout, highlights: dict[str, str] | None = Non
         f'<rect x="0" y="0" width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
         f'<g transform="translate({_n(MARGIN)},{_n(MARGIN)})">',
     ]
-    right = width  # edge labels may reach past the layout's right edge
     edge_labels: list[str] = []  # drawn last, over the boxes
+    right = _svg_edges(out, edge_labels, scene, layout, width)  # edge labels may reach past the layout's right edge
+    out.append('<g class="nodes">')
     by_id = {n.id: n for n in scene.nodes}
+    for node_id, laid in layout.nodes.items():
+        node = by_id.get(node_id)
+        if node is not None:
+            _svg_node(out, node, laid, marks.get(node_id))
+    out.append("</g>")
+    if edge_labels:
+        out.append('<g class="edge-labels" font-size="7">')
+        out.extend(edge_labels)
+        out.append("</g>")
+    out.append("</g>")
+    if note:
+        out.append(f'<text x="{_n(MARGIN)}" y="{_n(height - 8)}" font-size="9" fill="#aa3333">'
+                   f"{xml_text(note)}</text>")
+    out.append("</svg>")
+    if right > width:  # widen the canvas to show every edge label
+        wide = _n(math.ceil(right + 4))
+        out[1] = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{wide}" height="{_n(height)}" '
+                  f'viewBox="0 0 {wide} {_n(height)}" font-family="monospace">')
+        out[3] = f'<rect x="0" y="0" width="{wide}" height="{_n(height)}" fill="#ffffff"/>'
+    return "\n".join(out) + "\n"
+
+
+def _svg_edges(out: list[str], edge_labels: list[str], scene: Scene, layout: Layout, width: float) -> float:
+    """The edges' paths and arrowheads into ``out``, their labels into ``edge_labels``; the right end of the
+    rightmost label (at least ``width``)."""
+    right = width
     labels = {(e.source, e.target): e for e in scene.edges}
     out.append('<g class="edges" fill="none" stroke="#666666" stroke-width="1">')
     for edge in layout.edges:
@@ -353,49 +380,32 @@ def to_svg(scene: Scene, layout: Layout, highlights: dict[str, str] | None = Non
             edge_labels.append(f'<text x="{_n(mx)}" y="{_n(my + 2.5)}" text-anchor="middle" fill="#555555">'
                                f"{xml_text(text)}</text>")
     out.append("</g>")
-    out.append('<g class="nodes">')
-    for node_id, laid in layout.nodes.items():
-        node = by_id.get(node_id)
-        if node is None:
-            continue
-        fill, stroke = box_colours(node)
-        rx = {INPUT: 10, OUTPUT: 10, MODULE: 8, ATEN_CALL: 5, FUNCTION_CALL: 5}.get(node.kind, 2)
-        x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
-        tip = "\n".join([node.label, *small_lines(node)])
-        dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
-        out.append(f"<g class={xml_attr(node.kind)}>")
-        out.append(f"<title>{xml_text(tip[:1000])}</title>")
-        mark = marks.get(node_id)
-        border = f'stroke="{mark}" stroke-width="3"' if mark else f'stroke="{stroke}"'
-        out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
-                   f'rx="{rx}" fill="{fill}" {border}{dashed}/>')
-        small = small_lines(node)
-        label_y = laid.y - len(small) * DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
-        out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
-                   f'text-anchor="middle" fill="#111111">{xml_text(elide(node.label, laid.width))}</text>')
-        for k, line in enumerate(small):
-            y = label_y + (k + 1) * DETAIL_FONT_SIZE * LINE_HEIGHT + 1
-            colour = "#1f4e8c" if line is node.attrs else "#555555"
-            out.append(f'<text x="{_n(laid.x)}" y="{_n(y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
-                       f'text-anchor="middle" fill="{colour}">'
-                       f"{xml_text(elide(line, laid.width, DETAIL_FONT_SIZE))}</text>")
-        out.append("</g>")
+    return right
+
+
+def _svg_node(out: list[str], node: SceneNode, laid: LaidNode, mark: str | None) -> None:
+    """One box: its shape, tooltip, label and small lines; ``mark`` a border colour."""
+    fill, stroke = box_colours(node)
+    rx = {INPUT: 10, OUTPUT: 10, MODULE: 8, ATEN_CALL: 5, FUNCTION_CALL: 5}.get(node.kind, 2)
+    x0, y0 = laid.x - laid.width / 2, laid.y - laid.height / 2
+    tip = "\n".join([node.label, *small_lines(node)])
+    dashed = ' stroke-dasharray="4,2"' if node.expandable else ""
+    out.append(f"<g class={xml_attr(node.kind)}>")
+    out.append(f"<title>{xml_text(tip[:1000])}</title>")
+    border = f'stroke="{mark}" stroke-width="3"' if mark else f'stroke="{stroke}"'
+    out.append(f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(laid.width)}" height="{_n(laid.height)}" '
+               f'rx="{rx}" fill="{fill}" {border}{dashed}/>')
+    small = small_lines(node)
+    label_y = laid.y - len(small) * DETAIL_FONT_SIZE * LINE_HEIGHT / 2 + LABEL_FONT_SIZE * 0.35
+    out.append(f'<text x="{_n(laid.x)}" y="{_n(label_y)}" font-size="{_n(LABEL_FONT_SIZE)}" '
+               f'text-anchor="middle" fill="#111111">{xml_text(elide(node.label, laid.width))}</text>')
+    for k, line in enumerate(small):
+        y = label_y + (k + 1) * DETAIL_FONT_SIZE * LINE_HEIGHT + 1
+        colour = "#1f4e8c" if line is node.attrs else "#555555"
+        out.append(f'<text x="{_n(laid.x)}" y="{_n(y)}" font-size="{_n(DETAIL_FONT_SIZE)}" '
+                   f'text-anchor="middle" fill="{colour}">'
+                   f"{xml_text(elide(line, laid.width, DETAIL_FONT_SIZE))}</text>")
     out.append("</g>")
-    if edge_labels:
-        out.append('<g class="edge-labels" font-size="7">')
-        out.extend(edge_labels)
-        out.append("</g>")
-    out.append("</g>")
-    if note:
-        out.append(f'<text x="{_n(MARGIN)}" y="{_n(height - 8)}" font-size="9" fill="#aa3333">'
-                   f"{xml_text(note)}</text>")
-    out.append("</svg>")
-    if right > width:  # widen the canvas to show every edge label
-        wide = _n(math.ceil(right + 4))
-        out[1] = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{wide}" height="{_n(height)}" '
-                  f'viewBox="0 0 {wide} {_n(height)}" font-family="monospace">')
-        out[3] = f'<rect x="0" y="0" width="{wide}" height="{_n(height)}" fill="#ffffff"/>'
-    return "\n".join(out) + "\n"
 
 
 def _is_colour(value: str) -> bool:

@@ -17,31 +17,28 @@ Built for 100k-node graphs: one pass over the nodes assigns each to a box (plain
 values and edges are read only for nodes whose box is kept in the scene; no Python object is made per node.
 What does need the whole graph (how often each value is read, value types by name, small initializers) is read
 once per graph by ``Scenes(index)`` and shared by all the scenes it builds (the report draws 20 aten calls of a
-100k-node export with one pass); ``build_scene`` is a ``Scenes`` used once.
+100k-node export with one pass); ``build_scene`` is a ``Scenes`` used once. Those tables are ``graph_facts.py``'s,
+the boxes of a flat export ``grouping.py``'s, box text ``labels.py``'s.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import onnx
-from onnx import numpy_helper
 
-from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.calls import AtenCall, Scope
-from inspector.core.model.graph import is_small_constant as _is_small
 from inspector.core.model.graph import node_reads
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope, MainGraph
 from inspector.core.model.provenance import ModuleNode
-from inspector.core.model.tensors import dtype_name
-from inspector.core.model.values import type_text
-from inspector.core.model.walk import NodePath, as_text, iter_nodes, may_have_subgraphs, resolve_path, subgraphs
-from inspector.core.util.slices import SLICE, in_slices, listed
+from inspector.core.model.walk import NodePath, as_text, may_have_subgraphs, resolve_path, subgraphs
+from inspector.render.graph_facts import GraphFacts
+from inspector.render.grouping import Grouping, main_grouping, unique_id
+from inspector.render.labels import STANDARD_DOMAINS, attrs_text, constant_text, op_label
 
 if TYPE_CHECKING:
     from inspector.core.model.index import ModelIndex
@@ -55,8 +52,6 @@ OUTPUT = "output"
 CONSTANT = "constant"
 KINDS = (OP, FUNCTION_CALL, ATEN_CALL, MODULE, INPUT, OUTPUT, CONSTANT)
 DEFAULT_MAX_NODES = 400
-
-_STANDARD_DOMAINS = ("", "ai.onnx")
 
 # A box while the scene is built: an int is node i of the scope's top graph, a str is a scene id.
 _Key = int | str
@@ -131,7 +126,7 @@ class Scenes:
 
     def __init__(self, index: ModelIndex) -> None:
         self.index = index
-        self._graphs: dict[GraphScope, _GraphFacts] = {}
+        self._graphs: dict[GraphScope, GraphFacts] = {}
         self._user_inputs: list[str] | None = None
 
     def scene(self, scope: Scope, expanded: frozenset[str] = frozenset(),
@@ -145,14 +140,14 @@ class Scenes:
             return _graph_scene(str(scope), facts, list(index.functions.functions[scope].input), None, max_nodes)
         if isinstance(scope, MainGraph):
             g = index.proto.graph
-            grouping = _main_grouping(index, expanded) if index.provenance.calls else None
+            grouping = main_grouping(index, expanded) if index.provenance.calls else None
             title = f"{scope} ({g.name})" if g.name else str(scope)
             if self._user_inputs is None:
                 self._user_inputs = index.user_inputs()
             return _graph_scene(title, self.facts(MAIN), self._user_inputs, grouping, max_nodes)
         raise TypeError(f"not a scope: {scope!r}")
 
-    def facts(self, scope: GraphScope) -> _GraphFacts:
+    def facts(self, scope: GraphScope) -> GraphFacts:
         """The shared facts of the main graph or a function body (``KeyError`` for an unknown function)."""
         facts = self._graphs.get(scope)
         if facts is None:
@@ -160,186 +155,14 @@ class Scenes:
             if isinstance(scope, FunctionKey):
                 f = index.functions.functions[scope]
                 infos: Sequence[onnx.ValueInfoProto] = getattr(f, "value_info", ())
-                facts = _GraphFacts(f.node, list(f.output), lambda: (infos,), None, _function_calls(index, scope))
+                facts = GraphFacts(f.node, list(f.output), lambda: (infos,), None, _function_calls(index, scope))
             else:
                 g = index.proto.graph
-                facts = _GraphFacts(g.node, [v.name for v in g.output],
+                facts = GraphFacts(g.node, [v.name for v in g.output],
                                     lambda: (g.input, g.output, g.value_info), g.initializer,
                                     _function_calls(index, MAIN), lambda: index.graph_maps().read_count)
             self._graphs[scope] = facts
         return facts
-
-
-class _GraphFacts:
-    """One graph's lookup tables, each built on first use by one pass over the graph."""
-
-    def __init__(self, nodes: Sequence[onnx.NodeProto], outputs: list[str],
-                 value_infos: Callable[[], Sequence[Sequence[onnx.ValueInfoProto]]],
-                 initializers: Sequence[onnx.TensorProto] | None, fcalls: dict[int, FunctionKey],
-                 read_count: Callable[[], Counter[str]] | None = None) -> None:
-        """``read_count``: the graph's read counts when they are shared (the main graph's ``GraphMaps``)."""
-        self.nodes = nodes
-        self._read_count = read_count
-        self.outputs = outputs
-        self.initializers = initializers
-        self.fcalls = fcalls  # top-level node index -> the local function it calls
-        self._value_infos = value_infos
-        self._infos: dict[str, onnx.ValueInfoProto] | None = None  # the first value info of each name
-        self._more_infos: dict[str, list[onnx.ValueInfoProto]] = {}  # the later ones of a repeated name
-        self._scanned = False  # the first scene's types were read by a pass over the value infos
-        self._small: dict[str, tuple[int, onnx.TensorProto]] | None = None
-        self._reads: Counter[str] | None = None
-        self._deep_readers: dict[str, list[NodePath]] | None = None
-
-    def types(self, needed: Iterable[str]) -> dict[str, str]:
-        """Tensor types of ``needed`` values: the first value info of that name that has a type."""
-        infos = self._infos
-        if infos is None and not self._scanned:  # one scene: a pass reading names is cheaper than a map of all
-            self._scanned = True
-            return _types(itertools.chain.from_iterable(self._value_infos()), set(needed))
-        if infos is None:
-            # read in C a slice at a time: a 100k-node export has 100k value infos (in one go, one C call held the
-            # GIL for 50-100 ms while the app's GUI thread waited)
-            seq = listed(self._value_infos())
-            names: list[str] = []
-            infos = self._infos = {}
-            for start, piece in zip(itertools.count(0, SLICE), in_slices(seq)):
-                names += map(attrgetter("name"), piece)
-                infos.update(zip(names[start:], piece))
-            if len(infos) < len(seq):  # a repeated name: keep the first, and the later ones for when it has no type
-                infos = self._infos = {}
-                for name, v in zip(names, seq):
-                    if name in infos:
-                        self._more_infos.setdefault(name, []).append(v)
-                    else:
-                        infos[name] = v
-        out: dict[str, str] = {}
-        for name in needed:
-            first = infos.get(name)
-            if first is None:
-                continue
-            for v in (first, *self._more_infos.get(name, ())):
-                text = type_text(v.type)
-                if text:
-                    out[name] = text
-                    break
-        return out
-
-    def small_initializers(self) -> dict[str, tuple[int, onnx.TensorProto]]:
-        """Small initializers by name (the first small one of a repeated name), with their position."""
-        if self._small is None:
-            self._small = {}
-            for k, t in enumerate(self.initializers or ()):
-                if t.name not in self._small and _is_small(t):
-                    self._small[t.name] = (k, t)
-        return self._small
-
-    def reads(self) -> Counter[str]:
-        """Value -> how many times top-level nodes read it (captured names of subgraphs included), counted in C."""
-        if self._reads is None and self._read_count is not None:
-            self._reads = self._read_count()
-        if self._reads is None:
-            nodes = self.nodes
-            reads = Counter(itertools.chain.from_iterable(
-                node_reads(node) if may_have_subgraphs(node) else node.input for node in nodes))
-            self._reads = reads
-        return self._reads
-
-    def deep_readers(self) -> dict[str, list[NodePath]]:
-        """Value -> the nodes at any depth whose inputs name it."""
-        if self._deep_readers is None:
-            readers: dict[str, list[NodePath]] = {}
-            for p, node, _depth in iter_nodes(self.nodes):
-                for v in node.input:
-                    readers.setdefault(v, []).append(p)
-            self._deep_readers = readers
-        return self._deep_readers
-
-
-# --------------------------------------------------------------------------------------------
-# grouping of flat dynamo exports: modules, then aten calls
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Grouping:
-    node_call: list[int]  # per top-level node: index into provenance.calls, or -1
-    call_box: list[str | None]  # per call (plus a trailing None for -1): its box id, None when shown node by node
-    calls: dict[str, AtenCall] = field(default_factory=dict)  # aten-call box id -> call
-    modules: dict[str, ModuleNode] = field(default_factory=dict)  # module box id -> module
-
-
-def _unique(base: str, used: set[str]) -> str:
-    key = base
-    k = 1
-    while key in used:
-        k += 1
-        key = f"{base}#{k}"
-    used.add(key)
-    return key
-
-
-def _main_grouping(index: ModelIndex, expanded: frozenset[str]) -> _Grouping:
-    prov = index.provenance
-    calls = prov.calls
-    n = len(index.proto.graph.node)
-    node_call = [-1] * n
-    main: Scope = MAIN
-    mine: list[int] = []  # calls with nodes in the main graph's top level
-    for k, call in enumerate(calls):
-        scope = call.scope
-        if scope is not main and scope != main:
-            continue
-        top = False
-        for p in call.node_paths:
-            if len(p) == 1:
-                i = p[0]
-                if i.__class__ is int and 0 <= i < n:
-                    node_call[i] = k
-                    top = True
-        if top:
-            mine.append(k)
-    call_ids = [""] * len(calls)
-    names = [calls[k].name for k in mine]
-    if len(set(names)) == len(names):
-        for k, name in zip(mine, names):
-            call_ids[k] = "call:" + name
-    else:  # a repeated FX name (damaged metadata): later calls get "#2", "#3", ...
-        used: set[str] = set()
-        for k, name in zip(mine, names):
-            call_ids[k] = _unique("call:" + name, used)
-    call_box: list[str | None] = [None] * (len(calls) + 1)
-    grouping = _Grouping(node_call, call_box)
-    # Top down through the module tree: a module is open (root, or expanded with all its ancestors open),
-    # a box (its parent is open and it is not expanded), or inside the box of a collapsed ancestor.
-    used_modules: set[str] = set()
-    open_modules: list[ModuleNode] = [prov.module_root]
-    collapsed: list[tuple[ModuleNode, str]] = []
-    while open_modules:
-        module = open_modules.pop()
-        for k in module.calls:
-            cid = call_ids[k]
-            if cid and cid not in expanded:
-                call_box[k] = cid
-                grouping.calls[cid] = calls[k]
-        for child in reversed(list(module.children.values())):  # popped in declaration order
-            mid = _unique("mod:" + child.path, used_modules)
-            if mid in expanded:
-                open_modules.append(child)
-            else:
-                grouping.modules[mid] = child
-                collapsed.append((child, mid))
-    for top_module, box in collapsed:
-        stack = [top_module]
-        while stack:
-            module = stack.pop()
-            for k in module.calls:
-                call_box[k] = box
-            stack.extend(module.children.values())
-    for k, cid in enumerate(call_ids):  # calls outside the main graph's top level have no box
-        if not cid:
-            call_box[k] = None
-    return grouping
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,58 +180,14 @@ def _function_calls(index: ModelIndex, scope: GraphScope) -> dict[int, FunctionK
     return out
 
 
-def _graph_scene(title: str, facts: _GraphFacts, inputs: list[str], grouping: _Grouping | None,
+def _graph_scene(title: str, facts: GraphFacts, inputs: list[str], grouping: Grouping | None,
                  max_nodes: int) -> Scene:
-    nodes, outputs, fcalls = facts.nodes, facts.outputs, facts.fcalls
-    n = len(nodes)
-    # 1. every node to its box, boxes in order of their first node
-    expanded_nodes: list[int] = []
-    node_box: list[_Key]
-    order: list[_Key]
-    if grouping is None:
-        node_box = list(range(n))
-        order = list(node_box)
-    else:
-        node_box = [0] * n
-        order = []
-        seen: set[str] = set()
-        node_call, call_box = grouping.node_call, grouping.call_box
-        for i in range(n):
-            c = node_call[i]
-            box = call_box[c]
-            if box is None:
-                node_box[i] = i
-                order.append(i)
-                if c >= 0:
-                    expanded_nodes.append(i)
-            else:
-                node_box[i] = box
-                if box not in seen:
-                    seen.add(box)
-                    order.append(box)
-
+    nodes, outputs = facts.nodes, facts.outputs
+    node_box, order, expanded_nodes = _boxes(len(nodes), grouping)
     used: set[str] = set()
-    input_keys = {name: _unique(f"in:{name}", used) for name in dict.fromkeys(inputs)}
-    output_keys = {name: _unique(f"out:{name}", used) for name in dict.fromkeys(outputs) if name}
-
-    # 2. small initializers read by nodes of expanded aten calls become constant nodes, placed before their reader
-    constants: dict[str, onnx.TensorProto] = {}
-    const_keys: dict[str, str] = {}
-    const_before: dict[int, list[str]] = {}
-    if expanded_nodes and facts.initializers is not None:
-        first_reader: dict[str, int] = {}
-        for i in expanded_nodes:
-            for v in nodes[i].input:
-                if v and v not in input_keys and v not in first_reader:
-                    first_reader[v] = i
-        if first_reader:
-            small = facts.small_initializers()
-            found = sorted((small[v][0], v) for v in first_reader if v in small)  # in initializer order
-            for _k, name in found:
-                constants[name] = small[name][1]
-            for name in sorted(constants, key=lambda v: first_reader[v]):
-                const_keys[name] = _unique(f"const:{name}", used)
-                const_before.setdefault(first_reader[name], []).append(name)
+    input_keys = {name: unique_id(f"in:{name}", used) for name in dict.fromkeys(inputs)}
+    output_keys = {name: unique_id(f"out:{name}", used) for name in dict.fromkeys(outputs) if name}
+    constants, const_keys, const_before = _constants(facts, expanded_nodes, input_keys, used)
 
     entries: list[_Key] = list(input_keys.values())
     for box_key in order:
@@ -421,8 +200,89 @@ def _graph_scene(title: str, facts: _GraphFacts, inputs: list[str], grouping: _G
     if truncated:
         entries = entries[: max(max_nodes, 0)]
     kept = set(entries)
+    pairs = _graph_edges(nodes, node_box, kept, truncated, input_keys, output_keys, const_keys)
 
-    # 3. edges, from the nodes whose box is kept only
+    # scene objects for what is kept
+    needed = {name for name, key in (*input_keys.items(), *output_keys.items()) if key in kept}
+    needed.update(next(iter(vs)) for vs in pairs.values() if len(vs) == 1)
+    types = facts.types(needed)
+    scene_nodes: list[SceneNode] = []
+    names = {key: name for name, key in itertools.chain(input_keys.items(), output_keys.items(), const_keys.items())}
+    for entry in entries:
+        if isinstance(entry, int):
+            scene_nodes.append(_node_box(nodes[entry], entry, facts.fcalls.get(entry)))
+        elif entry.startswith("in:") or entry.startswith("out:"):
+            name = names[entry]
+            scene_nodes.append(SceneNode(entry, name, INPUT if entry.startswith("in:") else OUTPUT, name,
+                                         types.get(name, "")))
+        elif entry.startswith("const:"):
+            name = names[entry]
+            scene_nodes.append(SceneNode(entry, name, CONSTANT, name, constant_text(constants[name])))
+        elif grouping is not None and entry in grouping.calls:
+            scene_nodes.append(_call_box(entry, grouping.calls[entry]))
+        elif grouping is not None and entry in grouping.modules:
+            scene_nodes.append(_module_box(entry, grouping.modules[entry]))
+    edges = [_edge(src, dst, values, types) for (src, dst), values in pairs.items()]
+    return Scene(title, scene_nodes, edges, truncated, hidden)
+
+
+def _boxes(n: int, grouping: Grouping | None) -> tuple[list[_Key], list[_Key], list[int]]:
+    """Every node to its box, the boxes in order of their first node, and the nodes of expanded aten calls."""
+    expanded_nodes: list[int] = []
+    node_box: list[_Key]
+    order: list[_Key]
+    if grouping is None:
+        node_box = list(range(n))
+        return node_box, list(node_box), expanded_nodes
+    node_box = [0] * n
+    order = []
+    seen: set[str] = set()
+    node_call, call_box = grouping.node_call, grouping.call_box
+    for i in range(n):
+        c = node_call[i]
+        box = call_box[c]
+        if box is None:
+            node_box[i] = i
+            order.append(i)
+            if c >= 0:
+                expanded_nodes.append(i)
+        else:
+            node_box[i] = box
+            if box not in seen:
+                seen.add(box)
+                order.append(box)
+    return node_box, order, expanded_nodes
+
+
+def _constants(facts: GraphFacts, expanded_nodes: list[int], input_keys: dict[str, str], used: set[str],
+               ) -> tuple[dict[str, onnx.TensorProto], dict[str, str], dict[int, list[str]]]:
+    """Small initializers read by nodes of expanded aten calls become constant nodes, placed before their reader:
+    the tensors, their scene ids, and which go before which node."""
+    constants: dict[str, onnx.TensorProto] = {}
+    const_keys: dict[str, str] = {}
+    const_before: dict[int, list[str]] = {}
+    if expanded_nodes and facts.initializers is not None:
+        nodes = facts.nodes
+        first_reader: dict[str, int] = {}
+        for i in expanded_nodes:
+            for v in nodes[i].input:
+                if v and v not in input_keys and v not in first_reader:
+                    first_reader[v] = i
+        if first_reader:
+            small = facts.small_initializers()
+            found = sorted((small[v][0], v) for v in first_reader if v in small)  # in initializer order
+            for _k, name in found:
+                constants[name] = small[name][1]
+            for name in sorted(constants, key=lambda v: first_reader[v]):
+                const_keys[name] = unique_id(f"const:{name}", used)
+                const_before.setdefault(first_reader[name], []).append(name)
+    return constants, const_keys, const_before
+
+
+def _graph_edges(nodes: Sequence[onnx.NodeProto], node_box: list[_Key], kept: set[_Key], truncated: bool,
+                 input_keys: dict[str, str], output_keys: dict[str, str], const_keys: dict[str, str],
+                 ) -> dict[tuple[_Key, _Key], dict[str, None]]:
+    """Edges between kept boxes, with the values each carries, from the nodes whose box is kept only."""
     producer: dict[str, _Key] = {}
     for name, key in input_keys.items():
         if key in kept:
@@ -432,6 +292,7 @@ def _graph_scene(title: str, facts: _GraphFacts, inputs: list[str], grouping: _G
         if key in kept:
             producer[name] = key
             from_constant.add(key)
+    n = len(nodes)
     kept_nodes: Sequence[int] = [i for i in range(n) if node_box[i] in kept] if truncated else range(n)
     for i in kept_nodes:
         dst = node_box[i]
@@ -455,29 +316,7 @@ def _graph_scene(title: str, facts: _GraphFacts, inputs: list[str], grouping: _G
         src = producer.get(name)
         if key in kept and src is not None:
             pairs.setdefault((src, key), {})[name] = None
-
-    # 4. scene objects for what is kept
-    needed = {name for name, key in (*input_keys.items(), *output_keys.items()) if key in kept}
-    needed.update(next(iter(vs)) for vs in pairs.values() if len(vs) == 1)
-    types = facts.types(needed)
-    scene_nodes: list[SceneNode] = []
-    names = {key: name for name, key in itertools.chain(input_keys.items(), output_keys.items(), const_keys.items())}
-    for entry in entries:
-        if isinstance(entry, int):
-            scene_nodes.append(_node_box(nodes[entry], entry, fcalls.get(entry)))
-        elif entry.startswith("in:") or entry.startswith("out:"):
-            name = names[entry]
-            scene_nodes.append(SceneNode(entry, name, INPUT if entry.startswith("in:") else OUTPUT, name,
-                                         types.get(name, "")))
-        elif entry.startswith("const:"):
-            name = names[entry]
-            scene_nodes.append(SceneNode(entry, name, CONSTANT, name, constant_text(constants[name])))
-        elif grouping is not None and entry in grouping.calls:
-            scene_nodes.append(_call_box(entry, grouping.calls[entry]))
-        elif grouping is not None and entry in grouping.modules:
-            scene_nodes.append(_module_box(entry, grouping.modules[entry]))
-    edges = [_edge(src, dst, values, types) for (src, dst), values in pairs.items()]
-    return Scene(title, scene_nodes, edges, truncated, hidden)
+    return pairs
 
 
 def _scene_id(key: _Key) -> str:
@@ -488,28 +327,6 @@ def _edge(src: _Key, dst: _Key, values: dict[str, None], types: dict[str, str]) 
     first = next(iter(values))
     label = types.get(first, "") if len(values) == 1 else f"{first} (+{len(values) - 1})"
     return SceneEdge(_scene_id(src), _scene_id(dst), first, label)
-
-
-def op_label(node: onnx.NodeProto) -> str:
-    """``Transpose``, or ``domain.Op`` outside the standard domain."""
-    return node.op_type if node.domain in _STANDARD_DOMAINS else f"{node.domain}.{node.op_type}"
-
-
-def attrs_text(node: onnx.NodeProto, limit: int = 80) -> str:
-    """A node's literal attributes in one short line (``perm=[0,2,1,3], axis=-1``); subgraphs are left out and
-    attributes bound to a function attribute show ``@name``."""
-    parts = []
-    for a in node.attribute:
-        if a.ref_attr_name:
-            parts.append(f"{a.name}=@{a.ref_attr_name}")
-        elif a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-            value, _key = attribute_value(a)
-            parts.append(f"{a.name}={value!r}".replace(", ", ",") if isinstance(value, list)
-                         else f"{a.name}={value}")
-        if sum(len(p) + 2 for p in parts) > limit:
-            break
-    text = ", ".join(parts)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _node_box(node: onnx.NodeProto, i: int, callee: FunctionKey | None) -> SceneNode:
@@ -536,7 +353,7 @@ def _module_box(key: str, module: ModuleNode) -> SceneNode:
 # --------------------------------------------------------------------------------------------
 
 
-def _call_scene(facts: _GraphFacts, call: AtenCall, max_nodes: int, functions: Container[FunctionKey]) -> Scene:
+def _call_scene(facts: GraphFacts, call: AtenCall, max_nodes: int, functions: Container[FunctionKey]) -> Scene:
     nodes = facts.nodes
     members: list[tuple[NodePath, onnx.NodeProto]] = []
     for p in sorted(set(call.node_paths)):
@@ -564,8 +381,8 @@ def _call_scene(facts: _GraphFacts, call: AtenCall, max_nodes: int, functions: C
     used: set[str] = set(node_ids.values())
     boundary: dict[str, str] = {}  # value -> input/constant id
     for v in reads:
-        boundary[v] = _unique(f"const:{v}" if v in small else f"in:{v}", used)
-    output_keys = {v: _unique(f"out:{v}", used) for v in produced if v in outside}
+        boundary[v] = unique_id(f"const:{v}" if v in small else f"in:{v}", used)
+    output_keys = {v: unique_id(f"out:{v}", used) for v in produced if v in outside}
     entries = [*boundary.values(), *node_ids.values(), *output_keys.values()]
     truncated = len(entries) > max_nodes
     hidden = len(entries) - max_nodes if truncated else 0
@@ -600,7 +417,7 @@ def _call_scene(facts: _GraphFacts, call: AtenCall, max_nodes: int, functions: C
         if key not in kept:
             continue
         callee = FunctionKey(node.domain, node.op_type, node.overload)
-        if node.domain not in _STANDARD_DOMAINS and callee in functions:
+        if node.domain not in STANDARD_DOMAINS and callee in functions:
             scene_nodes.append(SceneNode(key, str(callee), FUNCTION_CALL, (callee, p), node.name, True))
         else:
             scene_nodes.append(SceneNode(key, op_label(node), OP, p, node.name, attrs=attrs_text(node)))
@@ -611,7 +428,7 @@ def _call_scene(facts: _GraphFacts, call: AtenCall, max_nodes: int, functions: C
     return Scene(f"{call.target} ({call.name})", scene_nodes, edges, truncated, hidden)
 
 
-def _read_outside(facts: _GraphFacts, paths: list[NodePath], produced: set[str]) -> set[str]:
+def _read_outside(facts: GraphFacts, paths: list[NodePath], produced: set[str]) -> set[str]:
     """Which of ``produced`` are read by nodes that are not at ``paths``, or are outputs of their graphs."""
     out = {v for v in facts.outputs if v in produced}
     if all(len(p) == 1 for p in paths):
@@ -647,35 +464,3 @@ def _container(nodes: Sequence[onnx.NodeProto], path: NodePath) -> onnx.GraphPro
         return None
     step = path[-2]
     return next((g for s, g in subgraphs(owner) if s == step), None)
-
-
-# --------------------------------------------------------------------------------------------
-# value types and constants as text
-# --------------------------------------------------------------------------------------------
-
-
-def _types(infos: Iterable[onnx.ValueInfoProto], needed: set[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if not needed:
-        return out
-    for v in infos:
-        name = v.name
-        if name in needed and name not in out:
-            text = type_text(v.type)
-            if text:
-                out[name] = text
-    return out
-
-
-def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
-    """``FLOAT[] = 0.353553``, ``INT64[3] = 1, 8, 16``: the type and (for small inline tensors) the values."""
-    head = f"{dtype_name(t.data_type)}[{','.join(str(d) for d in t.dims)}]"
-    if not _is_small(t):
-        return head
-    try:
-        values = numpy_helper.to_array(t).reshape(-1).tolist()
-    except Exception:
-        return head
-    parts = [f"{x:.6g}" if isinstance(x, float) else str(x) for x in values[:8]]
-    text = f"{head} = {', '.join(parts)}" + (", …" if len(values) > 8 else "")
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,30 +1,24 @@
-"""Aten schema catalogue, parser and argument binder.
+"""Aten schemas: the data model, its grammar, the catalogue, and binding a call's arguments to the parameters.
 
 Dynamo exports record only the aten *target* of each FX node (``aten::transpose.int``) and its raw
 arguments; the parameter names, types and defaults live in the operator schema. The schemas are
 generated once from torch into ``resources/aten_schemas.txt`` (see ``scripts/gen_aten_schemas.py``)
 so that reviewing a model never needs torch installed. This module parses that text format
-(exactly what ``str(torch._C.FunctionSchema)`` prints) in pure Python and binds a call's arguments
-to the parameters.
+(exactly what ``str(torch._C.FunctionSchema)`` prints; its tokens and literals are read by ``schema_text.py``)
+in pure Python and binds a call's arguments to the parameters.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import enum
 import functools
-import gzip
-import importlib.resources
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+from inspector.core.aten.resources import read_resource_lines
+from inspector.core.aten.schema_text import MAX_SNIPPET, SchemaScanner, normalize_target, parse_literal, split_op_name
 
 __all__ = [
     "AtenSchema",
@@ -34,31 +28,13 @@ __all__ = [
     "SchemaCatalogue",
     "bind",
     "format_signature",
-    "normalize_target",
     "parse_schema",
 ]
 
 CATALOGUE_FILE = "aten_schemas.txt"
-RESOURCE_PACKAGE = "inspector.resources"
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Dotted names occur for TorchScript classes, e.g. ``__torch__.torch.classes.rnn.CellParamsBase``.
-_TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_OP_NAME = re.compile(r"(?:([A-Za-z_][A-Za-z0-9_]*)::)?([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?")
-_WS = re.compile(r"\s*")
-_LIST_SUFFIX = re.compile(r"\[\s*(\d*)\s*\]")
-# Alias annotations: ``(a)``, ``(a!)``, ``(a -> *)``, ``(b|a)``, ``(*)``.
-_ALIAS_BODY = re.compile(r"[A-Za-z0-9_*|!\s>-]+")
-# Type constructors written with parentheses; any other ``Name(`` is an alias annotation.
-_GENERIC_TYPES = frozenset({"Dict", "Future", "RRef", "Await", "Tuple", "Union", "Optional", "List"})
 _TENSOR_LIKE = re.compile(r"Tensor(?:\([^()]*\)|\?|\[\d*\])*")
 _FIXED_LIST = re.compile(r".*\[(\d+)\](?:\([^()]*\))?\??")
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|inf|nan)")
-_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
-_BRACKETS = {"[": "]", "(": ")", "{": "}"}
-_MAX_SNIPPET = 80
-_MAX_NESTING = 32
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,7 +72,7 @@ class Parameter:
         """
         if self.default is None:
             return None
-        ok, value = _parse_literal(self.default)
+        ok, value = parse_literal(self.default)
         if not ok:
             return self.default
         fixed = _FIXED_LIST.fullmatch(self.type)
@@ -156,61 +132,13 @@ class BoundArgument:
 # Parsing
 
 
-class _SchemaParser:
-    """Recursive-descent parser over the text printed by ``str(torch._C.FunctionSchema)``."""
+class _SchemaParser(SchemaScanner):
+    """The grammar over ``SchemaScanner``'s tokens: a schema, its parameters and its returns."""
 
-    __slots__ = ("depth", "pos", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.depth = 0
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def fail(self, reason: str) -> ValueError:
-        start = max(0, self.pos - _MAX_SNIPPET // 2)
-        snippet = self.text[start : start + _MAX_SNIPPET]
-        if start:
-            snippet = "..." + snippet
-        if start + _MAX_SNIPPET < len(self.text):
-            snippet += "..."
-        return ValueError(f"malformed aten schema at column {self.pos}: {reason}: near {snippet!r}")
-
-    def skip_ws(self) -> None:
-        match = _WS.match(self.text, self.pos)
-        assert match is not None
-        self.pos = match.end()
-
-    def peek(self) -> str:
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def startswith(self, token: str) -> bool:
-        return self.text.startswith(token, self.pos)
-
-    def expect(self, token: str) -> None:
-        self.skip_ws()
-        if not self.startswith(token):
-            raise self.fail(f"expected {token!r}")
-        self.pos += len(token)
-
-    def ident(self, what: str) -> str:
-        match = _IDENT.match(self.text, self.pos)
-        if match is None:
-            raise self.fail(f"expected {what}")
-        self.pos = match.end()
-        return match.group()
-
-    # -- grammar ---------------------------------------------------------------------------
+    __slots__ = ()
 
     def schema(self) -> AtenSchema:
-        self.skip_ws()
-        match = _OP_NAME.match(self.text, self.pos)
-        if match is None:
-            raise self.fail("expected an operator name")
-        self.pos = match.end()
-        namespace, op, overload = match.groups()
-        name = f"{namespace}::{op}" if namespace else op
+        name, overload = self.op_name()
         self.expect("(")
         parameters, is_vararg = self.arguments()
         self.expect(")")
@@ -221,7 +149,7 @@ class _SchemaParser:
             raise self.fail("unexpected text after the returns")
         return AtenSchema(
             name=name,
-            overload=overload or "",
+            overload=overload,
             parameters=tuple(parameters),
             returns=tuple(returns),
             text=self.text,
@@ -310,98 +238,9 @@ class _SchemaParser:
         name: str | None = None
         if self.text[self.pos : self.pos + 1].isspace():
             self.skip_ws()
-            if _IDENT.match(self.text, self.pos):
+            if self.at_ident():
                 name = self.ident("a return name")
         return Return(name=name, type=type_text)
-
-    def type_(self) -> str:
-        if self.depth >= _MAX_NESTING:
-            raise self.fail("types nested too deeply")
-        self.depth += 1
-        start = self.pos
-        self.base_type()
-        self.type_suffixes()
-        self.depth -= 1
-        return self.text[start : self.pos]
-
-    def base_type(self) -> None:
-        if self.peek() == "(":  # tuple type: (Tensor, t)
-            self.pos += 1
-            self.type_list()
-            return
-        match = _TYPE_NAME.match(self.text, self.pos)
-        if match is None:
-            raise self.fail("expected a type")
-        self.pos = match.end()
-        if match.group() in _GENERIC_TYPES and self.peek() == "(":
-            self.pos += 1
-            self.type_list()
-
-    def type_list(self) -> None:
-        """Comma-separated types up to and including the closing ')'."""
-        self.skip_ws()
-        if self.peek() == ")":
-            self.pos += 1
-            return
-        while True:
-            self.skip_ws()
-            self.type_()
-            self.skip_ws()
-            if self.peek() == ",":
-                self.pos += 1
-                continue
-            if self.peek() == ")":
-                self.pos += 1
-                return
-            raise self.fail("expected ',' or ')' in a type list")
-
-    def type_suffixes(self) -> None:
-        while True:
-            char = self.peek()
-            if char == "(":
-                end = self.text.find(")", self.pos)
-                if end < 0 or not _ALIAS_BODY.fullmatch(self.text, self.pos + 1, end):
-                    raise self.fail("malformed alias annotation")
-                self.pos = end + 1
-            elif char == "[":
-                match = _LIST_SUFFIX.match(self.text, self.pos)
-                if match is None:
-                    raise self.fail("malformed list type")
-                self.pos = match.end()
-            elif char == "?":
-                self.pos += 1
-            else:
-                return
-
-    def default_text(self) -> str:
-        """Raw default up to the next top-level ',' or ')', honouring brackets and strings."""
-        start = self.pos
-        closers: list[str] = []
-        text = self.text
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char in "\"'":
-                match = _STRING.match(text, self.pos)
-                if match is None:
-                    raise self.fail("unterminated string in a default")
-                self.pos = match.end()
-                continue
-            if char in _BRACKETS:
-                closers.append(_BRACKETS[char])
-            elif char in "])}":
-                if not closers and char == ")":
-                    break
-                if not closers or closers.pop() != char:
-                    raise self.fail("unbalanced brackets in a default")
-            elif char == "," and not closers:
-                break
-            self.pos += 1
-        if closers:
-            raise self.fail("unbalanced brackets in a default")
-        default = text[start : self.pos].strip()
-        if not default:
-            raise self.fail("empty default")
-        return default
 
 
 def parse_schema(text: str) -> AtenSchema:
@@ -412,99 +251,6 @@ def parse_schema(text: str) -> AtenSchema:
     if not isinstance(text, str):
         raise ValueError(f"aten schema must be a string, not {type(text).__name__}")
     return _SchemaParser(text.strip()).schema()
-
-
-def _split_top_level(body: str) -> list[str] | None:
-    """Split a list body at top-level commas; None when brackets or strings are unbalanced."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    pos = 0
-    while pos < len(body):
-        char = body[pos]
-        if char in "\"'":
-            match = _STRING.match(body, pos)
-            if match is None:
-                return None
-            pos = match.end()
-            continue
-        if char in "[({":
-            depth += 1
-        elif char in "])}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif char == "," and depth == 0:
-            parts.append(body[start:pos])
-            start = pos + 1
-        pos += 1
-    if depth:
-        return None
-    parts.append(body[start:])
-    return parts
-
-
-def _parse_literal(text: str, depth: int = 0) -> tuple[bool, object]:
-    """(True, value) for None/bool/int/float/str/list literals, else (False, text)."""
-    raw = text.strip()
-    if depth > _MAX_NESTING:
-        return False, raw
-    if raw == "None":
-        return True, None
-    if raw in ("True", "False"):
-        return True, raw == "True"
-    if _INT.fullmatch(raw):
-        return True, int(raw)
-    if _FLOAT.fullmatch(raw):
-        return True, float(raw)
-    if _STRING.fullmatch(raw):
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            return False, raw
-        return (True, value) if isinstance(value, str) else (False, raw)
-    if raw.startswith("[") and raw.endswith("]"):
-        inner = raw[1:-1].strip()
-        if not inner:
-            return True, []
-        parts = _split_top_level(inner)
-        if parts is None:
-            return False, raw
-        items: list[object] = []
-        for part in parts:
-            ok, item = _parse_literal(part, depth + 1)
-            if not ok:
-                return False, raw
-            items.append(item)
-        return True, items
-    return False, raw
-
-
-def normalize_target(target: str) -> str:
-    """Canonical catalogue key for any common spelling of an operator.
-
-    ``torch.ops.aten.transpose.int``, ``aten.transpose.int`` and ``aten::transpose.int`` all give
-    ``aten::transpose.int``; the ``default`` overload is dropped (``aten.relu.default`` ->
-    ``aten::relu``). Raises ValueError for text that names no operator.
-    """
-    raw = target.strip() if isinstance(target, str) else ""
-    text = raw.removeprefix("torch.ops.")
-    if "::" in text:
-        namespace, _, rest = text.partition("::")
-    else:
-        namespace, sep, rest = text.partition(".")
-        if not sep:
-            raise ValueError(f"not an operator target (no namespace): {raw[:_MAX_SNIPPET]!r}")
-    name, _, overload = rest.partition(".")
-    if (
-        not _IDENT.fullmatch(namespace)
-        or not _IDENT.fullmatch(name)
-        or (overload and not re.fullmatch(r"[A-Za-z0-9_]+", overload))
-    ):
-        raise ValueError(f"not an operator target: {raw[:_MAX_SNIPPET]!r}")
-    if overload == "default":
-        overload = ""
-    return f"{namespace}::{name}.{overload}" if overload else f"{namespace}::{name}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,12 +285,10 @@ class SchemaCatalogue:
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
-            head = text.partition("(")[0].strip()
-            match = _OP_NAME.fullmatch(head)
-            if match is None or "(" not in text:
-                raise ValueError(f"line {number}: not an aten schema: {text[:_MAX_SNIPPET]!r}")
-            namespace, op, overload = match.groups()
-            name = f"{namespace}::{op}" if namespace else op
+            parts = split_op_name(text.partition("(")[0].strip())
+            if parts is None or "(" not in text:
+                raise ValueError(f"line {number}: not an aten schema: {text[:MAX_SNIPPET]!r}")
+            name, overload = parts
             texts[f"{name}.{overload}" if overload else name] = text
         return cls(texts)
 
@@ -592,24 +336,11 @@ class SchemaCatalogue:
         return iter(self._texts)
 
 
-def _resource_roots() -> list[Traversable]:
-    roots: list[Traversable] = []
-    with contextlib.suppress(ImportError, TypeError, ValueError):
-        roots.append(importlib.resources.files(RESOURCE_PACKAGE))
-    roots.append(Path(__file__).resolve().parents[2] / "resources")
-    return roots
-
-
 def _read_catalogue_lines() -> list[str]:
-    for root in _resource_roots():
-        for file_name in (CATALOGUE_FILE, CATALOGUE_FILE + ".gz"):
-            entry = root / file_name
-            if entry.is_file():
-                data = entry.read_bytes()
-                if file_name.endswith(".gz"):
-                    data = gzip.decompress(data)
-                return data.decode("utf-8").splitlines()
-    raise FileNotFoundError(f"aten schema catalogue {CATALOGUE_FILE} not found in package resources")
+    lines = read_resource_lines(CATALOGUE_FILE)
+    if lines is None:
+        raise FileNotFoundError(f"aten schema catalogue {CATALOGUE_FILE} not found in package resources")
+    return lines
 
 
 @functools.cache

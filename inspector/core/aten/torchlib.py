@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.core.aten.schemas import _resource_roots
+from inspector.core.aten.resources import read_resource_lines
 
 CATALOGUE_FILE = "torchlib_functions.txt"
 
@@ -38,11 +38,8 @@ class TorchlibEntry:
 @functools.cache
 def _catalogue() -> tuple[str, dict[str, tuple[TorchlibEntry, ...]]]:
     """(onnxscript version, target -> entries, real before complex); empty when the file is missing."""
-    for root in _resource_roots():
-        entry = root / CATALOGUE_FILE
-        if entry.is_file():
-            return _parse(entry.read_bytes().decode("utf-8").splitlines())
-    return "", {}
+    lines = read_resource_lines(CATALOGUE_FILE)
+    return ("", {}) if lines is None else _parse(lines)
 
 
 def _parse(lines: list[str]) -> tuple[str, dict[str, tuple[TorchlibEntry, ...]]]:

@@ -258,52 +258,6 @@ class Comparer:
                 self.add(Change("call_added", "function", family, u.label, None, str(u.callee),
                                 f"calls of {u.callee} added"), ("fcall_added", u.callee), u.label)
 
-    def compare_nodes(self, umap: dict[int, int]) -> None:
-        A, B = self.A, self.B
-        matched_b = set(umap.values())
-        labels: dict[tuple[str, str, str], str] = {}  # one op label string per operator (a model may hold millions)
-
-        def label_of(node: onnx.NodeProto) -> str:
-            key = (node.domain, node.op_type, node.overload)
-            found = labels.get(key)
-            if found is None:
-                found = labels[key] = op_label(node)
-            return found
-
-        nodes_a, nodes_b = A.graph.node, B.graph.node
-        unequal = self.pairs.in_place_unequal()
-        for k in A.node_ids():
-            i = A.node_of(k)
-            kb = umap.get(k)
-            if kb == k and unequal is not None and k not in unequal and B.node_of(kb) == i:
-                continue  # the same node at the same place on both sides
-            node = nodes_a[i]
-            label = label_of(node)
-            name = node.name or f"{node.op_type}#{i}"
-            if kb is None:
-                self.add(Change("node_removed", "node", label, name, label, None, f"{label} node {name}", [name]))
-                continue
-            other = nodes_b[B.node_of(kb)]
-            attrs_a, attrs_b = attribute_keys(node), attribute_keys(other)
-            parts = []
-            if attrs_a != attrs_b:
-                parts.append(attribute_detail(attrs_a, attrs_b))
-            if len(node.input) != len(other.input) or len(node.output) != len(other.output):
-                parts.append(f"{len(node.input)}->{len(other.input)} inputs, "
-                             f"{len(node.output)}->{len(other.output)} outputs")
-            if parts:
-                edits = subgraph_edits(node, other, attrs_a, attrs_b)
-                self.add(Change("node_changed", "node", label, name, {k: v[0] for k, v in attrs_a.items()},
-                                {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [name],
-                                edits[:MAX_EDITS]))
-        for kb in B.node_ids():
-            if kb not in matched_b:
-                i = B.node_of(kb)
-                node = nodes_b[i]
-                label = label_of(node)
-                name = node.name or f"{node.op_type}#{i}"
-                self.add(Change("node_added", "node", label, name, None, label, f"{label} node {name}", [name]))
-
     def report_bodies(self, section: Section, family: str, site: str, ba: Body, fpa: Fingerprints, bb: Body,
                       fpb: Fingerprints, call_a: tuple[Side, AtenCall] | None,
                       call_b: tuple[Side, AtenCall | None] | None) -> None:
@@ -360,6 +314,55 @@ class Comparer:
         self.add(Change("value_changed", "aten_call", family, site, hit.old, hit.new, hit.detail,
                         arguments=hit.arguments),
                  ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key, repr(hit.arguments)), site)
+
+
+def compare_nodes(pairs: UnitPairs, recorder: Recorder, umap: dict[int, int]) -> None:
+    """Plain nodes: removed, added, or changed (attributes, number of inputs or outputs) when matched."""
+    A, B = pairs.A, pairs.B
+    add = recorder.add
+    matched_b = set(umap.values())
+    labels: dict[tuple[str, str, str], str] = {}  # one op label string per operator (a model may hold millions)
+
+    def label_of(node: onnx.NodeProto) -> str:
+        key = (node.domain, node.op_type, node.overload)
+        found = labels.get(key)
+        if found is None:
+            found = labels[key] = op_label(node)
+        return found
+
+    nodes_a, nodes_b = A.graph.node, B.graph.node
+    unequal = pairs.in_place_unequal()
+    for k in A.node_ids():
+        i = A.node_of(k)
+        kb = umap.get(k)
+        if kb == k and unequal is not None and k not in unequal and B.node_of(kb) == i:
+            continue  # the same node at the same place on both sides
+        node = nodes_a[i]
+        label = label_of(node)
+        name = node.name or f"{node.op_type}#{i}"
+        if kb is None:
+            add(Change("node_removed", "node", label, name, label, None, f"{label} node {name}", [name]))
+            continue
+        other = nodes_b[B.node_of(kb)]
+        attrs_a, attrs_b = attribute_keys(node), attribute_keys(other)
+        parts = []
+        if attrs_a != attrs_b:
+            parts.append(attribute_detail(attrs_a, attrs_b))
+        if len(node.input) != len(other.input) or len(node.output) != len(other.output):
+            parts.append(f"{len(node.input)}->{len(other.input)} inputs, "
+                         f"{len(node.output)}->{len(other.output)} outputs")
+        if parts:
+            edits = subgraph_edits(node, other, attrs_a, attrs_b)
+            add(Change("node_changed", "node", label, name, {k: v[0] for k, v in attrs_a.items()},
+                            {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [name],
+                            edits[:MAX_EDITS]))
+    for kb in B.node_ids():
+        if kb not in matched_b:
+            i = B.node_of(kb)
+            node = nodes_b[i]
+            label = label_of(node)
+            name = node.name or f"{node.op_type}#{i}"
+            add(Change("node_added", "node", label, name, None, label, f"{label} node {name}", [name]))
 
 
 def _family_json(fam: Family) -> dict[str, Any]:

@@ -1,22 +1,19 @@
-"""Comparing what is not a body: model facts, initializers, graph inputs and outputs, and the wiring of matched
-units (each must read from the matched producers, at the same positions)."""
+"""Comparing what is not a body: model facts, initializers, graph inputs and outputs (the wiring of matched units
+is ``wiring.py``'s)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
 import onnx
 
-from inspector.core.diff.bodies import op_label
 from inspector.core.diff.compare import Recorder
-from inspector.core.diff.cut import Unit
-from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount, Section
-from inspector.core.diff.units import Side, UnitPairs, aten_family, baked_constants
+from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount
+from inspector.core.diff.units import UnitPairs, baked_constants
 from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.values import type_text
-from inspector.core.model.walk import may_have_subgraphs
 
 # added, removed, retyped
 _VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {
@@ -26,7 +23,7 @@ _VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {
 
 
 class GraphComparer:
-    """Model facts, initializers, graph inputs and outputs, wiring."""
+    """Model facts, initializers, graph inputs and outputs."""
 
     def __init__(self, pairs: UnitPairs, recorder: Recorder, matched: dict[str, MatchCount]) -> None:
         self.pairs = pairs
@@ -124,232 +121,3 @@ class GraphComparer:
         renamed = sum(1 for k, kb in vmap.items() if va[k].name != vb[kb].name)
         self.matched[f"{section}s"] = MatchCount(len(vmap), len(va) - len(vmap), len(vb) - len(vmap), renamed)
         return vmap
-
-    def check_wiring(self, umap: dict[int, int], tmap: dict[int, int], imap: dict[int, int],
-                     omap: dict[int, int]) -> None:
-        """Matched units must read from matched producers, at the same positions; graph outputs likewise."""
-        A, B = self.A, self.B
-
-        def mapped(src: tuple[Any, ...]) -> tuple[Any, ...] | None:
-            kind = src[0]
-            if kind == "unit":
-                kb = umap.get(src[1])
-                return None if kb is None else ("unit", kb, src[2])
-            if kind == "input":
-                k = imap.get(src[1])
-                return None if k is None else ("input", k)
-            if kind == "init":
-                k = tmap.get(src[1])
-                return None if k is None else ("init", k)
-            return src if kind == "none" else None
-
-        alike_in_place = wired_alike_in_place(self.pairs, umap,
-                                              lambda name: self._outside_alike(name, imap, tmap))
-        for side, keys in ((A, umap.keys()), (B, umap.values())):
-            if not side.keeps_producers:  # graphs of plain nodes: look up only what is asked below
-                names = {v.name for v in side.graph.output}
-                for k in keys:
-                    if k not in alike_in_place:  # (a unit of B wired alike is its A unit's id)
-                        names.update(side.unit(k).reads)
-                side.prepare_sources(names)
-        # the common cases, a value produced by a matched unit that keeps its outputs on both sides, or a graph
-        # input or initializer, are checked inline (the same test as below, without building the two sources)
-        fast = A.keeps_producers and B.keeps_producers
-        prod_a, prod_b = (A.producer, B.producer) if fast else ({}, {})
-        node_unit_a, node_unit_b = A.unit_of_node, B.unit_of_node
-        units_a, units_b = A.units, B.units
-        in_a, in_b, init_a, init_b = A.input_pos, B.input_pos, A.init_pos, B.init_pos
-        same_template = self.pairs.same_template
-        # B cut like A with A's producers (no changed node produces other values): a call whose nodes equal A's
-        # reads the same values from the same producers; such a read is wired alike when its producer is matched
-        # to itself and keeps the same outputs (worked out once per producer)
-        shared = fast and prod_a is prod_b and B.cut.followed is A.cut
-        kept: dict[int, bool] = {}
-        outside: dict[str, bool] = {}  # reads no node produces: wired alike (when B reads the same name)
-        # ... and when every unit is matched to itself, each call with the same outputs (a plain node's are the
-        # node's own, the same on both sides here), all such calls are wired alike without looking at their reads,
-        # unless they read a graph input or initializer whose name only one graph has (the others are matched by
-        # name, so to each other)
-        unequal = B.cut.unequal if shared and B.cut.unequal is not None else set()
-        n_calls = A.n_calls
-        alike = shared and len(units_a) == len(units_b) \
-            and all(umap.get(u) == u and units_a[u].outputs == units_b[u].outputs  # type: ignore[union-attr]
-                    for u in range(n_calls)) and all(umap.get(u) == u for u in range(n_calls, len(units_a)))
-        one_sided = (in_a.keys() ^ in_b.keys()) | (init_a.keys() ^ init_b.keys()) if alike else set()
-        for ka, kb in umap.items():
-            if ka in alike_in_place:
-                continue
-            if alike and ka == kb and ka < n_calls and ka not in unequal:
-                reads = units_a[ka].reads  # type: ignore[union-attr]
-                if reads is units_b[kb].reads and (not one_sided or one_sided.isdisjoint(reads)):  # type: ignore
-                    continue
-            ua, ub = units_a[ka] or A.unit(ka), units_b[kb] or B.unit(kb)
-            if len(ua.reads) != len(ub.reads):
-                continue
-            # (before the template test, which it makes moot: either way such a call is not looked at further)
-            if shared and ka == kb and ua.reads is ub.reads and B.cut.same_nodes(A.cut, ka):
-                for ra in ua.reads:
-                    pa = prod_a.get(ra)
-                    if pa is None:  # a graph input or initializer (or none): as the inline test below, once
-                        same = outside.get(ra)
-                        if same is None:
-                            same = outside[ra] = self._outside_alike(ra, imap, tmap)
-                        if not same:
-                            break
-                        continue
-                    u = node_unit_a[pa]
-                    same = kept.get(u)
-                    if same is None:
-                        pu, qu = units_a[u], units_b[u]
-                        if pu is None or qu is None:  # a plain node: its outputs (as source() reads them) are
-                            # the node's own, the same on both sides here (B's producers are A's: no node of B
-                            # makes other values than A's)
-                            same = u >= A.n_calls and umap.get(u) == u
-                        else:
-                            same = umap.get(u) == u and pu.outputs == qu.outputs
-                        kept[u] = same
-                    if not same:
-                        break
-                else:
-                    continue  # every read produced by a unit wired alike
-            if ua.kind == "aten_call" and not same_template(ka, kb):
-                continue  # body changes already explain different inputs
-            for pos, (ra, rb) in enumerate(zip(ua.reads, ub.reads)):
-                pa = prod_a.get(ra)
-                if pa is not None:
-                    ka2 = node_unit_a[pa]
-                    pu = units_a[ka2]
-                    if pu is not None:
-                        kb2 = umap.get(ka2)
-                        if kb2 is None:
-                            continue  # its producer is not matched: nothing to compare with
-                        pb = prod_b.get(rb)
-                        if pb is not None and node_unit_b[pb] == kb2:
-                            qu = units_b[kb2]
-                            if qu is not None:
-                                outs_a, outs_b = pu.outputs, qu.outputs
-                                if (outs_a.index(ra) if ra in outs_a else -1) == \
-                                        (outs_b.index(rb) if rb in outs_b else -1):
-                                    continue
-                elif fast and ra:  # not produced: a graph input or an initializer (weights, mostly)
-                    ki = in_a.get(ra)
-                    if ki is not None:
-                        want_k = imap.get(ki)
-                        if want_k is None:
-                            continue  # not matched: nothing to compare with
-                        if rb and rb not in prod_b and in_b.get(rb) == want_k:
-                            continue
-                    else:
-                        t = init_a.get(ra)
-                        if t is not None:
-                            want_k = tmap.get(t)
-                            if want_k is None:
-                                continue
-                            if rb and rb not in prod_b and rb not in in_b and init_b.get(rb) == want_k:
-                                continue
-                sa = A.source(ra)
-                want = mapped(sa)
-                if want is None:
-                    continue
-                sb = B.source(rb)
-                if want != sb and not self._same_source(sa, want, sb):
-                    section, family = self._unit_place(A, ua)
-                    self.add(Change("rewired", section, family, ua.label, A.describe(sa), B.describe(sb),
-                                    f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
-        outs_a, outs_b = A.graph.output, B.graph.output
-        for k, kb in omap.items():
-            name = outs_a[k].name
-            if not umap and name and name not in A.input_pos and name not in A.init_pos:
-                continue  # produced by a unit (or from outside), and no unit is matched: nothing to compare with
-            sa = A.source(name)
-            want = mapped(sa)
-            if want is None:
-                continue
-            sb = B.source(outs_b[kb].name)
-            if want != sb and not self._same_source(sa, want, sb):
-                self.add(Change("rewired", "output", "", outs_a[k].name, A.describe(sa), B.describe(sb),
-                                f"{outs_a[k].name}: was {A.describe(sa)}, now {B.describe(sb)}", [outs_a[k].name]))
-
-    def _outside_alike(self, name: str, imap: dict[int, int], tmap: dict[int, int]) -> bool:
-        """Whether a read of ``name``, which no node of A produces, passes ``check_wiring``'s inline test when B
-        reads the same name and its producers are A's: the empty name, a graph input matched to B's input of that
-        name (or not matched at all), an initializer likewise."""
-        A, B = self.A, self.B
-        if not name:
-            return True
-        ki = A.input_pos.get(name)
-        if ki is not None:
-            want = imap.get(ki)
-            return want is None or B.input_pos.get(name) == want
-        t = A.init_pos.get(name)
-        if t is None:
-            return False
-        want = tmap.get(t)
-        return want is None or (name not in B.input_pos and B.init_pos.get(name) == want)
-
-    def _same_source(self, sa: tuple[Any, ...], want: tuple[Any, ...], sb: tuple[Any, ...]) -> bool:
-        """Differences that are not rewiring: two initializers with the same content (an optimizer shares one
-        where the other export keeps copies), or another output of a producer whose body changed anyway."""
-        if want[0] == "init" and sb[0] == "init":
-            return same_content(self.A.graph.initializer[sa[1]], self.B.graph.initializer[sb[1]])
-        if want[0] == "unit" and sb[0] == "unit" and want[1] == sb[1]:
-            ua, ub = self.A.unit(sa[1]), self.B.unit(sb[1])
-            if len(ua.outputs) != len(ub.outputs):
-                return True
-            return ua.kind == "aten_call" and not self.pairs.same_template(sa[1], sb[1])
-        return False
-
-    def _unit_place(self, side: Side, unit: Unit) -> tuple[Section, str]:
-        if unit.kind == "aten_call" and unit.call is not None:
-            return "aten_call", aten_family(unit.call.target)
-        if unit.kind == "function_call" and unit.callee is not None:
-            return "function", side.family_of_key.get(unit.callee, str(unit.callee))
-        return "node", op_label(side.graph.node[unit.nodes[0]])
-
-
-def wired_alike_in_place(pairs: UnitPairs, umap: dict[int, int], outside_alike: Callable[[str], bool]) -> set[int]:
-    """For two graphs of plain nodes matched in place (``UnitPairs.plain_unequal``): the units whose wiring
-    ``GraphComparer.check_wiring`` need not look at, found in one pass over A's nodes instead of building both
-    sides' units and sources. A node equal to B's at its place and matched to it reads the same names; B's nodes
-    are A's but for the unequal ones, so a name no unequal node makes on either side has the same producers on both
-    sides (the same node, the same output position), or none on either. Such a read is wired alike when its
-    producer is matched in place, or, made by no node, when ``outside_alike`` (``GraphComparer._outside_alike``)
-    says so. Nodes with subgraphs (which read outer names) are left to the full check."""
-    unequal = pairs.plain_unequal
-    if unequal is None:
-        return set()
-    A, B = pairs.A, pairs.B
-    nodes_a, nodes_b = A.graph.node, B.graph.node
-    suspect: set[str] = set()  # names an unequal node makes, on either side
-    for k in unequal:
-        suspect.update(nodes_a[A.node_of(k)].output)
-        suspect.update(nodes_b[B.node_of(k)].output)
-    unit_of_node = A.unit_of_node
-    producer: dict[str, int] = {}  # name -> unit of A that makes it (the last one, as ``Side.source`` reads)
-    for i, node in enumerate(nodes_a):
-        for name in node.output:
-            producer[name] = unit_of_node[i]
-    outside: dict[str, bool] = {}
-    out: set[int] = set()
-    for i, node in enumerate(nodes_a):
-        k = unit_of_node[i]
-        if k in unequal or umap.get(k) != k or may_have_subgraphs(node):
-            continue
-        for name in node.input:
-            if not name:
-                continue
-            if name in suspect:
-                break
-            p = producer.get(name)
-            if p is not None:
-                if umap.get(p) != p:
-                    break
-                continue
-            same = outside.get(name)
-            if same is None:
-                same = outside[name] = outside_alike(name)
-            if not same:
-                break
-        else:
-            out.add(k)
-    return out

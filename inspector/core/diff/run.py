@@ -5,50 +5,43 @@ from __future__ import annotations
 import os
 
 from inspector.core.aten.schemas import SchemaCatalogue
-from inspector.core.diff.compare import Comparer, Recorder
+from inspector.core.diff.compare import Comparer, Recorder, compare_nodes
 from inspector.core.diff.facts import GraphComparer
 from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, ModelDiff
 from inspector.core.diff.units import Side, UnitPairs
+from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.loader import ReadBuffer, load_model
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.sanitize import retry_repaired
 
 
 def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
                keep: list[object] | None = None) -> ModelDiff:
-    """Open, index and diff two model files (with the cyclic GC paused throughout: between the two indexes and the
-    diff it would rescan every object of the first index, and none of them is garbage). ``keep``: see
-    ``diff_models``; the two indexes go there too."""
-    with paused_gc():
-        buffer = ReadBuffer((path_a, path_b))  # B's bytes go where A's went (see ReadBuffer)
-        a = build_index(load_model(path_a, buffer=buffer), modules=False)
-        model_b = load_model(path_b, buffer=buffer)
-        del buffer  # (before B is indexed: no more memory is held at once than with a fresh read of each)
-        # like A: two exports of one model have mostly equal nodes, read once
-        b = build_index(model_b, modules=False, like=a)
-        del model_b
-        if keep is not None:
-            keep += (a, b)
-        return diff_models(a, b, keep=keep)
+    """Open, index and diff two model files. ``keep``: see ``diff_models``; the two indexes go there too."""
+    buffer = ReadBuffer((path_a, path_b))  # B's bytes go where A's went (see ReadBuffer)
+    a = build_index(load_model(path_a, buffer=buffer), modules=False)
+    model_b = load_model(path_b, buffer=buffer)
+    del buffer  # (before B is indexed: no more memory is held at once than with a fresh read of each)
+    # like A: two exports of one model have mostly equal nodes, read once
+    b = build_index(model_b, modules=False, like=a)
+    del model_b
+    if keep is not None:
+        keep += (a, b)
+    return diff_models(a, b, keep=keep)
 
 
 def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None,
                 keep: list[object] | None = None) -> ModelDiff:
     """The structural diff of two indexed models. ``keep``: a list that takes what the diff built (each side's
     units) instead of freeing it, for a process that ends next (``inspector.commands``)."""
-    with paused_gc():
-        sides: list[Side] = []
-        try:
-            return retry_repaired(lambda: _run(a, b, catalogue, sides), a.proto, b.proto)
-        finally:
-            if keep is not None:
-                keep += sides
-            else:
-                for side in sides:  # their units, a few thousand at a time: in one go, 110-145 ms without a GIL switch
-                    side.release()
+    sides: list[Side] = []
+    try:
+        return retry_repaired(lambda: _run(a, b, catalogue, sides), a.proto, b.proto)
+    finally:
+        if keep is not None:
+            keep += sides
 
 
 def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides: list[Side]) -> ModelDiff:
@@ -77,12 +70,12 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     comparer.compare_functions(fmap)
     comparer.compare_aten(umap, fmap)
     comparer.compare_calls(umap, fmap)
-    comparer.compare_nodes(umap)
+    compare_nodes(pairs, recorder, umap)
     tmap = matcher.match_initializers(umap)
     graph.compare_initializers(tmap)
     imap = graph.compare_values("input", A.inputs, B.inputs)
     omap = graph.compare_values("output", list(A.graph.output), list(B.graph.output))
-    graph.check_wiring(umap, tmap, imap, omap)
+    WiringCheck(pairs, recorder.add, umap, tmap, imap).run(omap)
     if fold is not None:  # the explanation is written once everything else is known, so it agrees with it
         fold.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
         for c in recorder.changes:

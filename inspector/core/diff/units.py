@@ -21,7 +21,6 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.provenance import NAME_SCOPES
 from inspector.core.model.walk import may_have_subgraphs
-from inspector.core.util.release import drain
 
 
 class Side:
@@ -63,10 +62,6 @@ class Side:
         self._producer = cut.producer
         self._aten_units = self.units[:self.n_calls]
         self.links = SideLinks(self.graph, self._aten_units, cut)  # what the link rules read (value labels)
-
-    def release(self) -> None:
-        """Let go of the units once the diff is made, a few thousand at a time (``inspector.core.util.release``)."""
-        drain(self._aten_units, self.units)
 
     @property
     def maps(self) -> GraphMaps:

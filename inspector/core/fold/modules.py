@@ -38,7 +38,6 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import subgraphs
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.textsafe import one_line
 
 MODULE_DOMAIN = "pkg.torch.module"  # beside pkg.torch.aten (the aten fold) and pkg.torch.onnx (the metadata keys)
@@ -112,8 +111,7 @@ def fold_modules(index: ModelIndex, patterns: str | Sequence[str], domain: str =
                  hoist: bool = False) -> tuple[onnx.ModelProto, ModuleFoldReport]:
     """A new model in which each instance of a module some pattern matches is a call of a local function; with
     ``hoist``, literals that differ between instances of a class are function attributes (``module_hoist``)."""
-    with paused_gc():  # many small objects and no cycles
-        return _fold(index, parse_patterns(patterns), domain, hoist)
+    return _fold(index, parse_patterns(patterns), domain, hoist)
 
 
 def _fold(index: ModelIndex, patterns: list[str], domain: str,

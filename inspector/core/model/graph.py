@@ -15,9 +15,10 @@ import onnx
 
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.walk import NodePath, may_have_subgraphs, subgraphs
-from inspector.core.util.slices import in_slices
+from inspector.core.util.progress import Progress
 
 SMALL_CONSTANT_ELEMENTS = 32
+_STEP = 4096  # nodes per step of maps built with progress
 ORIGINAL_NODE_NAME = "pkg.torch.onnx.original_node_name"
 INPUT_KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
 
@@ -27,10 +28,12 @@ class GraphMaps:
     inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
 
     def __init__(self, graph: onnx.GraphProto, outer: GraphMaps | None = None, prefix: NodePath = (),
-                 flat: bool = False) -> None:
+                 flat: bool = False, progress: Progress | None = None) -> None:
         """``outer``: the maps of the graph enclosing ``graph`` (a branch or loop body at node path ``prefix``),
         whose initializers and parameters it sees. ``flat``: no node of ``graph`` can hold a subgraph (known from
-        the op histogram, ``ModelIndex.flat_main``), so none is looked at for one (110 ms of a 100k-node graph)."""
+        the op histogram, ``ModelIndex.flat_main``), so none is looked at for one (110 ms of a 100k-node graph).
+        ``progress``: a checkpoint (``core.util.progress``), in nodes: the nodes are then read ``_STEP`` at a time,
+        with ``progress(done, total)`` after each step."""
         self.graph = graph
         self.prefix = prefix
         self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
@@ -39,21 +42,25 @@ class GraphMaps:
         # a node costs more than reading its fields
         self.inputs: list[list[str]] = []
         self.outputs: list[list[str]] = []
+        # how many times each value is read (a node reading it twice counts twice), counted in C; consumers on demand
+        self.read_count: Counter[str] = Counter()
         add_inputs, add_outputs = self.inputs.append, self.outputs.append
-        for node in graph.node:
-            add_inputs(list(node.input))
-            add_outputs(list(node.output))
+        nodes = graph.node
+        total = len(nodes)
+        step = _STEP if progress is not None else max(total, 1)
+        for start in range(0, total, step):
+            for node in (nodes[start:start + step] if step < total else nodes):
+                add_inputs(list(node.input))
+                add_outputs(list(node.output))
+            self.read_count.update(chain.from_iterable(self.inputs[start:] if start else self.inputs))
+            if progress is not None:
+                progress(len(self.inputs), total)
         # per node with subgraphs: the outer names they read
         self.captured: dict[int, list[str]] = {} if flat else {i: captured_names(node)
                                                                for i, node in enumerate(graph.node)
                                                                if may_have_subgraphs(node)}
         self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
         self.producer.pop("", None)
-        # how many times each value is read (a node reading it twice counts twice); consumers on demand. Counted
-        # a slice of nodes at a time: one count over 100k nodes holds the GIL for 35-50 ms (a GUI thread waits)
-        self.read_count: Counter[str] = Counter()
-        for piece in in_slices(self.inputs):
-            self.read_count.update(chain.from_iterable(piece))
         for inner in self.captured.values():
             self.read_count.update(inner)
         del self.read_count[""]
@@ -65,7 +72,7 @@ class GraphMaps:
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
         self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
         self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
-        for v in chain(graph.input, graph.value_info):  # not (*a, *b): one C call, 34 ms holding the GIL at 100k
+        for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
             props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
             if not props:
                 continue

@@ -26,8 +26,8 @@ from inspector.core.model.provenance import ProvenanceIndex, build_provenance
 from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
-from inspector.core.util.gc_pause import paused_gc
 from inspector.core.util.paths import model_files
+from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import sanitize_text
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
@@ -175,12 +175,13 @@ class ModelIndex:
                      for e in t.external_data if e.key == "location"}
         return model_files(self.path, sorted(locations))
 
-    def graph_maps(self) -> GraphMaps:
+    def graph_maps(self, progress: Progress | None = None) -> GraphMaps:
         """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read
         from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
-        A 100k-node graph takes ~0.4 s to read; each of those used to read it again."""
+        A 100k-node graph takes ~0.4 s to read; each of those used to read it again. ``progress``: for the first
+        use, as for ``GraphMaps``."""
         if self._maps is None:
-            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main)
+            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main, progress=progress)
         return self._maps
 
     def user_inputs(self) -> list[str]:
@@ -216,14 +217,13 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
-    with paused_gc():
-        try:
-            index = _build_index(model, modules, like)
-        except (TypeError, AttributeError, UnicodeError):
-            repaired = sanitize_text(model.proto)
-            if not repaired:
-                raise
-            index = _build_index(model, modules, like)
+    try:
+        index = _build_index(model, modules, like)
+    except (TypeError, AttributeError, UnicodeError):
+        repaired = sanitize_text(model.proto)
+        if not repaired:
+            raise
+        index = _build_index(model, modules, like)
     if repaired:
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))

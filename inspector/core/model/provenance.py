@@ -24,7 +24,6 @@ from inspector.core.model.functions import scan_model
 from inspector.core.model.fx import fx_head, fx_name_of, op_target, target_of
 from inspector.core.model.scan import ScanResult
 from inspector.core.model.walk import as_text
-from inspector.core.util.gc_pause import paused_gc
 
 
 @dataclass(slots=True)
@@ -74,8 +73,7 @@ class ProvenanceIndex:
     def module_root(self) -> ModuleNode:
         """The ``nn.Module`` tree, built on first use (it reads each call's metadata once)."""
         if self._modules is None:
-            with paused_gc():
-                self._modules = build_module_tree(self.calls)
+            self._modules = build_module_tree(self.calls)
         return self._modules
 
 

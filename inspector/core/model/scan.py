@@ -105,38 +105,51 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
                             paths.append(path)
                         last_value, last_paths = value, paths
                         continue
-                fx_text = rule = None
-                pos = -1
-                for j, p in enumerate(props):
-                    k = p.key
-                    if k == FX_NODE:
-                        fx_text, pos = as_text(p.value), j
-                    elif k == RULE_NAME:
-                        rule = as_text(p.value)
-                if fx_text is None:
+                full = _read_all(r, scope, path, node, props, modules, scopes_pos)
+                if full is None:
                     without_fx += 1
-                    continue
-                if rule is None:
-                    fast_len, fast_pos = n, pos
-                key = (scope, fx_text)
-                paths = groups.get(key)
-                if paths is None:
-                    groups[key] = [path]
-                    first_node[key] = node
-                    if modules:
-                        scopes_pos = _read_scopes(props, key, name_scopes)
+                elif full[0] >= 0:
+                    fast_len, (fast_pos, scopes_pos) = n, full
                 else:
-                    paths.append(path)
-                if rule is not None:
-                    seen = r.rules.setdefault(key, [])
-                    if rule not in seen:
-                        seen.append(rule)
+                    scopes_pos = full[1]
         r.node_counts[scope] = count
         r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
         for op_key in r.histograms[scope]:
             r.first_seen.setdefault(op_key, scope)
     r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
     return r
+
+
+def _read_all(r: ScanResult, scope: GraphScope, path: NodePath, node: onnx.NodeProto,
+              props: Sequence[onnx.StringStringEntryProto], modules: bool, scopes_pos: int) -> tuple[int, int] | None:
+    """Record a node whose metadata is not laid out as expected, reading all of it. None when it has no fx_node;
+    else where its fx_node is (-1 when a rewriter rule_name shifts the layout, so it is not the one to expect) and
+    where the name_scopes entry is now expected."""
+    fx_text = rule = None
+    pos = -1
+    for j, p in enumerate(props):
+        k = p.key
+        if k == FX_NODE:
+            fx_text, pos = as_text(p.value), j
+        elif k == RULE_NAME:
+            rule = as_text(p.value)
+    if fx_text is None:
+        return None
+    key = (scope, fx_text)
+    paths = r.groups.get(key)
+    if paths is None:
+        r.groups[key] = [path]
+        r.first_node[key] = node
+        if modules:
+            scopes_pos = _read_scopes(props, key, r.name_scopes)
+    else:
+        paths.append(path)
+    if rule is None:
+        return pos, scopes_pos
+    seen = r.rules.setdefault(key, [])
+    if rule not in seen:
+        seen.append(rule)
+    return -1, scopes_pos
 
 
 def _read_scopes(props: Sequence[onnx.StringStringEntryProto], key: GroupKey,

@@ -56,7 +56,7 @@ class ValueTypes(Mapping[str, str]):
     """The type text of each value of a graph, by name, read when first asked for.
 
     A 100k-node export has 100k value infos: reading every type up front cost the app 1 s of opening. Only the
-    names are read here (one pass, in Python so that a GUI thread waiting for the GIL gets it between entries);
+    names are read here (one pass);
     a type is read when a value is shown. The type of a name is that of its last value info with a type (inputs,
     value_info, outputs, in this order), else of its initializer.
     """

@@ -1,9 +1,8 @@
-"""Long sequences read a slice at a time, so that another thread can take the GIL between two slices.
+"""Long sequences read a slice at a time. Left for ``core/specialise/links.py`` alone, whose change is another's:
+that change reads its value infos in one go, as ``render/graph_facts.py`` now does, and then this module goes.
 
-Why: a C call (``list(...)``, ``map`` with an ``attrgetter``, ``Counter.update``) that walks the 100k nodes or value
-infos of a large export runs without returning to the interpreter, and the interpreter is where the GIL changes
-hands: such a call held the GIL for 15-100 ms, and the app's GUI thread, waiting for it, froze. A slice of
-``SLICE`` entries costs a few milliseconds at most.
+It was a GUI concern in core (a C call over 100k entries keeps other threads waiting until it returns); how the app
+stays responsive is now arranged in ``gui/worker.py``.
 """
 
 from __future__ import annotations
