@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from inspector.core.diff.model import MatchCount
 from inspector.core.diff.units import Side, UnitPairs
-from inspector.core.diff.values import content_digest
+from inspector.core.diff.values import content_digest, same_content
 from inspector.core.model.graph import node_reads
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.scan_like import unequal_nodes
@@ -305,10 +305,38 @@ class Matcher:
                 umap[k] = k
 
     def match_initializers(self, umap: dict[int, int]) -> dict[int, int]:
+        """Initializers by content before name: one name with one content first, then equal content (dtype,
+        shape, digest) under any name, so a weight the optimizer renamed (its ``val_242`` is the other export's
+        ``val_243``) is never reported removed and added; then one name with another content (re-valued or
+        reshaped), then the same input of matched calls, in that order. Contents are hashed only for what the
+        first step leaves."""
         A, B = self.A, self.B
         inits_a, inits_b = list(A.graph.initializer), list(B.graph.initializer)
-        tmap = {k: B.init_pos[t.name] for k, t in enumerate(inits_a) if t.name in B.init_pos}
+        tmap: dict[int, int] = {}
+        for k, t in enumerate(inits_a):
+            kb = B.init_pos.get(t.name)
+            if kb is not None and same_content(t, inits_b[kb]):
+                tmap[k] = kb
         taken = set(tmap.values())
+        if len(tmap) < min(len(inits_a), len(inits_b)):
+            # by content: equal tensors under other names, in order (a name shift keeps the order)
+            pool: dict[tuple[int, tuple[int, ...], str], list[int]] = defaultdict(list)
+            for k, t in enumerate(inits_b):
+                if k not in taken:
+                    pool[(t.data_type, tuple(t.dims), content_digest(t))].append(k)
+            for k, t in enumerate(inits_a):
+                if k in tmap:
+                    continue
+                cands = pool.get((t.data_type, tuple(t.dims), content_digest(t)))
+                if cands:
+                    tmap[k] = cands.pop(0)
+                    taken.add(tmap[k])
+            # by name: one name, another content
+            for k, t in enumerate(inits_a):
+                kb = B.init_pos.get(t.name)
+                if k not in tmap and kb is not None and kb not in taken:
+                    tmap[k] = kb
+                    taken.add(kb)
         if len(tmap) < min(len(inits_a), len(inits_b)):
             # by role: the same input of matched calls whose bodies share a template
             for ka, kb in umap.items():
@@ -326,17 +354,6 @@ class Matcher:
                             and ra not in A.input_pos and rb not in B.input_pos:
                         tmap[ta] = tb
                         taken.add(tb)
-            # by content
-            pool: dict[tuple[int, tuple[int, ...], str], list[int]] = defaultdict(list)
-            for k, t in enumerate(inits_b):
-                if k not in taken:
-                    pool[(t.data_type, tuple(t.dims), content_digest(t))].append(k)
-            for k, t in enumerate(inits_a):
-                if k in tmap:
-                    continue
-                cands = pool.get((t.data_type, tuple(t.dims), content_digest(t)))
-                if cands:
-                    tmap[k] = cands.pop(0)
         renamed = sum(1 for ka, kb in tmap.items() if inits_a[ka].name != inits_b[kb].name)
         self.matched["initializers"] = MatchCount(len(tmap), len(inits_a) - len(tmap), len(inits_b) - len(tmap),
                                                   renamed)
