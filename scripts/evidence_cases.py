@@ -287,11 +287,11 @@ def _values_for(op: str, p: Param, rec: dict[str, Any], spatial: int) -> list[An
     elif t == "str":
         got = STRINGS.get(p.name)
     elif t in ("float", "List[float]"):
-        got = FLOATS.get(p.name)
+        got = FLOATS.get(p.name) or ([0.5, 0.25] if t == "float" else None)
     elif t in ("number", "Scalar"):
-        got = SCALARS.get(p.name) or FLOATS.get(p.name)
+        got = SCALARS.get(p.name) or FLOATS.get(p.name) or [2.0, 3.0]
     elif t in ("int", "SymInt", "List[int]", "List[SymInt]"):
-        got = INTS.get(p.name)
+        got = INTS.get(p.name) or ([2, 3] if t in ("int", "SymInt") else None)
     else:
         return None
     if callable(got):
@@ -299,7 +299,15 @@ def _values_for(op: str, p: Param, rec: dict[str, Any], spatial: int) -> list[An
     return list(got) if got else None
 
 
-def plan(target: str) -> Plan | str:
+def takes_number_other(target: str) -> bool:
+    """``.Tensor`` overloads whose ``other`` a model may pass as a Python number (``mul(x, 0.35)``)."""
+    found = schema_params(target)
+    overload = target.split("::", 1)[1].partition(".")[2]
+    return found is not None and overload == "Tensor" and any(p.name == "other" and p.type == "Tensor"
+                                                              for p in found[1])
+
+
+def plan(target: str, number_other: bool = False) -> Plan | str:
     """The base call and its variants, or why there are none (``"no_parameters: ..."``, ``"skipped: ..."``)."""
     found = schema_params(target)
     if found is None:
@@ -309,8 +317,7 @@ def plan(target: str) -> Plan | str:
     if name.endswith("_") or any(p.name == "out" for p in params) or target.endswith((".out", "_out")):
         return "skipped: in-place or out= overload"
     # a Python number passed for a Tensor parameter (``mul(x, 0.35)``, FX ``mul.Tensor(%x, 0.35)``) is baked in too
-    overload = target.split("::", 1)[1].partition(".")[2]
-    if overload == "Tensor" and any(p.name == "other" and p.type == "Tensor" for p in params):
+    if number_other:
         params = [replace(p, type="Scalar") if p.name == "other" else p for p in params]
     non_tensor = [p for p in params if not p.is_tensor]
     if not non_tensor:

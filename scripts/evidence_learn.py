@@ -28,8 +28,9 @@ from inspector.core.specialise.specialiser import Specialiser
 DIM_NAMES = ("dim", "dims", "dim0", "dim1", "start_dim", "end_dim", "axis")
 ORDER = ["swap", "last_axes", "pads", "bool", "dtype", "string", "reduction", "dim", "dim_of_node",
          "dim_plus1", "dim_of_node_plus1", "end_dim", "permute", "scalar", "equal", "element", "stride_or_kernel",
-         "repeated", "scales", "at:0", "at:1", "at:2", "at:3", "at:4", "at:5", "size_minus", "neg", "reciprocal",
-         "sqrt", "rsqrt"]
+         "repeated", "scales", "at:0", "at:1", "at:2", "at:3", "at:4", "at:5", "size_minus", "torch_pads",
+         "ones_then", "shape_then", "pow10", "neg", "reciprocal", "sqrt", "rsqrt"]
+SCALES = ("alpha", "beta")  # arguments that scale another one (times:alpha), never tied through the product
 _DIM_ONLY = {"swap", "permute", "dim", "dim_of_node", "dim_plus1", "dim_of_node_plus1", "end_dim"}
 
 
@@ -84,7 +85,7 @@ def observe(path: Path, target: str) -> Observation | str:
         per: list[set[tuple[str, str]]] = []
         for ctxs in contexts:
             got: set[tuple[str, str]] = set()
-            for rel in ORDER:
+            for rel in [*ORDER, *(f"times:{q}" for q in args if q != p and q in SCALES and _is_number(args[q]))]:
                 if rel in _DIM_ONLY and p not in DIM_NAMES:
                     continue
                 fn = relation(rel)
@@ -104,9 +105,10 @@ def _is_number(v: Any) -> bool:
 
 
 def _text(v: Any) -> str | None:
+    """A string, enum, bool or int argument as the key of a learned table (as ``relations._mapped`` reads it)."""
     if isinstance(v, Symbol):
         return v.text.lower()
-    if isinstance(v, (str, bool)):
+    if isinstance(v, (str, bool, int)):
         return str(v).lower()
     return None
 
@@ -130,7 +132,7 @@ def _learn_one(p: str, base: Observation, obs: list[Observation], by_shape: set[
         for o in same:
             common &= o.holds.get(p, [set()] * len(base.keys))[k]
         chosen: dict[str, str] = {}
-        for place, rel in sorted(common, key=lambda pr: ORDER.index(pr[1])):
+        for place, rel in sorted(common, key=lambda pr: (ORDER.index(pr[1]) if pr[1] in ORDER else len(ORDER), pr)):
             chosen.setdefault(place, rel)
         if not chosen:
             table = _map(p, base, same, k)
@@ -152,7 +154,10 @@ def _map(p: str, base: Observation, same: list[Observation], k: int) -> str | No
     """A table from a string, enum or bool argument to the literal, when every export agrees on it."""
     table: dict[str, str] = {}
     for o in [base, *same]:
-        key, value = _text(o.args.get(p)), o.values[k]
+        arg, value = o.args.get(p), o.values[k]
+        key = _text(arg)
+        if isinstance(arg, int) and not isinstance(arg, bool) and not isinstance(value, str):
+            return None  # an int mapped to an int is a relation a table cannot generalise (dim -> axis)
         if key is None or not isinstance(value, (str, int)) or isinstance(value, bool) \
                 or any(c in key + str(value) for c in ";=\t\n"):
             return None

@@ -99,10 +99,33 @@ def export(call: cases.Call, path: Path, optimize: bool = True) -> None:
 
 
 def run_target(target: str, work: Path) -> dict[str, Any]:
+    """``run_plan``; for a ``.Tensor`` overload whose ``other`` may be a Python number, once with a tensor and once
+    with a number there (the lowering differs: ``alpha`` multiplies a tensor ``other`` with a Mul, and is folded
+    into a number ``other``), the evidence of both kept."""
+    row = run_plan(target, work, cases.plan(target))
+    if not cases.takes_number_other(target):
+        return row
+    second = run_plan(target, work, cases.plan(target, number_other=True))
+    if second["status"] != "exported":
+        return row
+    if row["status"] != "exported":  # only tensor parameters (mul.Tensor): the number is all there is to learn
+        return second
+    params = row.setdefault("params", {})
+    for p, info in second.get("params", {}).items():
+        mine = params.get(p)
+        if mine is None or mine.get("status") != "evidence":
+            params[p] = info
+        elif info.get("status") == "evidence":
+            mine["evidence"] = sorted({tuple(e) for e in mine["evidence"]} | {tuple(e) for e in info["evidence"]})
+    return row
+
+
+def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
     """Export the base call and one variant per argument (and input dimension); learn what moved with what."""
-    plan = cases.plan(target)
     if isinstance(plan, str):
-        return {"target": target, "status": plan.split(":", 1)[0], "reason": plan}
+        found = cases.schema_params(target)
+        names = [p.name for p in found[1] if not p.is_tensor] if found is not None else []
+        return {"target": target, "status": plan.split(":", 1)[0], "reason": plan, "parameters": names}
     base_path = work / "base.onnx"
     try:
         export(plan.base, base_path)

@@ -25,21 +25,14 @@ from inspector.core.specialise.relations import (
     Args,
     Ctx,
     Expect,
-    _alpha,
-    _bool,
     _dim,
     _dtype,
     _element,
     _end_dim,
     _equal,
     _last_axes,
-    _permute,
-    _reduction,
     _scalar,
-    _stride_or_kernel,
     _string,
-    _swap,
-    _twice,
     close,
     num,
     relation,
@@ -88,93 +81,45 @@ def _o(param: str, op: str, *slots: int, expect: Expect = _scalar) -> Rule:
     return Rule(param, op, None, slots, expect)
 
 
-_POOL = [_a("kernel_size", "MaxPool", "kernel_shape"), _a("stride", "MaxPool", "strides", _stride_or_kernel),
-         _a("padding", "MaxPool", "pads", _twice), _a("dilation", "MaxPool", "dilations"),
-         _a("ceil_mode", "MaxPool", "ceil_mode", _bool)]
-_AVG = [_a("kernel_size", "AveragePool", "kernel_shape"), _a("stride", "AveragePool", "strides", _stride_or_kernel),
-        _a("padding", "AveragePool", "pads", _twice), _a("ceil_mode", "AveragePool", "ceil_mode", _bool),
-        _a("count_include_pad", "AveragePool", "count_include_pad", _bool)]
-_CONV = [_a("stride", "Conv", "strides"), _a("padding", "Conv", "pads", _twice), _a("dilation", "Conv", "dilations"),
-         _a("groups", "Conv", "group")]
-_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "lt": "Less", "gt": "Greater", "le": "LessOrEqual",
-           "ge": "GreaterOrEqual", "eq": "Equal", "ne": "Equal", "pow": "Pow", "remainder": "Mod", "fmod": "Mod",
-           "minimum": "Min", "maximum": "Max", "bitwise_and": "And", "bitwise_or": "Or", "floor_divide": "Div"}
-_REDUCE = {"mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax", "amin": "ReduceMin", "prod": "ReduceProd"}
-
+# Written by hand only where the generator (scripts/gen_evidence.py) cannot reach; each says why, from
+# resources/evidence_coverage.md. A rule applies only to a parameter the catalogue has no evidence for.
+_NOT_REGISTERED = "no overload of the op in the pinned torchlib registry has the parameter (exports of other versions)"
+_NUMBER_FOR_TENSOR = "a Python number for a Tensor parameter: torch's function takes tensors there, only a " \
+                     "decomposition passes a number, and the one-op export passes tensors"
 HAND_RULES: dict[str, list[Rule]] = {
-    "transpose": [_a("dim0", "Transpose", "perm", _swap), _a("dim1", "Transpose", "perm", _swap)],
-    "permute": [_a("dims", "Transpose", "perm", _permute)],
-    "softmax": [_a("dim", "Softmax", "axis", _dim())],
-    "_softmax": [_a("dim", "Softmax", "axis", _dim())],
-    "log_softmax": [_a("dim", "LogSoftmax", "axis", _dim())],
-    "cat": [_a("dim", "Concat", "axis", _dim(None))],
-    "concat": [_a("dim", "Concat", "axis", _dim(None))],
-    "stack": [_a("dim", "Concat", "axis", _dim(None, 1)), _o("dim", "Unsqueeze", 1, expect=_dim(None, 1))],
-    "layer_norm": [_a("eps", "LayerNormalization", "epsilon", _scalar),
-                   _a("normalized_shape", "LayerNormalization", "axis", _last_axes)],
-    "rms_norm": [_a("eps", "RMSNormalization", "epsilon", _scalar)],
-    "group_norm": [_a("eps", "GroupNormalization", "epsilon", _scalar),
-                   _a("num_groups", "GroupNormalization", "num_groups", _scalar)],
-    "batch_norm": [_a("eps", "BatchNormalization", "epsilon", _scalar)],
-    "_native_batch_norm_legit_no_training": [_a("eps", "BatchNormalization", "epsilon", _scalar)],
-    "native_batch_norm": [_a("eps", "BatchNormalization", "epsilon", _scalar)],
-    "conv1d": _CONV, "conv2d": _CONV, "conv3d": _CONV, "convolution": _CONV,
-    "max_pool1d": _POOL, "max_pool2d": _POOL, "max_pool3d": _POOL,
-    "avg_pool1d": _AVG, "avg_pool2d": _AVG, "avg_pool3d": _AVG,
-    "unsqueeze": [_o("dim", "Unsqueeze", 1, expect=_dim(0, 1))],
-    "squeeze": [_o("dim", "Squeeze", 1, expect=_dim()), _o("dims", "Squeeze", 1, expect=_dim())],
-    "select": [_a("dim", "Gather", "axis", _dim()), _o("index", "Gather", 1)],
-    "index_select": [_a("dim", "Gather", "axis", _dim())],
-    "gather": [_a("dim", "GatherElements", "axis", _dim())],
-    "slice": [_o("dim", "Slice", 3, expect=_dim()), _o("start", "Slice", 1), _o("end", "Slice", 2),
-              _o("step", "Slice", 4)],
-    "cumsum": [_o("dim", "CumSum", 1, expect=_dim())],
+    # varying normalized_shape changes the body's structure (the scale of ones takes its shape): no slot aligns
+    "layer_norm": [_a("normalized_shape", "LayerNormalization", "axis", _last_axes)],
+    "rms_norm": [_a("eps", "RMSNormalization", "epsilon", _scalar)],  # _NOT_REGISTERED
+    "batch_norm": [_a("eps", "BatchNormalization", "epsilon", _scalar)],  # _NOT_REGISTERED
+    "convert_element_type": [_a("dtype", "Cast", "to", _dtype)],  # _NOT_REGISTERED (a prims op)
+    "squeeze": [_o("dims", "Squeeze", 1, expect=_dim())],  # _NOT_REGISTERED
+    # varying groups changes the weight's shape, and the generator changes one argument at a time
+    "conv1d": [_a("groups", "Conv", "group")], "conv2d": [_a("groups", "Conv", "group")],
+    "conv3d": [_a("groups", "Conv", "group")], "convolution": [_a("groups", "Conv", "group")],
+    # sym_size exists only with dynamic shapes; one-op exports have static ones
     "sym_size": [_a("dim", "Shape", "start", _dim()), _a("dim", "Shape", "end", _end_dim)],
+    # split: the number of outputs changes with split_size and dim (the body's structure changes)
     "split": [_o("split_size", "SplitToSequence", 1), _a("dim", "SplitToSequence", "axis", _dim()),
               _o("split_size", "Split", 1), _a("dim", "Split", "axis", _dim())],
-    "gelu": [_a("approximate", "Gelu", "approximate", _string)],
-    "leaky_relu": [_a("negative_slope", "LeakyRelu", "alpha", _scalar)],
-    "elu": [_a("alpha", "Elu", "alpha", _scalar)],
-    "hardtanh": [_o("min_val", "Clip", 1), _o("max_val", "Clip", 2)],
-    "clamp": [_o("min", "Clip", 1), _o("max", "Clip", 2)],
-    "view": [_o("size", "Reshape", 1, expect=_element)],
-    "_unsafe_view": [_o("size", "Reshape", 1, expect=_element)],
+    # reshape is exported as view (whose parameter is size): the evidence is learned for view
     "reshape": [_o("shape", "Reshape", 1, expect=_element)],
-    "expand": [_o("size", "Expand", 1, expect=_element)],
-    "zeros": [_o("size", "Expand", 1, expect=_element), _o("size", "ConstantOfShape", 0, expect=_element)],
-    "ones": [_o("size", "Expand", 1, expect=_element), _o("size", "ConstantOfShape", 0, expect=_element)],
-    "new_zeros": [_o("size", "Expand", 1, expect=_element)],
-    "new_ones": [_o("size", "Expand", 1, expect=_element)],
-    "full": [_o("size", "Expand", 1, expect=_element), _o("fill_value", "Expand", 0)],
-    "full_like": [_o("fill_value", "Expand", 0)],
-    "fill": [_o("value", "Expand", 0)],
-    "arange": [_o("start", "Range", 0), _o("end", "Range", 1), _o("step", "Range", 2)],
-    "where": [_o("other", "Where", 2), _o("self", "Where", 1)],
-    "masked_fill": [_o("value", "Where", 1)],
-    "_to_copy": [_a("dtype", "Cast", "to", _dtype)],
-    "convert_element_type": [_a("dtype", "Cast", "to", _dtype)],
+    # scalar_tensor's base call fails in torch with the representative values
     "scalar_tensor": [_a("dtype", "Cast", "to", _dtype), _o("s", "Cast", 0)],
-    "scatter_reduce": [_a("reduce", "ScatterElements", "reduction", _reduction), _a("dim", "ScatterElements", "axis",
-                                                                                    _dim())],
-    "pad": [_a("mode", "Pad", "mode", _string), _o("value", "Pad", 2)],
-    "constant_pad_nd": [_o("value", "Pad", 2)],
-    "embedding": [],
+    # pad's mode variants (reflect, replicate) did not export from the one-op module
+    "pad": [_a("mode", "Pad", "mode", _string)],
+    # dropout is exported only in training mode; the generator exports in eval mode
     "scaled_dot_product_attention": [_o("dropout_p", "Dropout", 1)],
-    "triu": [_o("diagonal", "Trilu", 1)], "tril": [_o("diagonal", "Trilu", 1)],
-    "topk": [_o("k", "TopK", 1), _a("dim", "TopK", "axis", _dim())],
-    "argmax": [_a("dim", "ArgMax", "axis", _dim()), _a("keepdim", "ArgMax", "keepdims", _bool)],
-    "argmin": [_a("dim", "ArgMin", "axis", _dim()), _a("keepdim", "ArgMin", "keepdims", _bool)],
+    # _NUMBER_FOR_TENSOR
+    "minimum": [_o("other", "Min", 1)], "maximum": [_o("other", "Max", 1)],
+    "bitwise_and": [_o("other", "And", 1)], "bitwise_or": [_o("other", "Or", 1)],
+    "floor_divide": [_o("other", "Div", 1)], "where": [_o("self", "Where", 1)],
 }
-for _name, _op in _BINARY.items():
-    HAND_RULES.setdefault(_name, [_o("other", _op, 1), _o("exponent", _op, 1), _o("alpha", "Mul", 0, 1, expect=_alpha)])
-for _name, _op in _REDUCE.items():
-    HAND_RULES.setdefault(_name, [_o("dim", _op, 1, expect=_dim()), _a("keepdim", _op, "keepdims", _bool)])
 
 
-def rules_for(target: str) -> list[Rule]:
+def rules_for(target: str) -> tuple[Rule, ...]:
     """Rules of ``aten::name.overload``: the learned evidence, then the hand-written rules of its op for the
     parameters the catalogue has no evidence for (computed once per target)."""
-    return list(_rules(target))
+    return _rules(target)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -218,8 +163,14 @@ def link(target: str, args: Args, value: Any, place: Place, flow: BodyFlow) -> l
                 text = hit[1].replace("the argument", rule.parameter)
                 text = f"{rule.place} {text}" if not text.startswith(("perm ", "pads ", "axis ", "end ")) else text
                 out.append(ArgLink(rule.parameter, plain_value(arg), f"{text}{how}", rule.place))
+    # hand-written where the generator cannot reach: the default scale (None) is 1/sqrt(E) of the query's last
+    # dim, a relation to an input shape; and the data flow shows which of query and key each Mul scales (torchlib
+    # splits the scale into its square root on both), which the learned "Mul[1] is sqrt(scale)" does not say.
+    # Where this rule ties the constant, its link replaces the learned one
     if target.split("::", 1)[-1].startswith("scaled_dot_product_attention") and place.uses:
-        out += _sdpa_scale(args, value, place, flow)
+        special = _sdpa_scale(args, value, place, flow)
+        if special:
+            out = [a for a in out if a.parameter != "scale"] + special
     return out
 
 

@@ -303,7 +303,7 @@ def _mapped(table: dict[str, str]) -> Expect:
 
     def expect(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
         text = arg.text if isinstance(arg, Symbol) else arg
-        key = str(text).lower() if isinstance(text, (str, bool)) else None
+        key = str(text).lower() if isinstance(text, (str, bool, int)) else None
         if key is not None and key in table and table[key] == str(ctx.value):
             return text, f"{ctx.value!r} is the lowering's value for {text!r}"
         return None
@@ -341,16 +341,69 @@ def _equal_or_piece(arg: Any, args: Args, ctx: Ctx) -> tuple[Any, str] | None:
     return _equal(arg, args, ctx)
 
 
+def _torch_pads(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
+    """torch's ``pad`` (begin and end of the last dim, then of the one before, ...) as ONNX ``pads`` (all begins,
+    then all ends, first dim first)."""
+    given, values = _numbers(arg), _numbers(ctx.value) if isinstance(ctx.value, list) else None
+    if given is None or values is None or len(given) % 2 or len(values) % 2 or len(given) > len(values):
+        return None
+    rank = len(values) // 2
+    want: list[int | float] = [0] * (2 * rank)
+    for i in range(len(given) // 2):
+        want[rank - 1 - i], want[2 * rank - 1 - i] = given[2 * i], given[2 * i + 1]
+    if values == want:
+        return arg, f"pads {ctx.value} are pad {arg} (last dim first) as begins, then ends"
+    return None
+
+
+def _ones_then(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
+    """The argument's list after as many 1s as the rank needs: ``Tile`` repeats ``[1, 1, 1, 2]`` from ``[2]``."""
+    given, values = _numbers(arg), _numbers(ctx.value) if isinstance(ctx.value, list) else None
+    if given is None or values is None or len(given) > len(values):
+        return None
+    if values == [1] * (len(values) - len(given)) + given:
+        return arg, f"{ctx.value} is the argument after {len(values) - len(given)} leading 1s"
+    return None
+
+
+def _shape_then(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
+    """Output sizes: the input's leading static dims, then the argument (``Resize.sizes`` from ``output_size``)."""
+    shape = ctx.flow.input_shape(0)
+    given, values = _numbers(arg), _numbers(ctx.value) if isinstance(ctx.value, list) else None
+    if shape is None or given is None or values is None or len(given) >= len(values) or len(values) != len(shape):
+        return None
+    if values == [*shape[: len(values) - len(given)], *given]:
+        return arg, f"{ctx.value} is the input's leading dims, then the argument"
+    return None
+
+
+def _times(other: str) -> Expect:
+    """The argument scaled by another one: ``add.Scalar`` adds ``other * alpha`` (the scale is named: a factor of
+    1 leaves no trace, so the scaled argument is tied, never the scale)."""
+
+    def expect(arg: Any, args: Args, ctx: Ctx) -> tuple[Any, str] | None:
+        a, b, v = num(arg), num(args.get(other)), num(unwrap(ctx.value))
+        if a is None or b is None or v is None or isinstance(arg, bool) or isinstance(args.get(other), bool):
+            return None
+        if close(float(v), float(a) * float(b)) or v == a * b:
+            return arg, f"{ctx.value} is the argument times {other}"
+        return None
+
+    return expect
+
+
 RELATIONS: dict[str, Expect] = {
     "equal": _equal_or_piece, "scalar": _scalar, "bool": _bool, "string": _string, "dtype": _dtype, "alpha": _alpha,
     "dim": _dim(), "dim_of_node": _dim(None), "dim_plus1": _dim(0, 1), "dim_of_node_plus1": _dim(None, 1),
     "swap": _swap, "permute": _permute, "pads": _twice, "stride_or_kernel": _stride_or_kernel,
     "last_axes": _last_axes, "element": _element, "reduction": _reduction, "end_dim": _end_dim,
-    "repeated": _repeated, "scales": _scales, "size_minus": _size_minus,
+    "repeated": _repeated, "scales": _scales, "size_minus": _size_minus, "torch_pads": _torch_pads,
+    "ones_then": _ones_then, "shape_then": _shape_then, "pow10": _unary("10 to the power", lambda x: 10.0 ** x),
     "neg": _unary("minus", lambda x: -x), "reciprocal": _unary("the reciprocal", lambda x: 1.0 / x),
     "sqrt": _unary("the square root", math.sqrt), "rsqrt": _unary("1/sqrt", lambda x: 1.0 / math.sqrt(x)),
 }
-"""Relations by name; ``at:K`` (element K of a list) and ``map:a=b;c=d`` (a learned table) take a parameter."""
+"""Relations by name; ``at:K`` (element K of a list), ``times:NAME`` (the argument times argument NAME) and
+``map:a=b;c=d`` (a learned table) take a parameter."""
 
 
 def relation(name: str) -> Expect | None:
@@ -361,6 +414,8 @@ def relation(name: str) -> Expect | None:
     kind, _, param = name.partition(":")
     if kind == "at" and param.isdigit() and len(param) < 4:
         return _at(int(param))
+    if kind == "times" and param.isidentifier():
+        return _times(param)
     if kind == "map" and param:
         pairs = [p.partition("=") for p in param.split(";")]
         return _mapped({a: b for a, eq, b in pairs if eq})
