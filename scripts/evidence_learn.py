@@ -26,8 +26,8 @@ from inspector.core.specialise.relations import Ctx, relation
 from inspector.core.specialise.specialiser import Specialiser
 
 DIM_NAMES = ("dim", "dims", "dim0", "dim1", "start_dim", "end_dim", "axis")
-ORDER = ["swap", "last_axes", "pads", "bool", "dtype", "string", "reduction", "dim", "dim_of_node",
-         "dim_plus1", "dim_of_node_plus1", "end_dim", "permute", "scalar", "equal", "element", "stride_or_kernel",
+ORDER = ["swap", "permute", "last_axes", "pads", "bool", "dtype", "string", "reduction", "dim", "dim_of_node",
+         "dim_plus1", "dim_of_node_plus1", "end_dim", "scalar", "equal", "element", "stride_or_kernel",
          "repeated", "scales", "at:0", "at:1", "at:2", "at:3", "at:4", "at:5", "size_minus", "torch_pads",
          "ones_then", "shape_then", "pow10", "neg", "reciprocal", "sqrt", "rsqrt"]
 SCALES = ("alpha", "beta")  # arguments that scale another one (times:alpha), never tied through the product

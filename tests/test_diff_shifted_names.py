@@ -39,3 +39,13 @@ def test_the_shifted_weights_are_the_same_tensors() -> None:
     a = {t.name: content_digest(t) for t in onnx.load(EVIDENCE / "shifted_names_a.onnx").graph.initializer}
     b = {t.name: content_digest(t) for t in onnx.load(EVIDENCE / "shifted_names_b.onnx").graph.initializer}
     assert (b["t_1"], b["t_2"]) == (a["t"], a["t_1"]) and b["t"] not in a.values()
+
+
+def test_zoo_pairs_report_no_initializer_change() -> None:
+    """The zoo's pairs are built from one seed and differ in one hyperparameter (their truth files), so no weight
+    changes: ``pair_scale``'s optimizer names shift (its ``val_82`` [64, 32] and ``val_77`` [32, 96] were reported
+    removed and added)."""
+    zoo = Path(__file__).resolve().parent / "zoo"
+    for pair in ("eps", "heads", "scale", "transpose"):
+        result = diff_files(zoo / f"pair_{pair}_a.onnx", zoo / f"pair_{pair}_b.onnx")
+        assert [(c.kind, c.where) for c in result.changes if c.section == "initializer"] == [], pair

@@ -135,7 +135,8 @@ def _swap(_arg: Any, args: Args, ctx: Ctx) -> tuple[Any, str] | None:
 def _permute(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
     perm = ctx.value
     if isinstance(perm, list) and isinstance(arg, list) and len(arg) == len(perm) \
-            and all(isinstance(x, int) for x in arg) and [norm(x, len(perm)) for x in arg] == perm:
+            and all(isinstance(x, int) for x in arg) and [norm(x, len(perm)) for x in arg] == perm \
+            and sorted(perm) == list(range(len(perm))):  # a permutation of all dims (roll's dims=[1] is not one)
         return arg, "perm is dims" + (" normalised" if arg != perm else "")
     return None
 
@@ -386,7 +387,7 @@ def _times(other: str) -> Expect:
         if a is None or b is None or v is None or isinstance(arg, bool) or isinstance(args.get(other), bool):
             return None
         if close(float(v), float(a) * float(b)) or v == a * b:
-            return arg, f"{ctx.value} is the argument times {other}"
+            return arg, "equals the argument" if b == 1 else f"{ctx.value} is the argument times {other}"
         return None
 
     return expect
