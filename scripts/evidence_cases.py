@@ -72,6 +72,7 @@ STRINGS: dict[str, list[str]] = {
     "interpolation": ["linear", "lower", "higher", "midpoint", "nearest"],
 }
 DTYPES = [torch.float64, torch.float16, torch.int32]
+ENUMS = ("layout", "memory_format", "device", "pin_memory", "generator", "non_blocking")
 
 _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4,), "running_var": (4,)}
 
@@ -279,6 +280,10 @@ def _values_for(op: str, p: Param, rec: dict[str, Any], spatial: int) -> list[An
     t = p.base_type
     if p.name in table:
         got = table[p.name]
+    elif p.name == "dtype":  # TorchScript types ScalarType as int
+        return DTYPES
+    elif p.name in ENUMS:  # layout, memory_format (typed int too), device, pin_memory: kept at their default
+        return None
     elif t == "bool":
         base = p.default if p.has_default and p.default is not None else False
         return [base, not base]

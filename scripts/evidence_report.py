@@ -4,6 +4,7 @@ a re-run with the same results rewrites them byte for byte."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -89,6 +90,7 @@ def coverage_markdown(state: dict[str, dict[str, Any]], registry: list[str], ver
     lines += ["", "## Not exported", "", "| overload | why |", "| --- | --- |"]
     for r in sorted(seen, key=lambda r: r["target"]):
         if r.get("status") in ("not_exportable", "decomposed", "skipped"):
-            reason = str(r.get("reason", "")).replace("|", "\\|").replace("\n", " ")[:160]
+            reason = re.sub(r"\x1b\[[0-9;]*m", "", str(r.get("reason", "")))  # the exporter's colours
+            reason = "".join(c if c.isprintable() else " " for c in reason).replace("|", "\\|")[:160]
             lines.append(f"| `{r['target']}` | {reason} |")
     return "\n".join(lines) + "\n"

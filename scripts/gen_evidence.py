@@ -28,6 +28,7 @@ import io
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -165,8 +166,17 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
 
 
 def _one_line(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip().splitlines()
+    """The root cause in one line, without the exporter's colours: its own message says only which step failed."""
+    seen = {id(e)}
+    while (e.__cause__ or e.__context__) is not None and id(e.__cause__ or e.__context__) not in seen:
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+        seen.add(id(e))
+    text = [line for line in _plain(f"{type(e).__name__}: {e}").splitlines() if line.strip()]
     return (text[0] if text else type(e).__name__)[:160]
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def load_state() -> dict[str, dict[str, Any]]:

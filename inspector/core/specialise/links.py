@@ -98,21 +98,20 @@ HAND_RULES: dict[str, list[Rule]] = {
     "conv3d": [_a("groups", "Conv", "group")], "convolution": [_a("groups", "Conv", "group")],
     # sym_size exists only with dynamic shapes; one-op exports have static ones
     "sym_size": [_a("dim", "Shape", "start", _dim()), _a("dim", "Shape", "end", _end_dim)],
-    # split: the number of outputs changes with split_size and dim (the body's structure changes)
-    "split": [_o("split_size", "SplitToSequence", 1), _a("dim", "SplitToSequence", "axis", _dim()),
-              _o("split_size", "Split", 1), _a("dim", "Split", "axis", _dim())],
+    # split's dim: the body's structure changes with it (the outputs' shapes)
+    "split": [_a("dim", "SplitToSequence", "axis", _dim()), _a("dim", "Split", "axis", _dim())],
     # reshape is exported as view (whose parameter is size): the evidence is learned for view
     "reshape": [_o("shape", "Reshape", 1, expect=_element)],
-    # scalar_tensor's base call fails in torch with the representative values
-    "scalar_tensor": [_a("dtype", "Cast", "to", _dtype), _o("s", "Cast", 0)],
-    # pad's mode variants (reflect, replicate) did not export from the one-op module
+    # scalar_tensor's s: the one-op export folds the whole call into a constant the body does not read
+    "scalar_tensor": [_o("s", "Cast", 0)],
+    # pad's mode: reflect and replicate take no value, and the one-op variant keeps the base call's value
     "pad": [_a("mode", "Pad", "mode", _string)],
     # dropout is exported only in training mode; the generator exports in eval mode
     "scaled_dot_product_attention": [_o("dropout_p", "Dropout", 1)],
     # _NUMBER_FOR_TENSOR
     "minimum": [_o("other", "Min", 1)], "maximum": [_o("other", "Max", 1)],
     "bitwise_and": [_o("other", "And", 1)], "bitwise_or": [_o("other", "Or", 1)],
-    "floor_divide": [_o("other", "Div", 1)], "where": [_o("self", "Where", 1)],
+    "floor_divide": [_o("other", "Div", 1)],
 }
 
 
