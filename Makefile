@@ -14,7 +14,8 @@ GUI_PKGS := libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libx
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1
 SHOT_PKGS := xvfb xauth chromium fonts-dejavu-core
 
-.PHONY: run test lint pytest sysdeps venv screenshots bench bench-modules fuzz fixtures schemas zoo torchlib clean
+.PHONY: run test lint pytest sysdeps venv screenshots bench bench-modules fuzz fixtures schemas zoo torchlib evidence \
+	clean
 
 run: venv
 	@scripts/sysdeps.sh $(GUI_PKGS)
@@ -83,6 +84,14 @@ zoo: $(ZOO_VENV)/.installed
 # resources/torchlib_functions.txt from onnxscript's torchlib registry (in .venv-zoo); `make test` never runs it.
 torchlib: $(ZOO_VENV)/.installed
 	$(ZOO_VENV)/bin/python scripts/gen_torchlib.py
+
+# resources/aten_evidence.txt and resources/evidence_coverage.md, learned from one-op exports (in .venv-zoo; about
+# 10 s per overload on 2 shared cores, resumable: results are kept in build/evidence); `make test` never runs it.
+# EVIDENCE_ARGS="--budget 600" or "--only aten::roll --redo" or "--pairs" (the test pairs of tests/evidence).
+EVIDENCE_ARGS ?= --budget 3600
+evidence: $(ZOO_VENV)/.installed
+	@# a segfault in torch ends the run: it resumes, and the overload that crashed is recorded as such
+	for try in 1 2 3 4 5 6 7 8 9 10; do $(ZOO_VENV)/bin/python scripts/gen_evidence.py $(EVIDENCE_ARGS) && break; done
 
 clean:
 	rm -rf $(VENV) $(ZOO_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots

@@ -202,6 +202,8 @@ def test_every_argument_kind_links_where_the_lowering_puts_it(tmp_path) -> None:
         ("aten::scatter_reduce.two", "ScatterElements.reduction", "reduce", "amax"),
         ("aten::scatter_reduce.two", "ScatterElements.axis", "dim", "2"),  # dim 2 of rank 3 is axis -1
         ("aten::pad", "Pad.mode", "mode", "reflect"),
+        # torch's pad (begin, end of the last dim) as ONNX pads [0, 0, 1, 0, 0, 1]: learned (torch_pads)
+        ("aten::pad", "Pad.pads", "pad", "[1, 1]"),
     }
 
 

@@ -8,8 +8,9 @@ Matching, in this order (names are only ever one of several keys, so a consisten
 - calls of local functions in the main graph by callee and position among that callee's calls;
 - the other main-graph nodes by neighbourhood hashes (op, domain, attribute names, the same of producers and
   consumers; two rounds, no recursion), unique hashes first, then by node name, then by op and position;
-- initializers by name, then by the role they play (same input of matched, same-template calls), then by
-  dtype + shape + content digest. External data is never read: location/offset/length stand for the content;
+- initializers by name with equal content, then by dtype + shape + content digest under any name (the
+  optimizer's value names shift between exports), then by name alone, then by the role they play (same input
+  of matched, same-template calls). External data is never read: location/offset/length stand for the content;
 - graph inputs and outputs by name, then by position.
 
 Matched bodies (function overloads, aten call groups) are compared by fingerprint. Equal templates report the

@@ -8,9 +8,11 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 
+from onnx import TensorProto
+
 from inspector.core.diff.model import MatchCount
 from inspector.core.diff.units import Side, UnitPairs
-from inspector.core.diff.values import content_digest
+from inspector.core.diff.values import content_digest, same_content
 from inspector.core.model.graph import node_reads
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.scan_like import unequal_nodes
@@ -305,42 +307,68 @@ class Matcher:
                 umap[k] = k
 
     def match_initializers(self, umap: dict[int, int]) -> dict[int, int]:
-        A, B = self.A, self.B
-        inits_a, inits_b = list(A.graph.initializer), list(B.graph.initializer)
-        tmap = {k: B.init_pos[t.name] for k, t in enumerate(inits_a) if t.name in B.init_pos}
-        taken = set(tmap.values())
-        if len(tmap) < min(len(inits_a), len(inits_b)):
-            # by role: the same input of matched calls whose bodies share a template
-            for ka, kb in umap.items():
-                ua, ub = A.unit(ka), B.unit(kb)
-                if len(ua.reads) != len(ub.reads):
-                    continue
-                if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
-                    continue
-                pairs = list(zip(ua.reads, ub.reads))
-                if ua.kind == "aten_call" and ua.callee is None and ub.callee is None:
-                    pairs.extend(zip(ua.constants, ub.constants))  # same template: same constant slots
-                for ra, rb in pairs:
-                    ta, tb = A.init_pos.get(ra), B.init_pos.get(rb)
-                    if ta is not None and tb is not None and ta not in tmap and tb not in taken \
-                            and ra not in A.input_pos and rb not in B.input_pos:
-                        tmap[ta] = tb
-                        taken.add(tb)
-            # by content
-            pool: dict[tuple[int, tuple[int, ...], str], list[int]] = defaultdict(list)
-            for k, t in enumerate(inits_b):
-                if k not in taken:
-                    pool[(t.data_type, tuple(t.dims), content_digest(t))].append(k)
-            for k, t in enumerate(inits_a):
-                if k in tmap:
-                    continue
-                cands = pool.get((t.data_type, tuple(t.dims), content_digest(t)))
-                if cands:
-                    tmap[k] = cands.pop(0)
+        """Initializers of A -> of B (``match_initializers``), counted in ``matched``."""
+        inits_a, inits_b = list(self.A.graph.initializer), list(self.B.graph.initializer)
+        tmap = match_initializers(self.pairs, inits_a, inits_b, umap)
         renamed = sum(1 for ka, kb in tmap.items() if inits_a[ka].name != inits_b[kb].name)
         self.matched["initializers"] = MatchCount(len(tmap), len(inits_a) - len(tmap), len(inits_b) - len(tmap),
                                                   renamed)
         return tmap
+
+
+def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: list[TensorProto],
+                       umap: dict[int, int]) -> dict[int, int]:
+    """Initializers by content before name: one name with one content first, then equal content (dtype, shape,
+    digest) under any name, so a weight the optimizer renamed (its ``val_242`` is the other export's ``val_243``)
+    is never reported removed and added; then one name with another content (re-valued or reshaped), then the
+    same input of matched calls, in that order. Contents are hashed only for what the first step leaves."""
+    B = pairs.B
+    tmap: dict[int, int] = {}
+    for k, t in enumerate(inits_a):
+        kb = B.init_pos.get(t.name)
+        if kb is not None and same_content(t, inits_b[kb]):
+            tmap[k] = kb
+    taken = set(tmap.values())
+    if len(tmap) < min(len(inits_a), len(inits_b)):
+        # by content: equal tensors under other names, in order (a name shift keeps the order)
+        pool: dict[tuple[int, tuple[int, ...], str], list[int]] = defaultdict(list)
+        for k, t in enumerate(inits_b):
+            if k not in taken:
+                pool[(t.data_type, tuple(t.dims), content_digest(t))].append(k)
+        for k, t in enumerate(inits_a):
+            cands = pool.get((t.data_type, tuple(t.dims), content_digest(t))) if k not in tmap else None
+            if cands:
+                tmap[k] = cands.pop(0)
+                taken.add(tmap[k])
+        # by name: one name, another content
+        for k, t in enumerate(inits_a):
+            kb = B.init_pos.get(t.name)
+            if k not in tmap and kb is not None and kb not in taken:
+                tmap[k] = kb
+                taken.add(kb)
+    if len(tmap) < min(len(inits_a), len(inits_b)):
+        _by_role(pairs, umap, tmap, taken)
+    return tmap
+
+
+def _by_role(pairs: UnitPairs, umap: dict[int, int], tmap: dict[int, int], taken: set[int]) -> None:
+    """Initializers that are the same input of matched calls whose bodies share a template."""
+    A, B = pairs.A, pairs.B
+    for ka, kb in umap.items():
+        ua, ub = A.unit(ka), B.unit(kb)
+        if len(ua.reads) != len(ub.reads):
+            continue
+        if ua.kind == "aten_call" and not pairs.same_template(ka, kb):
+            continue
+        reads = list(zip(ua.reads, ub.reads))
+        if ua.kind == "aten_call" and ua.callee is None and ub.callee is None:
+            reads.extend(zip(ua.constants, ub.constants))  # same template: same constant slots
+        for ra, rb in reads:
+            ta, tb = A.init_pos.get(ra), B.init_pos.get(rb)
+            if ta is not None and tb is not None and ta not in tmap and tb not in taken \
+                    and ra not in A.input_pos and rb not in B.input_pos:
+                tmap[ta] = tb
+                taken.add(tb)
 
 
 _TAGS = ("", "in", "init", "outer")  # what a node reads when no node produces it: nothing, input, initializer, other

@@ -52,6 +52,7 @@ class FxNode:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     complete: bool = True  # False when the arguments could not be fully parsed
+    unread: tuple[str, ...] = ()  # the pieces of the argument text that could not be read (for the finding)
 
     @property
     def aten_target(self) -> str | None:
@@ -118,13 +119,13 @@ def parse_fx_node(text: str) -> FxNode | None:
     rest = text[m.end():].strip()
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
-    complete = True
+    unread: tuple[str, ...] = ()
     if rest:
         try:
             args, kwargs = _arguments_via_pattern(rest)
         except (SyntaxError, ValueError, RecursionError, MemoryError, _ParseError):
-            complete = False
-    return FxNode(m.group("name"), m.group("op"), m.group("target").strip(), args, kwargs, complete)
+            args, kwargs, unread = _arguments_piecewise(rest)
+    return FxNode(m.group("name"), m.group("op"), m.group("target").strip(), args, kwargs, not unread, unread)
 
 
 class _ParseError(Exception):
@@ -228,3 +229,93 @@ def _literal(node: ast.AST, source: str) -> Any:
 
 
 _NAMES: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
+
+# --- text Python cannot parse -----------------------------------------------------------------------------------
+# FX prints a string argument without quotes: ``args = (bij,bjk->bik, [%a, %b])`` (einsum's equation). FX joins
+# arguments with ", ", so the text is split there (outside brackets) and each piece read on its own; a piece
+# Python cannot read that has no brackets, quotes or references is such a string.
+
+_OPEN, _CLOSE = "([{", ")]}"
+_MAX_PIECES = 256
+
+
+def _arguments_piecewise(text: str) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]]:
+    """``(args, kwargs, unread pieces)`` of an argument text read piece by piece; never raises."""
+    if len(text) > _MAX_TEXT:
+        return (), {}, (text[:60] + "…",)
+    inner = text.strip()
+    if not (inner.startswith("(") and inner.endswith(")")):
+        return (), {}, (inner[:60],)
+    parts = dict(_keyword_parts(inner[1:-1]))
+    unread: list[str] = []
+    args: list[Any] = []
+    body = parts.get("args", "").strip()
+    if body.startswith("(") and body.endswith(")"):
+        for piece in _split_top(body[1:-1]):
+            args.append(_piece(piece, unread))
+    elif body:
+        unread.append(body[:60])
+    kwargs: dict[str, Any] = {}
+    body = parts.get("kwargs", "").strip()
+    if body.startswith("{") and body.endswith("}"):
+        for piece in _split_top(body[1:-1]):
+            key, sep, value = piece.partition(": ")
+            if sep and key.strip().isidentifier():
+                kwargs[key.strip()] = _piece(value, unread)
+            elif piece.strip():
+                unread.append(piece[:60])
+    elif body:
+        unread.append(body[:60])
+    if len(unread) > 8:
+        unread = [*unread[:8], f"and {len(unread) - 8} more"]
+    return tuple(args), kwargs, tuple(unread)
+
+
+def _keyword_parts(text: str) -> Iterator[tuple[str, str]]:
+    """``args = (...), kwargs = {...}`` -> ("args", "(...)"), ("kwargs", "{...}")."""
+    for piece in _split_top(text):
+        key, sep, value = piece.partition("=")
+        if sep:
+            yield key.strip(), value.strip()
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at ", " outside brackets and quotes (at most ``_MAX_PIECES`` pieces)."""
+    out: list[str] = []
+    depth, start, quote, i = 0, 0, "", 0
+    while i < len(text) and len(out) < _MAX_PIECES:
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0 and text.startswith(", ", i):
+            out.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    out.append(text[start:])
+    return [p for p in out if p.strip()] if len(out) > 1 or text.strip() else []
+
+
+def _piece(piece: str, unread: list[str]) -> Any:
+    """One argument: read by Python when it can; else an unquoted string; else recorded as unread."""
+    piece = piece.strip()
+    try:
+        source = "f(" + _REF.sub(_REF_PREFIX + r"\1", piece) + ")"
+        call = ast.parse(source, mode="eval").body
+        if isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords:
+            return _literal(call.args[0], source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, _ParseError):
+        pass
+    if piece and not any(c in piece for c in "()[]{}%'\"") and piece.isprintable():
+        return Symbol(piece)
+    unread.append(piece[:60])
+    return Symbol(piece[:200])

@@ -51,9 +51,32 @@ def _signature(target: str, fx: FxNode | None, cat: SchemaCatalogue) -> CallSign
     try:
         bound = tuple(bind(schema, fx.args, fx.kwargs))
     except ValueError as e:
-        return CallSignature(schema, (), f"arguments do not fit the schema: {e}")
-    problem = None if fx.complete else "the FX arguments were only partly readable"
+        merged = _merge_words(fx.args)
+        try:
+            if merged == fx.args:
+                raise
+            bound = tuple(bind(schema, merged, fx.kwargs))
+        except ValueError:
+            return CallSignature(schema, (), f"arguments do not fit the schema: {e}")
+    problem = None
+    if not fx.complete:
+        problem = "the FX arguments were only partly readable"
+        if fx.unread:
+            problem += ": could not read " + ", ".join(repr(u) for u in fx.unread)
     return CallSignature(schema, bound, problem)
+
+
+def _merge_words(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Adjacent bare words joined with ",": FX prints a string without quotes, so an einsum equation such as
+    ``ij,jk`` reads as two names; tried only when the arguments as read do not fit the schema."""
+    out: list[Any] = []
+    for a in args:
+        word = isinstance(a, Symbol) and "." not in a.text and "(" not in a.text
+        if word and out and isinstance(out[-1], Symbol) and "." not in out[-1].text and "(" not in out[-1].text:
+            out[-1] = Symbol(f"{out[-1].text},{a.text}")
+        else:
+            out.append(a)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,443 @@
+"""Representative one-op calls for ``gen_evidence.py``: for an aten overload, the base call (tensors and argument
+values) and the variants that change one argument, or one input dimension, at a time.
+
+The op is called the way a model calls it (``torch.conv_transpose2d``, ``torch._C._nn.upsample_bilinear2d``, a
+Tensor method), not through ``torch.ops.aten``: called as an OpOverload, a composite op is decomposed before the
+exporter sees it, and the export would hold other targets. Values come from ``RECIPES`` (per op name, where shapes
+must agree), else from tables by parameter name and type; an argument with no representative value keeps its
+default and is reported as not varied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SHAPE = (2, 4, 6, 8)
+SPATIAL = {"1d": 1, "2d": 2, "3d": 3}
+
+# the ops of the project's issue 28 and the common nn ops, before the rest of the registry
+PRIORITY = [
+    "aten::conv_transpose2d.input", "aten::conv_transpose1d", "aten::conv_transpose3d.input",
+    "aten::pixel_shuffle", "aten::pixel_unshuffle", "aten::repeat_interleave.self_int", "aten::group_norm",
+    "aten::roll", "aten::upsample_nearest2d.vec", "aten::upsample_bilinear2d.vec", "aten::upsample_nearest2d",
+    "aten::upsample_bilinear2d", "aten::einsum", "aten::conv1d", "aten::conv2d", "aten::conv3d",
+    "aten::convolution", "aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+    "aten::layer_norm", "aten::transpose.int", "aten::permute", "aten::softmax.int", "aten::log_softmax.int",
+    "aten::view", "aten::reshape", "aten::expand", "aten::unsqueeze", "aten::squeeze.dim", "aten::flatten.using_ints",
+    "aten::cat", "aten::stack", "aten::split.Tensor", "aten::chunk", "aten::select.int", "aten::slice.Tensor",
+    "aten::flip", "aten::gelu", "aten::leaky_relu", "aten::elu", "aten::hardtanh", "aten::clamp",
+    "aten::constant_pad_nd", "aten::pad", "aten::mean.dim", "aten::sum.dim_IntList", "aten::amax", "aten::argmax",
+    "aten::topk", "aten::cumsum", "aten::tril", "aten::triu", "aten::scaled_dot_product_attention",
+    "aten::_to_copy", "aten::div.Tensor_mode", "aten::mul.Tensor", "aten::add.Tensor", "aten::masked_fill.Scalar",
+    "aten::index_select", "aten::gather", "aten::full", "aten::arange.start_step", "aten::embedding",
+]
+
+
+def _n(k: int) -> Callable[[int], list[int]]:
+    return lambda n: [k] * n
+
+
+# per parameter name: the values to try (base first); a callable takes the number of spatial axes
+INTS: dict[str, Any] = {
+    "dim": [1, -1, 2], "dim0": [0, 1], "dim1": [2, 3], "start_dim": [1, 0], "end_dim": [2, -1], "diagonal": [1, -1],
+    "k": [2, 3], "num_groups": [2, 4], "upscale_factor": [2, 3], "downscale_factor": [2, 3], "repeats": [2, 3],
+    "chunks": [2, 3], "split_size": [2, 3], "index": [0, 1], "start": [0, 1], "end": [3, 4], "step": [1, 2],
+    "decimals": [1, 2], "reduction": [1, 2], "groups": [1], "length": [2, 3], "sections": [2, 3],
+    "kernel_size": lambda n: ([2] * n, [3] * n), "stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
+    "padding": lambda n: ([1] * n, [0] * n), "dilation": lambda n: ([1] * n, [2] * n),
+    "output_padding": lambda n: ([0] * n, [1] * n), "output_size": lambda n: ([2] * n, [3] * n),
+    "shifts": [[1], [2], [-1]], "dims": [[1], [2]], "normalized_shape": [[8], [6, 8]],
+    "size": [[8, 48], [2, 192], [-1, 48]], "shape": [[8, 48], [2, 192], [-1, 48]], "pad": [[1, 1], [1, 2, 0, 1]],
+    "split_sizes": [[1, 3], [2, 2]], "padding_idx": [-1, 1],
+}
+FLOATS: dict[str, list[Any]] = {
+    "eps": [1e-5, 1e-3], "momentum": [0.1, 0.2], "negative_slope": [0.1, 0.2], "alpha": [1.5, 2.5],
+    "beta": [1.5, 2.5], "threshold": [0.5, 0.25], "lambd": [0.5, 0.25], "min_val": [-0.5, -0.25],
+    "max_val": [0.5, 0.75], "scale": [0.5, 0.25], "value": [0.5, 2.0], "p": [0.5, 0.25], "margin": [0.5, 1.0],
+    "scale_factor": [2.0, 3.0], "delta": [1.0, 2.0], "min": [-0.5, -0.25], "max": [0.5, 0.75],
+    "other": [2.0, 3.0], "exponent": [2.0, 3.0], "fill_value": [2.0, 3.0], "dropout_p": [0.0],
+    "input_scale": [1.5, 2.5], "correction": [0, 1], "label_smoothing": [0.0, 0.1],
+    "scale_factors": [[2.0, 2.0], [3.0, 3.0]], "scales_h": [2.0, 3.0], "scales_w": [2.0, 3.0],
+}
+SCALARS: dict[str, list[Any]] = {"alpha": [2, 3], "start": [0, 1], "end": [8, 10], "step": [1, 2]}
+STRINGS: dict[str, list[str]] = {
+    "approximate": ["none", "tanh"], "reduce": ["sum", "prod", "amax", "amin", "mean"],
+    "rounding_mode": ["trunc", "floor"], "mode": ["constant", "reflect", "replicate"], "side": ["left", "right"],
+    "interpolation": ["linear", "lower", "higher", "midpoint", "nearest"],
+}
+DTYPES = [torch.float64, torch.float16, torch.int32]
+ENUMS = ("layout", "memory_format", "device", "pin_memory", "generator", "non_blocking")
+
+_NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4,), "running_var": (4,)}
+
+# per op name: tensor shapes (or ("long", shape, high) / ("bool", shape)) and argument values where the tables do not
+# fit; "values" overrides the tables for this op, "fixed" pins a value that is not varied
+RECIPES: dict[str, dict[str, Any]] = {
+    "conv_transpose": {"shapes": {"input": (1, 4, 5, 5, 5), "weight": (4, 2, 3, 3, 3)},
+                       "values": {"stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
+                                  "padding": lambda n: ([1] * n, [0] * n)}},
+    "conv": {"shapes": {"input": (1, 4, 8, 8, 8), "weight": (4, 4, 3, 3, 3)}},
+    "convolution": {"shapes": {"input": (1, 4, 8, 8), "weight": (4, 4, 3, 3), "bias": (4,)},
+                    "values": {"stride": [[1, 1], [2, 2]], "padding": [[1, 1], [0, 0]], "dilation": [[1, 1], [2, 2]],
+                               "transposed": [False], "output_padding": [[0, 0]], "groups": [1]}},
+    "pixel_shuffle": {"shapes": {"self": (1, 36, 4, 4)}},
+    "_native_batch_norm": {"shapes": _NORM_SHAPES}, "native_batch_norm": {"shapes": _NORM_SHAPES},
+    "batch_norm": {"shapes": _NORM_SHAPES}, "instance_norm": {"shapes": _NORM_SHAPES},
+    "addmm": {"shapes": {"self": (4, 4), "mat1": (4, 4), "mat2": (4, 4)}},
+    "addmv": {"shapes": {"self": (4,), "mat": (4, 4), "vec": (4,)}},
+    "baddbmm": {"shapes": {"self": (2, 4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
+    "addbmm": {"shapes": {"self": (4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
+    "pixel_unshuffle": {"shapes": {"self": (1, 2, 12, 12)}},
+    "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
+    "layer_norm": {"fixed": {"weight": None, "bias": None}},
+    "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
+    "upsample": {"shapes": {"input": (1, 2, 4, 4), "self": (1, 2, 4, 4)},
+                 "values": {"output_size": [None], "scale_factors": [[2.0, 2.0], [3.0, 3.0]],
+                            "align_corners": [False, True]}},
+    "einsum": {"shapes": {"tensors": [(2, 3, 3), (2, 3, 3)]},
+               "values": {"equation": ["bij,bjk->bik", "bij,bkj->bik", "bij,bjk->bki"]}},
+    "repeat_interleave": {"fixed": {"output_size": None}},
+    "permute": {"values": {"dims": [[0, 2, 1, 3], [3, 1, 2, 0]]}},
+    "flip": {"values": {"dims": [[1], [2], [1, 3]]}},
+    "expand": {"shapes": {"self": (1, 4, 1, 8)}, "values": {"size": [[2, 4, 6, 8], [3, 4, 5, 8]]}},
+    "squeeze": {"shapes": {"self": (2, 1, 6, 1)}, "values": {"dim": [1, 3, -1]}},
+    # all values distinct: the optimizer shares one initializer between equal constants, changing the body
+    "slice": {"values": {"dim": [2, -1], "start": [1, 0], "end": [5, 4], "step": [3, 4]}},
+    # an empty stride means stride = kernel_size
+    "max_pool": {"shapes": {"self": (1, 2, 8, 8, 8)},
+                 "values": {"padding": lambda n: ([0] * n, [1] * n), "ceil_mode": [False, True],
+                            "stride": lambda n: ([2] * n, [1] + [2] * (n - 1), [])}},
+    "avg_pool": {"shapes": {"self": (1, 2, 8, 8, 8)},
+                 "values": {"padding": lambda n: ([0] * n, [1] * n), "ceil_mode": [False, True],
+                            "stride": lambda n: ([2] * n, [1] + [2] * (n - 1), []),
+                            "count_include_pad": [True, False], "divisor_override": [None]}},
+    "adaptive": {"shapes": {"self": (1, 2, 8, 8, 8), "input": (1, 2, 8, 8, 8)},
+                 "values": {"output_size": lambda n: ([1] * n, [2] * n)}},
+    "mean": {"values": {"dim": [[1], [-1], [1, 2]], "keepdim": [False, True]}},
+    "sum": {"values": {"dim": [[1], [-1], [1, 2]], "keepdim": [False, True]}},
+    "amax": {"values": {"dim": [[1], [-1], [1, 2]], "keepdim": [False, True]}},
+    "amin": {"values": {"dim": [[1], [-1], [1, 2]], "keepdim": [False, True]}},
+    "scaled_dot_product_attention": {"shapes": {"query": (1, 2, 4, 8), "key": (1, 2, 4, 8), "value": (1, 2, 4, 8)},
+                                     "values": {"scale": [0.5, 0.25], "is_causal": [False, True],
+                                                "dropout_p": [0.0], "enable_gqa": [False]},
+                                     "fixed": {"attn_mask": None}},
+    "embedding": {"shapes": {"weight": (10, 4), "indices": ("long", (2, 3), 10)},
+                  "values": {"padding_idx": [-1, 1]}},
+    "full": {"values": {"size": [[2, 3], [3, 4]]}},
+    "arange": {},
+    "index_select": {"shapes": {"index": ("long", (2,), 4)}},
+    "masked_fill": {"shapes": {"mask": ("bool", SHAPE)}},
+    "_to_copy": {"values": {"dtype": DTYPES}},
+    "topk": {"values": {"k": [2, 3], "dim": [1, -1], "largest": [True, False], "sorted": [True]}},
+    "cat": {"shapes": {"tensors": [SHAPE, SHAPE]}},
+    "stack": {"shapes": {"tensors": [SHAPE, SHAPE]}},
+}
+
+
+def recipe(name: str) -> dict[str, Any]:
+    """The recipe of an op name: its own, else the longest recipe name it starts with (``conv_transpose2d``)."""
+    if name in RECIPES:
+        return RECIPES[name]
+    best = max((k for k in RECIPES if name.startswith(k)), key=len, default=None)
+    return RECIPES[best] if best is not None else {}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # torch's type text: "Tensor", "Optional[Tensor]", "List[int]", "int", ...
+    default: Any
+    has_default: bool
+    kwarg_only: bool
+
+    @property
+    def base_type(self) -> str:
+        t = self.type
+        return t[len("Optional["):-1] if t.startswith("Optional[") else t
+
+    @property
+    def is_tensor(self) -> bool:
+        return "Tensor" in self.base_type
+
+
+@dataclass
+class Call:
+    """One call: the callable, the parameters in schema order with their values (tensors as ``Tensor`` objects)."""
+
+    fn: Callable[..., Any]
+    kind: str  # "function" (torch.X / torch._C._nn.X), "method" (Tensor.X), "op" (torch.ops.aten)
+    params: list[Param]
+    values: dict[str, Any]
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        out: list[torch.Tensor] = []
+        for p in self.params:
+            v = self.values.get(p.name)
+            if isinstance(v, torch.Tensor):
+                out.append(v)
+            elif isinstance(v, list) and v and all(isinstance(x, torch.Tensor) for x in v):
+                out.extend(v)
+        return out
+
+    def invoke(self, tensors: Sequence[torch.Tensor]) -> Any:
+        it = iter(tensors)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for p in self.params:
+            v = self.values.get(p.name, p.default)
+            if isinstance(v, torch.Tensor):
+                v = next(it)
+            elif isinstance(v, list) and v and all(isinstance(x, torch.Tensor) for x in v):
+                v = [next(it) for _ in v]
+            if p.kwarg_only:
+                if p.name in self.values:
+                    kwargs[p.name] = v
+            else:
+                args.append((p.name in self.values, v))
+        while args and not args[-1][0]:  # trailing defaults are left out (einsum takes no ``path=None``)
+            args.pop()
+        args = [v for _given, v in args]
+        if self.kind == "method":
+            return getattr(args[0], self.fn.__name__)(*args[1:], **kwargs)
+        return self.fn(*args, **kwargs)
+
+
+class OneOp(torch.nn.Module):
+    def __init__(self, call: Call) -> None:
+        super().__init__()
+        self.call = call
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        return self.call.invoke(tensors)
+
+
+@dataclass
+class Plan:
+    base: Call
+    variants: list[tuple[str, Call]] = field(default_factory=list)
+    parameters: list[str] = field(default_factory=list)  # the non-tensor parameters
+    not_varied: dict[str, str] = field(default_factory=dict)  # parameter -> why
+
+
+def schema_params(target: str) -> tuple[Any, list[Param]] | None:
+    name, _, overload = target.split("::", 1)[1].partition(".")
+    packet = getattr(torch.ops.aten, name, None)
+    op = getattr(packet, overload or "default", None) if packet is not None else None
+    if op is None:
+        return None
+    params = [Param(a.name, str(a.type), a.default_value if a.has_default_value() else None, a.has_default_value(),
+                    a.kwarg_only) for a in op._schema.arguments]
+    return op, params
+
+
+def resolve(name: str, op: Any) -> tuple[Callable[..., Any], str]:
+    for ns in (torch, torch._C._nn, torch._C._linalg, torch._C._special, torch._C._fft):
+        fn = getattr(ns, name, None)
+        if callable(fn):
+            return fn, "function"
+    if hasattr(torch.Tensor, name):
+        return getattr(torch.Tensor, name), "method"
+    return op, "op"
+
+
+def _tensor(spec: Any) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(0)
+    if isinstance(spec, tuple) and spec and spec[0] == "long":
+        return torch.randint(0, spec[2], spec[1], generator=gen)
+    if isinstance(spec, tuple) and spec and spec[0] == "bool":
+        return torch.randn(spec[1], generator=gen) > 0
+    return torch.randn(tuple(spec), generator=gen)
+
+
+def _shape_for(name: str, p: Param, rec: dict[str, Any], spatial: int | None) -> Any:
+    shapes = rec.get("shapes", {})
+    if p.name in shapes:
+        spec = shapes[p.name]
+        if isinstance(spec, tuple) and spec and isinstance(spec[0], int) and spatial is not None \
+                and len(spec) > 2 + spatial:
+            spec = spec[: 2 + spatial]
+        return spec
+    if p.name in ("index", "indices"):
+        return ("long", SHAPE, 2)
+    if p.name in ("mask", "condition"):
+        return ("bool", SHAPE)
+    if p.base_type.startswith("List["):
+        return [SHAPE, SHAPE]
+    if spatial is not None:
+        return (2, 4, 6, 8, 10)[: 2 + spatial]
+    return SHAPE
+
+
+def _values_for(op: str, p: Param, rec: dict[str, Any], spatial: int) -> list[Any] | None:
+    table = rec.get("values", {})
+    t = p.base_type
+    if p.name in table:
+        got = table[p.name]
+    elif p.name == "dtype":  # TorchScript types ScalarType as int
+        return DTYPES
+    elif p.name in ENUMS:  # layout, memory_format (typed int too), device, pin_memory: kept at their default
+        return None
+    elif t == "bool":
+        base = p.default if p.has_default and p.default is not None else False
+        return [base, not base]
+    elif t == "ScalarType":
+        return DTYPES
+    elif t == "str":
+        got = STRINGS.get(p.name)
+    elif t in ("float", "List[float]"):
+        got = FLOATS.get(p.name) or ([0.5, 0.25] if t == "float" else None)
+    elif t in ("number", "Scalar"):
+        got = SCALARS.get(p.name) or FLOATS.get(p.name) or [2.0, 3.0]
+    elif t in ("int", "SymInt", "List[int]", "List[SymInt]"):
+        got = INTS.get(p.name) or ([2, 3] if t in ("int", "SymInt") else None)
+    else:
+        return None
+    if callable(got):
+        got = list(got(spatial))
+    return list(got) if got else None
+
+
+def takes_number_other(target: str) -> bool:
+    """``.Tensor`` overloads whose ``other`` a model may pass as a Python number (``mul(x, 0.35)``)."""
+    found = schema_params(target)
+    overload = target.split("::", 1)[1].partition(".")[2]
+    return found is not None and overload == "Tensor" and any(p.name == "other" and p.type == "Tensor"
+                                                              for p in found[1])
+
+
+def plan(target: str, number_other: bool = False) -> Plan | str:
+    """The base call and its variants, or why there are none (``"no_parameters: ..."``, ``"skipped: ..."``)."""
+    found = schema_params(target)
+    if found is None:
+        return "skipped: no such overload in torch"
+    op, params = found
+    name = target.split("::", 1)[1].split(".", 1)[0]
+    if name.endswith("_") or any(p.name == "out" for p in params) or target.endswith((".out", "_out")):
+        return "skipped: in-place or out= overload"
+    # a Python number passed for a Tensor parameter (``mul(x, 0.35)``, FX ``mul.Tensor(%x, 0.35)``) is baked in too
+    if number_other:
+        params = [replace(p, type="Scalar") if p.name == "other" else p for p in params]
+    non_tensor = [p for p in params if not p.is_tensor]
+    if not non_tensor:
+        return "no_parameters: only tensor parameters"
+    rec = recipe(name)
+    spatial = next((n for suffix, n in SPATIAL.items() if suffix in name), None)
+    fn, kind = resolve(name, op)
+    values: dict[str, Any] = {}
+    choices: dict[str, list[Any]] = {}
+    not_varied: dict[str, str] = {}
+    fixed = rec.get("fixed", {})
+    for p in params:
+        if p.name in fixed:
+            values[p.name] = fixed[p.name]
+            if not p.is_tensor:
+                not_varied[p.name] = "fixed by the recipe"
+            continue
+        if p.is_tensor:
+            if p.type.startswith("Optional[") and p.has_default and p.name not in rec.get("shapes", {}):
+                continue  # left at its default (None)
+            spec = _shape_for(name, p, rec, spatial)
+            values[p.name] = [_tensor(s) for s in spec] if isinstance(spec, list) else _tensor(spec)
+            continue
+        options = _values_for(name, p, rec, spatial or 2)
+        if options is None:
+            if not p.has_default:
+                return f"skipped: no representative value for {p.name} ({p.type})"
+            not_varied[p.name] = "no representative value" if p.default is None else "kept at its default"
+            continue
+        values[p.name] = options[0]
+        if len(options) > 1:
+            choices[p.name] = options
+        else:
+            not_varied[p.name] = "one representative value only"
+    base = Call(fn, kind, params, values)
+    out = Plan(base, [], [p.name for p in non_tensor], not_varied)
+    for pname, options in choices.items():
+        for v in options[1:]:
+            out.variants.append((pname, Call(fn, kind, params, {**values, pname: v})))
+    first = next((p for p in params if isinstance(values.get(p.name), torch.Tensor)), None)
+    if first is not None:
+        t = values[first.name]
+        if t.dim() >= 1 and t.dtype.is_floating_point:
+            bigger = list(t.shape)
+            bigger[-1] += 2
+            out.variants.append(("#shape", Call(fn, kind, params, {**values, first.name: _tensor(tuple(bigger))})))
+    try:  # the base must run eagerly, or the export cannot
+        with torch.no_grad():
+            base.invoke(base.tensors)
+    except Exception as e:
+        return f"not_exportable: the base call fails in torch: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    return out
+
+
+def ordered(registry: list[str], zoo: list[str]) -> list[str]:
+    first = [t for t in PRIORITY + zoo if t in registry]
+    return list(dict.fromkeys(first + registry))
+
+
+# --- the committed test pairs --------------------------------------------------------------------------------------
+
+# (file stem, target, parameter, value in B): A is the base call, B the variant that changes one argument
+PAIRS = [
+    ("conv_transpose2d_stride", "aten::conv_transpose2d.input", "stride", [1, 2]),
+    ("pixel_shuffle_upscale", "aten::pixel_shuffle", "upscale_factor", 3),
+    ("group_norm_groups", "aten::group_norm", "num_groups", 4),
+    ("roll_shifts", "aten::roll", "shifts", [2]),
+    ("upsample_scale", "aten::upsample_nearest2d.vec", "scale_factors", [3.0, 3.0]),
+    ("repeat_interleave_repeats", "aten::repeat_interleave.self_int", "repeats", 3),
+    ("einsum_equation", "aten::einsum", "equation", "bij,bkj->bik"),
+    ("transpose_dim1", "aten::transpose.int", "dim1", 3),
+]
+
+
+class Shifted(torch.nn.Module):
+    """Two weights folded into constants (``t``, ``t_1``); with ``extra``, a third one is folded first, so the same
+    weights are ``t_1`` and ``t_2``: value names shift between two exports of one model."""
+
+    def __init__(self, extra: bool) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        for k in range(3):
+            self.register_buffer(f"w{k}", torch.randn(8, 8, generator=g))
+        self.extra = extra
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.extra:
+            x = (x @ (self.w0 * 1.5).t()).softmax(-1)
+        return (x @ (self.w1 * 2).t()).softmax(-1) @ (self.w2 * 3).t()
+
+
+def write_shifted(folder: Path) -> None:
+    import contextlib
+    import io
+    import warnings
+
+    for name, extra in (("a", False), ("b", True)):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(Shifted(extra).eval(), (torch.randn(8, 8),), dynamo=True)
+        program.save(str(folder / f"shifted_names_{name}.onnx"))
+
+
+def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
+    """Export each pair (A: the base call, B: one argument changed) to ``folder`` with a truth file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_shifted(folder)
+    truth: dict[str, Any] = {}
+    for stem, target, param, value in PAIRS:
+        p = plan(target)
+        if isinstance(p, str):
+            print(f"pair {stem}: {p}")
+            continue
+        old = p.base.values[param]
+        export(p.base, folder / f"{stem}_a.onnx")
+        export(replace(p.base, values={**p.base.values, param: value}), folder / f"{stem}_b.onnx")
+        truth[stem] = {"target": target, "parameter": param, "a": old, "b": value}
+    (folder / "pairs.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,0 +1,278 @@
+"""Learn ``resources/aten_evidence.txt`` (and ``resources/evidence_coverage.md``) from one-op torch exports.
+
+For each aten overload that onnxscript's torchlib registers and that has non-tensor parameters: build a one-op module
+with representative inputs (``scripts/evidence_cases.py``), export it with ``torch.onnx.export(..., dynamo=True)``,
+then export variants that change one argument (and one input dimension) at a time. The inspector itself reads every
+export (so the arguments are bound exactly as it binds them at run time): the call's body is aligned slot by slot
+with the base export's, and a literal slot that moved with a parameter is explained by the first relation of
+``inspector.core.specialise.relations`` that holds for every value it took (equal, dim normalised by rank, swap ->
+perm, list -> pads, per spatial axis, element k, reciprocal, string -> enum table, ...). What could not be learned
+is recorded with its reason (not exportable, decomposed into other ops, value not baked, value only in a shape, the
+body's structure changes, no relation explains it).
+
+Usage (in ``.venv-zoo``, with torch and onnxscript)::
+
+    .venv-zoo/bin/python scripts/gen_evidence.py [--budget SECONDS] [--only aten::roll ...] [--pairs]
+
+Resumable: each overload's result is one line of ``build/evidence/results.jsonl``, kept across runs (``--redo``
+forgets them); the catalogue and the coverage table are rewritten from all results after every overload. The
+priority overloads (``evidence_cases.PRIORITY``, the zoo's targets) come first, then the registry in order.
+``--pairs`` also writes the test pairs of ``tests/evidence`` (``evidence_cases.PAIRS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import inspector  # noqa: E402
+import resources  # noqa: E402  (the package data, installed as inspector.resources; this tree is not installed here)
+
+sys.modules.setdefault("inspector.resources", resources)
+inspector.resources = resources  # type: ignore[attr-defined]
+
+import evidence_cases as cases  # noqa: E402
+from evidence_learn import Observation, learn, observe  # noqa: E402
+
+STATE = REPO / "build" / "evidence" / "results.jsonl"
+PENDING = STATE.parent / "pending"  # the overload being exported: if it is still here at start, it crashed torch
+CATALOGUE = REPO / "resources" / "aten_evidence.txt"
+COVERAGE = REPO / "resources" / "evidence_coverage.md"
+PAIRS_DIR = REPO / "tests" / "evidence"
+EXPORT_SECONDS = 120
+
+
+class Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int) -> Iterator[None]:
+    def fire(_sig: int, _frame: Any) -> None:
+        raise Timeout(f"over {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def registry_targets() -> list[str]:
+    from onnxscript.function_libs.torch_lib import (
+        ops,  # noqa: F401  (registers the functions)
+        registration,
+    )
+
+    return sorted({t for t, _o in registration.default_registry.items() if t.startswith("aten::")})
+
+
+def export(call: cases.Call, path: Path, optimize: bool = True) -> None:
+    """Export ``call`` as a one-op module to ``path`` (quietly: the exporter prints its steps)."""
+    import torch
+
+    module = cases.OneOp(call)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()), time_limit(EXPORT_SECONDS):
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(module.eval(), tuple(call.tensors), dynamo=True, verbose=False,
+                                    optimize=optimize)
+        program.save(str(path))
+
+
+def run_target(target: str, work: Path) -> dict[str, Any]:
+    """``run_plan``; for a ``.Tensor`` overload whose ``other`` may be a Python number, once with a tensor and once
+    with a number there (the lowering differs: ``alpha`` multiplies a tensor ``other`` with a Mul, and is folded
+    into a number ``other``), the evidence of both kept."""
+    row = run_plan(target, work, cases.plan(target))
+    if not cases.takes_number_other(target):
+        return row
+    second = run_plan(target, work, cases.plan(target, number_other=True))
+    if second["status"] != "exported":
+        return row
+    if row["status"] != "exported":  # only tensor parameters (mul.Tensor): the number is all there is to learn
+        return second
+    params = row.setdefault("params", {})
+    for p, info in second.get("params", {}).items():
+        mine = params.get(p)
+        if mine is None or mine.get("status") != "evidence":
+            params[p] = info
+        elif info.get("status") == "evidence":
+            mine["evidence"] = sorted({tuple(e) for e in mine["evidence"]} | {tuple(e) for e in info["evidence"]})
+    return row
+
+
+def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
+    """Export the base call and one variant per argument (and input dimension); learn what moved with what."""
+    if isinstance(plan, str):
+        found = cases.schema_params(target)
+        names = [p.name for p in found[1] if not p.is_tensor] if found is not None else []
+        return {"target": target, "status": plan.split(":", 1)[0], "reason": plan, "parameters": names}
+    base_path = work / "base.onnx"
+    try:
+        export(plan.base, base_path)
+    except Exception as e:  # an export that fails is a finding of the coverage table, not an error of the script
+        return {"target": target, "status": "not_exportable", "reason": _one_line(e),
+                "parameters": plan.parameters}
+    base = observe(base_path, target)
+    optimize = True
+    if isinstance(base, str) and base.endswith("no aten call"):
+        # the optimizer folded the whole call into a constant (zeros, full, arange of static sizes): without it,
+        # the call's nodes are there, as in an export made with optimize=False
+        optimize = False
+        try:
+            export(plan.base, base_path, optimize)
+        except Exception as e:
+            return {"target": target, "status": "not_exportable", "reason": _one_line(e),
+                    "parameters": plan.parameters}
+        base = observe(base_path, target)
+    if isinstance(base, str):
+        return {"target": target, "status": "decomposed", "reason": base, "parameters": plan.parameters}
+    variants: dict[str, list[Observation]] = {}
+    failed: dict[str, str] = {}
+    for k, (what, call) in enumerate(plan.variants):
+        path = work / f"v{k}.onnx"
+        try:
+            export(call, path, optimize)
+        except Exception as e:
+            failed.setdefault(what, _one_line(e))
+            continue
+        obs = observe(path, target)
+        if isinstance(obs, str):
+            failed.setdefault(what, obs)
+            continue
+        variants.setdefault(what, []).append(obs)
+    result = learn(target, base, variants, failed, plan)
+    return {"target": target, "status": "exported", "optimize": optimize, **result}
+
+
+def _one_line(e: BaseException) -> str:
+    """The root cause in one line, without the exporter's colours: its own message says only which step failed."""
+    seen = {id(e)}
+    while (e.__cause__ or e.__context__) is not None and id(e.__cause__ or e.__context__) not in seen:
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+        seen.add(id(e))
+    text = [line for line in _plain(f"{type(e).__name__}: {e}").splitlines() if line.strip()]
+    return (text[0] if text else type(e).__name__)[:160]
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def load_state() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if STATE.is_file():
+        for line in STATE.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                out[row["target"]] = row
+    return out
+
+
+def write_outputs(state: dict[str, dict[str, Any]], registry: list[str], versions: str) -> None:
+    from evidence_report import catalogue_lines, coverage_markdown
+
+    CATALOGUE.write_text("\n".join(catalogue_lines(state, versions)) + "\n", encoding="utf-8")
+    COVERAGE.write_text(coverage_markdown(state, registry, versions), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=3600.0, help="stop starting overloads after this many s")
+    parser.add_argument("--only", nargs="*", default=None, help="only these targets (aten::op.overload)")
+    parser.add_argument("--redo", action="store_true", help="forget earlier results of the targets run")
+    parser.add_argument("--pairs", action="store_true", help="write the test pairs of tests/evidence")
+    parser.add_argument("--no-run", action="store_true", help="only rewrite the outputs from the results")
+    args = parser.parse_args(argv)
+
+    import onnxscript
+    import torch
+
+    torch.set_num_threads(1)
+    logging.disable(logging.WARNING)
+    versions = f"torch {torch.__version__}, onnxscript {onnxscript.__version__}"
+    registry = registry_targets()
+    state = load_state()
+    if args.pairs:
+        cases.write_pairs(PAIRS_DIR, export)
+    order = args.only if args.only is not None else cases.ordered(registry, zoo_targets())
+    if args.redo:
+        for t in order:
+            state.pop(t, None)
+        STATE.parent.mkdir(parents=True, exist_ok=True)
+        STATE.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in state.values()), encoding="utf-8")
+    start = time.monotonic()
+    done = 0
+    if not args.no_run:
+        STATE.parent.mkdir(parents=True, exist_ok=True)
+        crashed = PENDING.read_text(encoding="utf-8").strip() if PENDING.is_file() else ""
+        if crashed and crashed not in state:  # a segfault in torch ends the process with no exception to catch
+            state[crashed] = {"target": crashed, "status": "not_exportable", "reason": "the export crashed torch"}
+            with STATE.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(state[crashed], sort_keys=True) + "\n")
+        for target in order:
+            if target in state:
+                continue
+            if time.monotonic() - start > args.budget:
+                print(f"budget spent: {done} overloads this run, {len(state)} in all", file=sys.stderr)
+                break
+            t0 = time.monotonic()
+            PENDING.write_text(target, encoding="utf-8")
+            with tempfile.TemporaryDirectory(prefix="evidence-") as tmp:
+                try:
+                    row = run_target(target, Path(tmp))
+                except Timeout as e:
+                    row = {"target": target, "status": "not_exportable", "reason": f"Timeout: {e}"}
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            state[target] = row
+            with STATE.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row, sort_keys=True) + "\n")
+            done += 1
+            learned = sum(len(p.get("evidence", ())) for p in row.get("params", {}).values())
+            print(f"{len(state):4d} {target}: {row['status']} {learned} evidence ({row['seconds']} s)",
+                  file=sys.stderr, flush=True)
+            if done % 10 == 0:
+                write_outputs(state, registry, versions)
+    PENDING.unlink(missing_ok=True)
+    write_outputs(state, registry, versions)
+    return 0
+
+
+def zoo_targets() -> list[str]:
+    """The aten targets the zoo's exports call (they come first)."""
+    from inspector.core.model.index import open_index
+
+    found: list[str] = []
+    for path in sorted((REPO / "tests" / "zoo").glob("*.onnx")):
+        index = open_index(path)
+        for family in index.families:
+            for ov in family.overloads:
+                for call in ov.aten_calls[:1]:
+                    if call.target not in found:
+                        found.append(call.target)
+    return found
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TORCH_LOGS", "")
+    raise SystemExit(main())
