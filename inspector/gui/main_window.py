@@ -78,7 +78,7 @@ class MainWindow(QMainWindow):
         self.split.addWidget(self.left)
         self.split.addWidget(self.center)
         self.split.addWidget(self._build_right())
-        self.split.setSizes([400, 520, 560])
+        self.split.setSizes([480, 460, 540])  # the trees keep a third: ~330 px at 1024 wide
         self.setCentralWidget(self.split)
         self.nodes = NodeView(session, self.details, self.right, self.center, self.left.module_total)
         self.bodies = BodyView(session, self.signature, self.right, self.center)

@@ -5,7 +5,7 @@ tree's badges. A row the user picks is announced as ``chosen``; a row selected t
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Signal
 from PySide6.QtWidgets import QHeaderView, QTabWidget, QVBoxLayout, QWidget
 
 from inspector.core.model.calls import AtenCall
@@ -13,6 +13,7 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.gui.analysis import TreeObject
+from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
 from inspector.gui.filtering import FilterBox
 from inspector.gui.module_model import ModuleModel, object_of
@@ -37,17 +38,18 @@ class Trees(QWidget):
         self.family_view = HintedTreeView(self._families_hint)
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
-        self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
+        self.family_view.setIndentation(12)  # call rows are two levels deep: 16 px more for their names
+        self.family_names = use_distinct_elision(self.family_view)  # siblings share a module path: keep what differs
         header = self.family_view.header()  # names take the room left by the counts, so Review stays visible
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)  # fitted per model (_fit_counts)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
+        header.resizeSection(2, 100)  # "3 spec · 6 open", fitted to the widest badge (_fit_review)
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
         self.module_view = HintedTreeView(self._modules_hint)
         self.module_view.setUniformRowHeights(True)
-        self.module_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.module_names = use_distinct_elision(self.module_view)
         self.review_panel = ReviewPanel()
         self.search_panel = SearchPanel()
         self.tabs = QTabWidget()
@@ -86,6 +88,7 @@ class Trees(QWidget):
     def _reviews_changed(self) -> None:
         self.review_panel.set_items(self.session.review_list)
         self.families.set_badges(self.session.badges)
+        self._fit_review()
 
     def _families_hint(self) -> str:
         """Why the functions tree has no rows."""
@@ -114,6 +117,15 @@ class Trees(QWidget):
         texts = ["Calls", *(["99 nodes"] if index.provenance.calls else []),
                  *(model.index(r, 1).data() for r in range(model.rowCount()))]
         self.family_view.header().resizeSection(1, max(metrics.horizontalAdvance(t) for t in texts) + 16)
+
+    def _fit_review(self) -> None:
+        """Size the Review column to its widest badge (family and overload rows): at a fixed 100 px, "18 spec · 10
+        open" read "18 spec…10 open"; the names column takes what is left."""
+        model, metrics = self.families, self.family_view.fontMetrics()
+        rows = [model.index(r, 0) for r in range(model.rowCount())]
+        rows += [model.index(r, 0, fam) for fam in rows for r in range(model.rowCount(fam))]
+        texts = ["Review", *(str(i.siblingAtColumn(2).data() or "") for i in rows)]
+        self.family_view.header().resizeSection(2, max(metrics.horizontalAdvance(t) for t in texts) + 16)
 
     def module_total(self, node: ModuleNode) -> int:
         """Nodes in a module and its submodules, as the modules tree counted them (off the GUI thread)."""
