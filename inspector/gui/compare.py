@@ -33,7 +33,7 @@ from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
-from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
+from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, plural, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
@@ -273,6 +273,12 @@ class CompareWindow(QMainWindow):
 
     def _drawn(self) -> None:
         if self._current is not None:
+            pairing = self.twin.pairing
+            if pairing is not None:
+                found = changed_box(pairing.marks_a, self._current)
+                other = None if found else changed_box(pairing.marks_b, self._current)
+                if found or other:
+                    self.twin.jump(found or other or "", from_a=bool(found))
             self.change_shown.emit(self._current)
 
     def closeEvent(self, event: QCloseEvent) -> None:
