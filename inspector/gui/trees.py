@@ -35,6 +35,9 @@ class Trees(QWidget):
         self.family_filter = FamilyFilter()
         self.family_filter.setSourceModel(self.families)
         self.filter_box = FilterBox(self.family_filter)
+        self._expanded: list[object] = []  # the rows expanded before a filter (clearing it expands them again)
+        self.filter_box.changing.connect(self._filter_changing)
+        self.filter_box.changed.connect(self._filter_changed)
         self.family_view = HintedTreeView(self._families_hint)
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
@@ -68,6 +71,7 @@ class Trees(QWidget):
 
     def _set_index(self, index: ModelIndex) -> None:
         """Forget the previous model's filter, search and selection, then show ``index``'s rows."""
+        self._expanded = []
         self.filter_box.set_now("")
         self.search_panel.set_index(None)
         self.search_panel.box.clear()
@@ -84,6 +88,27 @@ class Trees(QWidget):
         self.module_view.selectionModel().currentChanged.connect(
             lambda cur, _prev: None if self._following else self.chosen.emit(object_of(cur)))
         self.search_panel.set_index(self.session.search)
+
+    def _filter_changing(self, _text: str) -> None:
+        """Before the rows change: remember what is expanded while nothing is filtered."""
+        if self.family_filter.text:
+            return
+        view, proxy = self.family_view, self.family_filter
+        rows = [proxy.index(r, 0) for r in range(proxy.rowCount())]
+        rows += [proxy.index(r, 0, fam) for fam in rows if view.isExpanded(fam) for r in range(proxy.rowCount(fam))]
+        self._expanded = [row.data(FamilyModel.ObjectRole) for row in rows if view.isExpanded(row)]
+
+    def _filter_changed(self, text: str) -> None:
+        """The filter was cleared: expand the rows that were expanded before it (a reset collapsed them all), and
+        keep the current row in view."""
+        if text:
+            return
+        for obj in self._expanded:
+            src = self.families.index_of(obj)
+            if src.isValid():
+                self.family_view.expand(self.family_filter.mapFromSource(src))
+        if self.family_view.currentIndex().isValid():
+            self.family_view.scrollTo(self.family_view.currentIndex())
 
     def _reviews_changed(self) -> None:
         self.review_panel.set_items(self.session.review_list)
