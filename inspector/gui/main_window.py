@@ -53,6 +53,9 @@ from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
 
+MAXIMISED = "window/maximised"  # settings key: the main window was maximised when last closed
+
+
 class MainWindow(QMainWindow):
     model_loaded = Signal(object)
     load_failed = Signal(str)
@@ -312,7 +315,16 @@ class MainWindow(QMainWindow):
         for jobs in (self.session.jobs, self.filter_box.jobs):
             jobs.cancel()
         self.center.drop_pending()  # a layout still running (or waiting for a paint) is never shown
+        self.settings.setValue(MAXIMISED, self.isMaximized())
+        self.settings.sync()
         super().closeEvent(event)
+
+    def show_as_before(self) -> None:
+        """Show the window maximised when it was maximised as it was last closed, else at its fitted size."""
+        if self.settings.value(MAXIMISED, False, type=bool):
+            self.showMaximized()
+        else:
+            self.show()
 
     # drag and drop ---------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
