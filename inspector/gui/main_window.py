@@ -52,7 +52,6 @@ from inspector.pdf import write_report
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
-
 MAXIMISED = "window/maximised"  # settings key: the main window was maximised when last closed
 
 
