@@ -70,6 +70,18 @@ def location(view: View) -> str:
     return " › ".join(parts) + (f"  (+{n} open)" if n else "")
 
 
+def history_label(view: View, most: int = 2) -> str:
+    """A Back history entry: where it is and what was open there, by name (the innermost open boxes: an open module
+    inside an open module names only the inner one): ``main graph  (+3 open: model.layers.0.self_attn)``."""
+    text = location(view)
+    names = sorted(i.split(":", 1)[-1] for i in view.expanded)
+    inner = [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+    if not inner:
+        return text
+    shown = ", ".join(inner[:most]) + (f", +{len(inner) - most} more" if len(inner) > most else "")
+    return f"{text[:-1]}: {shown})"
+
+
 def scope_key(scope: Scope) -> tuple[str, ...]:
     if isinstance(scope, AtenCall):
         return ("call", str(scope.scope), scope.name)
@@ -433,12 +445,12 @@ class GraphPanel(QWidget):
         self.forward_button.setEnabled(bool(self._history.ahead))
         self.history_menu.clear()
         for n in range(len(back) - 1, max(len(back) - 16, 0) - 1, -1):
-            action = self.history_menu.addAction(location(back[n]))
+            action = self.history_menu.addAction(history_label(back[n]))
             action.triggered.connect(lambda _=False, k=n: self.go_back_to(k))
 
     def history(self) -> list[str]:
         """The Back history, most recent first, as the menu shows it."""
-        return [location(v) for v in reversed(self._history.back)]
+        return [history_label(v) for v in reversed(self._history.back)]
 
     def go_back_to(self, n: int) -> None:
         """Return to the ``n``-th view of the history (0: the oldest), dropping the ones after it."""
