@@ -355,8 +355,8 @@ class GraphPanel(QWidget):
     def _shown(self, view: View) -> None:
         """A view is drawn: select (and centre on) the box it was opened for, and say so."""
         self._drawn = view
-        if self._pending_focus:
-            self.graph.select(self._pending_focus)
+        if self._pending_focus:  # a jump to one box: centred at 1:1 (the whole main graph at fit read ~5 px)
+            self.graph.focus(self._pending_focus)
         elif self._pending_region is not None:
             region = self._pending_region
             self.graph.show_region([i for i, item in self.graph.items_by_id.items() if region(item.node)])
