@@ -355,3 +355,19 @@ def test_a_change_row_click_centres_the_changed_node_on_both_sides_at_a_readable
     assert compare.twin.pairing.marks_a[box_a.id][1].endswith(f"-> {new}")  # the value this row names
     shown = [float(box.detail.rsplit("= ", 1)[1]) for box in (box_a, box_b)]  # "FLOAT[] = 0.547723": rounded
     assert shown == [pytest.approx(float(old), rel=1e-5), pytest.approx(float(new), rel=1e-5)]
+
+
+def test_a_flat_export_against_its_fold_shows_the_folding_one_fact_a_line(qtbot, compare, tmp_path: Path):
+    """The folded change's two sides were the raw mappings ``{flat: a}`` and ``{folded: b, calls: 70, …}``."""
+    from inspector.cli import main as cli
+
+    folded = tmp_path / "gpt2_folded.onnx"
+    assert cli(["fold", str(ZOO / "gpt2.onnx"), "-o", str(folded)]) == 0
+    _load(qtbot, compare, ZOO / "gpt2.onnx", folded)
+    calls = len(open_index(ZOO / "gpt2.onnx").provenance.calls)
+    row = next(row for _g, row in _rows(compare) if row.data(0, Qt.ItemDataRole.UserRole).kind == "folded")
+    compare.changes.setCurrentItem(row)
+    text = compare.details.toPlainText()
+    assert "{" not in text and "}" not in text
+    lines = text.splitlines()
+    assert "flat: a" in lines and "folded: b" in lines and f"calls: {calls}" in lines and calls == 70

@@ -300,6 +300,13 @@ def change_line(c: Change) -> str:
     return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
 
 
+def _shown(value: object) -> str:
+    """A side of a change: a mapping (the folding's facts) one ``key: value`` a line, not ``{folded: b, …}``."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {show_value(v, 200)}" for k, v in value.items())
+    return show_value(value, 400)
+
+
 def change_html(c: Change) -> Rich:
     """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
@@ -307,8 +314,8 @@ def change_html(c: Change) -> Rich:
         rows.append(tag("p", c.detail))
     if c.old is not None or c.new is not None:
         rows.append(tag("table", tag("tr", tag("th", "A (old)", align="left"), tag("th", "B (new)", align="left")),
-                        tag("tr", tag("td", tag("pre", show_value(c.old, 400))),
-                            tag("td", tag("pre", show_value(c.new, 400)))), cellspacing=6))
+                        tag("tr", tag("td", tag("pre", _shown(c.old))), tag("td", tag("pre", _shown(c.new)))),
+                        cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if c.edits:
         rows += [tag("p", tag("b", "Node edits")), tag("ul", *(tag("li", f"{e.op} {e.node} {e.detail}")
