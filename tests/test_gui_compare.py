@@ -311,3 +311,63 @@ def test_closing_while_the_pair_is_opened_waits_for_nothing_and_the_pair_reports
     qtbot.waitUntil(finished.is_set, timeout=60000)
     qtbot.wait(100)
     assert loaded == [] and compare.pair is None  # its result reported to no one
+
+
+def _title_px(view, node_id: str) -> float:
+    """The on-screen height of a box's title line, in pixels."""
+    from PySide6.QtWidgets import QGraphicsSimpleTextItem
+
+    item = view.items_by_id[node_id]
+    title = next(c for c in item.childItems() if isinstance(c, QGraphicsSimpleTextItem))
+    return view.mapFromScene(title.sceneBoundingRect()).boundingRect().height()
+
+
+def test_a_change_row_click_centres_the_changed_node_on_both_sides_at_a_readable_zoom(qtbot, compare):
+    """At 1366x768 the graphs get most of the height, and clicking ``scale (Mul.B): … → …`` selects the box holding
+    the changed value (the constant fed to the Mul's B) on both sides, centred, its title at least 9 px tall (at
+    the fit's floor it was ~6 px)."""
+    compare.resize(1366, 768)
+    _load(qtbot, compare, ZOO / "pair_scale_a.onnx", ZOO / "pair_scale_b.onnx")
+    rows = [row for g, row in _rows(compare) if g.startswith("aten::scaled_dot_product_attention")]
+    row = rows[1]
+    assert row.text(0).startswith("scale (Mul.B): ")
+    qtbot.waitUntil(lambda: compare.changes.visualItemRect(row).height() > 0)
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        qtbot.mouseClick(compare.changes.viewport(), Qt.MouseButton.LeftButton,
+                         pos=compare.changes.visualItemRect(row).center())
+    for side in (compare.side_a, compare.side_b):
+        view = side.graph
+        assert view.viewport().height() >= 380  # graphs, not info panels, get the height
+        node = view.selected()
+        assert node is not None
+        assert node.id in {i for i, it in view.items_by_id.items() if it.mark == CHANGED}
+        assert _title_px(view, node.id) >= 9
+        box = view.mapFromScene(view.items_by_id[node.id].sceneBoundingRect()).boundingRect()
+        assert view.viewport().rect().contains(box)  # wholly in view
+        centre = view.viewport().rect().center()
+        for bar, got, want in ((view.horizontalScrollBar(), box.center().x(), centre.x()),
+                                (view.verticalScrollBar(), box.center().y(), centre.y())):
+            if bar.minimum() < bar.value() < bar.maximum():  # room to centre it this way: it is centred
+                assert abs(got - want) <= 2
+    box_a, box_b = compare.side_a.graph.selected(), compare.side_b.graph.selected()
+    assert compare.twin.partner(box_a.id, True) == box_b.id  # the aligned pair
+    old, new = row.text(0).split("; ")[0].split(": ", 1)[1].split(" → ")  # "scale (Mul.B): 0.5 → 0.5477…; …"
+    assert compare.twin.pairing.marks_a[box_a.id][1].endswith(f"-> {new}")  # the value this row names
+    shown = [float(box.detail.rsplit("= ", 1)[1]) for box in (box_a, box_b)]  # "FLOAT[] = 0.547723": rounded
+    assert shown == [pytest.approx(float(old), rel=1e-5), pytest.approx(float(new), rel=1e-5)]
+
+
+def test_a_flat_export_against_its_fold_shows_the_folding_one_fact_a_line(qtbot, compare, tmp_path: Path):
+    """The folded change's two sides were the raw mappings ``{flat: a}`` and ``{folded: b, calls: 70, …}``."""
+    from inspector.cli import main as cli
+
+    folded = tmp_path / "gpt2_folded.onnx"
+    assert cli(["fold", str(ZOO / "gpt2.onnx"), "-o", str(folded)]) == 0
+    _load(qtbot, compare, ZOO / "gpt2.onnx", folded)
+    calls = len(open_index(ZOO / "gpt2.onnx").provenance.calls)
+    row = next(row for _g, row in _rows(compare) if row.data(0, Qt.ItemDataRole.UserRole).kind == "folded")
+    compare.changes.setCurrentItem(row)
+    text = compare.details.toPlainText()
+    assert "{" not in text and "}" not in text
+    lines = text.splitlines()
+    assert "flat: a" in lines and "folded: b" in lines and f"calls: {calls}" in lines and calls == 70

@@ -67,7 +67,9 @@ def test_one_click_on_f_opens_an_aten_call_with_its_nodes(qtbot, window: MainWin
     assert len(_ops(graph)) == expected == 11
     assert window.center.crumbs.full_text() == ("main graph › model.layers.0.self_attn › "
                                                 "aten::scaled_dot_product_attention (scaled_dot_product_attention)")
-    assert window.center.history() == ["main graph  (+3 open)", "main graph"]
+    # the history names what was open (the innermost of the three nested modules)
+    assert window.center.history() == ["main graph  (+3 open: model.layers.0.self_attn)", "main graph"]
+    assert [a.text() for a in window.center.history_menu.actions()][:2] == window.center.history()
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         window.center.back()
     assert window.center.current_view().expanded == SELF_ATTN

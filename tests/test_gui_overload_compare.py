@@ -324,3 +324,41 @@ def test_markup_in_model_names_is_shown_as_text(qtbot, window, tmp_path: Path):
         assert f"local.{hostile}" in info.toPlainText()
         assert "<img" not in info.toHtml() and "<b>bold" not in info.toHtml()
     assert "<b>bold</b>" in ow.twin.a.info.toPlainText()  # the selected node's name, as text
+
+
+def test_whisper_encoder_and_decoder_self_attention_differ_in_the_attn_mask_torch_passed():
+    """Whisper's decoder self-attention passes a causal mask (``attn_mask=%expand_1``), its encoder none: the
+    decoder's body has the Add, IsNaN and Where the encoder's has not, and the comparison names the argument
+    behind them. Tensor arguments are compared by whether one is passed (their names always differ), so the
+    encoder against the cross-attention (no mask either) lists no argument."""
+    index = open_index(ZOO / "whisper.onnx")
+    truth = _truth("whisper")
+    enc, dec, cross = (_call(index, n) for n in ("scaled_dot_product_attention", "scaled_dot_product_attention_1",
+                                                  "scaled_dot_product_attention_2"))
+    assert truth[enc.name]["args"]["attn_mask"] is None and truth[cross.name]["args"]["attn_mask"] is None
+    mask = truth[dec.name]["args"]["attn_mask"]["node"]
+    analyses = Analyses(index)
+    c = compare_members(analyses, enc, dec)
+    args = [(r.label, r.a, r.b) for r in c.rows if r.kind == "argument"]
+    assert args == [("attn_mask", "None (default)", f"%{mask}")]
+    assert "attn_mask" in c.arguments
+    only = next(r for r in c.rows if r.kind == "node")
+    assert only.a == "-" and {"Add", "IsNaN", "Where"} <= set(only.b.replace(",", " ").split())
+    assert [r for r in compare_members(analyses, enc, cross).rows if r.kind == "argument"] == []
+
+
+def test_the_window_lists_and_lights_the_attn_mask_of_whisper_decoder_self_attention(qtbot, window):
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(ZOO / "whisper.onnx")
+    index = window.index
+    compare = window.family_compare.compare(_call(index, "scaled_dot_product_attention"),
+                                            _call(index, "scaled_dot_product_attention_1"))
+    assert compare is not None
+    qtbot.waitUntil(lambda: compare.comparison is not None and compare.rows.topLevelItemCount() > 0, timeout=60000)
+    rows = [compare.rows.topLevelItem(i) for i in range(compare.rows.topLevelItemCount())]
+    assert [(r.text(0), r.text(1), r.text(2)) for r in rows if r.text(0).startswith("argument")] == [
+        ("argument attn_mask", "None (default)", "%expand_1")]
+    lit = f"background-color:{CHANGED};color:#000000'>%expand_1</span>"  # the argument lit in B's signature
+    assert lit in compare.twin.b.summary_html
+    assert "None (default)</span>" in compare.twin.a.summary_html
+    compare.close()

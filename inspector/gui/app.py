@@ -33,7 +33,7 @@ def run(paths: Sequence[str]) -> int:
         window = compare
     else:
         main = MainWindow()
-        main.show()
+        main.show_as_before()
         if paths:
             main.open_path(paths[0])
         window = main

@@ -33,7 +33,7 @@ from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
-from inspector.gui.pairing import ADDED, CHANGED, REMOVED, pair_bodies
+from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, plural, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
@@ -276,6 +276,12 @@ class CompareWindow(QMainWindow):
 
     def _drawn(self) -> None:
         if self._current is not None:
+            pairing = self.twin.pairing
+            if pairing is not None:
+                found = changed_box(pairing.marks_a, self._current)
+                other = None if found else changed_box(pairing.marks_b, self._current)
+                if found or other:
+                    self.twin.jump(found or other or "", from_a=bool(found))
             self.change_shown.emit(self._current)
 
     def closeEvent(self, event: QCloseEvent) -> None:
@@ -297,6 +303,13 @@ def change_line(c: Change) -> str:
     return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
 
 
+def _shown(value: object) -> str:
+    """A side of a change: a mapping (the folding's facts) one ``key: value`` a line, not ``{folded: b, …}``."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {show_value(v, 200)}" for k, v in value.items())
+    return show_value(value, 400)
+
+
 def change_html(c: Change) -> Rich:
     """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
@@ -304,8 +317,8 @@ def change_html(c: Change) -> Rich:
         rows.append(tag("p", c.detail))
     if c.old is not None or c.new is not None:
         rows.append(tag("table", tag("tr", tag("th", "A (old)", align="left"), tag("th", "B (new)", align="left")),
-                        tag("tr", tag("td", tag("pre", show_value(c.old, 400))),
-                            tag("td", tag("pre", show_value(c.new, 400)))), cellspacing=6))
+                        tag("tr", tag("td", tag("pre", _shown(c.old))), tag("td", tag("pre", _shown(c.new)))),
+                        cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if c.edits:
         rows += [tag("p", tag("b", "Node edits")), tag("ul", *(tag("li", f"{e.op} {e.node} {e.detail}")

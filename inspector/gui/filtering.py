@@ -3,7 +3,7 @@ rows never navigates)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from inspector.gui.family_model import FamilyFilter, FamilyModel, Matches
 from inspector.gui.widgets import LineEdit
@@ -14,7 +14,12 @@ DEBOUNCE_MS = 200
 
 class FilterBox(LineEdit):
     """Typing restarts a 200 ms timer; the filter is applied when it fires (or at once by ``apply``). While
-    rows come and go, ``filtering`` is True, so the tree's current-row signal can be told from a user's choice."""
+    rows come and go, ``filtering`` is True, so the tree's current-row signal can be told from a user's choice.
+    ``changing`` and ``changed`` (the new text) come before and after the rows change, so the tree can keep what was
+    expanded."""
+
+    changing = Signal(str)
+    changed = Signal(str)
 
     def __init__(self, proxy: FamilyFilter, parent: QObject | None = None) -> None:
         super().__init__(placeholderText="Filter functions, overloads, aten targets…")
@@ -56,6 +61,7 @@ class FilterBox(LineEdit):
     def _show(self, text: str, matches: Matches | None) -> None:
         """The calls each overload keeps become its rows, then the family and overload rows are filtered."""
         model = self.source()
+        self.changing.emit(text)
         self.filtering = True
         try:
             if model is not None:
@@ -63,3 +69,4 @@ class FilterBox(LineEdit):
             self.proxy.set_kept(text, matches.kept if matches is not None else None)
         finally:
             self.filtering = False
+        self.changed.emit(text)

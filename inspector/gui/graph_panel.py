@@ -74,6 +74,18 @@ def location(view: View) -> str:
     return " › ".join(parts) + (f"  (+{n} open)" if n else "")
 
 
+def history_label(view: View, most: int = 2) -> str:
+    """A Back history entry: where it is and what was open there, by name (the innermost open boxes: an open module
+    inside an open module names only the inner one): ``main graph  (+3 open: model.layers.0.self_attn)``."""
+    text = location(view)
+    names = sorted(i.split(":", 1)[-1] for i in view.expanded)
+    inner = [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+    if not inner:
+        return text
+    shown = ", ".join(inner[:most]) + (f", +{len(inner) - most} more" if len(inner) > most else "")
+    return f"{text[:-1]}: {shown})"
+
+
 def scope_key(scope: Scope) -> tuple[str, ...]:
     if isinstance(scope, AtenCall):
         return ("call", str(scope.scope), scope.name)
@@ -347,8 +359,8 @@ class GraphPanel(QWidget):
     def _shown(self, view: View) -> None:
         """A view is drawn: select (and centre on) the box it was opened for, and say so."""
         self._drawn = view
-        if self._pending_focus:
-            self.graph.select(self._pending_focus)
+        if self._pending_focus:  # a jump to one box: centred at 1:1 (the whole main graph at fit read ~5 px)
+            self.graph.focus(self._pending_focus)
         elif self._pending_region is not None:
             region = self._pending_region
             self.graph.show_region([i for i, item in self.graph.items_by_id.items() if region(item.node)])
@@ -437,12 +449,12 @@ class GraphPanel(QWidget):
         self.forward_button.setEnabled(bool(self._history.ahead))
         self.history_menu.clear()
         for n in range(len(back) - 1, max(len(back) - 16, 0) - 1, -1):
-            action = self.history_menu.addAction(location(back[n]))
+            action = self.history_menu.addAction(history_label(back[n]))
             action.triggered.connect(lambda _=False, k=n: self.go_back_to(k))
 
     def history(self) -> list[str]:
         """The Back history, most recent first, as the menu shows it."""
-        return [location(v) for v in reversed(self._history.back)]
+        return [history_label(v) for v in reversed(self._history.back)]
 
     def go_back_to(self, n: int) -> None:
         """Return to the ``n``-th view of the history (0: the oldest), dropping the ones after it."""

@@ -29,6 +29,7 @@ from inspector.render.scene import Scene, SceneNode
 
 MIN_FIT_SCALE = 0.6  # below this, 7.5 pt box labels are unreadable
 MAX_FIT_SCALE = 1.0  # small graphs are not blown up
+JUMP_SCALE = 1.0  # a box jumped to: its 7.5 pt title ~12 px tall on screen (at MIN_FIT_SCALE, ~7 px: hard to read)
 DRAW_STEP = 0.02  # seconds of drawing per turn of the event loop (show_layout with done)
 
 
@@ -244,6 +245,16 @@ class GraphView(QGraphicsView):
                 self.centerOn(item)
             else:
                 self.ensureVisible(item, 40, 40)
+
+    def focus(self, node_id: str, scale: float = JUMP_SCALE) -> None:
+        """Select a box and centre it at ``scale``, whatever the drawing's size: a jump to one box (a change row)."""
+        if node_id in self.items_by_id:
+            self.set_scale(scale)
+            self.select(node_id)
+
+    def set_scale(self, scale: float) -> None:
+        self.resetTransform()
+        self.scale(scale, scale)
 
     def selected(self) -> SceneNode | None:
         items = [i for i in self.scene().selectedItems() if isinstance(i, NodeItem)]

@@ -52,6 +52,8 @@ from inspector.pdf import write_report
 from inspector.report.render import SUFFIXES as REPORT_SUFFIXES
 from inspector.report.render import render_text
 
+MAXIMISED = "window/maximised"  # settings key: the main window was maximised when last closed
+
 
 class MainWindow(QMainWindow):
     model_loaded = Signal(object)
@@ -78,7 +80,7 @@ class MainWindow(QMainWindow):
         self.split.addWidget(self.left)
         self.split.addWidget(self.center)
         self.split.addWidget(self._build_right())
-        self.split.setSizes([400, 520, 560])
+        self.split.setSizes([480, 460, 540])  # the trees keep a third: ~330 px at 1024 wide
         self.setCentralWidget(self.split)
         self.nodes = NodeView(session, self.details, self.right, self.center, self.left.module_total)
         self.bodies = BodyView(session, self.signature, self.right, self.center)
@@ -312,7 +314,16 @@ class MainWindow(QMainWindow):
         for jobs in (self.session.jobs, self.filter_box.jobs):
             jobs.cancel()
         self.center.drop_pending()  # a layout still running (or waiting for a paint) is never shown
+        self.settings.setValue(MAXIMISED, self.isMaximized())
+        self.settings.sync()
         super().closeEvent(event)
+
+    def show_as_before(self) -> None:
+        """Show the window maximised when it was maximised as it was last closed, else at its fitted size."""
+        if self.settings.value(MAXIMISED, False, type=bool):
+            self.showMaximized()
+        else:
+            self.show()
 
     # drag and drop ---------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:

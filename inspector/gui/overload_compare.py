@@ -211,10 +211,25 @@ def _number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def tensor_arguments(sig: CallSignature | None) -> dict[str, tuple[bool, str]]:
+    """Tensor aten arguments: whether one is passed, and the text the signature line shows (``%expand_1``,
+    ``None (default)``). Their names differ from call to call, so only whether one is passed is compared: it is
+    what makes Whisper's decoder SDPA call have the Add, IsNaN and Where its encoder call has not."""
+    if sig is None:
+        return {}
+    return {seg.argument.parameter.name: (seg.argument.value is not None, seg.text) for seg in signature_line(sig)
+            if seg.argument is not None and not seg.text.endswith("=") and seg.argument.parameter.is_tensor
+            and not _number(seg.argument.value)}
+
+
 def _argument_rows(sa: CallSignature | None, sb: CallSignature | None) -> list[DiffRow]:
     va, vb = argument_values(sa), argument_values(sb)
-    return [DiffRow("argument", p, va.get(p, "-"), vb.get(p, "-")) for p in dict.fromkeys([*va, *vb])
+    rows = [DiffRow("argument", p, va.get(p, "-"), vb.get(p, "-")) for p in dict.fromkeys([*va, *vb])
             if va.get(p) != vb.get(p)]
+    ta, tb = tensor_arguments(sa), tensor_arguments(sb)
+    rows += [DiffRow("argument", p, ta.get(p, (False, "-"))[1], tb.get(p, (False, "-"))[1])
+             for p in dict.fromkeys([*ta, *tb]) if ta.get(p, (False, ""))[0] != tb.get(p, (False, ""))[0]]
+    return rows
 
 
 def _value_rows(a: Member, b: Member, changed: Sequence[tuple[Slot, Slot]]) -> list[DiffRow]:

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +13,7 @@ import onnx
 
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.bodies.literals import attribute_value, tensor_value
-from inspector.core.diff import align_nodes, show_value
+from inspector.core.diff import Change, align_nodes, show_value
 from inspector.core.model.walk import NodePath
 from inspector.gui.graph_panel import scene_id
 
@@ -115,3 +117,20 @@ def _differing_attributes(a: onnx.NodeProto, b: onnx.NodeProto) -> list[tuple[st
     none = (None, "")
     return [(k, va.get(k, none)[0], vb.get(k, none)[0]) for k in sorted(set(va) | set(vb))
             if va.get(k, none)[1] != vb.get(k, none)[1]]
+
+
+def changed_box(marks: Marks, c: Change) -> str | None:
+    """The box a change row is about: the one whose mark names the changed value (``Mul.B: 0.5 -> 0.59460354``
+    for ``scale (Mul.B): 0.5 -> 0.59460354``, or the constant holding it: ``constant: [0.5] -> 0.59460354``), else
+    the first changed box, else the first marked one."""
+    named = re.match(r"[^(]*\((\S+)\): (.*)$", (c.detail or "").split("; ")[0])  # the first value it names
+    tests: list[Callable[[str, str], bool]] = []
+    if named:
+        new = named[2].rsplit(" -> ", 1)[-1]
+        tests += [lambda note, _colour: f"{named[1]}: {named[2]}" in note, lambda note, _colour: f"-> {new}" in note]
+    tests += [lambda _note, colour: colour == CHANGED, lambda _note, _colour: True]
+    for wanted in tests:
+        found = next((i for i, (colour, note) in marks.items() if wanted(note, colour)), None)
+        if found is not None:
+            return found
+    return None

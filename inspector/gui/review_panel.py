@@ -127,7 +127,7 @@ class ReviewBar(QWidget):
 
 
 class ReviewPanel(QWidget):
-    """Everything reviewable in the model; double-click (or Enter) jumps to it."""
+    """Everything reviewable in the model; a click (or Enter) jumps to it, as in the Search list."""
 
     jump = Signal(object)  # ReviewItem
 
@@ -154,6 +154,7 @@ class ReviewPanel(QWidget):
         header.resizeSection(NOTE, 60)
         header.sectionResized.connect(lambda column, _old, _new: self.tree.doItemsLayout() if column == ITEM else None)
         self.tree.itemActivated.connect(self._activated)
+        self.tree.itemClicked.connect(self._activated)  # one click: a double-click was needed before
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()

@@ -2,9 +2,10 @@
 node metadata.
 
 Each result says where it matched (name, op, target, module, function, stack trace, metadata) and is named by
-what tells it apart: the module path (and FX name) of the aten call a node belongs to, elided in the middle so
-the distinguishing end stays visible. Typing searches off the GUI thread (a 100k-node export's first query
-reads every node's metadata, about a second); a result that arrives after the text has changed is dropped."""
+what tells it apart: the module path (and FX name) of the aten call a node belongs to, elided so that what
+differs from the other results stays visible (``gui/distinct.py``). Typing searches off the GUI thread (a
+100k-node export's first query reads every node's metadata, about a second); a result that arrives after the text
+has changed is dropped."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
 from inspector.gui.analysis import main_call_owners
+from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit
 from inspector.gui.worker import Jobs, checkpoint
@@ -33,7 +35,8 @@ class SearchPanel(QWidget):
         self.box = LineEdit(placeholderText="Search names, ops, aten targets, modules, stack traces…")
         self.box.setClearButtonEnabled(True)
         self.results = QListWidget()
-        self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # Qt's, for rows the delegate leaves long
+        self.names = use_distinct_elision(self.results)  # results share a module path: keep what differs
         self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.results.setUniformItemSizes(True)
         self.status = QLabel("")

@@ -5,7 +5,7 @@ tree's badges. A row the user picks is announced as ``chosen``; a row selected t
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Signal
 from PySide6.QtWidgets import QHeaderView, QTabWidget, QVBoxLayout, QWidget
 
 from inspector.core.model.calls import AtenCall
@@ -13,6 +13,7 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.gui.analysis import TreeObject
+from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
 from inspector.gui.filtering import FilterBox
 from inspector.gui.module_model import ModuleModel, object_of
@@ -34,20 +35,24 @@ class Trees(QWidget):
         self.family_filter = FamilyFilter()
         self.family_filter.setSourceModel(self.families)
         self.filter_box = FilterBox(self.family_filter)
+        self._expanded: list[object] = []  # the rows expanded before a filter (clearing it expands them again)
+        self.filter_box.changing.connect(self._filter_changing)
+        self.filter_box.changed.connect(self._filter_changed)
         self.family_view = HintedTreeView(self._families_hint)
         self.family_view.setModel(self.family_filter)
         self.family_view.setUniformRowHeights(True)
-        self.family_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # calls differ at the end (_1, _2)
+        self.family_view.setIndentation(12)  # call rows are two levels deep: 16 px more for their names
+        self.family_names = use_distinct_elision(self.family_view)  # siblings share a module path: keep what differs
         header = self.family_view.header()  # names take the room left by the counts, so Review stays visible
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)  # fitted per model (_fit_counts)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(2, 100)  # "3 spec · 6 open"; the whole words in the tooltip
+        header.resizeSection(2, 100)  # "3 spec · 6 open", fitted to the widest badge (_fit_review)
         self.family_view.selectionModel().currentChanged.connect(self._family_selected)
         self.module_view = HintedTreeView(self._modules_hint)
         self.module_view.setUniformRowHeights(True)
-        self.module_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.module_names = use_distinct_elision(self.module_view)
         self.review_panel = ReviewPanel()
         self.search_panel = SearchPanel()
         self.tabs = QTabWidget()
@@ -66,6 +71,7 @@ class Trees(QWidget):
 
     def _set_index(self, index: ModelIndex) -> None:
         """Forget the previous model's filter, search and selection, then show ``index``'s rows."""
+        self._expanded = []
         self.filter_box.set_now("")
         self.search_panel.set_index(None)
         self.search_panel.box.clear()
@@ -83,9 +89,31 @@ class Trees(QWidget):
             lambda cur, _prev: None if self._following else self.chosen.emit(object_of(cur)))
         self.search_panel.set_index(self.session.search)
 
+    def _filter_changing(self, _text: str) -> None:
+        """Before the rows change: remember what is expanded while nothing is filtered."""
+        if self.family_filter.text:
+            return
+        view, proxy = self.family_view, self.family_filter
+        rows = [proxy.index(r, 0) for r in range(proxy.rowCount())]
+        rows += [proxy.index(r, 0, fam) for fam in rows if view.isExpanded(fam) for r in range(proxy.rowCount(fam))]
+        self._expanded = [row.data(FamilyModel.ObjectRole) for row in rows if view.isExpanded(row)]
+
+    def _filter_changed(self, text: str) -> None:
+        """The filter was cleared: expand the rows that were expanded before it (a reset collapsed them all), and
+        keep the current row in view."""
+        if text:
+            return
+        for obj in self._expanded:
+            src = self.families.index_of(obj)
+            if src.isValid():
+                self.family_view.expand(self.family_filter.mapFromSource(src))
+        if self.family_view.currentIndex().isValid():
+            self.family_view.scrollTo(self.family_view.currentIndex())
+
     def _reviews_changed(self) -> None:
         self.review_panel.set_items(self.session.review_list)
         self.families.set_badges(self.session.badges)
+        self._fit_review()
 
     def _families_hint(self) -> str:
         """Why the functions tree has no rows."""
@@ -114,6 +142,15 @@ class Trees(QWidget):
         texts = ["Calls", *(["99 nodes"] if index.provenance.calls else []),
                  *(model.index(r, 1).data() for r in range(model.rowCount()))]
         self.family_view.header().resizeSection(1, max(metrics.horizontalAdvance(t) for t in texts) + 16)
+
+    def _fit_review(self) -> None:
+        """Size the Review column to its widest badge (family and overload rows): at a fixed 100 px, "18 spec · 10
+        open" read "18 spec…10 open"; the names column takes what is left."""
+        model, metrics = self.families, self.family_view.fontMetrics()
+        rows = [model.index(r, 0) for r in range(model.rowCount())]
+        rows += [model.index(r, 0, fam) for fam in rows for r in range(model.rowCount(fam))]
+        texts = ["Review", *(str(i.siblingAtColumn(2).data() or "") for i in rows)]
+        self.family_view.header().resizeSection(2, max(metrics.horizontalAdvance(t) for t in texts) + 16)
 
     def module_total(self, node: ModuleNode) -> int:
         """Nodes in a module and its submodules, as the modules tree counted them (off the GUI thread)."""

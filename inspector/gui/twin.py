@@ -22,6 +22,7 @@ from inspector.core.model.walk import resolve_path
 from inspector.core.util.errors import InspectorError
 from inspector.gui import details
 from inspector.gui.graph_panel import GraphPanel, scope_label
+from inspector.gui.graph_view import JUMP_SCALE
 from inspector.gui.node_details import node_html, tensor_preview
 from inspector.gui.pairing import BodyPairing, Marks
 from inspector.gui.text import HR, Rich, rich, tag
@@ -39,6 +40,10 @@ class Side(QWidget):
         self.name = name
         self.label = ElidedLabel(name)
         self.panel = GraphPanel()
+        # scroll bars that appeared after a jump's zoom narrowed the viewport by ~15 px once laid out, moving the
+        # box just centred off centre: they are always there
+        self.panel.graph.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self.panel.graph.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.info = QTextBrowser()
         self.info.setOpenLinks(False)
         self.index: ModelIndex | None = None
@@ -85,8 +90,8 @@ class TwinGraphs(QSplitter):
             self.infos.addWidget(side.info)
         self.addWidget(self.graphs)
         self.addWidget(self.infos)
-        self.setStretchFactor(0, 3)
-        self.setStretchFactor(1, 2)
+        self.setStretchFactor(0, 4)  # the graphs get the room: at 3:2 they were ~280 px tall at 1366x768
+        self.setStretchFactor(1, 1)
         self.graphs.splitterMoved.connect(lambda _p, _i: self.infos.setSizes(self.graphs.sizes()))
         self.infos.splitterMoved.connect(lambda _p, _i: self.graphs.setSizes(self.infos.sizes()))
         self.pairing: BodyPairing | None = None
@@ -124,6 +129,21 @@ class TwinGraphs(QSplitter):
             side.info.setHtml(rich(side.summary_html, tag("p", tag("i", "Click a box to see its details here and "
                                                                    "the aligned box on the other side."))))
             side.panel.show_scope(scope)
+
+    def jump(self, node_id: str, from_a: bool = True) -> None:
+        """Select ``node_id`` on one side and its aligned box on the other, both centred at a readable zoom."""
+        first, second = (self.a, self.b) if from_a else (self.b, self.a)
+        second.panel.graph.set_scale(JUMP_SCALE)
+        first.panel.graph.focus(node_id)  # selects the aligned box on the other side too (_selected)
+        self._busy = True  # centre each side on its box, without the scroll link moving the other one after
+        try:
+            for side in (self.a, self.b):
+                graph = side.panel.graph
+                selected = graph.selected()
+                if selected is not None:
+                    graph.centerOn(graph.items_by_id[selected.id])
+        finally:
+            self._busy = False
 
     def partner(self, node_id: str, from_a: bool) -> str | None:
         """The aligned box on the other side; with nothing aligned, the box of the same id."""

@@ -1,0 +1,131 @@
+"""Rows are told apart at 1024×700: no two sibling rows of the functions tree (families, overloads, call sites),
+the modules tree, or the search results read the same once elided, on every real export of the zoo. Qt's middle
+elision made Whisper's encoder and decoder SDPA calls both read ``scaled_do…elf_attn)``.
+
+Rows whose whole texts are equal cannot be told apart by any elision; they are counted apart (and are none in
+the trees)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QModelIndex
+from PySide6.QtWidgets import QApplication, QTreeView
+
+from inspector.gui.distinct import DistinctDelegate, distinct_elide, shared
+from tests.conftest import ZOO
+
+MODELS = sorted(ZOO.glob("*.onnx"))
+
+
+def _open(qtbot: Any, window: Any, path: Path) -> None:
+    window.resize(1024, 700)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(path)
+    QApplication.processEvents()
+
+
+def _sibling_clashes(view: QTreeView, names: DistinctDelegate, parent: QModelIndex, where: str) -> list[str]:
+    """Every parent's rows, expanded: the groups of siblings with different texts that read the same."""
+    model = view.model()
+    while model.canFetchMore(parent):
+        model.fetchMore(parent)
+    rows = [model.index(r, 0, parent) for r in range(model.rowCount(parent))]
+    for row in rows:
+        view.expand(row)
+    QApplication.processEvents()
+    shown = Counter(names.shown_text(row) for row in rows)
+    full = {names.shown_text(row): set() for row in rows}
+    for row in rows:
+        full[names.shown_text(row)].add(str(row.data()))
+    clashes = [f"{where}: {sorted(full[text])} read {text!r}" for text, n in shown.items()
+               if n > 1 and len(full[text]) > 1]
+    for row in rows:
+        clashes += _sibling_clashes(view, names, row, where)
+    return clashes
+
+
+def _elided(view: QTreeView, names: DistinctDelegate, parent: QModelIndex) -> int:
+    model = view.model()
+    rows = [model.index(r, 0, parent) for r in range(model.rowCount(parent))]
+    return sum((names.shown_text(r) != r.data()) + _elided(view, names, r) for r in rows)
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_no_two_sibling_rows_read_the_same_at_1024x700(qtbot, window, path):
+    _open(qtbot, window, path)
+    left = window.left
+    assert left.width() < 360  # the trees' share of a 1024 px window: names are elided in it
+    clashes = _sibling_clashes(left.family_view, left.family_names, QModelIndex(), "functions")
+    window.trees.setCurrentWidget(left.module_view)
+    clashes += _sibling_clashes(left.module_view, left.module_names, QModelIndex(), "modules")
+    index = window.index
+    assert index is not None
+    families = sorted(index.families, key=lambda f: -f.call_count)
+    ops = Counter(n.op_type for n in index.model.proto.graph.node)
+    queries = [families[0].label.split("::")[-1]] if families else []
+    queries += [ops.most_common(1)[0][0]] if ops else []
+    panel = window.search_panel
+    window.trees.setCurrentWidget(panel)
+    for query in queries:
+        panel.box.setText(query)
+        panel.run()
+        QApplication.processEvents()
+        items = [panel.results.item(r) for r in range(panel.results.count())]
+        assert items, query
+        texts = Counter(panel.names.shown_text(panel.results.indexFromItem(i)) for i in items)
+        fulls: dict[str, set[str]] = {}
+        for item in items:
+            fulls.setdefault(panel.names.shown_text(panel.results.indexFromItem(item)), set()).add(item.text())
+        clashes += [f"search {query!r}: {sorted(fulls[t])} read {t!r}" for t, n in texts.items()
+                    if n > 1 and len(fulls[t]) > 1]
+    assert clashes == []
+
+
+def test_whisper_sdpa_calls_read_apart_and_keep_their_fx_names(qtbot, window):
+    """The issue's case: encoder self-attention, decoder self-attention and decoder cross-attention SDPA calls."""
+    _open(qtbot, window, ZOO / "whisper.onnx")
+    left = window.left
+    fam = window.index.family("aten_call", "aten", "scaled_dot_product_attention")
+    calls = [c for ov in fam.overloads for c in ov.aten_calls]
+    assert [c.name for c in calls] == ["scaled_dot_product_attention", "scaled_dot_product_attention_1",
+                                       "scaled_dot_product_attention_2"]
+    shown = []
+    for call in calls:
+        proxy = window.family_filter.mapFromSource(window.families.index_of(call))
+        left.family_view.expand(proxy.parent())
+        QApplication.processEvents()
+        shown.append(left.family_names.shown_text(proxy))
+    assert len(set(shown)) == 3
+    assert all("…" in s for s in shown)  # the column is too narrow for them whole
+    assert _elided(left.family_view, left.family_names, QModelIndex()) > 0
+
+
+def test_elision_keeps_where_a_row_differs_and_the_end() -> None:
+    texts = ["linear_1  (model.encoder.layers.0.self_attn.k_proj)",
+             "linear_10  (model.decoder.layers.0.encoder_attn.q_proj)",
+             "linear  (model.encoder.layers.0.self_attn.q_proj)"]
+    points = shared(texts)
+    assert points == [(6, 8), (6, 8), (6,)]  # "linear" is shared by all three; linear_1 and linear_10 by two
+
+    def fits(n: int) -> Any:
+        return lambda s: len(s) <= n
+
+    assert distinct_elide(texts[0], points[0], fits(100)) == texts[0]
+    assert distinct_elide(texts[0], points[0], fits(20)) == "linear_1 …tn.k_proj)"
+    assert distinct_elide(texts[1], points[1], fits(20)) == "linear_10…tn.q_proj)"
+    assert distinct_elide(texts[2], points[2], fits(20)) == "linear …attn.q_proj)"
+    paths = ["main//blocks.0/blocks.0.3/n1/TSNorm", "main//blocks.0/blocks.0.2/n1/TSNorm",
+             "main//blocks.1/blocks.1.3/n1/TSNorm"]
+    points = shared(paths)
+    assert points == [(13, 24), (13, 24), (13,)]
+    assert [distinct_elide(p, q, fits(20)) for p, q in zip(paths, points, strict=True)] == [
+        "main//…0…3/n1/TSNorm", "main//…0…2/n1/TSNorm", "…1…cks.1.3/n1/TSNorm"]
+    assert [distinct_elide(p, q, fits(8)) for p, q in zip(paths, points, strict=True)] == [
+        "…0…3…orm", "…0…2…orm", "…1…SNorm"]
