@@ -476,10 +476,7 @@ class GraphPanel(QWidget):
         return export_name(self._current)
 
     def export(self, path: Path) -> None:
-        """Write the drawing to ``path`` (atomically), never over the open model's files (``paths.check_output``)."""
-        protected = self.index.protected_files() if self.index is not None else []
-        check_output(path, protected, "the graph")
-        export_view(self.graph, self._current, path)
+        export_view(self.graph, self._current, path, self.index)
 
 
 def export_name(view: View | None) -> str:
@@ -491,10 +488,12 @@ def export_name(view: View | None) -> str:
     return re.sub("_+", "_", name)[:80] or "graph"
 
 
-def export_view(graph: GraphView, view: View | None, path: Path) -> None:
-    """The drawing as SVG, or as PNG by its suffix; the module overview (drawn by Qt only) always as PNG."""
+def export_view(graph: GraphView, view: View | None, path: Path, index: ModelIndex | None = None) -> None:
+    """The drawing as SVG, or as PNG by its suffix; the module overview (drawn by Qt only) always as PNG. Written
+    atomically, never over the open model's files (``paths.check_output``)."""
     if view is not None and view.overview:
         path = path.with_suffix(".png")
+    check_output(path, index.protected_files() if index is not None else [], "the graph")
     if path.suffix.lower() == ".png":
         export_png(graph, path)
     else:
