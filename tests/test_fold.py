@@ -15,7 +15,9 @@ from inspector.core.fold.aten_fold import fold_model
 from inspector.core.model.index import build_index, open_index
 from inspector.core.model.keys import is_identifier
 from inspector.core.model.loader import LoadedModel
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES, ROOT, SAMPLE
+
+ZOO = ROOT / "tests" / "zoo"
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -171,3 +173,21 @@ def test_a_function_is_an_aten_family_only_by_its_own_schema(doc: str, family: s
     (fam,) = index.families
     assert fam.kind == "function" and fam.aten_family == family
     assert fam.label == (family or "pkg.torch.aten.view")
+
+
+def test_a_fold_that_folds_nothing_adds_no_unused_opset_import(tmp_path: Path, capsys):
+    """Every fx text unreadable as an aten op (a damaged or foreign target): nothing is folded, and the output is the
+    model as it was, so ``diff`` calls them equal (an unused ``pkg.torch.aten`` opset import made them differ)."""
+    m = onnx.load(str(ZOO / "pair_eps_a.onnx"))
+    for n in m.graph.node:
+        for p in n.metadata_props:
+            if p.key == "pkg.torch.onnx.fx_node":
+                p.value = p.value.replace("call_function[target=", "call_function[target=(((")
+    src, out = tmp_path / "damaged.onnx", tmp_path / "folded.onnx"
+    onnx.save(m, str(src))
+    assert main(["fold", str(src), "-o", str(out)]) == 0
+    assert "folded 0 aten calls" in capsys.readouterr().out
+    folded = onnx.load(str(out))
+    assert [o.domain for o in folded.opset_import] == [o.domain for o in m.opset_import]
+    assert folded.ir_version == m.ir_version and not folded.functions
+    assert main(["diff", str(src), str(out)]) == 0

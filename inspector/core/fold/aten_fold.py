@@ -116,9 +116,10 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     keep_only(folded.graph.value_info, lambda v: v.name in used)
     keep_only(folded.graph.initializer, lambda t: t.name not in moved or t.name in still_read)
     folded.functions.extend(functions)
-    if not any(o.domain == domain for o in folded.opset_import):
-        folded.opset_import.append(helper.make_opsetid(domain, 1))
-    folded.ir_version = max(folded.ir_version, 10)
+    if functions:  # nothing folded (every call unreadable or left flat): the model as it was, no unused opset
+        if not any(o.domain == domain for o in folded.opset_import):
+            folded.opset_import.append(helper.make_opsetid(domain, 1))
+        folded.ir_version = max(folded.ir_version, 10)
     report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
     report.nodes_after = len(folded.graph.node)
     return folded, report
