@@ -129,3 +129,19 @@ def test_elision_keeps_where_a_row_differs_and_the_end() -> None:
         "main//…0…3/n1/TSNorm", "main//…0…2/n1/TSNorm", "…1…cks.1.3/n1/TSNorm"]
     assert [distinct_elide(p, q, fits(8)) for p, q in zip(paths, points, strict=True)] == [
         "…0…3…orm", "…0…2…orm", "…1…SNorm"]
+
+
+def test_where_a_row_differs_is_the_prefix_it_shares_with_each_sibling():
+    """``shared`` against its definition (the distinct lengths of the prefixes a text shares with every other),
+    on random texts; it follows "next smaller" links instead of walking every sibling per row (26 s for the
+    14,000 call rows of one overload before)."""
+    import random
+
+    from inspector.gui.distinct import _common, shared
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        texts = ["".join(rng.choice("ab.") for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(0, 25))]
+        expected = [tuple(sorted({_common(t, u) for j, u in enumerate(texts) if j != i}))
+                    for i, t in enumerate(texts)]
+        assert shared(texts) == expected, texts

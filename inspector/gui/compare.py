@@ -31,6 +31,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
+from inspector.core.model.values import GraphValues, graph_values
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
@@ -51,6 +52,7 @@ class Pair:
     maps: dict[int, GraphMaps] = field(default_factory=dict)  # per id(index), built off the GUI thread
     calls: dict[int, dict[str, AtenCall]] = field(default_factory=dict)  # per id(index): aten calls by name
     kept: list[object] = field(default_factory=list)  # what the diff built (its sides): goes with the window
+    values: tuple[GraphValues, GraphValues] | None = None  # both main graphs' value types and initializers
 
 
 def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
@@ -67,7 +69,8 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
     maps = {id(ia): ia.graph_maps(progress=checkpoint), id(ib): ib.graph_maps(progress=checkpoint)}
     return Pair(ia, ib, diff_models(ia, ib, keep=kept), maps,
-                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept)
+                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept,
+                (graph_values(ia.proto.graph), graph_values(ib.proto.graph)))  # a box's details: off the GUI thread
 
 
 def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
@@ -239,7 +242,7 @@ class CompareWindow(QMainWindow):
                 group.addChild(row)
             group.setFirstColumnSpanned(True)
         self.changes.expandAll()
-        self.twin.set_indexes(pair.a, pair.b)
+        self.twin.set_indexes(pair.a, pair.b, pair.values)
         self.details.setHtml(rich(tag("p", text), tag("p", "Select a change to see it in both graphs.")))
         self.statusBar().showMessage(plural(len(d.changes), "change"), 5000)
         first = self.changes.topLevelItem(0)

@@ -54,10 +54,12 @@ class Side(QWidget):
         lay.addWidget(self.label)
         lay.addWidget(self.panel, 1)
 
-    def set_index(self, index: ModelIndex) -> None:
-        if index is not self.index:
+    def set_index(self, index: ModelIndex, values: GraphValues | None = None) -> None:
+        """Show ``index``; ``values``: its main graph's value types and initializers when they were made off the GUI
+        thread (else made on the first box shown: 0.14 s at 100k nodes, a stall)."""
+        if index is not self.index or values is not None:
             self.index = index
-            self._values = None
+            self._values = values
         self.panel.set_index(index, show_main=False)  # a pair of scopes is shown next, never the main graph
 
     def show_info(self, node: SceneNode | None) -> None:
@@ -113,10 +115,11 @@ class TwinGraphs(QSplitter):
     def side_b(self) -> GraphPanel:
         return self.b.panel
 
-    def set_indexes(self, index_a: ModelIndex, index_b: ModelIndex) -> None:
+    def set_indexes(self, index_a: ModelIndex, index_b: ModelIndex,
+                    values: tuple[GraphValues, GraphValues] | None = None) -> None:
         self.pairing = None
-        self.a.set_index(index_a)
-        self.b.set_index(index_b)
+        self.a.set_index(index_a, values[0] if values else None)
+        self.b.set_index(index_b, values[1] if values else None)
 
     def show_pair(self, scope_a: Scope, scope_b: Scope, pairing: BodyPairing | None,
                   summary_a: Rich = Rich(), summary_b: Rich = Rich()) -> None:
