@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import write_atomic
-from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, opens_body
+from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, group_items, opens_body
 from inspector.gui.graph_keys import ARROWS, distance, next_box, reach, reading_order
 from inspector.render.layout import Layout, to_svg
 from inspector.render.overview import Overview, title
@@ -145,6 +145,8 @@ class GraphView(QGraphicsView):
             s = self.scene()
             edge_colour = self.palette().color(QPalette.ColorRole.Text)
             edge_colour.setAlpha(170)
+            for group in group_items(scene, layout):
+                s.addItem(group)
             for node in scene.nodes:
                 laid = layout.nodes.get(node.id)
                 if laid is None:
