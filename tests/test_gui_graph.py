@@ -188,3 +188,30 @@ def test_a_graph_export_never_replaces_the_model_or_its_reviews(qtbot, window: M
     assert model.read_bytes() == before
     window.center.export(tmp_path / "ok.svg")
     assert (tmp_path / "ok.svg").read_text().startswith("<svg") or "<svg" in (tmp_path / "ok.svg").read_text()
+
+
+def _cut_at_the_sides(graph) -> list[str]:
+    """The boxes the view shows in part, cut by its left or right edge."""
+    seen = graph.mapToScene(graph.viewport().rect()).boundingRect()
+    return sorted(i.node.id for i in graph.items_by_id.values() if (r := i.sceneBoundingRect()).intersects(seen)
+                  and (r.left() < seen.left() or r.right() > seen.right()))
+
+
+def test_a_body_wider_than_the_view_at_the_readable_scale_opens_on_whole_boxes(qtbot, window: MainWindow):
+    """Llama's SDPA body is 553 px wide: at 1024x700 the graph is ~313 px, so even at the readable scale (0.6) it is
+    wider; centred, it showed boxes cut at both edges. It opens slid to cut as few as can be."""
+    window.resize(1024, 700)
+    _open(qtbot, window, Path(__file__).resolve().parent / "zoo" / "llama_gqa.onnx")
+    window.filter_box.set_now("scaled_dot")
+    proxy = window.family_filter
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.family_view.setCurrentIndex(proxy.index(0, 0, proxy.index(0, 0, proxy.index(0, 0))))
+    graph = window.center.graph
+    drawing, view = graph.scene().itemsBoundingRect(), graph.viewport().rect()
+    assert drawing.width() * 0.6 > view.width()  # it cannot fit whole at a readable scale
+    assert graph.readable() and len(graph.items_by_id) == 20
+    # 553 px of boxes in a 521 px window: one box must be cut; centred, four were (two at each edge)
+    cut = _cut_at_the_sides(graph)
+    assert len(cut) == 1
+    graph.fit()  # F does the same
+    assert _cut_at_the_sides(graph) == cut

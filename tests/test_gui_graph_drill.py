@@ -103,3 +103,50 @@ def test_a_call_body_too_big_to_fit_never_offers_the_module_overview(qtbot, wind
     assert not graph.fits()
     assert window.center.info.full_text().startswith("20 boxes, 21 edges")
     assert "module overview" not in window.center.info.full_text()
+
+
+def _marks(graph: GraphView) -> dict[str, str | None]:
+    return {node_id: item.mark for node_id, item in graph.items_by_id.items() if item.mark}
+
+
+def test_an_aten_call_expanded_in_place_keeps_the_marks_of_its_own_view(qtbot, window: MainWindow):
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, SELF_ATTN)
+    graph = window.center.graph
+    sdpa = next(i for i in graph.items_by_id.values()
+                if isinstance(i.node.ref, AtenCall) and i.node.ref.name == "scaled_dot_product_attention")
+    call = sdpa.node.ref
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        graph.select(sdpa.node.id)  # the first click of a double-click: the call is what the Signature tab shows
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        graph.node_activated.emit(sdpa.node)  # double-click: expanded in place
+    assert window.center.current_view().expanded == SELF_ATTN | {"call:scaled_dot_product_attention"}
+    expanded = _marks(graph)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(call)  # the call's own view
+    own = _marks(graph)
+    # llama's SDPA: two shape-specialised reshape targets, the scale's square root, the mask's fill and the perm
+    assert sorted(own) == ["const:val_194", "const:val_206/shape", "const:val_210", "const:val_214", "n:37"]
+    assert expanded == own
+
+
+def test_expanded_modules_and_aten_calls_are_drawn_outlined_and_named(qtbot, window: MainWindow):
+    from inspector.gui.graph_items import GroupItem
+
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, SELF_ATTN | {"call:scaled_dot_product_attention"})
+    graph = window.center.graph
+    groups = [i for i in graph.scene().items() if isinstance(i, GroupItem)]
+    assert sorted(g.label.text() for g in groups) == [
+        "aten::scaled_dot_product_attention  scaled_dot_product_attention", "model  LlamaModel",
+        "model.layers.0  LlamaDecoderLayer", "model.layers.0.self_attn  LlamaAttention"]
+    sdpa = next(g for g in groups if g.label.text().startswith("aten::scaled_dot_product_attention"))
+    ops = [i for i in graph.items_by_id.values()
+           if i.node.kind == "op" and sdpa.rect().contains(i.sceneBoundingRect())]
+    assert len(ops) == 11  # the call's ONNX nodes, inside its outline, which sits behind them
+    assert all(g.zValue() < i.zValue() for g in groups for i in ops)
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.collapse_all()
+    assert not [i for i in graph.scene().items() if isinstance(i, GroupItem)]

@@ -207,3 +207,37 @@ def test_hostile_call_sites_and_values_are_shown_as_text(qtbot, tmp_path: Path):
     assert "<img" not in panel.view.toHtml() and "<b>tanh" not in panel.view.toHtml()
     details = describe(index, site)
     assert "&lt;img src&#61;x onerror&#61;alert(0)&gt;" in details and "<img" not in details
+
+
+def _visual_lines(panel: SignaturePanel) -> list[str]:
+    """Every line of the panel's text as laid out on screen (table cells included), stripped."""
+    doc = panel.view.document()
+    out = []
+    block = doc.begin()
+    while block.isValid():
+        layout, text = block.layout(), block.text()
+        for k in range(layout.lineCount()):
+            line = layout.lineAt(k)
+            cut = text[line.textStart(): line.textStart() + line.textLength()]
+            out.append(cut.replace("\xa0", " ").strip("\u2028 "))
+        block = block.next()
+    return out
+
+
+@pytest.mark.parametrize(("model", "target", "values"), [
+    # the mask fill value of bert's attention (a float32's lowest), read whole in a squeezed table
+    ("bert", "scaled_dot_product_attention", [["-3.4028235e+38"], ["[-1, 8, 16]"], ["[1, 2, 16, 8]"]]),
+    # a long nested list: broken only after an item's comma, never inside a number
+    ("bert", "index", [["[[[[[0, 0], [0, 1],", "[0, 2], [0, 3], [0,", "4], [0, 5], [0, 6],", "[0, 7]]]]]"]]),
+])
+def test_values_in_a_narrow_panel_wrap_only_between_list_items(qtbot, model: str, target: str,
+                                                               values: list[list[str]]):
+    index = open_index(ZOO / f"{model}.onnx")
+    panel, _sel, _text = _panel(qtbot, index, _first_call(index, target))
+    panel.resize(347, 600)  # its width in a 1024 px window
+    panel.show()
+    qtbot.waitExposed(panel)
+    lines = _visual_lines(panel)
+    for value in values:
+        k = lines.index(value[0])
+        assert lines[k: k + len(value)] == value

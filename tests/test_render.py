@@ -450,3 +450,42 @@ def test_op_boxes_are_coloured_by_category_in_the_svg(block):
     assert f'fill="{OP_CATEGORY_COLOURS["normalise"][0]}"' in svg  # Softmax
     assert f'fill="{OP_CATEGORY_COLOURS["shape"][0]}"' in svg  # Reshape, Transpose
     assert f'fill="{KIND_COLOURS["op"][0]}"' in svg  # Mul, Add: plain arithmetic
+
+
+SDPA_OPEN = frozenset({"mod:model", "mod:model.layers.0", "mod:model.layers.0.self_attn",
+                       "call:scaled_dot_product_attention"})
+
+
+def test_expanded_modules_and_aten_calls_are_outlined_groups_holding_exactly_their_boxes():
+    index = open_index(ROOT / "tests" / "zoo" / "llama_gqa.onnx")
+    scene = build_scene(index, MAIN, SDPA_OPEN)
+    assert [(g.id, g.label, g.parent) for g in scene.groups] == [
+        ("mod:model", "model  LlamaModel", None),
+        ("mod:model.layers.0", "model.layers.0  LlamaDecoderLayer", "mod:model"),
+        ("mod:model.layers.0.self_attn", "model.layers.0.self_attn  LlamaAttention", "mod:model.layers.0"),
+        ("call:scaled_dot_product_attention", "aten::scaled_dot_product_attention  scaled_dot_product_attention",
+         "mod:model.layers.0.self_attn"),
+    ]
+    sdpa = index.provenance.calls[next(k for k, c in enumerate(index.provenance.calls)
+                                       if c.name == "scaled_dot_product_attention")]
+    in_call = {n for n, g in scene.group_of.items() if g == "call:scaled_dot_product_attention"}
+    # the call's 11 ONNX nodes and the 4 small constants it reads (placed with their reader)
+    assert len([n for n in in_call if n.startswith("n:")]) == len(sdpa.node_paths) == 11
+    assert sorted(n for n in in_call if n.startswith("const:")) == [
+        "const:val_194", "const:val_206/shape", "const:val_210", "const:val_214"]
+    layout = layout_scene(scene)
+    parents = {g.id: g.parent for g in scene.groups}
+
+    def holds(group: str, node: str) -> bool:
+        inner: str | None = scene.group_of.get(node)
+        while inner is not None and inner != group:
+            inner = parents[inner]
+        return inner == group
+
+    assert [g.id for g in layout.groups] == [g.id for g in scene.groups]
+    for group in layout.groups:  # dot keeps a group's boxes inside its outline, and every other box outside
+        inside = {n.id for n in layout.nodes.values()
+                  if group.left <= n.x - n.width / 2 and n.x + n.width / 2 <= group.left + group.width
+                  and group.top <= n.y - n.height / 2 and n.y + n.height / 2 <= group.top + group.height}
+        assert inside == {n for n in layout.nodes if holds(group.id, n)}, group.id
+    assert build_scene(index, MAIN, frozenset()).groups == []  # nothing expanded: no outline

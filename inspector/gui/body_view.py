@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QTabWidget
 from inspector.core.aten.torchlib_source import torchlib_functions
 from inspector.core.bodies.literals import body_literals
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.keys import FunctionKey
+from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.specialise.categories import classify, explain
 from inspector.gui.analysis import Selection
 from inspector.gui.graph_panel import GraphPanel, scene_id
@@ -55,26 +55,37 @@ class BodyView:
         self.session.jobs.run(lambda: torchlib_functions(target), done)
 
     def mark_graph(self) -> None:
-        """Highlight, in the graph, the nodes of the shown body that carry specialised values."""
+        """Highlight, in the graph, the nodes of the shown body that carry specialised values: the body is the
+        graph's scope, or an aten call expanded in place in the main graph (its nodes keep the marks they have in
+        the call's own view)."""
         center = self.center
         sel, scene, view = self.session.selection, center.scene, center.current_view()
         if sel is None or scene is None or view is None:
             center.graph.mark({})
             return
-        scope = view.scope
-        same = (isinstance(scope, FunctionKey) and scope in sel.analysis.members) or (
-            isinstance(scope, AtenCall) and any(m is scope for m in sel.analysis.members))
-        if not same:
-            center.graph.mark({})
-            return
+        scope, members = view.scope, sel.analysis.members
+        if isinstance(scope, FunctionKey) and scope in members:
+            shown: list[FunctionKey | AtenCall] = [scope]
+        elif isinstance(scope, AtenCall):
+            shown = [m for m in members if m is scope]
+        elif scope == MAIN:  # the main graph's ids of an expanded call's nodes are its own view's ids
+            shown = [m for m in members if isinstance(m, AtenCall) and f"call:{m.name}" in view.expanded]
+        else:
+            shown = []
+        marks: dict[str, tuple[str, str]] = {}
+        for member in shown:
+            self._mark_member(sel, member, marks)
+        center.graph.mark(marks)
+
+    def _mark_member(self, sel: Selection, member: FunctionKey | AtenCall,
+                     marks: dict[str, tuple[str, str]]) -> None:
         # The analysis holds its first member's body; another aten call of the same body has its own nodes and
         # constants, whose literals line up one for one with the analysis's (the bodies are equal).
         body, here = sel.analysis.body, {id(lit): lit for lit in sel.analysis.literals}
         analyses = self.session.analyses
-        if isinstance(scope, AtenCall) and analyses is not None and scope is not sel.analysis.members[0]:
-            body = analyses.specialiser.body_of_call(scope)
+        if isinstance(member, AtenCall) and analyses is not None and member is not sel.analysis.members[0]:
+            body = analyses.specialiser.body_of_call(member)
             here = dict(zip((id(lit) for lit in sel.analysis.literals), body_literals(body), strict=True))
-        marks: dict[str, tuple[str, str]] = {}
         for spec in sel.analysis.specialised:
             lit = here[id(spec.literal)]
             if lit.kind == "initializer":
@@ -87,4 +98,3 @@ class BodyView:
             if node_id in marks:
                 note = marks[node_id][1] + "\n\n" + note
             marks[node_id] = (classify(spec).colour, note)
-        center.graph.mark(marks)

@@ -37,7 +37,7 @@ def _running() -> subprocess.Popen[bytes]:
 
 def run_dot_elsewhere(job: DotJob, edge_font_size: float) -> DotResult:
     """``run_dot`` in the helper process (started on first use); called from a worker thread, which waits."""
-    line = json.dumps([job.rankdir, job.ranksep, job.nodes, job.edges, edge_font_size]) + "\n"
+    line = json.dumps([job.rankdir, job.ranksep, job.nodes, job.edges, edge_font_size, job.clusters]) + "\n"
     with _lock:
         try:
             proc = _running()
@@ -53,7 +53,8 @@ def run_dot_elsewhere(job: DotJob, edge_font_size: float) -> DotResult:
     answer = json.loads(reply)
     if "error" in answer:
         raise RuntimeError(f"dot: {answer['error']}")
-    return DotResult(answer["bb"], answer["nodes"], tuple((pos, lp) for pos, lp in answer["edges"]))
+    return DotResult(answer["bb"], answer["nodes"], tuple((pos, lp) for pos, lp in answer["edges"]),
+                     answer["clusters"])
 
 
 def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:

@@ -22,16 +22,20 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.gui.text import tooltip
+from inspector.render.dot import CLUSTER_FONT_SIZE
 from inspector.render.layout import (
     DETAIL_FONT_SIZE,
     EDGE_FONT_SIZE,
+    KIND_COLOURS,
     LABEL_FONT_SIZE,
+    Layout,
     box_colours,
     edge_label_text,
     elide,
+    group_label,
     small_lines,
 )
-from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, SceneNode
+from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, Scene, SceneNode
 
 UPSTREAM = "#2a6fb0"
 DOWNSTREAM = "#b0512a"
@@ -46,6 +50,32 @@ class BoxHost(Protocol):
 
     @property
     def body_requested(self) -> SignalInstance: ...
+
+
+class GroupItem(QGraphicsRectItem):
+    """The outline of an expanded module or aten call, behind its boxes, named along its top (plain text)."""
+
+    def __init__(self, rect: QRectF, label: str, kind: str) -> None:
+        super().__init__(rect)
+        fill, stroke = KIND_COLOURS[kind]
+        self.setPen(QPen(QColor(stroke), 1.2, Qt.PenStyle.DashLine))
+        self.setBrush(QBrush(QColor(fill).lighter(103)))
+        self.setZValue(-1)
+        font = QFont("monospace")
+        font.setStyleHint(QFont.StyleHint.Monospace)
+        font.setPointSizeF(CLUSTER_FONT_SIZE * 0.75)
+        self.label = QGraphicsSimpleTextItem(group_label(label), self)  # plain text: never markup
+        self.label.setFont(font)
+        self.label.setBrush(QBrush(QColor(stroke).darker(130)))
+        self.label.setPos(rect.left() + 6, rect.top() + 2)
+        self.setToolTip(tooltip(label))
+
+
+def group_items(scene: Scene, layout: Layout) -> list[GroupItem]:
+    """The outlines of ``scene``'s expanded groups as laid out, parents first (drawn below their children)."""
+    labels = {g.id: g.label for g in scene.groups}
+    return [GroupItem(QRectF(g.left, g.top, g.width, g.height), labels.get(g.id, ""),
+                      ATEN_CALL if g.id.startswith("call:") else MODULE) for g in layout.groups]
 
 
 class NodeItem(QGraphicsRectItem):

@@ -12,7 +12,7 @@ moving by keyboard and tracing are ``graph_keys``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt, QTimer, Signal
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import write_atomic
-from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, opens_body
+from inspector.gui.graph_items import DOWNSTREAM, UPSTREAM, EdgeItem, NodeItem, group_items, opens_body
 from inspector.gui.graph_keys import ARROWS, distance, next_box, reach, reading_order
 from inspector.render.layout import Layout, to_svg
 from inspector.render.overview import Overview, title
@@ -145,6 +145,8 @@ class GraphView(QGraphicsView):
             s = self.scene()
             edge_colour = self.palette().color(QPalette.ColorRole.Text)
             edge_colour.setAlpha(170)
+            for group in group_items(scene, layout):
+                s.addItem(group)
             for node in scene.nodes:
                 laid = layout.nodes.get(node.id)
                 if laid is None:
@@ -204,6 +206,7 @@ class GraphView(QGraphicsView):
             self.centerOn(QPointF(rect.center().x(), rect.top() + min(height / 2, rect.height() / 2)))
         else:
             self.centerOn(rect.center())
+        whole_boxes(self, selected[0].sceneBoundingRect() if selected else None)
 
     def show_region(self, ids: list[str]) -> None:
         """Zoom to the boxes ``ids`` (what an expanded box opened into): all of them at up to 1:1 when they fit
@@ -211,10 +214,7 @@ class GraphView(QGraphicsView):
         items = [self.items_by_id[i] for i in ids if i in self.items_by_id]
         if not items:
             return
-        rect = items[0].sceneBoundingRect()
-        for item in items[1:]:
-            rect = rect.united(item.sceneBoundingRect())
-        rect = rect.adjusted(-20, -20, 20, 20)
+        rect = around(items, self.items_by_id.values()).adjusted(-20, -20, 20, 20)
         view = self.viewport().rect()
         scale = min(view.width() / rect.width(), view.height() / rect.height(), MAX_FIT_SCALE)
         scale = max(scale, MIN_FIT_SCALE)
@@ -222,9 +222,11 @@ class GraphView(QGraphicsView):
         self.scale(scale, scale)
         if rect.width() * scale <= view.width() and rect.height() * scale <= view.height():
             self.centerOn(rect.center())
+            whole_boxes(self, rect)
         else:
             top = min(items, key=lambda i: (i.sceneBoundingRect().top(), i.sceneBoundingRect().left()))
             self.centerOn(top)
+            whole_boxes(self, top.sceneBoundingRect())
 
     def readable(self) -> bool:
         """Whether box labels are drawn at a readable size (the scale ``fit`` never goes below)."""
@@ -353,6 +355,51 @@ class GraphView(QGraphicsView):
         found = next_box(selected[0], dx, dy, self.edges, self.items_by_id)
         if found is not None:
             self.select(found, centre=False)
+
+
+def around(items: list[NodeItem], others: Iterable[NodeItem]) -> QRectF:
+    """The rectangle of ``items``, grown to hold whole the ``others`` that reach into it (a region's constants)."""
+    rect = items[0].sceneBoundingRect()
+    for item in items[1:]:
+        rect = rect.united(item.sceneBoundingRect())
+    for item in others:
+        if item.sceneBoundingRect().intersects(rect):
+            rect = rect.united(item.sceneBoundingRect())
+    return rect
+
+
+def whole_boxes(view: GraphView, keep: QRectF | None) -> None:
+    """Slide the view sideways (never out of ``keep``) so that its left and right edges cut as few boxes as can
+    be: llama's SDPA body at 1024x700 is 553 px of boxes in 521 px of view at the readable scale, and centred it
+    showed four boxes cut, two at each edge; slid, one."""
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    boxes = [i.sceneBoundingRect() for i in view.items_by_id.values()]
+    dx = sideways(boxes, visible, view.sceneRect(), keep)
+    if dx:
+        view.centerOn(visible.center() + QPointF(dx, 0))
+
+
+def sideways(boxes: list[QRectF], visible: QRectF, bounds: QRectF, keep: QRectF | None) -> float:
+    """How far to slide ``visible`` sideways, within ``bounds``, so that its edges cut the fewest ``boxes`` (ties:
+    the shortest slide), keeping ``keep`` inside it when it was; 0 when no slide does better. A box is cut when it
+    shows in part."""
+    def cut(dx: float) -> int:
+        left, right = visible.left() + dx, visible.right() + dx
+        return sum(1 for b in boxes if b.bottom() > visible.top() and b.top() < visible.bottom()
+                   and b.right() > left and b.left() < right and (b.left() < left or b.right() > right))
+
+    if not cut(0):
+        return 0.0
+    near = [b for b in boxes if b.bottom() > visible.top() and b.top() < visible.bottom()]
+    moves = {0.0}
+    for b in near:  # each box brought whole inside, or pushed whole out, at either edge
+        moves |= {b.left() - visible.left(), b.right() - visible.right(), b.right() - visible.left(),
+                  b.left() - visible.right()}
+    # never past the drawing's sides (nor its scroll range: all boxes pushed out would cut none)
+    moves = {m for m in moves if bounds.left() <= visible.left() + m and visible.right() + m <= bounds.right()}
+    if keep is not None and visible.left() <= keep.left() and keep.right() <= visible.right():
+        moves = {m for m in moves if visible.left() + m <= keep.left() and keep.right() <= visible.right() + m}
+    return min(moves | {0.0}, key=lambda m: (cut(m), abs(m)))
 
 
 def export_png(view: GraphView, path: Path, scale: float = 2.0) -> None:

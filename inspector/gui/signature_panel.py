@@ -30,7 +30,9 @@ from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
 LEFT_OUT_LINK = "leftout:toggle"
-NOWRAP = "white-space:nowrap"  # where a value sits and its state read whole; the evidence wraps
+NOWRAP = "white-space:nowrap"  # where a value sits, and each line of a value, read whole; the others wrap
+VALUE_LINE_CHARS = 20  # a value's line in the table: at a 1024 px window the panel is 347 px and its where column
+# ~110 px, so a longer line would push the state and evidence columns off the panel
 
 
 class SignaturePanel(QWidget):
@@ -160,8 +162,8 @@ class SignaturePanel(QWidget):
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
             lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
-            rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), tag("td", value),
-                            tag("td", state, style=NOWRAP), tag("td", lines)))
+            rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), _value_cell(value),
+                            tag("td", state), tag("td", lines)))
         baked = {s.baked_by for s in specs if s.baked_by}
         notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
         head = tag("tr", *(tag("th", h, align="left") for h in ("where", "value", "in the family", "evidence")))
@@ -244,6 +246,22 @@ def _lowering(sel: Selection) -> Rich:
                                       "values are not attributed to torchlib's code.")) if sel.rewritten else ""
     return tag("p", f"{sel.target} → torchlib ", tag("code", entry.function), f", {kind} ",
                tag("small", f"({source})"), rewritten)
+
+
+def _value_cell(value: str) -> Rich:
+    """A value's table cell that never breaks inside a number: squeezed, Qt's rich text cuts a cell's words
+    anywhere (`-3.4 / 028 / 235 / e+3 / 8` at a 1024 px window), so the cell does not wrap, and a long value is
+    broken here, between its list items, into lines of at most ``VALUE_LINE_CHARS`` (one item longer than that
+    has a line of its own)."""
+    lines: list[str] = []
+    for piece in value.split(", "):
+        if lines and len(lines[-1]) + 2 + len(piece) <= VALUE_LINE_CHARS:
+            lines[-1] += ", " + piece
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(piece)
+    return tag("td", *(rich(BR if k else "", line) for k, line in enumerate(lines)), style=NOWRAP)
 
 
 def _legend() -> Rich:

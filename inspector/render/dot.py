@@ -11,21 +11,24 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 _GRAPHVIZ_LOCK = threading.Lock()
+CLUSTER_FONT_SIZE = 8.0  # points, monospace: the room reserved for a cluster's label
 
 
 @dataclass(frozen=True, slots=True)
 class DotJob:
     """A graph for ``dot``: nodes ``(name, width, height)`` (inches, as text), edges ``(source, target, key,
-    label)`` where the label is only room (``X`` repeated) or empty."""
+    label)`` where the label is only room (``X`` repeated) or empty, and clusters ``(name, parent cluster or "",
+    member nodes, label room)``, parents first: dot keeps a cluster's nodes together inside its outline."""
 
     rankdir: str
     ranksep: str
     nodes: tuple[tuple[str, str, str], ...]
     edges: tuple[tuple[str, str, str, str], ...]
+    clusters: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class DotResult:
     bb: str
     node_pos: dict[str, str]
     edge_pos: tuple[tuple[str, str], ...]
+    cluster_bb: dict[str, str] = field(default_factory=dict)
 
 
 def run_dot(job: DotJob, edge_font_size: float) -> DotResult:
@@ -55,14 +59,20 @@ def run_dot(job: DotJob, edge_font_size: float) -> DotResult:
                     graph.add_edge(src, dst, key=key, label=label)
                 else:
                     graph.add_edge(src, dst, key=key)
+            subs: dict[str, object] = {}
+            for name, parent, members, room in job.clusters:
+                host = subs.get(parent, graph)
+                subs[name] = host.add_subgraph(list(members), name=f"cluster_{name}", label=room,  # type: ignore[attr-defined]
+                                               labeljust="l", fontname="Courier", fontsize=f"{CLUSTER_FONT_SIZE:g}")
             graph.layout(prog="dot")
             bb = graph.graph_attr.get("bb") or "0,0,0,0"
+            cluster_bb = {name: sub.graph_attr.get("bb") or "" for name, sub in subs.items()}  # type: ignore[attr-defined]
             node_pos = {name: graph.get_node(name).attr.get("pos") or "" for name, _w, _h in job.nodes}
             edge_pos = tuple((graph.get_edge(src, dst, key).attr.get("pos") or "",
                               graph.get_edge(src, dst, key).attr.get("lp") or "") for src, dst, key, _l in job.edges)
         finally:
             graph.close()
-    return DotResult(bb, node_pos, edge_pos)
+    return DotResult(bb, node_pos, edge_pos, cluster_bb)
 
 
 def serve(lines: IO[str], out: IO[str]) -> None:
@@ -71,11 +81,13 @@ def serve(lines: IO[str], out: IO[str]) -> None:
     (``inspector.gui.dot_process``); ends when its input does."""
     for line in lines:
         try:
-            rankdir, ranksep, nodes, edges, font_size = json.loads(line)
+            rankdir, ranksep, nodes, edges, font_size, clusters = json.loads(line)
             job = DotJob(str(rankdir), str(ranksep), tuple((str(n), str(w), str(h)) for n, w, h in nodes),
-                         tuple((str(s), str(t), str(k), str(lb)) for s, t, k, lb in edges))
+                         tuple((str(s), str(t), str(k), str(lb)) for s, t, k, lb in edges),
+                         tuple((str(n), str(p), tuple(str(m) for m in ms), str(r)) for n, p, ms, r in clusters))
             result = run_dot(job, float(font_size))
-            reply: dict[str, object] = {"bb": result.bb, "nodes": result.node_pos, "edges": result.edge_pos}
+            reply: dict[str, object] = {"bb": result.bb, "nodes": result.node_pos, "edges": result.edge_pos,
+                                        "clusters": result.cluster_bb}
         except Exception as e:  # a malformed job, a Graphviz error: one line back, and serve the next job
             reply = {"error": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
         out.write(json.dumps(reply) + "\n")

@@ -24,6 +24,12 @@ class Grouping:
     call_box: list[str | None]  # per call (plus a trailing None for -1): its box id, None when shown node by node
     calls: dict[str, AtenCall] = field(default_factory=dict)  # aten-call box id -> call
     modules: dict[str, ModuleNode] = field(default_factory=dict)  # module box id -> module
+    # what is expanded, drawn as an outlined group: its id (the box it replaces) -> the call or module, and the
+    # innermost expanded module that holds it (None: the graph itself)
+    open_calls: dict[str, AtenCall] = field(default_factory=dict)
+    open_modules: dict[str, ModuleNode] = field(default_factory=dict)
+    parent: dict[str, str | None] = field(default_factory=dict)  # group or box id -> the group it is drawn in
+    call_group: list[str | None] = field(default_factory=list)  # per call: the group its nodes are drawn in
 
 
 def unique_id(base: str, used: set[str]) -> str:
@@ -66,23 +72,31 @@ def main_grouping(index: ModelIndex, expanded: frozenset[str]) -> Grouping:
         for k, name in zip(mine, names):
             call_ids[k] = unique_id("call:" + name, used)
     call_box: list[str | None] = [None] * (len(calls) + 1)
-    grouping = Grouping(node_call, call_box)
+    grouping = Grouping(node_call, call_box, call_group=[None] * (len(calls) + 1))
     # Top down through the module tree: a module is open (root, or expanded with all its ancestors open),
     # a box (its parent is open and it is not expanded), or inside the box of a collapsed ancestor.
     used_modules: set[str] = set()
-    open_modules: list[ModuleNode] = [prov.module_root]
+    open_modules: list[tuple[ModuleNode, str | None]] = [(prov.module_root, None)]
     collapsed: list[tuple[ModuleNode, str]] = []
     while open_modules:
-        module = open_modules.pop()
+        module, group = open_modules.pop()
         for k in module.calls:
             cid = call_ids[k]
+            grouping.call_group[k] = group
             if cid and cid not in expanded:
                 call_box[k] = cid
                 grouping.calls[cid] = calls[k]
+                grouping.parent[cid] = group
+            elif cid:
+                grouping.open_calls[cid] = calls[k]
+                grouping.parent[cid] = group
+                grouping.call_group[k] = cid
         for child in reversed(list(module.children.values())):  # popped in declaration order
             mid = unique_id("mod:" + child.path, used_modules)
+            grouping.parent[mid] = group
             if mid in expanded:
-                open_modules.append(child)
+                open_modules.append((child, mid))
+                grouping.open_modules[mid] = child
             else:
                 grouping.modules[mid] = child
                 collapsed.append((child, mid))

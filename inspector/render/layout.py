@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from inspector.core.util.textsafe import xml_attr, xml_text
-from inspector.render.dot import DotJob, DotResult, run_dot
+from inspector.render.dot import CLUSTER_FONT_SIZE, DotJob, DotResult, run_dot
 from inspector.render.scene import (
     ATEN_CALL,
     CONSTANT,
@@ -118,11 +118,23 @@ class LaidEdge:
 
 
 @dataclass(frozen=True, slots=True)
+class LaidGroup:
+    """The outline of an expanded module or aten call (a scene group), its label inside along its top."""
+
+    id: str
+    left: float
+    top: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True, slots=True)
 class Layout:
     nodes: dict[str, LaidNode]
     edges: list[LaidEdge]
     width: float
     height: float
+    groups: tuple[LaidGroup, ...] = ()  # parents before their children
 
 
 def node_size(node: SceneNode) -> tuple[float, float]:
@@ -180,7 +192,9 @@ def layout_scene(scene: Scene, rankdir: str = "TB", dot: DotRunner | None = None
         job_edges.append((src, dst, f"e{k}", "X" * (len(text) + 2) if text else ""))  # room (and a gap), never text
         edge_index.append(k)
     ranksep = "0.3" if rankdir in ("TB", "BT") else "0.5"  # labels get their own room from dot
-    result = (dot or run_dot)(DotJob(rankdir, ranksep, tuple(job_nodes), tuple(job_edges)), EDGE_FONT_SIZE)
+    clusters = _clusters(scene, gv_id)
+    job = DotJob(rankdir, ranksep, tuple(job_nodes), tuple(job_edges), clusters)
+    result = (dot or run_dot)(job, EDGE_FONT_SIZE)
     llx, lly, urx, ury = _floats(result.bb, 4)
     node_pos = {sid: result.node_pos.get(name, "") for sid, name in gv_id.items()}
     edge_pos = [(k, pos, lp) for k, (pos, lp) in zip(edge_index, result.edge_pos, strict=True)]
@@ -202,7 +216,34 @@ def layout_scene(scene: Scene, rankdir: str = "TB", dot: DotRunner | None = None
             points = _line((a.x, a.y), (b.x, b.y))
         label_at = flip(*_floats(lp, 2)) if lp else None
         edges.append(LaidEdge(edge.source, edge.target, points, label_at))
-    return Layout(nodes, edges, round(urx - llx, 2), round(ury - lly, 2))
+    groups = []
+    for (name, _parent, _members, _room), group in zip(clusters, scene.groups, strict=False):
+        x0, y0, x1, y1 = _floats(result.cluster_bb.get(name, ""), 4)
+        if x1 > x0 and y1 > y0:
+            (left, top), (right, bottom) = flip(x0, y1), flip(x1, y0)
+            groups.append(LaidGroup(group.id, left, top, round(right - left, 2), round(bottom - top, 2)))
+    return Layout(nodes, edges, round(urx - llx, 2), round(ury - lly, 2), tuple(groups))
+
+
+def _clusters(scene: Scene, gv_id: dict[str, str]) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+    """The scene's groups as dot clusters: generated names (``g0`` …), their boxes (those of the groups inside
+    too), and room for their label (``X`` repeated, never model text), one per group, parents first."""
+    names = {g.id: f"g{k}" for k, g in enumerate(scene.groups)}
+    parents = {g.id: g.parent for g in scene.groups}
+    members: dict[str, list[str]] = {g.id: [] for g in scene.groups}
+    for node_id, innermost in scene.group_of.items():
+        group: str | None = innermost
+        while group in members and node_id in gv_id:  # in its group and every group around it, as dot wants
+            members[group].append(gv_id[node_id])
+            group = parents[group]
+    return tuple((names[g.id], names.get(g.parent or "", ""), tuple(members[g.id]), "X" * len(group_label(g.label)))
+                 for g in scene.groups)
+
+
+def group_label(label: str) -> str:
+    """A group's label as drawn (and as dot reserved room for): one line, elided to twice ``MAX_WIDTH`` (an aten
+    target and its FX name, ``aten::scaled_dot_product_attention  scaled_dot_product_attention``, is 65 chars)."""
+    return elide(label, 2 * MAX_WIDTH, CLUSTER_FONT_SIZE)
 
 
 def _floats(text: str, count: int) -> tuple[float, ...]:

@@ -10,8 +10,9 @@ call's nodes, with its inputs and outputs as boundary nodes). Scene node ids are
 - ``in:<value>``, ``out:<value>``, ``const:<value>``: graph (or boundary) inputs, outputs, small initializers.
 
 (When a model repeats a name, later ids get a ``#2``, ``#3`` … suffix.) Passing a ``call:`` or ``mod:`` id in
-``expanded`` shows what is inside that box instead of the box. Labels are raw model text: whoever draws them
-escapes them.
+``expanded`` shows what is inside that box instead of the box, as a *group* (``Scene.groups``, id the box's)
+that the layout outlines around exactly its boxes and the view names. Labels are raw model text: whoever draws
+them escapes them.
 
 Built for 100k-node graphs: one pass over the nodes assigns each to a box (plain lists of ints and strings);
 values and edges are read only for nodes whose box is kept in the scene; no Python object is made per node.
@@ -92,6 +93,15 @@ class SceneEdge:
                 object.__setattr__(self, name, as_text(value))
 
 
+@dataclass(frozen=True, slots=True)
+class SceneGroup:
+    """An expanded module or aten call of the main graph: drawn as an outline, named, around its boxes."""
+
+    id: str  # the id of the box it replaces (``call:…``, ``mod:…``)
+    label: str  # aten target and FX name, or module path and class; raw model text, not escaped
+    parent: str | None  # the group it is drawn in (None: the graph)
+
+
 @dataclass(slots=True)
 class Scene:
     title: str
@@ -99,6 +109,8 @@ class Scene:
     edges: list[SceneEdge]
     truncated: bool = False
     hidden_nodes: int = 0
+    groups: list[SceneGroup] = field(default_factory=list)  # parents before their children
+    group_of: dict[str, str] = field(default_factory=dict)  # box id -> the innermost group drawn around it
     _by_id: dict[str, SceneNode] | None = field(default=None, repr=False, compare=False)
 
     def node(self, node_id: str) -> SceneNode:
@@ -223,7 +235,40 @@ def _graph_scene(title: str, facts: GraphFacts, inputs: list[str], grouping: Gro
         elif grouping is not None and entry in grouping.modules:
             scene_nodes.append(_module_box(entry, grouping.modules[entry]))
     edges = [_edge(src, dst, values, types) for (src, dst), values in pairs.items()]
-    return Scene(title, scene_nodes, edges, truncated, hidden)
+    scene = Scene(title, scene_nodes, edges, truncated, hidden)
+    if grouping is not None and (grouping.open_calls or grouping.open_modules):
+        _groups(scene, grouping, const_before, const_keys)
+    return scene
+
+
+def _groups(scene: Scene, grouping: Grouping, const_before: dict[int, list[str]], const_keys: dict[str, str]) -> None:
+    """The outlined groups of ``scene`` (expanded modules and aten calls holding a box), and each box's group."""
+    node_call, call_group, parent = grouping.node_call, grouping.call_group, grouping.parent
+    for node in scene.nodes:
+        if node.id.startswith("n:"):
+            i = int(node.id[2:])
+            group = call_group[node_call[i]]
+            if group is not None:
+                scene.group_of[node.id] = group
+                for name in const_before.get(i, ()):  # a constant is drawn with the node it was placed for
+                    scene.group_of[const_keys[name]] = group
+        elif (group := parent.get(node.id)) is not None:
+            scene.group_of[node.id] = group
+    held = set(scene.group_of.values())
+    for group in list(held):  # the groups holding a group that holds boxes
+        while (group := parent.get(group)) is not None:
+            held.add(group)
+    order = [*grouping.open_modules, *grouping.open_calls]  # modules top down, then calls
+    for gid in order:
+        if gid in held:
+            if gid in grouping.open_calls:
+                call = grouping.open_calls[gid]
+                label = f"{call.target}  {call.name}"
+            else:
+                module = grouping.open_modules[gid]
+                cls = module.class_name.rsplit(".", 1)[-1]
+                label = f"{module.path}  {cls}" if cls else module.path
+            scene.groups.append(SceneGroup(gid, label, parent.get(gid)))
 
 
 def _boxes(n: int, grouping: Grouping | None) -> tuple[list[_Key], list[_Key], list[int]]:
