@@ -167,7 +167,7 @@ def make_function(key: FunctionKey, cls: FunctionClass, order: list[int],
         copy = f.node.add()
         copy.CopyFrom(node)
         del copy.metadata_props[:]  # the call node keeps the metadata
-        _rename_reads(copy, rename)
+        rename_reads(copy, rename)
     for b in plan.form.bound:
         default = aten_attribute(b.parameter.name, b.parameter.default_value, b.parameter) \
             if b.parameter.default and not b.parameter.is_tensor else None
@@ -180,7 +180,7 @@ def make_function(key: FunctionKey, cls: FunctionClass, order: list[int],
     return f
 
 
-def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
+def rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
     """Rename what ``node`` reads, inside its subgraphs too (values captured from the outer scope)."""
     for k, name in enumerate(node.input):
         if name in rename:

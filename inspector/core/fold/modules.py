@@ -30,6 +30,7 @@ from onnx import helper
 
 from inspector.core.bodies.body import Body
 from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.fold.build import rename_reads
 from inspector.core.fold.module_hoist import Hoisted, parametrise
 from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
@@ -37,7 +38,6 @@ from inspector.core.fold.names import Unnamed, identifier, overload_keys
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.model.walk import subgraphs
 from inspector.core.util.textsafe import one_line
 
 MODULE_DOMAIN = "pkg.torch.module"  # beside pkg.torch.aten (the aten fold) and pkg.torch.onnx (the metadata keys)
@@ -325,7 +325,7 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
         copy = fn.node.add()
         copy.CopyFrom(node)
         nested = nested or node.domain == domain
-        _rename_reads(copy, rename)
+        rename_reads(copy, rename)
     if f.hoisted is not None:
         parametrise(fn, f.hoisted, len(body.constants))
     fn.opset_import.extend(opsets)
@@ -333,24 +333,6 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
         fn.opset_import.append(helper.make_opsetid(domain, 1))
     fn.doc_string = f"nn.Module {f.inst.module.class_name}, cut from instance {f.inst.path}"
     return fn
-
-
-def _rename_reads(node: onnx.NodeProto, rename: dict[str, str]) -> None:
-    """Rename what ``node`` reads, inside its subgraphs too (values captured from the outer scope)."""
-    for k, name in enumerate(node.input):
-        if name in rename:
-            node.input[k] = rename[name]
-    stack = [g for _s, g in subgraphs(node)]
-    while stack:
-        g = stack.pop()
-        for n in g.node:
-            for k, name in enumerate(n.input):
-                if name in rename:
-                    n.input[k] = rename[name]
-            stack.extend(sg for _s, sg in subgraphs(n))
-        for v in g.output:
-            if v.name in rename:
-                v.name = rename[v.name]
 
 
 def _rename_calls(nodes: Sequence[onnx.NodeProto], domain: str, keys: dict[str, FunctionKey]) -> None:
