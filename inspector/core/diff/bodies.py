@@ -15,7 +15,7 @@ import onnx
 from onnx import AttributeProto, helper
 
 from inspector.core.bodies.body import Body, walk_body
-from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
 from inspector.core.bodies.literals import Literal, attribute_value, body_literals, tensor_value
 from inspector.core.diff.arguments import CallContext, arguments_text, name_arguments
 from inspector.core.diff.model import ArgChange, EditOp, NodeEdit
@@ -56,6 +56,50 @@ def function_form(body: Body) -> Body:
     the aten argument order."""
     consts = [helper.make_node("Constant", [], [name], value=t) for name, t in body.constants.items()]
     return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {})
+
+
+def constants_by_use(body: Body) -> Body | None:
+    """The body with its Constant nodes moved to just before their first reader, or None when that changes
+    nothing. Two exports of one lowering may emit its Constant nodes in another order (a shuffled body reported
+    ``+15 (Constant x15) -15 (Constant x15)`` for identical content); comparing both bodies in this order matches
+    Constant tensors by what they hold and where they are read, not by their position."""
+    consts: dict[str, int] = {}
+    for i, node in enumerate(body.nodes):
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and not node.input and len(node.output) == 1:
+            consts[node.output[0]] = i
+    if not consts:
+        return None
+    placed: set[int] = set()
+    order: list[int] = []
+    for i, node in enumerate(body.nodes):
+        if i in consts.values():
+            continue
+        for _path, inner in walk_body([node]):
+            for name in inner.input:
+                j = consts.get(name)
+                if j is not None and j not in placed:
+                    placed.add(j)
+                    order.append(j)
+        order.append(i)
+    order.extend(j for j in sorted(consts.values()) if j not in placed)
+    if order == list(range(len(body.nodes))):
+        return None
+    paths = [body.node_paths[i] for i in order] if len(body.node_paths) == len(body.nodes) else body.node_paths
+    nodes = [body.nodes[i] for i in order]
+    # a group's outputs are listed in node order, so a Constant read outside the call moves with its node
+    rank = {name: k for k, node in enumerate(nodes) for name in node.output}
+    outputs = sorted(body.outputs, key=lambda name: rank.get(name, -1))
+    return Body(body.label, nodes, body.inputs, outputs, body.constants, paths, body.canonical_inputs)
+
+
+def in_use_order(body: Body) -> Body:
+    """The body as the diff compares it: Constant nodes just before their first reader (``constants_by_use``)."""
+    return constants_by_use(body) or body
+
+
+def order_fingerprint(body: Body) -> Fingerprints:
+    """The fingerprint of ``in_use_order(body)``: blind to the order in which a lowering emitted its Constants."""
+    return fingerprint(in_use_order(body))
 
 
 def value_deltas(ba: Body, bb: Body, ctx_a: CallContext | None, ctx_b: CallContext | None) -> list[Delta]:

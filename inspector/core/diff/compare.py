@@ -19,8 +19,10 @@ from inspector.core.diff.bodies import (
     count_nodes,
     edits_summary,
     function_signature,
+    in_use_order,
     node_edits,
     op_label,
+    order_fingerprint,
     reader,
     signature_detail,
     subgraph_edits,
@@ -205,14 +207,14 @@ class Comparer:
             if unit.callee is None:
                 assert ub.callee is not None
                 ba = A.fold_form(unit)
-                fpa = fingerprint(ba)
+                fpa = order_fingerprint(ba)
                 bb = function_body_by_use(ub.callee, B.functions[ub.callee])
                 fpb = B.function_fp_by_use(ub.callee)
             else:
                 ba = function_body_by_use(unit.callee, A.functions[unit.callee])
                 fpa = A.function_fp_by_use(unit.callee)
                 bb = B.fold_form(ub)
-                fpb = fingerprint(bb)
+                fpb = order_fingerprint(bb)
             if fpa.full != fpb.full:
                 self.report_bodies("aten_call", family, site, ba, fpa, bb, fpb, (A, call), (B, ub.call))
         for kb, unit in enumerate(calls_b):
@@ -263,9 +265,12 @@ class Comparer:
                       call_b: tuple[Side, AtenCall | None] | None) -> None:
         """Value changes (same template) or node edits (different templates) of one body pair, merged across the
         family's call sites."""
-        same_template = fpa.template == fpb.template
+        same_template = fpa.template == fpb.template  # (the fingerprints are of the bodies in use order)
+        # shown as ``summary`` shows the bodies: their own fingerprints, nodes numbered in their own order
+        shown_a, shown_b = fingerprint(ba).full, fingerprint(bb).full
         ctx_a = ctx_b = None
         if same_template:  # value changes are labelled with the aten arguments of these calls
+            ba, bb = in_use_order(ba), in_use_order(bb)  # literals align slot by slot in that order
             ctx_a = call_a[0].links.call_context(call_a[1], ba, self.cat) if call_a is not None else None
             ctx_b = call_b[0].links.call_context(call_b[1], bb, self.cat) if call_b is not None else None
         cache_key = (section, fpa.full, fpb.full, ctx_a.key if ctx_a else "", ctx_b.key if ctx_b else "")
@@ -280,13 +285,13 @@ class Comparer:
                                 arguments=d.arguments),
                          ("value", section, family, d.label, d.old_key, d.new_key, repr(d.arguments)), site)
             if not deltas:  # same template, different fingerprint, no literal differs: wiring inside the body
-                self.add(Change("body_changed", section, family, site, {"fingerprint": fpa.full},
-                                {"fingerprint": fpb.full}, "same operators and values, wired differently"),
+                self.add(Change("body_changed", section, family, site, {"fingerprint": shown_a},
+                                {"fingerprint": shown_b}, "same operators and values, wired differently"),
                          ("body", section, family, fpa.full, fpb.full), site)
             return
         n_a, n_b = count_nodes(ba), count_nodes(bb)
-        self.add(Change("body_changed", section, family, site, {"nodes": n_a, "fingerprint": fpa.full},
-                        {"nodes": n_b, "fingerprint": fpb.full}, f"{n_a} -> {n_b} nodes: {edits_summary(edits)}",
+        self.add(Change("body_changed", section, family, site, {"nodes": n_a, "fingerprint": shown_a},
+                        {"nodes": n_b, "fingerprint": shown_b}, f"{n_a} -> {n_b} nodes: {edits_summary(edits)}",
                         edits=edits[:MAX_EDITS]),
                  ("body", section, family, fpa.full, fpb.full), site)
 

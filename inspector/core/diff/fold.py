@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
-from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.diff.bodies import order_fingerprint
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import FoldRelation
 from inspector.core.diff.units import Side
@@ -37,7 +37,7 @@ def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:
         flat, call = (ua, ub) if folded == "b" else (ub, ua)
         assert call.callee is not None
         other = A if folded == "b" else B
-        if fingerprint(other.fold_form(flat)).full == side.function_fp_by_use(call.callee).full:
+        if order_fingerprint(other.fold_form(flat)).full == side.function_fp_by_use(call.callee).full:
             identical += 1
     domains = sorted({k.domain for k in callees if k is not None})
     return FoldRelation(folded, len(pairs), len(callees), domains, identical)

@@ -10,8 +10,8 @@ from typing import Any
 from onnx import TensorProto
 
 from inspector.core.bodies.body import Body, function_body, function_body_by_use, group_body
-from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
-from inspector.core.diff.bodies import function_form
+from inspector.core.bodies.fingerprint import Fingerprints
+from inspector.core.diff.bodies import function_form, in_use_order, order_fingerprint
 from inspector.core.diff.cut import NO_CONSTANTS, GraphCut, Unit
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
@@ -47,6 +47,7 @@ class Side:
                         self.family_of_key[ov.function] = fam.label
         self._function_fp: dict[FunctionKey, Fingerprints] = {}
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
+        self._output_ranks: dict[int, dict[str, int]] = {}
         self._module_keys = ModuleKeys()
         cut = GraphCut(index, self.input_pos, like.cut if like is not None else None)
         self.cut: GraphCut = cut
@@ -157,14 +158,14 @@ class Side:
     def function_fp(self, key: FunctionKey) -> Fingerprints:
         fp = self._function_fp.get(key)
         if fp is None:
-            fp = self._function_fp[key] = fingerprint(function_body(key, self.functions[key]))
+            fp = self._function_fp[key] = order_fingerprint(function_body(key, self.functions[key]))
         return fp
 
     def function_fp_by_use(self, key: FunctionKey) -> Fingerprints:
         """The function's fingerprint with inputs numbered by first use, to compare it with a flat group."""
         fp = self._function_fp_by_use.get(key)
         if fp is None:
-            fp = self._function_fp_by_use[key] = fingerprint(function_body_by_use(key, self.functions[key]))
+            fp = self._function_fp_by_use[key] = order_fingerprint(function_body_by_use(key, self.functions[key]))
         return fp
 
     def unit_fp(self, unit: Unit) -> Fingerprints:
@@ -172,7 +173,7 @@ class Side:
             if unit.callee is not None:
                 unit.fp = self.function_fp(unit.callee)
             elif unit.kind == "aten_call":
-                unit.fp = fingerprint(self.body(unit))
+                unit.fp = order_fingerprint(self.body(unit))
             else:
                 unit.fp = Fingerprints("", "")  # single nodes are compared attribute by attribute
         return unit.fp
@@ -189,6 +190,8 @@ class Side:
             uid = self.unit_of_node[p]
             u = self.units[uid]
             outputs = u.outputs if u is not None else self.graph.node[p].output
+            if len(outputs) > 1 and u is not None:
+                return ("unit", uid, self._output_rank(uid, u).get(name, -1))
             return ("unit", uid, list(outputs).index(name) if name in outputs else -1)
         k = self.input_pos.get(name)
         if k is not None:
@@ -197,6 +200,24 @@ class Side:
         if k is not None:
             return ("init", k)
         return ("outer", name)
+
+    def _output_rank(self, uid: int, unit: Unit) -> dict[str, int]:
+        """A call's outputs numbered as its body reads in use order (``in_use_order``): a Constant that one call
+        makes and another reads keeps its number when the lowering emitted the call's Constants in another order,
+        flat or folded (a function's outputs are numbered by its own body)."""
+        rank = self._output_ranks.get(uid)
+        if rank is None:
+            if unit.callee is not None:
+                f = self.functions[unit.callee]
+                formal = {o: k for k, o in enumerate(in_use_order(function_body(unit.callee, f)).outputs)}
+                call = self.graph.node[unit.nodes[0]]
+                rank = {actual: formal.get(name, -1) for actual, name in zip(call.output, f.output, strict=False)}
+            elif unit.kind == "aten_call":
+                rank = {o: k for k, o in enumerate(in_use_order(self.body(unit)).outputs)}
+            else:
+                rank = {o: k for k, o in enumerate(unit.outputs)}
+            self._output_ranks[uid] = rank
+        return rank
 
     def describe(self, src: tuple[Any, ...]) -> str:
         kind = src[0]
