@@ -166,8 +166,12 @@ class DistinctDelegate(QStyledItemDelegate):
         style = option.widget.style() if option.widget is not None else self._view.style()
         width = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, option.widget).width()
         metrics = option.fontMetrics
-        option.text = distinct_elide(option.text, self._sibling_shared(index),
-                                     lambda s: metrics.horizontalAdvance(s) <= width - 1)
+
+        def fits(s: str) -> bool:
+            return metrics.horizontalAdvance(s) <= width - 1
+
+        if not fits(option.text):  # the siblings are read only for a row that must be shortened
+            option.text = distinct_elide(option.text, self._sibling_shared(index), fits)
 
     def shown_text(self, index: QModelIndex) -> str:
         """The text drawn for ``index`` at the view's current column width (what a reader sees)."""
