@@ -87,6 +87,8 @@ class BodyAnalysis:
     bound: list[BoundArgument] = field(default_factory=list)
     # literals of a lone body not listed as specialised: attributes equal to their ONNX schema default
     left_out: list[SpecialisedValue] = field(default_factory=list)
+    # of the body as ``fold`` writes it, for review keys that hold across fold (``review.fold_keys``), on demand
+    fold_fingerprints: Fingerprints | None = None
 
 
 @dataclass(slots=True)
