@@ -192,3 +192,25 @@ def test_attributes_that_disagree_with_the_metadata_are_the_signatures_problem()
                           "FX metadata [2, 3]"
     agreeing = function_call_signature(f, _call("aten.view.default", size=[2, 3]))
     assert agreeing is not None and agreeing.problem is None
+
+
+def test_two_producers_names_for_one_op_are_one_family(tmp_path: Path) -> None:
+    """One aten_view overload moved to pkg.onnxscript.torch_lib (its call nodes with it): still one aten::view
+    family, of both overloads, whose calls add up."""
+    model = onnx.load(PRODUCERS / "pair_heads_a.torch_aten.onnx")
+    moved = next(f for f in model.functions if f.name == "aten_view")
+    old = (moved.domain, moved.name, moved.overload)
+    moved.domain = "pkg.onnxscript.torch_lib"
+    for node in model.graph.node:
+        if (node.domain, node.op_type, node.overload) == old:
+            node.domain = moved.domain
+    model.opset_import.append(helper.make_opsetid(moved.domain, 1))
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, tmp_path / "two.onnx")
+    index = open_index(tmp_path / "two.onnx")
+    (view,) = [f for f in index.families if f.label == "aten::view"]
+    assert sorted(o.function.domain for o in view.overloads if o.function) == ["pkg.onnxscript.torch_lib",
+                                                                               "pkg.torch.aten"]
+    assert view.call_count == 8
+    assert sorted(f.label for f in index.families) == sorted(f.label for f in open_index(
+        ZOO / "pair_heads_a.onnx").families)

@@ -31,3 +31,25 @@ def test_two_view_overloads_differ_in_size(style: str) -> None:
     assert [(r.label, r.a, r.b) for r in c.rows if r.kind == "value"] == \
         [("size (Constant.value)", "[1, 8, 2, 16]", "[1, 8, 32]")]
     assert "size" in c.arguments
+
+
+def test_overloads_of_two_producers_in_one_family_compare(tmp_path: Path) -> None:
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(PRODUCERS / "pair_heads_a.torch_aten.onnx")
+    moved = next(f for f in model.functions if f.name == "aten_view" and f.doc_string == "aten.view.default")
+    old = (moved.domain, moved.name, moved.overload)
+    moved.domain, moved.name = "aten", "view"
+    for node in model.graph.node:
+        if (node.domain, node.op_type, node.overload) == old:
+            node.domain, node.op_type = moved.domain, moved.name
+    model.opset_import.append(helper.make_opsetid("aten", 1))
+    onnx.save(model, tmp_path / "two.onnx")
+    index = open_index(tmp_path / "two.onnx")
+    (fam,) = [f for f in index.families if f.label == "aten::view"]
+    a, b = (o.function for o in fam.overloads)
+    assert a is not None and b is not None and a.domain != b.domain
+    c = compare_members(Analyses(index), a, b)
+    assert sorted((r.a, r.b) for r in c.rows if r.kind == "argument" and r.label == "size") in (
+        [("[1, 8, 2, 16]", "[1, 8, 32]")], [("[1, 8, 32]", "[1, 8, 2, 16]")])
