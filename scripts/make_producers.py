@@ -8,7 +8,8 @@ signatures and links:
 
 - ``NAME.torch_aten.onnx``: functions ``aten_<op>`` in ``pkg.torch.aten``, overloads ``<overload>_<hash>`` (a
   hash of the body), doc strings that are qualified names (``aten.view.default``), the FX node metadata on every
-  call node and no attributes: the signature comes from the metadata alone.
+  call node and no attributes: the signature comes from the metadata alone. The functions type the values made
+  inside them (``FunctionProto.value_info``), with the flat export's shapes.
 - ``NAME.attributes.onnx``: functions ``<op>`` in domain ``aten`` with ``aten::view.default`` doc strings and hash
   overloads; call nodes without any metadata: the signature comes from the call's attributes alone.
 - ``NAME.nested.onnx``: ``torch_aten``, with the calls of each top-level module instance moved into a function
@@ -58,8 +59,10 @@ def _digest(f: onnx.FunctionProto) -> str:
     return hashlib.sha256(body.SerializeToString(deterministic=True)).hexdigest()[:8]
 
 
-def rename(model: onnx.ModelProto, domain: str, style: str) -> dict[FunctionKey, FunctionKey]:
-    """Functions renamed in another producer's style (``torch_aten`` or ``attributes``), calls renamed with them."""
+def rename(model: onnx.ModelProto, domain: str, style: str, typed: list[onnx.ValueInfoProto]
+           ) -> dict[FunctionKey, FunctionKey]:
+    """Functions renamed in another producer's style (``torch_aten`` or ``attributes``), calls renamed with them;
+    ``torch_aten`` functions type the values made inside them (``typed``: the flat export's value infos)."""
     renamed: dict[FunctionKey, FunctionKey] = {}
     for f in model.functions:
         old = FunctionKey(f.domain, f.name, f.overload)
@@ -69,6 +72,8 @@ def rename(model: onnx.ModelProto, domain: str, style: str) -> dict[FunctionKey,
             f.name, f.doc_string = f"aten_{op}", f"{ns}.{op}.{overload}"
             del f.attribute[:]
             del f.attribute_proto[:]
+            made = {o for n in f.node for o in n.output} - set(f.output)
+            f.value_info.extend(v for v in typed if v.name in made)  # as IR 10 functions may type their values
         else:
             f.name, f.doc_string = op, f"{ns}::{op}.{overload}"
         f.domain = domain
@@ -148,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names:
         for style in ("torch_aten", "attributes", "nested"):
             model = folded(name)
+            typed = list(onnx.load(ROOT / "tests" / "zoo" / f"{name}.onnx").graph.value_info)
             rename(model, "aten" if style == "attributes" else "pkg.torch.aten",
-                   "attributes" if style == "attributes" else "torch_aten")
+                   "attributes" if style == "attributes" else "torch_aten", typed)
             if style == "nested":
                 nest(model)
             onnx.checker.check_model(model, full_check=True)

@@ -214,3 +214,27 @@ def test_two_producers_names_for_one_op_are_one_family(tmp_path: Path) -> None:
     assert view.call_count == 8
     assert sorted(f.label for f in index.families) == sorted(f.label for f in open_index(
         ZOO / "pair_heads_a.onnx").families)
+
+
+def shaped(index: ModelIndex) -> set[tuple[str, str]]:
+    """(target, literal value) of every shape-specialised value."""
+    specialiser = Specialiser(index)
+    out: set[tuple[str, str]] = set()
+    for family in index.families:
+        for body in specialiser.analyse(family).bodies:
+            first = body.members[0]
+            target = first.target if isinstance(first, AtenCall) else index.functions.aten_target(first)
+            out |= {(str(target), json.dumps(s.literal.value)) for s in body.specialised if s.shape}
+    return out
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_typed_function_bodies_explain_the_shapes_the_flat_export_explains(base: str) -> None:
+    """torch_aten functions type the values made inside them: every shape-specialised value of the flat export is
+    explained in them too (pair_heads_a: SDPA's reshape of the key to (-1, S, E) and back, and its default scale)."""
+    flat = shaped(open_index(ZOO / f"{base}.onnx"))
+    assert shaped(open_index(PRODUCERS / f"{base}.torch_aten.onnx")) == flat
+    if base == "pair_heads_a":
+        assert flat == {("aten::scaled_dot_product_attention", "[-1, 8, 16]"),
+                        ("aten::scaled_dot_product_attention", "[1, 2, 16, 8]"),
+                        ("aten::scaled_dot_product_attention", "[0.5]")}
