@@ -164,12 +164,13 @@ class Analyses:
         return None
 
     def _folded_signature(self, key: FunctionKey, site: CallSite | None) -> CallSignature | None:
-        """The aten signature of a function ``fold`` made, with the values of the call at ``site`` bound (None for
-        any other function)."""
+        """The aten signature of an aten function (``fold``'s or another producer's), with the values of the call at
+        ``site`` bound (None for any other function)."""
         proto = self.index.functions.functions.get(key)
         if proto is None:
             return None
-        return function_call_signature(proto, site_node(self.index, site) if site is not None else None)
+        return function_call_signature(proto, site_node(self.index, site) if site is not None else None,
+                                       target=self.index.functions.aten_target(key))
 
 
 def site_node(index: ModelIndex, site: CallSite) -> onnx.NodeProto | None:

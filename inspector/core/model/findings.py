@@ -15,6 +15,7 @@ FindingKind = Literal[
     "recursion",  # functions that call themselves, directly or not
     "invalid_text",  # string fields that were not valid UTF-8
     "damaged_metadata",  # metadata that could not be parsed
+    "aten_evidence",  # a local function whose evidence names two aten overloads (core/model/aten_functions.py)
 ]
 
 

@@ -18,7 +18,7 @@ import onnx
 
 from inspector.core.model.calls import AtenCall, split_target
 from inspector.core.model.findings import Finding
-from inspector.core.model.functions import FunctionIndex, build_function_index, scan_model
+from inspector.core.model.functions import FunctionIndex, build_function_index, call_targets, overload_label, scan_model
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
@@ -239,6 +239,8 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
     total = sum(scanned.node_counts.values())
     main_nodes = len(proto.graph.node)
+    if fidx.functions:
+        fidx.note_call_targets(call_targets(fidx, prov.calls))
     functions = _function_families(fidx)
     families = functions + _aten_families(prov, _folded_calls(fidx, functions))
     findings = list(fidx.findings)
@@ -264,30 +266,35 @@ def _function_families(fidx: FunctionIndex) -> list[Family]:
     """Function families; one whose functions all stand for overloads of one aten op (a folded model) *is* that
     aten family: labelled ``aten::view``, each overload with its aten target."""
     out: list[Family] = []
+    by_aten: dict[str, Family] = {}
     for (domain, name), fam in sorted(fidx.families.items()):
         family = Family("function", domain, name, torchscript_variants=fam.torchscript_variants)
         for key in fam.members:
-            family.overloads.append(Overload("function", domain, name, fam.label(key), key, fidx.call_count(key),
-                                             aten_target=fidx.aten_target(key)))
+            family.overloads.append(Overload("function", domain, name, overload_label(fidx, fam, key), key,
+                                             fidx.call_count(key), aten_target=fidx.aten_target(key)))
         ops = {split_target(o.aten_target)[:2] if o.aten_target else None for o in family.overloads}
         if len(ops) == 1 and None not in ops:
             ns, op = next(iter(o for o in ops if o is not None))
             family.aten_family = f"{ns}::{op}"
+            first = by_aten.setdefault(family.aten_family, family)
+            if first is not family:  # another producer's name for the same aten op: one family, listed once
+                first.overloads.extend(family.overloads)
+                continue
         out.append(family)
     return out
 
 
 def _folded_calls(fidx: FunctionIndex, families: list[Family]) -> set[tuple[object, ...]]:
-    """Main-graph paths of the call nodes of functions that are aten families: their aten calls are shown there,
-    not a second time as flat aten calls."""
+    """``(scope, path)`` of the call nodes of functions that are aten families (in the main graph or a function
+    body): their aten calls are shown there, not a second time as flat aten calls."""
     keys = {o.function for f in families if f.aten_family is not None for o in f.overloads if o.function}
-    return {tuple(site.path) for key in keys for site in fidx.calls.get(key, ()) if site.caller == MAIN}
+    return {(site.caller, tuple(site.path)) for key in keys for site in fidx.calls.get(key, ())}
 
 
 def _aten_families(prov: ProvenanceIndex, folded: set[tuple[object, ...]] | None = None) -> list[Family]:
     by_target: dict[str, list[AtenCall]] = {}
     for call in prov.calls:
-        if folded and call.scope == MAIN and len(call.node_paths) == 1 and tuple(call.node_paths[0]) in folded:
+        if folded and len(call.node_paths) == 1 and (call.scope, tuple(call.node_paths[0])) in folded:
             continue  # a call of a function that is this aten family (a folded model)
         calls = by_target.get(call.target)
         if calls is None:

@@ -1,8 +1,9 @@
-"""Aten signatures of aten calls (flat, or calls of functions ``fold`` made): the catalogued schema with this
+"""Aten signatures of aten calls (flat, or calls of aten functions, ``aten_functions``): the catalogued schema with this
 call's arguments bound to parameters."""
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -12,8 +13,10 @@ import onnx
 from onnx import helper
 
 from inspector.core.aten.schemas import AtenSchema, BoundArgument, Parameter, SchemaCatalogue, bind, format_signature
-from inspector.core.model.calls import AtenCall, split_target
+from inspector.core.model.aten_functions import recognise
+from inspector.core.model.calls import FX_NODE, AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef, parse_fx_node
+from inspector.core.model.walk import as_text
 
 FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # a %reference, as fx.py reads one
 _PLACEHOLDER = "__ref_"
@@ -164,36 +167,36 @@ def _refs(fx: FxNode) -> list[int]:
     return out
 
 
-def folded_target(f: onnx.FunctionProto, catalogue: SchemaCatalogue | None = None) -> str | None:
-    """The aten target a local function stands for, as ``fold`` writes one: its doc string is the catalogued
-    schema of an aten overload whose op is the function's name (``aten::view(Tensor(a) self, SymInt[] size)``
-    for ``pkg.torch.aten.view``). None for any other function."""
-    doc = f.doc_string if isinstance(f.doc_string, str) else ""
-    head = doc.partition("(")[0].strip()
-    if not head.startswith("aten::") or len(head) > 200:
-        return None
-    cat = catalogue or SchemaCatalogue.default()
-    schema = cat.get(head)
-    if schema is None or split_target(head)[1] != f.name:
-        return None
-    return head
-
-
 def function_call_signature(f: onnx.FunctionProto, call: onnx.NodeProto | None = None,
-                            catalogue: SchemaCatalogue | None = None) -> CallSignature | None:
-    """The aten signature of a folded function, exactly as for a flat aten call: non-tensor parameters take the
-    call's attribute values, else the function's declared defaults, else the schema's; tensor parameters take
-    the value the call passes to the function input of that name. Without ``call`` the function's own defaults
-    are bound (and parameters without one are missing). None when the function carries no aten schema."""
+                            catalogue: SchemaCatalogue | None = None,
+                            target: str | None = None) -> CallSignature | None:
+    """The aten signature of an aten function (``aten_functions``: known by its doc string, name and domain, or
+    its call's metadata), exactly as for a flat aten call. When the call node carries readable FX metadata, the
+    arguments are bound from it as a flat call's are, and the call's attributes are checked against them (a
+    disagreement is the signature's ``problem``); otherwise non-tensor parameters take the call's attribute values,
+    else the function's declared defaults, else the schema's, and tensor parameters take the value the call passes
+    to the function input of that name. Without ``call`` the function's own defaults are bound (and parameters
+    without one are missing). ``target``: the aten target when the caller knows it (a ``FunctionIndex``).
+    None when the function is not an aten function."""
     cat = catalogue or SchemaCatalogue.default()
-    target = folded_target(f, cat)
+    if target is None:
+        target = recognise(f, [call] if call is not None else [], None, cat).target
     schema = cat.get(target) if target else None
     if schema is None:
         return None
-    given = {a.name: a for a in call.attribute} if call is not None else {}
-    declared = {a.name: a for a in f.attribute_proto}
+    given = {a.name: a for a in call.attribute if not a.ref_attr_name} if call is not None else {}
     actual = {formal: call.input[k] for k, formal in enumerate(f.input)
               if call is not None and k < len(call.input)}
+    fx_sig = _fx_signature(call, target, cat) if call is not None and target is not None else None
+    if fx_sig is not None and fx_sig.bound:
+        # tensor arguments as the values the call passes to the input of their name (the metadata names them by
+        # FX names, which are no ONNX values); one passed to no input of that name is not shown
+        passed = tuple(b if not isinstance(b.value, TensorRef) else
+                       BoundArgument(b.parameter, TensorRef(actual[b.parameter.name]), False, True)
+                       if b.parameter.name in actual else BoundArgument(b.parameter, None, False, False)
+                       for b in fx_sig.bound)
+        return _checked(CallSignature(fx_sig.schema, passed, fx_sig.problem), given)
+    declared = {a.name: a for a in f.attribute_proto}
     bound: list[BoundArgument] = []
     missing = []
     for param in schema.parameters:
@@ -218,6 +221,60 @@ def function_call_signature(f: onnx.FunctionProto, call: onnx.NodeProto | None =
     if missing:
         problem = f"no function input or attribute stands for {', '.join(missing)}"
     return CallSignature(schema, tuple(bound), problem)
+
+
+def _fx_signature(call: onnx.NodeProto, target: str, cat: SchemaCatalogue) -> CallSignature | None:
+    """The signature the call node's FX metadata binds, when it names ``target``; None without such metadata."""
+    text = next((as_text(p.value) for p in call.metadata_props if p.key == FX_NODE), None)
+    if text is None or len(text) > MAX_FX_TEXT:
+        return None
+    fx = parse_fx_node(text)
+    if fx is None or fx.aten_target != target:
+        return None
+    return _signature(target, fx, cat)
+
+
+MAX_FX_TEXT = 1_000_000  # untrusted text: bound what is parsed (the zoo's longest FX text is far below)
+
+
+def _checked(sig: CallSignature, given: dict[str, onnx.AttributeProto]) -> CallSignature:
+    """``sig`` (bound from FX metadata) with the call's attributes checked against it: an attribute that names a
+    parameter but holds another value than the metadata is the signature's problem (the metadata's values stay:
+    they are the aten call's own)."""
+    differ = []
+    for b in sig.bound:
+        attr = given.get(b.parameter.name)
+        if attr is None or b.value is None:
+            continue
+        passed = _attribute_value(attr, b.parameter)
+        if not _same(passed, b.value):
+            differ.append(f"{b.parameter.name}: attribute {passed!r}, FX metadata {plain(b.value)!r}")
+    if not differ:
+        return sig
+    problem = "the call's attributes disagree with its FX metadata: " + "; ".join(differ)
+    return CallSignature(sig.schema, sig.bound, f"{sig.problem}; {problem}" if sig.problem else problem)
+
+
+def plain(v: object) -> object:
+    """An argument value as plain data for comparing and showing: symbols as their text, tuples as lists."""
+    if isinstance(v, Symbol):
+        return v.text
+    if isinstance(v, TensorRef):
+        return f"%{v.name}"
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v
+
+
+def _same(a: object, b: object) -> bool:
+    a, b = plain(a), plain(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)
+        return False
+    return a == b
 
 
 def _attribute_value(attr: onnx.AttributeProto, param: Parameter) -> object:

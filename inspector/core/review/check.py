@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.review.store import Review, ReviewKey, ReviewStore, review_keys
+from inspector.core.review.store import Review, ReviewKey, ReviewStore, fold_key_of, review_keys
 from inspector.core.specialise.categories import short_where
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
 
@@ -139,14 +139,26 @@ class _Earlier:
 
     def __init__(self, store: ReviewStore) -> None:
         self.by_slot: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review]]] = {}
+        # the same by the fold key (``fold_keys``): reviews made on the body's flat or folded form
+        self.by_fold: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review, str]]] = {}
         for key, review in store.items():
             if review.status != "unreviewed":
                 self.by_slot.setdefault((key.kind, key.family, key.template, key.slot), []).append((key, review))
+                fold = fold_key_of(store, key)
+                if fold is not None:
+                    self.by_fold.setdefault((key.kind, key.family, fold[0], fold[2]), []).append(
+                        (key, review, fold[1]))
 
     def of(self, key: ReviewKey) -> dict[str, Review]:
-        """Reviews of ``key``'s slot on other bodies of its template, by their body's fingerprint."""
+        """Reviews of ``key``'s slot on other bodies of its template (in either form across fold), by their body's
+        fingerprint."""
         found = self.by_slot.get((key.kind, key.family, key.template, key.slot), [])
-        return {k.fingerprint: r for k, r in found if k.fingerprint != key.fingerprint}
+        out = {k.fingerprint: r for k, r in found if k.fingerprint != key.fingerprint}
+        if key.fold[0]:
+            for k, r, ffp in self.by_fold.get((key.kind, key.family, key.fold[0], key.fold[2]), []):
+                if ffp != key.fold[1] and k.fingerprint != key.fingerprint:
+                    out.setdefault(k.fingerprint, r)
+        return out
 
 
 def _check_body(body: BodyAnalysis, entries: list[tuple[ReviewKey, BodyAnalysis | SpecialisedValue]],

@@ -31,7 +31,10 @@ reviews.
 Matching after a re-export (``ReviewStore.get``): the exact key first; otherwise a review of the same kind and
 slot on a body with the same *full* fingerprint applies even when the family label differs (a renamed
 function, say). A review whose body has the same template but a different fingerprint does not apply: the
-baked values changed and must be looked at again; ``ReviewStore.previous`` lists such reviews.
+baked values changed and must be looked at again; ``ReviewStore.previous`` lists such reviews. Across ``fold``
+(a flat aten call and the aten function made of it): a review of an aten family's body records the body's *fold
+key* (``fold_keys``) as ``"fold": [template, fingerprint, slot]``, and applies to any body with that fold
+fingerprint and slot, flat or folded.
 """
 
 from __future__ import annotations
@@ -43,12 +46,13 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.bodies.literals import Literal
+from inspector.core.review.fold_keys import fold_fingerprints, fold_slot, folds
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.fileio import clean_stale_temps, write_atomic
 from inspector.core.util.paths import lock_path, read_regular, sidecar_path
@@ -74,6 +78,9 @@ class ReviewKey:
     template: str  # template fingerprint of the body
     fingerprint: str  # full fingerprint of the body
     slot: str = ""  # kind "value": slot_text() of the literal
+    # (template, fingerprint, slot) of the body in the form ``fold`` gives it, for the bodies of aten families
+    # (``fold_keys``): the same for a flat call and its fold; not part of the key's text or identity
+    fold: tuple[str, str, str] = field(default=("", "", ""), compare=False)
 
     def to_text(self) -> str:
         """A stable string form, used as the key of the sidecar's ``reviews`` object."""
@@ -134,6 +141,7 @@ class ReviewStore:
         self._entries: dict[str, dict[str, Any]] = {}  # key text -> entry, as read (unknown members kept)
         self._keys: dict[str, ReviewKey] = {}  # key text -> parsed key, for readable entries
         self._by_match: dict[tuple[str, str, str], list[str]] = {}
+        self._by_fold: dict[tuple[str, str, str], list[str]] = {}  # (kind, fold fingerprint, fold slot) -> texts
         self._dirty: set[str] = set()  # key texts set since the last load/save
 
     # --- reading ------------------------------------------------------------------------------------------------
@@ -201,6 +209,7 @@ class ReviewStore:
     def _reindex(self) -> None:
         self._keys.clear()
         self._by_match.clear()
+        self._by_fold.clear()
         for text, entry in self._entries.items():
             self._index_entry(text, entry)
 
@@ -215,6 +224,11 @@ class ReviewStore:
         same = self._by_match.setdefault(key.match_key, [])
         if text not in same:
             same.append(text)
+        fold = _fold_of(entry)
+        if fold is not None:
+            across = self._by_fold.setdefault((key.kind, fold[1], fold[2]), [])
+            if text not in across:
+                across.append(text)
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -233,6 +247,8 @@ class ReviewStore:
         if text in self._keys:
             return self._review(self._entries[text])
         candidates = self._by_match.get(key.match_key, ())
+        if not candidates and key.fold[1]:  # the same body, folded or unfolded since (``fold_keys``)
+            candidates = self._by_fold.get((key.kind, key.fold[1], key.fold[2]), ())
         if candidates:
             # the same body under another family label: the most recently updated review wins
             best = max(candidates, key=lambda t: (str(self._entries[t].get("updated", "")), t))
@@ -278,6 +294,8 @@ class ReviewStore:
         text = key.to_text()
         entry = dict(self._entries.get(text, {}))  # keeps members this version does not know
         entry.update(status=status, note=note, updated=_now(), family=key.family, slot=key.slot)
+        if key.fold[1]:
+            entry["fold"] = list(key.fold)
         if value is not None:
             entry["value"] = value
         else:
@@ -395,18 +413,37 @@ def review_keys(analysis: FamilyAnalysis) -> list[tuple[ReviewKey, object]]:
     not depend on which of them happen to be specialised.
     """
     family = analysis.family.label
+    across = folds(analysis)
     out: list[tuple[ReviewKey, object]] = []
     for body in analysis.bodies:
         fp = body.fingerprints
-        out.append((ReviewKey("overload", family, fp.template, fp.full), body))
+        ffp = fold_fingerprints(body) if across else None
+        fold = (ffp.template, ffp.full, "") if ffp is not None else ("", "", "")
+        out.append((ReviewKey("overload", family, fp.template, fp.full, fold=fold), body))
         texts = _slot_texts(body.literals)
         for spec in body.specialised:
             lit = spec.literal
             if lit.kind == "parametric":
                 continue
             slot = texts.get(id(lit)) or _slot_by_value(body.literals, texts, lit)
-            out.append((ReviewKey("value", family, fp.template, fp.full, slot), spec))
+            if ffp is not None:
+                fold = (ffp.template, ffp.full, fold_slot(body, lit, texts))
+            out.append((ReviewKey("value", family, fp.template, fp.full, slot, fold), spec))
     return out
+
+
+def _fold_of(entry: dict[str, Any]) -> tuple[str, str, str] | None:
+    """An entry's fold key (``fold_keys``), None when it has none or it is not three strings."""
+    fold = entry.get("fold")
+    if isinstance(fold, list) and len(fold) == 3 and all(isinstance(x, str) for x in fold):
+        return (fold[0], fold[1], fold[2])
+    return None
+
+
+def fold_key_of(store: ReviewStore, key: ReviewKey) -> tuple[str, str, str] | None:
+    """The fold key recorded with the review of ``key`` in ``store`` (``check`` pairs earlier bodies by it)."""
+    entry = store._entries.get(key.to_text())
+    return _fold_of(entry) if entry is not None else None
 
 
 def reviewed_value(obj: object) -> Any:

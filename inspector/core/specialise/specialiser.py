@@ -10,7 +10,7 @@ by explicit evidence rules only (``core.specialise.links``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -26,7 +26,16 @@ from inspector.core.model.index import Family, ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, MainGraph
 from inspector.core.model.signature import call_signature
 from inspector.core.model.walk import NodePath, resolve_path, subgraphs
-from inspector.core.specialise.links import ArgLink, BodyFlow, GraphShapes, explain_shape, link, literal_place
+from inspector.core.specialise.function_calls import FunctionCall, function_call
+from inspector.core.specialise.links import (
+    ArgLink,
+    BodyFlow,
+    GraphShapes,
+    Shape,
+    explain_shape,
+    link,
+    literal_place,
+)
 from inspector.core.specialise.onnx_defaults import is_default, model_opsets
 
 Member: TypeAlias = FunctionKey | AtenCall
@@ -78,6 +87,8 @@ class BodyAnalysis:
     bound: list[BoundArgument] = field(default_factory=list)
     # literals of a lone body not listed as specialised: attributes equal to their ONNX schema default
     left_out: list[SpecialisedValue] = field(default_factory=list)
+    # of the body as ``fold`` writes it, for review keys that hold across fold (``review.fold_keys``), on demand
+    fold_fingerprints: Fingerprints | None = None
 
 
 @dataclass(slots=True)
@@ -126,6 +137,7 @@ class Specialiser:
         self._opsets: dict[str, int] | None = None
         # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
         self._inner: dict[NodePath, tuple[GraphMaps, GraphShapes]] = {}
+        self._function_calls: dict[FunctionKey, FunctionCall | None] = {}
 
     @property
     def maps(self) -> GraphMaps:
@@ -168,6 +180,20 @@ class Specialiser:
                     value, vkey = attribute_value(attr)
                     out.append((site.where, value, vkey))
         return out
+
+    def function_call(self, key: FunctionKey) -> FunctionCall | None:
+        """An aten function's target, first call's arguments and shapes (``function_calls``), made once."""
+        if key not in self._function_calls:
+            self._function_calls[key] = function_call(self.index.functions, key, self.shapes, self.catalogue)
+        return self._function_calls[key]
+
+    def aten_context(self, member: Member | None) -> tuple[str, Mapping[str, Shape] | None, bool]:
+        """``(target, shapes, rewritten)`` the link rules read for a body of ``member``: an aten call's, or an
+        aten function's first call's; ``("", None, False)`` for any other member."""
+        if isinstance(member, AtenCall):
+            return member.target, self.maps_of(member)[1], bool(member.rule_names)
+        called = self.function_call(member) if member is not None else None
+        return (called.target, called.shapes, called.rewritten) if called is not None else ("", None, False)
 
     def body_of_call(self, call: AtenCall) -> Body:
         """The call's group body, in the main graph or in the branch or loop body that holds all its nodes."""
@@ -252,6 +278,9 @@ class Specialiser:
                 sig = call_signature(member, self.catalogue)
                 # Python scalars passed to Tensor parameters (mul.Tensor's other=0.35) are baked in too.
                 b.bound = [x for x in sig.bound if not x.parameter.is_tensor or _is_number(x.value)]
+            else:
+                called = self.function_call(member)
+                b.bound = called.bound if called is not None else []
         b.members.append(member)
         return fp
 
@@ -273,12 +302,11 @@ def _mark(group: list[BodyAnalysis], specialiser: Specialiser) -> None:
     lone = len(group) == 1
     for b in group:
         first = b.members[0] if b.members else None
-        target = first.target if isinstance(first, AtenCall) else ""
+        target, shapes, rewritten = specialiser.aten_context(first)
         args = {x.parameter.name: x.value for x in b.bound if x.provided}
-        flow = BodyFlow(b.body, specialiser.maps_of(first)[1]) if isinstance(first, AtenCall) and args else None
+        flow = BodyFlow(b.body, shapes) if shapes is not None and args else None
         lowering = next((e for e in torchlib_for(target) if not e.complex), None) if target else None
         # not when the optimizer's rewriter rewrote the call's nodes (then it, not torchlib, made the values)
-        rewritten = isinstance(first, AtenCall) and bool(first.rule_names)
         baked_by = lowering.function if lowering is not None and lowering.trace_only and not rewritten else None
         for pos, lit in enumerate(b.literals):
             distinct = values_by_slot[(pos, lit.slot)]
