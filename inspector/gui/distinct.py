@@ -133,9 +133,11 @@ class DistinctDelegate(QStyledItemDelegate):
         self._view = view
         self._model: QObject | None = None
         self._shared: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        self._elided: dict[tuple[str, tuple[int, ...], int, int, int], str] = {}
 
     def _forget(self, *_args: object) -> None:
         self._shared.clear()
+        self._elided.clear()
 
     def _watch(self, model: QAbstractItemModel) -> None:
         if model is self._model:
@@ -171,7 +173,14 @@ class DistinctDelegate(QStyledItemDelegate):
             return metrics.horizontalAdvance(s) <= width - 1
 
         if not fits(option.text):  # the siblings are read only for a row that must be shortened
-            option.text = distinct_elide(option.text, self._sibling_shared(index), fits)
+            points = self._sibling_shared(index)
+            key = (option.text, points, width, metrics.averageCharWidth(), metrics.height())
+            shown = self._elided.get(key)
+            if shown is None:  # (a repaint, on hover or selection, draws the same rows again: 16 widths tried a row)
+                if len(self._elided) > 4096:
+                    self._elided.clear()
+                shown = self._elided[key] = distinct_elide(option.text, points, fits)
+            option.text = shown
 
     def shown_text(self, index: QModelIndex) -> str:
         """The text drawn for ``index`` at the view's current column width (what a reader sees)."""
