@@ -154,8 +154,9 @@ def _attempt(proto: onnx.ModelProto, instances: list[Instance], maps: GraphMaps,
         for f in folded:
             levels.setdefault(f.inst.depth, []).append(f)
         hoist_literals([levels[d] for d in sorted(levels, reverse=True)])
-    keys = _name(folded, domain)
-    functions = _functions(folded, keys, maps, proto, domain)
+    named = _name(folded, domain)
+    keys = _variants_for_nested_calls(folded, named, domain)
+    functions = _functions(folded, keys, named, maps, proto, domain)
     provisional = {f.identity: keys[f.identity] for f in folded}
     for f in functions:
         _rename_calls(f.node, domain, provisional)
@@ -251,6 +252,25 @@ def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
     return keys
 
 
+def _variants_for_nested_calls(folded: list[_Folded], keys: dict[str, FunctionKey],
+                               domain: str) -> dict[str, FunctionKey]:
+    """A family called from inside another function's body with more than one overload gets TorchScript's variant
+    names instead (``T5Attention``, ``T5Attention.1``; the overload named in the doc string): onnxruntime 1.32
+    resolves a call in the main graph by (domain, name, overload) but a call inside a function body by (domain,
+    name) alone, so an overloaded inner call fails to load ("is not a registered function/op") or, when the family
+    has an overload "", silently runs that one. The index reads variant names as one family, as for TorchScript."""
+    nested = {n.overload for f in folded for n in f.body.nodes if n.domain == domain}
+    families: dict[str, list[str]] = {}
+    for identity in dict.fromkeys(f.identity for f in folded):
+        families.setdefault(keys[identity].name, []).append(identity)
+    out = dict(keys)
+    for name, identities in families.items():
+        if len(identities) > 1 and any(i in nested for i in identities):
+            for k, identity in enumerate(identities):
+                out[identity] = FunctionKey(domain, name if k == 0 else f"{name}.{k}", "")
+    return out
+
+
 _HASH_ONLY = re.compile(r"^default_[0-9a-f]{6}_*$")  # overload_keys found no literal that sets the body apart
 
 
@@ -285,22 +305,23 @@ def _inner_calls(group: list[_Folded], keys: dict[str, FunctionKey], domain: str
     return out
 
 
-def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphMaps, proto: onnx.ModelProto,
-               domain: str) -> list[onnx.FunctionProto]:
+def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], named: dict[str, FunctionKey], maps: GraphMaps,
+               proto: onnx.ModelProto, domain: str) -> list[onnx.FunctionProto]:
     """One FunctionProto per key, cut from the first instance with that body, inner functions first."""
     out: list[onnx.FunctionProto] = []
     made: set[str] = set()
     opsets = [o for o in proto.opset_import if o.domain != domain]
+    overloads = {i: k.overload for i, k in named.items() if k.overload and not keys[i].overload}
     for f in folded:
         if f.identity in made:
             continue
         made.add(f.identity)
-        out.append(_function(f, keys[f.identity], maps, opsets, domain))
+        out.append(_function(f, keys[f.identity], maps, opsets, domain, overloads.get(f.identity, "")))
     return out
 
 
 def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.OperatorSetIdProto],
-              domain: str) -> onnx.FunctionProto:
+              domain: str, overload: str) -> onnx.FunctionProto:
     body = f.body
     internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
     rename: dict[str, str] = {}
@@ -331,7 +352,9 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
     fn.opset_import.extend(opsets)
     if nested:
         fn.opset_import.append(helper.make_opsetid(domain, 1))
-    fn.doc_string = f"nn.Module {f.inst.module.class_name}, cut from instance {f.inst.path}"
+    variant = (f" (overload {overload}, named as a variant: onnxruntime resolves calls inside function bodies "
+               f"without their overload)") if overload else ""
+    fn.doc_string = f"nn.Module {f.inst.module.class_name}{variant}, cut from instance {f.inst.path}"
     return fn
 
 
