@@ -215,6 +215,24 @@ def test_bodies_that_differ_in_the_modules_they_call_are_named_by_them():
     assert sorted(ov for p, ov in blocks.items() if p not in holders) == ["without_T5LayerCrossAttention"]
 
 
+def test_blocks_that_call_different_attention_variants_are_named_by_them():
+    """t5, blocks and attentions folded: the encoder's self-attention, the decoder's self-attention and its
+    cross-attention (torch's module list: EncDecAttention only in the decoder) are three T5Attention bodies, so
+    three variants; each block's overload names the variants it calls."""
+    classes = _truth("t5")["module_classes"]
+    cross = sorted(p.rsplit(".layer.", 1)[0] for p, c in classes.items() if p.endswith(".EncDecAttention"))
+    folded, report = fold_modules(open_index(ZOO / "t5.onnx"), "T5Block,T5Attention")
+    assert sorted(str(k) for k in report.functions if k.name.startswith("T5Attention")) == [
+        "pkg.torch.module.T5Attention", "pkg.torch.module.T5Attention.1", "pkg.torch.module.T5Attention.2"]
+    blocks = {n.name: n.overload for n in folded.graph.node if n.op_type == "T5Block"}
+    assert sorted(p for p, ov in blocks.items() if ov == "with_T5Attention_1_T5Attention_2") == cross
+    assert {ov for p, ov in blocks.items() if p not in cross} == {"with_T5Attention"}
+    for f in folded.functions:
+        if f.name == "T5Block":
+            called = sorted(n.op_type for n in f.node if n.domain == MODULE_DOMAIN)
+            assert called == (["T5Attention.1", "T5Attention.2"] if f.overload.endswith("_2") else ["T5Attention"])
+
+
 def test_module_path_patterns_select_instances():
     folded, report = fold_modules(open_index(ZOO / "gpt2.onnx"), "transformer.h.1")
     assert report.instances_folded == 1
