@@ -478,3 +478,42 @@ def test_model_strings_in_the_listing_are_escaped(tmp_path: Path, capsys):
     assert main(["fold", str(path), "--modules", "Nope", "-o", str(tmp_path / "o.onnx")]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "Layer\\x1b[2J" in err
+
+
+@pytest.mark.parametrize("modules", [None, "LlamaDecoderLayer"])
+def test_check_finds_external_weights_beside_the_written_model(tmp_path: Path, capsys, modules: str | None):
+    """A large export keeps its weights in a file beside it: --check checks the folded model where it is written
+    (the checker resolves the weights' locations from the model's folder), and writes nothing when it fails."""
+    model = onnx.load(ZOO / "llama_gqa.onnx")
+    onnx.save(model, tmp_path / "ext.onnx", save_as_external_data=True, location="ext.onnx.data")  # >= 1 KiB
+    stored = onnx.load(tmp_path / "ext.onnx", load_external_data=False).graph.initializer
+    assert sum(t.data_location == onnx.TensorProto.EXTERNAL for t in stored) > 10
+    out = tmp_path / "folded.onnx"
+    argv = ["fold", str(tmp_path / "ext.onnx"), "-o", str(out), "--check",
+            *(["--modules", modules] if modules else [])]
+    assert main(argv) == 0, capsys.readouterr().err
+    onnx.checker.check_model(str(out), full_check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ext.onnx", "ext.onnx.data", "folded.onnx"]
+    feeds = _feeds("llama_gqa")
+    for a, b in zip(_run(onnx.load(ZOO / "llama_gqa.onnx"), feeds), _run(onnx.load(out), feeds), strict=True):
+        assert a.tobytes() == b.tobytes()
+    # a weights file that is not where the model says: refused in one line, nothing written
+    (tmp_path / "ext.onnx.data").rename(tmp_path / "moved.data")
+    out.unlink()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "does not pass the checker" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ext.onnx", "moved.data"]
+
+
+def test_a_module_fold_of_an_aten_fold_diffs_as_equivalent_to_both(tmp_path: Path):
+    """--modules over an aten fold: module functions whose bodies call aten functions. Against the flat export the
+    diff names both folds; against the aten fold, the module fold alone; equivalent both times."""
+    assert main(["fold", str(ZOO / "gpt2.onnx"), "-o", str(tmp_path / "aten.onnx")]) == 0
+    assert main(["fold", str(tmp_path / "aten.onnx"), "--modules", "GPT2Block,GPT2Attention",
+                 "-o", str(tmp_path / "both.onnx")]) == 0
+    flat = diff(ZOO / "gpt2.onnx", tmp_path / "both.onnx")
+    assert flat.equivalent and [c.kind for c in flat.diff.changes] == ["folded", "folded"]
+    assert {c.new.get("unit", "aten") for c in flat.diff.changes} == {"module", "aten"}
+    aten = diff(tmp_path / "aten.onnx", tmp_path / "both.onnx")
+    assert aten.equivalent and [c.new.get("unit") for c in aten.diff.changes] == ["module"]
