@@ -517,3 +517,35 @@ def test_a_module_fold_of_an_aten_fold_diffs_as_equivalent_to_both(tmp_path: Pat
     assert {c.new.get("unit", "aten") for c in flat.diff.changes} == {"module", "aten"}
     aten = diff(tmp_path / "aten.onnx", tmp_path / "both.onnx")
     assert aten.equivalent and [c.new.get("unit") for c in aten.diff.changes] == ["module"]
+
+
+@pytest.mark.parametrize("shape", ["recursive", "exponential"])
+def test_diff_leaves_module_functions_that_recurse_or_explode_as_functions(tmp_path: Path, shape: str):
+    """Hostile module functions (bodies with fx metadata): one that calls itself, and 22 that each call the next
+    twice (2**22 nodes inlined). The diff does not inline them; it compares them as functions, at once."""
+    def body_node(out: str) -> onnx.NodeProto:
+        node = helper.make_node("Relu", ["x"], [out])
+        for k, v in _meta(["", "m.0", out], ["Top", "Layer", "Relu"], out).items():
+            node.metadata_props.add(key=k, value=v)
+        return node
+
+    def call(name: str, x: str, y: str) -> onnx.NodeProto:
+        return helper.make_node(name, [x], [y], domain=MODULE_DOMAIN)
+
+    depth = 1 if shape == "recursive" else 22
+    functions = []
+    for k in range(depth):
+        callee = "f0" if shape == "recursive" else f"f{k + 1}"
+        nodes = [body_node("a")] + ([call(callee, "a", "b"), call(callee, "b", "y")] if k + 1 < depth or
+                                    shape == "recursive" else [helper.make_node("Neg", ["a"], ["y"])])
+        functions.append(helper.make_function(MODULE_DOMAIN, f"f{k}", ["x"], ["y"], nodes,
+                                              [helper.make_opsetid("", 20), helper.make_opsetid(MODULE_DOMAIN, 1)]))
+    graph = helper.make_graph([call("f0", "x", "z")], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, functions=functions, opset_imports=[helper.make_opsetid("", 20),
+                                                                         helper.make_opsetid(MODULE_DOMAIN, 1)])
+    onnx.save(model, tmp_path / "hostile.onnx")
+    flat = _crafted(tmp_path, [_meta(["", "m.0", "a"], ["Top", "Layer", "Relu"], "a")], [("x", "z")])
+    shown = diff(flat, tmp_path / "hostile.onnx")
+    assert not shown.equivalent and shown.diff.fold is None
+    assert "family added" in shown.text and f"{MODULE_DOMAIN}.f0" in shown.text

@@ -10,8 +10,9 @@ of its call (the call node's name) and its values and node names prefixed with i
 Attributes a hoisted body references (``ref_attr_name``) take the call's value, else the function's default.
 
 The threat is the usual one for model text: module paths and names are only compared and carried into changes,
-whose writers escape them. Recursion (a function calling itself) is refused by depth, as a nested fold never
-nests deeper than the module tree.
+whose writers escape them; and size: functions that call themselves, or whose calls would inline to more than
+``MAX_INLINED`` nodes (a few nested functions each calling the next twice grow exponentially), are not inlined, and
+the two models are compared function by function, as before.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from inspector.core.model.walk import may_have_subgraphs
 
 _FX_HEAD = re.compile(r"^%([^\s:]+)")  # the FX node's own name, which groups an aten call's nodes
 _SPACE = re.compile(r"[\s:]")
-MAX_DEPTH = 64  # deeper than any module tree of the zoo (t5: 7 levels); a deeper chain is recursion
+MAX_INLINED = 2_000_000  # nodes; 20x the largest replica the benchmarks diff (100k nodes, 1.3 GB resident)
 
 
 @dataclass(slots=True)
@@ -78,6 +79,8 @@ def inline_module_folds(a: ModelIndex,
                         b: ModelIndex) -> tuple[ModelIndex, ModelIndex, Inlined | None, Literal["a", "b"]]:
     """When exactly one side has module functions, that side with them inlined (and which side it was: "a"/"b")."""
     fa, fb = module_functions(a), module_functions(b)
+    fa = fa if fa and _inlined_size(a, fa) is not None else set()
+    fb = fb if fb and _inlined_size(b, fb) is not None else set()
     if bool(fa) == bool(fb):
         return a, b, None, "a"
     if fa:
@@ -85,6 +88,34 @@ def inline_module_folds(a: ModelIndex,
         return done.index, b, done, "a"
     done = inline(b, fb, a)
     return a, done.index, done, "b"
+
+
+def _inlined_size(index: ModelIndex, keys: set[FunctionKey]) -> int | None:
+    """The main graph's node count with every call of ``keys`` inlined; None when some of them call themselves
+    (directly or not) or the count passes ``MAX_INLINED``."""
+    functions = index.functions.functions
+    size: dict[FunctionKey, int] = {}
+    for root in keys:
+        stack: list[tuple[FunctionKey, bool]] = [(root, False)]
+        open_: set[FunctionKey] = set()
+        while stack:
+            key, done = stack.pop()
+            if done:
+                open_.discard(key)
+                size[key] = sum(size.get(FunctionKey(n.domain, n.op_type, n.overload), 1) for n in functions[key].node)
+                if size[key] > MAX_INLINED:
+                    return None
+                continue
+            if key in size:
+                continue
+            if key in open_:
+                return None  # recursion
+            open_.add(key)
+            stack.append((key, True))
+            stack.extend((c, False) for c in {FunctionKey(n.domain, n.op_type, n.overload)
+                                              for n in functions[key].node} if c in keys)
+    total = sum(size.get(FunctionKey(n.domain, n.op_type, n.overload), 1) for n in index.proto.graph.node)
+    return total if total <= MAX_INLINED else None
 
 
 def inline(index: ModelIndex, keys: set[FunctionKey], flat: ModelIndex | None = None) -> Inlined:
@@ -103,7 +134,7 @@ def inline(index: ModelIndex, keys: set[FunctionKey], flat: ModelIndex | None = 
     for node in proto.graph.node:
         key = FunctionKey(node.domain, node.op_type, node.overload)
         if key in keys:
-            inliner.expand(node, key, node.name, nodes, 0)
+            inliner.expand(node, key, node.name, nodes)
         else:
             nodes.append(node)
     out.graph.node.extend(_in_order(nodes, inliner.original, flat) if flat is not None else nodes)
@@ -127,11 +158,9 @@ class _Inliner:
         self.added: list[onnx.TensorProto] = []
         self.original: dict[int, str] = {}  # id of an inlined node of a body's own instance -> its name there
 
-    def expand(self, call: onnx.NodeProto, key: FunctionKey, path: str, into: list[onnx.NodeProto],
-               depth: int) -> None:
-        """Append the body of ``call`` to ``into`` (a repeated field), its names bound to the call's."""
-        if depth > MAX_DEPTH:
-            raise ValueError(f"module functions nest deeper than {MAX_DEPTH} levels (recursion?)")
+    def expand(self, call: onnx.NodeProto, key: FunctionKey, path: str, into: list[onnx.NodeProto]) -> None:
+        """Append the body of ``call`` to ``into``, its names bound to the call's (``_inlined_size`` has checked
+        that the calls end, and how many nodes they make)."""
         fn = self.functions[key]
         record = ModuleCall(path, key)
         self.calls.append(record)
@@ -158,7 +187,7 @@ class _Inliner:
             _move_scopes(copy, source, path)
             inner = FunctionKey(n.domain, n.op_type, n.overload)
             if inner in self.keys:
-                self.expand(copy, inner, _moved(n.name, source, path), into, depth + 1)
+                self.expand(copy, inner, _moved(n.name, source, path), into)
                 continue
             copy.name = prefix + n.name if n.name else ""
             if n.name and source == path:
