@@ -158,3 +158,44 @@ def test_closing_the_main_window_before_a_comparison_raises_nothing(qtbot, folde
     side.close()  # deleted on close
     qtbot.waitUntil(lambda: not isValid(side), timeout=10000)
     qtbot.wait(50)  # the deferred clean-up would run now
+
+
+def test_export_compare_shows_a_change_inside_a_layer_in_its_module_function(qtbot, tmp_path: Path):
+    """The flat export against a module fold of it with one Softmax axis changed in layer 1: the change row
+    shows the flat side's aten call and, on the folded side, the module function the call now sits in (the
+    attention of layer 1, by the call named after its module path), the changed Softmax marked on both."""
+    from PySide6.QtCore import QThreadPool
+
+    from inspector.core.model.calls import AtenCall
+    from inspector.core.model.keys import FunctionKey
+    from inspector.gui.compare import CompareWindow
+    from inspector.gui.pairing import CHANGED
+
+    proto = onnx.load(ZOO / "llama_gqa.onnx")
+    layer = _paths("llama_gqa", "LlamaAttention")[1]
+    softmax = next(n for n in proto.graph.node if n.op_type == "Softmax"
+                   and any(p.key == "pkg.torch.onnx.name_scopes" and f"'{layer}'" in p.value for p in n.metadata_props))
+    next(a for a in softmax.attribute if a.name == "axis").i = 0
+    onnx.save(proto, tmp_path / "changed.onnx")
+    folded, _ = fold_modules(open_index(tmp_path / "changed.onnx"), "LlamaDecoderLayer,LlamaAttention")
+    onnx.save(folded, tmp_path / "folded.onnx")
+    [callee] = [FunctionKey(n.domain, n.op_type, n.overload) for f in folded.functions for n in f.node
+                if n.name == layer]
+    w = CompareWindow()
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.pair_loaded, timeout=60000):
+        w.open_pair(ZOO / "llama_gqa.onnx", tmp_path / "folded.onnx")
+    rows = [w.changes.topLevelItem(i).child(j) for i in range(w.changes.topLevelItemCount())
+            for j in range(w.changes.topLevelItem(i).childCount())]
+    row = next(r for r in rows if "Softmax.axis" in r.text(0))
+    assert f"[module call {layer} ({callee})]" in row.text(0)
+    with qtbot.waitSignal(w.change_shown, timeout=60000):
+        w.changes.setCurrentItem(row)
+    assert isinstance(w.side_a.current_scope(), AtenCall) and w.side_b.current_scope() == callee
+    marked = [{i for i, it in side.graph.items_by_id.items() if it.mark == CHANGED} for side in (w.side_a, w.side_b)]
+    assert all(len(m) == 1 for m in marked)
+    assert [side.graph.items_by_id[next(iter(m))].node.label for side, m in zip((w.side_a, w.side_b), marked,
+                                                                                strict=True)] == ["Softmax"] * 2
+    w.close()
+    QThreadPool.globalInstance().waitForDone(30000)
