@@ -475,8 +475,6 @@ def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, 
     ``modules`` (class or module-path patterns, ``"LlamaDecoderLayer,*Attention"``), each matching nn.Module
     instance does; ``hoist`` makes values that differ between instances of a class call-site attributes. ``check``
     runs ``onnx.checker.check_model(full_check=True)`` first. What was folded, and what was left flat, is returned."""
-    import onnx
-
     from inspector.core.util.encoding import encoded
     from inspector.core.util.fileio import write_atomic
     from inspector.core.util.paths import check_output
@@ -506,14 +504,32 @@ def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, 
         keep(folded)
     except ValueError as e:
         raise InspectorError(str(e)) from None
-    if check:
+    if check and index.parameters().external_bytes:
+        # the checker finds external weights beside the model's file, so the written file is checked, under a
+        # name of its own beside the output, and takes the output's name only once it passed
+        staged = Path(output).with_name(f".{Path(output).name}.{os.getpid()}.unchecked")
+        write_atomic(staged, encoded(folded), make_parents=True)
         try:
-            onnx.checker.check_model(folded, full_check=True)
-        except Exception as e:
-            reason = " ".join(str(e).split())[:300]
-            raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
+            _check_folded(str(staged))
+        except InspectorError:
+            staged.unlink(missing_ok=True)
+            raise
+        os.replace(staged, output)
+        return result
+    if check:
+        _check_folded(folded)
     write_atomic(Path(output), encoded(folded), make_parents=True)  # in pieces: no 130 MB buffer at 100k nodes
     return result
+
+
+def _check_folded(model: onnx.ModelProto | str) -> None:
+    import onnx
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as e:
+        reason = " ".join(str(e).split())[:300]
+        raise InspectorError(f"the folded model does not pass the checker: {reason}") from None
 
 
 def _store(m: Model, reviews: Any, required: bool,

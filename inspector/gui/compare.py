@@ -74,7 +74,13 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
 
 
 def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
-    return {c.name: c for c in index.provenance.calls}
+    """Aten calls by FX name, a main-graph call before one of that name inside a function body."""
+    out: dict[str, AtenCall] = {}
+    for c in index.provenance.calls:
+        held = out.get(c.name)
+        if held is None or (held.scope != MAIN and c.scope == MAIN):
+            out[c.name] = c
+    return out
 
 
 def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None) -> Scope:
@@ -85,10 +91,11 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
         if by_name is None:
             by_name = calls_by_name(index)
         for name in names:
-            if name in by_name:
-                return by_name[name]
+            if name in by_name:  # a call inside a function body (a module fold's layer): that function
+                call = by_name[name]
+                return call if call.scope == MAIN else call.scope
         for call in index.provenance.calls:  # renamed on this side: the first call of the family
-            if f"{call.family[0]}::{call.family[1]}" == change.family:
+            if f"{call.family[0]}::{call.family[1]}" == change.family and call.scope == MAIN:
                 return call
     if change.section == "function":
         keys = {str(k): k for k in index.functions.functions}

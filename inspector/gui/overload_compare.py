@@ -450,11 +450,17 @@ class FamilyCompare(QObject):
             return None
         window = OverloadCompareWindow(analyses)
         window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        window.destroyed.connect(lambda: QTimer.singleShot(0, self, self._forget_deleted))  # once it is gone
+        window.destroyed.connect(self._window_gone)
         self.windows = [*self.windows, window]
         window.show()
         window.start(a, b)
         return window
+
+    def _window_gone(self) -> None:
+        """A comparison window was deleted: forget it once it is gone, unless this helper went first (the main
+        window closed before the comparison did)."""
+        if isValid(self):
+            QTimer.singleShot(0, self, self._forget_deleted)
 
     def _forget_deleted(self) -> None:
         """Drop the windows Qt has deleted (their Python wrappers must never be asked anything again)."""

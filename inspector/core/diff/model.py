@@ -104,18 +104,24 @@ class FoldRelation:
     domains: list[str]
     identical: int  # calls whose flat body equals the called function's body
     other_changes: int = 0  # changes besides the fold itself (set when the run is over)
+    unit: Literal["aten", "module"] = "aten"  # what became a call: aten calls, or module instances (fold --modules)
+    differ: list[str] = field(default_factory=list)  # module folds: the module calls whose nodes changed
 
     @property
     def explanation(self) -> str:
         """One account that agrees with the verdict: "bodies identical" only when nothing else differs."""
         flat, folded = ("A", "B") if self.folded == "b" else ("B", "A")
         domains = ", ".join(self.domains)
-        head = (f"{folded} is {flat} folded: {self.calls} aten calls became calls of {self.functions} local "
+        what = "aten calls" if self.unit == "aten" else "module instances"
+        head = (f"{folded} is {flat} folded: {self.calls} {what} became calls of {self.functions} local "
                 f"functions in {domains}; ")
         if self.identical == self.calls and not self.other_changes:
             return head + "bodies identical"
         parts = []
-        if self.identical != self.calls:
+        if self.unit == "module" and self.identical != self.calls:
+            shown = ", ".join(self.differ[:5]) + (f", … {len(self.differ) - 5} more" if len(self.differ) > 5 else "")
+            parts.append(f"{self.calls - self.identical} of {self.calls} module calls differ ({shown})")
+        elif self.identical != self.calls:
             parts.append(f"{self.calls - self.identical} of {self.calls} bodies differ")
         if self.other_changes:
             parts.append(f"{self.other_changes} change{'s' if self.other_changes != 1 else ''} besides the fold")

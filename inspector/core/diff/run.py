@@ -9,7 +9,8 @@ from inspector.core.diff.compare import Comparer, Recorder, compare_nodes
 from inspector.core.diff.facts import GraphComparer
 from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
-from inspector.core.diff.model import Change, ModelDiff
+from inspector.core.diff.model import Change, FoldRelation, ModelDiff
+from inspector.core.diff.module_fold import inline_module_folds, module_relation
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
@@ -45,6 +46,9 @@ def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None 
 
 
 def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides: list[Side]) -> ModelDiff:
+    protected = [*a.protected_files(), *b.protected_files()]
+    flat_a, flat_b = a, b
+    a, b, inlined, module_side = inline_module_folds(a, b)  # a module fold is compared with its calls inlined
     A = Side(a)
     B = Side(b, like=A)  # cut with A's cut at hand: the nodes they share are read once
     sides += (A, B)
@@ -61,10 +65,7 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     fold = detect_fold(A, B, umap)
     explained = explained_functions(A, B, fold, umap)
     if fold is not None:
-        flat = "a" if fold.folded == "b" else "b"
-        recorder.add(Change("folded", "model", "", "model", {"flat": flat},
-                            {"folded": fold.folded, "calls": fold.calls, "functions": fold.functions,
-                             "domains": fold.domains, "identical": fold.identical}, fold.explanation))
+        recorder.add(_folded(fold))
     graph.compare_model_facts(fold, explained)
     comparer.compare_families(fmap, explained)
     comparer.compare_functions(fmap)
@@ -81,5 +82,18 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
         for c in recorder.changes:
             if c.kind == "folded":
                 c.detail = fold.explanation
-    return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched,
-                     [*a.protected_files(), *b.protected_files()])
+    if inlined is not None:
+        relation = module_relation(inlined, module_side, flat_b if module_side == "a" else flat_a, recorder.changes)
+        relation.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
+        recorder.changes.insert(0, _folded(relation))
+        fold = fold or relation
+    return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched, protected)
+
+
+def _folded(fold: FoldRelation) -> Change:
+    new: dict[str, object] = {"folded": fold.folded, "calls": fold.calls, "functions": fold.functions,
+                              "domains": fold.domains, "identical": fold.identical}
+    if fold.unit == "module":
+        new.update(unit="module", differ=fold.differ)
+    return Change("folded", "model", "", "model", {"flat": "a" if fold.folded == "b" else "b"}, new,
+                  fold.explanation)

@@ -8,7 +8,9 @@ Instances whose bodies are equal (``core/bodies/fingerprint.py``: names ignored,
 one function; bodies that differ become overloads of one family named by what differs (``fold/names.py``, a short
 hash only to break ties). Weights and other large initializers stay in the main graph and are passed as inputs;
 small non-parameter initializers (shapes, scales baked in by trace_only code) move into the body as Constant nodes.
-Nested selections fold inside out, so a layer's function calls its attention's function.
+Nested selections fold inside out, so a layer's function calls its attention's function; a class called inside
+another function's body whose instances have several bodies is named with TorchScript's variant names instead of
+overloads (``_as_variants``: onnxruntime resolves calls inside function bodies without their overload).
 
 The aten fold is not run inside (the body keeps the flat nodes with their fx metadata, cut from the first instance
 of each function): the two answer different questions, and a module function's body stays readable as a flat
@@ -154,8 +156,8 @@ def _attempt(proto: onnx.ModelProto, instances: list[Instance], maps: GraphMaps,
         for f in folded:
             levels.setdefault(f.inst.depth, []).append(f)
         hoist_literals([levels[d] for d in sorted(levels, reverse=True)])
-    keys = _name(folded, domain)
-    functions = _functions(folded, keys, maps, proto, domain)
+    keys, variants = _name(folded, domain)
+    functions = _functions(folded, keys, variants, maps, proto, domain)
     provisional = {f.identity: keys[f.identity] for f in folded}
     for f in functions:
         _rename_calls(f.node, domain, provisional)
@@ -225,16 +227,18 @@ def _fold_instance(inst: Instance, units: list[_Unit | None], unit_at: list[int]
     return _Folded(inst, body, fp, call)
 
 
-def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
+def _name(folded: list[_Folded], domain: str) -> tuple[dict[str, FunctionKey], dict[str, str]]:
     """Function key per distinct (class, body): the overload is empty when a class has one body, else what sets
-    the body apart (``names.overload_keys``)."""
+    the body apart (``names.overload_keys``); and the overloads that became variant names (``_as_variants``)."""
     firsts: dict[str, _Folded] = {}
     for f in folded:
         firsts.setdefault(f.identity, f)
     per_class: dict[str, list[_Folded]] = {}
-    for f in firsts.values():
+    for f in firsts.values():  # inside out: a class's inner classes are named before it
         per_class.setdefault(f.inst.class_name, []).append(f)
+    nested = {n.overload for f in folded for n in f.body.nodes if n.domain == domain}
     keys: dict[str, FunctionKey] = {}
+    variants: dict[str, str] = {}
     for cls, group in per_class.items():
         if len(group) == 1:
             keys[group[0].identity] = FunctionKey(domain, identifier(cls), "")
@@ -248,7 +252,21 @@ def _name(folded: list[_Folded], domain: str) -> dict[str, FunctionKey]:
                 taken.add(better)
                 key = FunctionKey(domain, key.name, better)
             keys[f.identity] = key
-    return keys
+        if any(f.identity in nested for f in group):
+            _as_variants([f.identity for f in group], keys, variants)
+    return keys, variants
+
+
+def _as_variants(identities: list[str], keys: dict[str, FunctionKey], variants: dict[str, str]) -> None:
+    """A family called from inside another function's body with more than one overload gets TorchScript's variant
+    names instead (``T5Attention``, ``T5Attention.1``; the overload kept for the doc string): onnxruntime 1.32
+    resolves a call in the main graph by (domain, name, overload) but a call inside a function body by (domain,
+    name) alone, so an overloaded inner call fails to load ("is not a registered function/op") or, when the family
+    has an overload "", silently runs that one. The index reads variant names as one family, as for TorchScript."""
+    for k, identity in enumerate(identities):
+        key = keys[identity]
+        variants[identity] = key.overload
+        keys[identity] = FunctionKey(key.domain, key.name if k == 0 else f"{key.name}.{k}", "")
 
 
 _HASH_ONLY = re.compile(r"^default_[0-9a-f]{6}_*$")  # overload_keys found no literal that sets the body apart
@@ -278,15 +296,16 @@ def _inner_calls(group: list[_Folded], keys: dict[str, FunctionKey], domain: str
         for n in f.body.nodes:
             if n.domain == domain:
                 key = keys.get(n.overload)
-                label = n.op_type if key is None or not key.overload else f"{key.name}_{key.overload}"
+                label = (key.name if key is not None else n.op_type) if key is None or not key.overload \
+                    else f"{key.name}_{key.overload}"
                 if (n.op_type, label) not in names:
                     names.append((n.op_type, label))
         out.append(names)
     return out
 
 
-def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphMaps, proto: onnx.ModelProto,
-               domain: str) -> list[onnx.FunctionProto]:
+def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], variants: dict[str, str], maps: GraphMaps,
+               proto: onnx.ModelProto, domain: str) -> list[onnx.FunctionProto]:
     """One FunctionProto per key, cut from the first instance with that body, inner functions first."""
     out: list[onnx.FunctionProto] = []
     made: set[str] = set()
@@ -295,12 +314,12 @@ def _functions(folded: list[_Folded], keys: dict[str, FunctionKey], maps: GraphM
         if f.identity in made:
             continue
         made.add(f.identity)
-        out.append(_function(f, keys[f.identity], maps, opsets, domain))
+        out.append(_function(f, keys[f.identity], maps, opsets, domain, variants.get(f.identity, "")))
     return out
 
 
 def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.OperatorSetIdProto],
-              domain: str) -> onnx.FunctionProto:
+              domain: str, overload: str) -> onnx.FunctionProto:
     body = f.body
     internal = {o for n in body.nodes for o in n.output if o} | set(body.constants)
     rename: dict[str, str] = {}
@@ -331,7 +350,9 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
     fn.opset_import.extend(opsets)
     if nested:
         fn.opset_import.append(helper.make_opsetid(domain, 1))
-    fn.doc_string = f"nn.Module {f.inst.module.class_name}, cut from instance {f.inst.path}"
+    variant = (f" (overload {overload}, named as a variant: onnxruntime resolves calls inside function bodies "
+               f"without their overload)") if overload else ""
+    fn.doc_string = f"nn.Module {f.inst.module.class_name}{variant}, cut from instance {f.inst.path}"
     return fn
 
 
