@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
-from onnx import helper
 
 from inspector.core.aten.schemas import AtenSchema, BoundArgument, Parameter, SchemaCatalogue, bind, format_signature
 from inspector.core.model.calls import AtenCall, split_target
@@ -222,6 +221,8 @@ def function_call_signature(f: onnx.FunctionProto, call: onnx.NodeProto | None =
 
 def _attribute_value(attr: onnx.AttributeProto, param: Parameter) -> object:
     """An attribute as the aten argument it stands for (ints back to bools for ``bool`` parameters)."""
+    from onnx import helper  # the rest of onnx only when a function declares attributes (start-up: util/onnxpkg.py)
+
     value = helper.get_attribute_value(attr)
     if attr.type == onnx.AttributeProto.FLOAT:
         value = _float32_text(value)
