@@ -55,10 +55,11 @@ with contextlib.redirect_stdout(io.StringIO()) as text:
 from inspector.core.util import onnxpkg
 print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": onnxpkg.is_complete(),
                   "numpy": "numpy" in sys.modules, "registry": "onnx.defs" in sys.modules,
-                  "resources": "importlib.resources" in sys.modules}}))
+                  "resources": "importlib.resources" in sys.modules,
+                  "process_pool": "concurrent.futures.process" in sys.modules}}))
 """)
     assert out == {"code": exit_code, "printed": out["printed"], "complete": False, "numpy": False,
-                   "registry": False, "resources": False}
+                   "registry": False, "resources": False, "process_pool": False}
     assert out["printed"] > 100
 
 
