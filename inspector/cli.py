@@ -7,7 +7,6 @@ No Qt is imported unless the app is opened. Errors print one line and exit with 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import os
 import re
@@ -74,6 +73,8 @@ def _mistyped(word: str) -> bool:
 
 
 def _unknown_command(argv: Sequence[str]) -> int:
+    import difflib  # only for a mistyped command (start-up: 3 ms of every command)
+
     word = argv[0]
     meant = _MEANT.get(word.lower()) or next(iter(difflib.get_close_matches(word.lower(), SUBCOMMANDS, 1)), None)
     hint = f"; did you mean '{meant}'?" if meant else ""

@@ -38,6 +38,11 @@ def split_op_name(text: str) -> tuple[str, str] | None:
     return None if match is None else _name_overload(match)
 
 
+def is_op_name(text: str) -> bool:
+    """Whether ``text`` is an operator name as ``split_op_name`` reads one (then ``name.overload`` as written)."""
+    return _OP_NAME.fullmatch(text) is not None
+
+
 def _name_overload(match: re.Match[str]) -> tuple[str, str]:
     namespace, op, overload = match.groups()
     return (f"{namespace}::{op}" if namespace else op), overload or ""

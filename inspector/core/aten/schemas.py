@@ -18,7 +18,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from inspector.core.aten.resources import read_resource_lines
-from inspector.core.aten.schema_text import MAX_SNIPPET, SchemaScanner, normalize_target, parse_literal, split_op_name
+from inspector.core.aten.schema_text import (
+    MAX_SNIPPET,
+    SchemaScanner,
+    is_op_name,
+    normalize_target,
+    parse_literal,
+)
 
 __all__ = [
     "AtenSchema",
@@ -285,11 +291,10 @@ class SchemaCatalogue:
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
-            parts = split_op_name(text.partition("(")[0].strip())
-            if parts is None or "(" not in text:
+            head = text.partition("(")[0].strip()
+            if "(" not in text or not is_op_name(head):
                 raise ValueError(f"line {number}: not an aten schema: {text[:MAX_SNIPPET]!r}")
-            name, overload = parts
-            texts[f"{name}.{overload}" if overload else name] = text
+            texts[head] = text  # an operator name as written is its key, ``name.overload`` (a third of the time)
         return cls(texts)
 
     def get(self, target: str) -> AtenSchema | None:

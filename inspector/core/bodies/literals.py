@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import onnx
 from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensors import dtype_name, plain_tensor
 
 BodyPath = tuple[int | str, ...]
 LiteralKind = typing.Literal[
@@ -84,8 +84,19 @@ def attribute_value(attr: AttributeProto) -> tuple[Any, str]:
 def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
     """A tensor as a value: small tensors as (nested) lists, larger ones summarised; key from a content digest."""
     dims = [int(d) for d in t.dims]
+    plain = plain_tensor(t)  # without numpy (start-up): the same values and bytes
+    if plain is not None:
+        digest = hashlib.blake2b(plain.data, digest_size=8).hexdigest()
+        key = f"t:{t.data_type}:{dims}:{digest}"
+        if plain.count <= MAX_SHOWN_ELEMENTS:
+            return _jsonable(plain.tolist()), key
+        return {"dtype": dtype_name(t.data_type), "shape": dims, "first": _jsonable(plain.first(8)),
+                "digest": digest}, key
+    import numpy as np
+    from onnx import numpy_helper
+
     try:
-        arr = np.asarray(onnx.numpy_helper.to_array(t)) if t.data_location != onnx.TensorProto.EXTERNAL else None
+        arr = np.asarray(numpy_helper.to_array(t)) if t.data_location != onnx.TensorProto.EXTERNAL else None
     except Exception:
         arr = None
     if arr is None:
@@ -131,15 +142,23 @@ def body_literals(body: Body) -> list[Literal]:
     return out
 
 
+def _float32(x: float) -> float:
+    """``x`` rounded to float32, as ``float(numpy.float32(x))``: out of its range, an infinity."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", x))[0])
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
 def _float(x: float) -> float | str:
-    x = float(np.float32(x))
+    x = _float32(x)
     if math.isnan(x) or math.isinf(x):
         return str(x)
     return float(f"{x:.8g}")
 
 
 def _fkey(x: float) -> str:
-    return f"{float(np.float32(x)):.8g}"
+    return f"{_float32(x):.8g}"
 
 
 def _jsonable(v: Any) -> Any:
@@ -149,6 +168,10 @@ def _jsonable(v: Any) -> Any:
         return _float(v)
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
+    if isinstance(v, (int, str)) or v is None:  # (bool is an int)
+        return v
+    import numpy as np  # only a numpy-decoded tensor's elements are anything else
+
     if isinstance(v, (np.generic,)):
         return v.item()
     return v

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 import onnx
-from onnx import AttributeProto, helper
+from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
@@ -54,6 +54,8 @@ def op_label(node: onnx.NodeProto) -> str:
 def function_form(body: Body) -> Body:
     """A group body as ``fold`` turns it into a function: constants become leading Constant nodes, inputs keep
     the aten argument order."""
+    from onnx import helper  # the rest of onnx only when a fold is compared (start-up: util/onnxpkg.py)
+
     consts = [helper.make_node("Constant", [], [name], value=t) for name, t in body.constants.items()]
     return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {})
 
@@ -165,6 +167,8 @@ def _reader_slot(body: Body, name: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _input_name(domain: str, op_type: str, k: int) -> str:
+    import onnx.defs  # when a constant's reader is named: its first schema builds onnx's registry (17-30 ms)
+
     try:
         schema = onnx.defs.get_schema(op_type, domain)
         inputs = schema.inputs

@@ -13,15 +13,18 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import model_files
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
 DirStatus = Literal["equal", "equivalent", "different", "only_a", "only_b", "error"]
 DIR_STATUSES: tuple[DirStatus, ...] = get_args(DirStatus)
@@ -106,10 +109,29 @@ def diff_dirs(a: str | os.PathLike[str], b: str | os.PathLike[str], jobs: int | 
     return DirDiff(str(a), str(b), [rows[k] for k in sorted(rows)])
 
 
+def __getattr__(name: str) -> Any:
+    """``ProcessPoolExecutor`` and ``BrokenProcessPool``, imported on first use: concurrent.futures' process pool
+    (multiprocessing, sockets, logging) is 20-25 ms of CPU that a diff of two files, which imports this module,
+    never uses. The pool code reads them as this module's attributes (``_pool_types``)."""
+    if name in ("ProcessPoolExecutor", "BrokenProcessPool"):
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        globals().update(ProcessPoolExecutor=ProcessPoolExecutor, BrokenProcessPool=BrokenProcessPool)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _pool_types() -> tuple[type[ProcessPoolExecutor], type[BrokenProcessPool]]:
+    module = sys.modules[__name__]
+    return module.ProcessPoolExecutor, module.BrokenProcessPool
+
+
 def _run_pairs(pairs: list[tuple[str, str, str]], jobs: int | None,
                progress: Callable[[int, int], None] | None) -> list[DirRow]:
     """Each pair diffed in a worker process, ``jobs`` at a time, so that a pair that crashes the process (native
     code on untrusted input) is that pair's error row and every other pair still gets its row."""
+    pool_type, broken_pool = _pool_types()
     workers = max(1, min(len(pairs), jobs if jobs is not None else min(MAX_JOBS, os.cpu_count() or 1)))
     out: list[DirRow] = []
     broken: list[tuple[str, str, str]] = []
@@ -122,12 +144,12 @@ def _run_pairs(pairs: list[tuple[str, str, str]], jobs: int | None,
     # the platform's default start method: fork on Linux (no re-import of onnx per worker, and no need for the
     # caller's script to guard its main code as spawn needs)
     if pairs:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with pool_type(max_workers=workers) as pool:
             futures = [(pair, pool.submit(diff_pair, *pair)) for pair in pairs]
             for pair, future in futures:
                 try:
                     done(future.result())
-                except BrokenProcessPool:  # one worker died: every pair not finished yet fails with it
+                except broken_pool:  # one worker died: every pair not finished yet fails with it
                     broken.append(pair)
                 except Exception as e:
                     done(DirRow(pair[0], "error", error=_failed(e)))
@@ -137,10 +159,11 @@ def _run_pairs(pairs: list[tuple[str, str, str]], jobs: int | None,
 
 
 def _isolated(pair: tuple[str, str, str]) -> DirRow:
-    with ProcessPoolExecutor(max_workers=1) as pool:
+    pool_type, broken_pool = _pool_types()
+    with pool_type(max_workers=1) as pool:
         try:
             return pool.submit(diff_pair, *pair).result()
-        except BrokenProcessPool:
+        except broken_pool:
             return DirRow(pair[0], "error", error="the diff process crashed on this pair (killed by a signal or "
                                                   "out of memory)")
         except Exception as e:

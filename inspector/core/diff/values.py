@@ -7,12 +7,10 @@ import hashlib
 import math
 from typing import Any
 
-import numpy as np
-import onnx
 from onnx import TensorProto
 
 from inspector.core.bodies.literals import tensor_value
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensors import dtype_name, plain_tensor
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:
@@ -35,8 +33,14 @@ def content_digest(t: TensorProto) -> str:
         return "ext:" + "|".join(f"{k}={info.get(k, '')}" for k in ("location", "offset", "length"))
     if t.raw_data:
         return hashlib.blake2b(t.raw_data, digest_size=12).hexdigest()
+    plain = plain_tensor(t)  # without numpy (start-up): the same bytes
+    if plain is not None:
+        return hashlib.blake2b(plain.data, digest_size=12).hexdigest()
+    import numpy as np
+    from onnx import numpy_helper
+
     try:
-        data = np.ascontiguousarray(onnx.numpy_helper.to_array(t)).tobytes()
+        data = np.ascontiguousarray(numpy_helper.to_array(t)).tobytes()
     except Exception:
         copy = TensorProto()
         copy.CopyFrom(t)

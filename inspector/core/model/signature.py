@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
-from onnx import helper
 
 from inspector.core.aten.schemas import AtenSchema, BoundArgument, Parameter, SchemaCatalogue, bind, format_signature
 from inspector.core.model.aten_functions import recognise
@@ -279,6 +278,8 @@ def _same(a: object, b: object) -> bool:
 
 def _attribute_value(attr: onnx.AttributeProto, param: Parameter) -> object:
     """An attribute as the aten argument it stands for (ints back to bools for ``bool`` parameters)."""
+    from onnx import helper  # the rest of onnx only when a function declares attributes (start-up: util/onnxpkg.py)
+
     value = helper.get_attribute_value(attr)
     if attr.type == onnx.AttributeProto.FLOAT:
         value = _float32_text(value)

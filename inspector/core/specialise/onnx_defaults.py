@@ -8,11 +8,20 @@ import onnx
 from onnx import AttributeProto
 
 from inspector.core.bodies.literals import attribute_value
+from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS
 
 
 @lru_cache(maxsize=4096)
 def default_key(op_type: str, domain: str, attribute: str, opset: int) -> str | None:
     """The canonical key (as ``literals.attribute_value`` gives it) of the schema default, or None if none."""
+    if opset <= OLDEST_OPSETS.get(domain, 0):  # what every supported onnx says, without its schema registry
+        found = None
+        for since, keys in ATTRIBUTE_DEFAULTS.get((domain, op_type), ()):
+            if since <= opset:
+                found = keys.get(attribute)
+        return found
+    import onnx.defs  # (an explicit import: see util/onnxpkg.py)
+
     try:
         schema = onnx.defs.get_schema(op_type, opset, domain)
     except Exception:  # unknown operator or domain, or an opset the installed onnx does not know

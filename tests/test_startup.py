@@ -1,0 +1,229 @@
+"""Start-up: a command imports only what it uses, and what it skips gives the same results.
+
+The commands read models through onnx's protobuf classes alone (``core/util/onnxpkg.py``): the rest of the onnx
+package, numpy and onnx's schema registry are left out unless a command needs them. Each check here runs in a fresh
+interpreter, since the test process itself has long imported everything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.defs
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from inspector.core.bodies.literals import _float32, attribute_value
+from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS, ONNX_OPERATORS
+from inspector.core.model.tensors import plain_tensor
+from inspector.core.specialise.onnx_defaults import default_key
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "zoo"
+SMALL_A, SMALL_B = ZOO / "pair_eps_a.onnx", ZOO / "pair_eps_b.onnx"
+
+
+def _fresh(code: str) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object last."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("argv", "exit_code"), [
+    (["summary", str(SMALL_A)], 0),
+    (["summary", str(SMALL_A), "--json"], 0),
+    (["check", str(SMALL_A)], 1),
+    (["diff", str(SMALL_A), str(SMALL_B)], 1),
+    (["diff", str(SMALL_A), str(SMALL_B), "--format", "json"], 1),
+])
+def test_commands_run_on_the_protobuf_classes_alone(argv, exit_code):
+    out = _fresh(f"""
+import contextlib, io, json, sys
+from inspector.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as text:
+    code = main({argv!r})
+from inspector.core.util import onnxpkg
+print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": onnxpkg.is_complete(),
+                  "numpy": "numpy" in sys.modules, "registry": "onnx.defs" in sys.modules,
+                  "resources": "importlib.resources" in sys.modules,
+                  "process_pool": "concurrent.futures.process" in sys.modules}}))
+""")
+    assert out == {"code": exit_code, "printed": out["printed"], "complete": False, "numpy": False,
+                   "registry": False, "resources": False, "process_pool": False}
+    assert out["printed"] > 100
+
+
+def test_the_rest_of_onnx_arrives_on_first_use_with_the_same_classes():
+    out = _fresh(f"""
+import json, threading
+import inspector.core
+import onnx
+from inspector.core.util import onnxpkg
+before = onnxpkg.is_complete()
+model_class = onnx.ModelProto
+got = []
+threads = [threading.Thread(target=lambda: got.append(onnx.checker)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+from onnx import helper, numpy_helper
+import onnx.onnx_pb
+node = helper.make_node("Relu", ["x"], ["y"])
+m = onnx.load({str(SMALL_A)!r}, load_external_data=False)
+print(json.dumps({{"before": before, "after": onnxpkg.is_complete(), "same": model_class is onnx.onnx_pb.ModelProto,
+                  "node": type(node) is onnx.NodeProto, "loaded": type(m) is model_class, "nodes": len(m.graph.node),
+                  "one_checker": len({{id(c) for c in got}}) == 1 and len(got) == 4,
+                  "version": onnx.__version__ == __import__("importlib.metadata").metadata.version("onnx")}}))
+""")
+    assert out == {"before": False, "after": True, "same": True, "node": True, "loaded": True, "nodes": 15,
+                   "one_checker": True, "version": True}
+
+
+def test_a_program_that_imported_onnx_first_keeps_it():
+    out = _fresh("""
+import json, onnx, sys
+import inspector.core
+from inspector.core.util import onnxpkg
+print(json.dumps({"complete": onnxpkg.is_complete(), "numpy": "numpy" in sys.modules}))
+""")
+    assert out == {"complete": True, "numpy": True}
+
+
+def test_fold_check_completes_onnx_where_it_needs_the_checker(tmp_path):
+    out = _fresh(f"""
+import contextlib, io, json
+from inspector.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["fold", {str(SMALL_A)!r}, "-o", {str(tmp_path / "f.onnx")!r}, "--check"])
+from inspector.core.util import onnxpkg
+print(json.dumps({{"code": code, "complete": onnxpkg.is_complete()}}))
+""")
+    assert out == {"code": 0, "complete": True}
+    onnx.checker.check_model(onnx.load(tmp_path / "f.onnx"), full_check=True)
+
+
+def _tensors() -> list[TensorProto]:
+    """Every initializer and Constant value of the zoo and the fixtures, and crafted ones for the edge cases."""
+    found: list[TensorProto] = []
+    for path in sorted((ROOT / "tests").rglob("*.onnx")):
+        try:
+            m = onnx.load(path, load_external_data=False)
+        except Exception:
+            continue
+        found += list(m.graph.initializer)
+        found += [a.t for n in m.graph.node for a in n.attribute if a.type == onnx.AttributeProto.TENSOR]
+    rng = random.Random(34)
+    for dtype, values in [(TensorProto.FLOAT, [1.5, -0.0, float("inf"), 3.4e38]), (TensorProto.DOUBLE, [1e300, -2.5]),
+                          (TensorProto.INT64, [-(2**63), 2**63 - 1, 0]), (TensorProto.INT32, [-(2**31), 7]),
+                          (TensorProto.BOOL, [True, False]), (TensorProto.UINT8, [0, 255]),
+                          (TensorProto.INT8, [-128, 127]), (TensorProto.UINT64, [2**64 - 1]),
+                          (TensorProto.INT16, [-5, 300]), (TensorProto.UINT16, [65535]),
+                          (TensorProto.UINT32, [2**32 - 1])]:
+        typed = helper.make_tensor("t", dtype, [len(values)], values)
+        raw = numpy_helper.from_array(numpy_helper.to_array(typed).reshape(1, len(values)), "r")
+        assert raw.HasField("raw_data")
+        found += [typed, raw]
+    found.append(helper.make_tensor("scalar", TensorProto.FLOAT, [], [2.0]))
+    found.append(helper.make_tensor("empty", TensorProto.FLOAT, [2, 0], []))
+    found.append(helper.make_tensor("grid", TensorProto.INT64, [2, 3, 4], list(range(24))))
+    found.append(helper.make_tensor("big", TensorProto.FLOAT, [40], [rng.uniform(-1, 1) for _ in range(40)]))
+    bools = TensorProto(name="b", data_type=TensorProto.BOOL, dims=[3], raw_data=b"\x00\x02\xff")
+    short = TensorProto(name="s", data_type=TensorProto.FLOAT, dims=[3], raw_data=b"\x00" * 8)
+    wrong_count = TensorProto(name="w", data_type=TensorProto.INT64, dims=[3], int64_data=[1, 2])
+    negative = TensorProto(name="n", data_type=TensorProto.FLOAT, dims=[-1], float_data=[1.0, 2.0])
+    half = helper.make_tensor("h", TensorProto.FLOAT16, [2], [1.0, 2.0])
+    typed_uint8 = TensorProto(name="u", data_type=TensorProto.UINT8, dims=[2], int32_data=[1, 300])
+    return [*found, bools, short, wrong_count, negative, half, typed_uint8]
+
+
+def test_tensors_decode_without_numpy_as_numpy_decodes_them():
+    tensors = _tensors()
+    decoded = 0
+    for t in tensors:
+        plain = plain_tensor(t)
+        try:
+            arr = np.asarray(numpy_helper.to_array(t))
+        except Exception:
+            assert plain is None, t.name
+            continue
+        if plain is None:
+            continue  # left to numpy: a type or a typed field whose conversion numpy makes
+        decoded += 1
+        assert plain.data == np.ascontiguousarray(arr).tobytes(), t.name
+        assert plain.count == arr.size and plain.shape == arr.shape
+        assert plain.tolist() == arr.tolist(), t.name
+        assert plain.first(8) == arr.reshape(-1)[:8].tolist(), t.name
+    assert decoded > 100
+    # what numpy would do differently is never decoded here: float16, and UINT8 held in int32_data
+    assert plain_tensor(tensors[-2]) is None and plain_tensor(tensors[-1]) is None
+
+
+def test_float32_rounding_is_numpys():
+    rng = random.Random(34)
+    values = [0.0, -0.0, 1e-46, 3.4028235e38, 3.4028236e38, 3.5e38, -1e300, float("inf"), -float("inf")]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(2000)] + [rng.uniform(-1, 1) * 10 ** rng.randint(-50, 50)
+                                                              for _ in range(2000)]
+    with np.errstate(over="ignore"):
+        for x in values:
+            assert struct.pack("<d", _float32(x)) == struct.pack("<d", float(np.float32(x))), x
+    assert math.isnan(_float32(float("nan")))
+
+
+def test_operator_tables_answer_as_onnx_defs():
+    for domain, ops in ONNX_OPERATORS.items():
+        assert all(onnx.defs.has(op, domain) for op in ops)
+    assert {op for (_d, op) in ATTRIBUTE_DEFAULTS} == set().union(*ONNX_OPERATORS.values())
+    checked = 0
+    for domain, op in ATTRIBUTE_DEFAULTS:
+        for opset in range(1, OLDEST_OPSETS[domain] + 1):
+            try:
+                schema = onnx.defs.get_schema(op, opset, domain)
+            except Exception:
+                schema = None
+            names = set(schema.attributes) if schema is not None else set()
+            for name in names | {"no_such_attribute"}:
+                attr = schema.attributes.get(name) if schema is not None else None
+                want = attribute_value(attr.default_value)[1] \
+                    if attr is not None and attr.default_value.type != onnx.AttributeProto.UNDEFINED else None
+                assert default_key(op, domain, name, opset) == want, (domain, op, name, opset)
+                checked += 1
+    assert checked > 5000
+
+
+def test_folder_diff_workers_start_once_not_per_pair(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    names = []
+    for kind in ("eps", "heads", "scale", "transpose"):  # exports that differ in a value: the diff names arguments
+        for copy in (1, 2):
+            names.append(f"{kind}_{copy}.onnx")
+            shutil.copyfile(ZOO / f"pair_{kind}_a.onnx", a / names[-1])
+            shutil.copyfile(ZOO / f"pair_{kind}_b.onnx", b / names[-1])
+    log = tmp_path / "catalogue_builds.txt"
+    out = _fresh(f"""
+import json, os
+from inspector.core.aten import schemas
+real = schemas.SchemaCatalogue.from_lines.__func__
+def counted(cls, lines):
+    with open({str(log)!r}, "a") as fh:
+        fh.write(f"{{os.getpid()}}\\n")
+    return real(cls, lines)
+schemas.SchemaCatalogue.from_lines = classmethod(counted)
+from inspector.core.diff.folders import diff_dirs
+d = diff_dirs({str(a)!r}, {str(b)!r}, jobs=2)
+print(json.dumps({{"rows": [r.status for r in d.rows], "parent": os.getpid()}}))
+""")
+    assert out["rows"] == ["different"] * len(names) and len(names) == 8
+    builds = log.read_text().split()
+    # the schema catalogue (a worker's first pair builds it) is built once per worker process: not per pair
+    assert 1 <= len(builds) <= 2 and len(set(builds)) == len(builds) and str(out["parent"]) not in builds
