@@ -66,7 +66,7 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 def test_the_rest_of_onnx_arrives_on_first_use_with_the_same_classes():
     out = _fresh(f"""
 import json, threading
-import inspector.core
+import inspector.cli
 import onnx
 from inspector.core.util import onnxpkg
 before = onnxpkg.is_complete()
@@ -91,11 +91,25 @@ print(json.dumps({{"before": before, "after": onnxpkg.is_complete(), "same": mod
 def test_a_program_that_imported_onnx_first_keeps_it():
     out = _fresh("""
 import json, onnx, sys
-import inspector.core
+import inspector.cli
 from inspector.core.util import onnxpkg
 print(json.dumps({"complete": onnxpkg.is_complete(), "numpy": "numpy" in sys.modules}))
 """)
     assert out == {"complete": True, "numpy": True}
+
+
+def test_a_program_that_uses_the_python_api_gets_onnx_as_it_imports_it():
+    """Only the command line, which owns its process, defers onnx's import work: a program importing the API gets
+    the onnx package its own ``import onnx`` makes, complete."""
+    out = _fresh("""
+import json, sys
+import inspector.api
+from inspector.core.model.index import open_index
+import onnx
+from inspector.core.util import onnxpkg
+print(json.dumps({"complete": onnxpkg.is_complete(), "version": hasattr(onnx, "__version__")}))
+""")
+    assert out == {"complete": True, "version": True}
 
 
 def test_fold_check_completes_onnx_where_it_needs_the_checker(tmp_path):

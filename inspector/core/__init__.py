@@ -11,10 +11,3 @@
 A module imports only from its own package and the packages above it in this list (checked by import-linter's
 layers contract in ``pyproject.toml``); nothing here imports ``inspector.render``, ``report``, ``gui`` or Qt.
 """
-
-from inspector.core.util import onnxpkg
-
-# onnx's protobuf classes now, the rest of the onnx package when something asks for it: every module here reads
-# models through those classes, and a command that needs no more of onnx skips 0.2-0.3 s of its import
-# (inspector/core/util/onnxpkg.py)
-onnxpkg.install()

@@ -93,6 +93,16 @@ def group_body(call: AtenCall, maps: GraphMaps) -> Body:
     return Body(call.name, nodes, inputs, outputs, constants, [(*prefix, i) for i in indices], first_use)
 
 
+def function_form(body: Body) -> Body:
+    """A group body as ``fold`` writes it as a function: its constants become leading Constant nodes; the inputs
+    keep the aten argument order, and are numbered by first use as the group's (``canonical_inputs``). The diff
+    compares a flat call with a folded one in this form, and a review made on either applies to both."""
+    consts = [onnx.NodeProto(op_type="Constant", output=[name], attribute=[
+        onnx.AttributeProto(name="value", type=onnx.AttributeProto.TENSOR, t=t)]) for name, t in body.constants.items()]
+    return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {},
+                canonical_inputs=body.canonical_inputs)
+
+
 def _args_first(inputs: list[str], args: list[str]) -> list[str]:
     """Order inputs as the aten call's tensor arguments, then whatever else the group reads."""
     order = {name: k for k, name in enumerate(args)}

@@ -51,15 +51,6 @@ def op_label(node: onnx.NodeProto) -> str:
 
 
 
-def function_form(body: Body) -> Body:
-    """A group body as ``fold`` turns it into a function: constants become leading Constant nodes, inputs keep
-    the aten argument order."""
-    from onnx import helper  # the rest of onnx only when a fold is compared (start-up: util/onnxpkg.py)
-
-    consts = [helper.make_node("Constant", [], [name], value=t) for name, t in body.constants.items()]
-    return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {})
-
-
 def constants_by_use(body: Body) -> Body | None:
     """The body with its Constant nodes moved to just before their first reader, or None when that changes
     nothing. Two exports of one lowering may emit its Constant nodes in another order (a shuffled body reported

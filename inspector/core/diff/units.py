@@ -9,9 +9,9 @@ from typing import Any
 
 from onnx import TensorProto
 
-from inspector.core.bodies.body import Body, function_body, function_body_by_use, group_body
+from inspector.core.bodies.body import Body, function_body, function_body_by_use, function_form, group_body
 from inspector.core.bodies.fingerprint import Fingerprints
-from inspector.core.diff.bodies import function_form, in_use_order, order_fingerprint
+from inspector.core.diff.bodies import in_use_order, order_fingerprint
 from inspector.core.diff.cut import NO_CONSTANTS, GraphCut, Unit
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
@@ -151,9 +151,7 @@ class Side:
         """A flat aten call as ``fold`` turns it into a function body (its group body, inputs in aten order)."""
         assert unit.call is not None
         body = group_body(unit.call, self.maps)
-        form = function_form(body)
-        form.canonical_inputs = body.canonical_inputs  # numbered by first use, as function_fp_by_use numbers
-        return form
+        return function_form(body)  # (inputs numbered by first use, as function_fp_by_use numbers them)
 
     def function_fp(self, key: FunctionKey) -> Fingerprints:
         fp = self._function_fp.get(key)

@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from onnx import helper
-
-from inspector.core.bodies.body import Body
+from inspector.core.bodies.body import Body, function_form
 from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
 from inspector.core.bodies.literals import Literal
 from inspector.core.model.calls import AtenCall
@@ -31,9 +29,7 @@ def fold_form(body: Body, flat: bool) -> Body:
     """``body`` as ``fold`` writes it as a function: a flat group's constants become leading Constant nodes; the
     inputs are numbered by first use (a group's ``canonical_inputs``, a function's reads in body order)."""
     if flat:
-        consts = [helper.make_node("Constant", [], [name], value=t) for name, t in body.constants.items()]
-        return Body(body.label, consts + list(body.nodes), list(body.inputs), list(body.outputs), {},
-                    canonical_inputs=body.canonical_inputs)
+        return function_form(body)
     formals = set(body.inputs)
     order: list[str] = []
     for node in body.nodes:

@@ -7,13 +7,14 @@ the version converter and the reference's helpers, which a summary, a check or a
 paid it every time (a CI gate, a pre-commit hook, a shell loop over exports, each worker of a folder diff) paid
 more for onnx's start-up than for the model.
 
-``install()`` (run by ``inspector/core/__init__.py``, before any module of the core imports onnx) registers the ``onnx``
-package in ``sys.modules`` with only its protobuf message classes set, the very objects onnx's own ``__init__``
-exports, and runs that ``__init__`` the first time anything asks the package for a name it does not
-have yet (``onnx.load``, ``onnx.helper``, ``from onnx import numpy_helper``, ``onnx.__version__``): whoever needs
-the rest of onnx gets the real package, completed in place, with the same classes. A program that imported onnx
-before us keeps its package untouched. Nothing here reads a model: it changes when onnx's import work is done, not
-what is parsed.
+``install()`` (run by the command line, ``inspector/cli.py``, which owns its process, before any module of the core
+imports onnx) registers the ``onnx`` package in ``sys.modules`` with only its protobuf message classes set, the very
+objects onnx's own ``__init__`` exports, and runs that ``__init__`` the first time anything asks the package for a
+name it does not have yet (``onnx.load``, ``onnx.helper``, ``from onnx import numpy_helper``, ``onnx.__version__``):
+whoever needs the rest of onnx gets the real package, completed in place, with the same classes. A program that
+imports the Python API is left alone (its own ``import onnx`` runs as always), and one that imported onnx before
+the command line keeps its package untouched. Nothing here reads a model: it changes when onnx's import work is
+done, not what is parsed.
 """
 
 from __future__ import annotations
