@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import onnx.defs
 from PySide6.QtCore import QObject, Signal
 
 from inspector.core.aten.schemas import SchemaCatalogue
@@ -71,6 +72,9 @@ def open_for_display(path: Path) -> Opened:
     totals = module_totals(index.provenance.module_root)
     torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection
     SchemaCatalogue.default()  # and the aten schemas (60 ms), which the family analyses read
+    # and onnx's operator registry, which node details read for an operator's documentation: its first look-up
+    # costs 10 ms (the core reads operator facts from a generated table, so nothing else has made it yet)
+    onnx.defs.get_schema("Identity", "")
     tree = FamilyTree(index)
     search = SearchIndex(index)  # its tables are built by the first search, on the search's worker (0.16 s at 100k)
     reviews: ReviewStore | None = ReviewStore(index.path)
