@@ -1,0 +1,421 @@
+"""Recognised calls: aten calls recovered, by matching torchlib body templates, from main-graph nodes that carry no
+fx metadata (stripped exports, nodes the exporter left bare, TorchScript and other exporters).
+
+The templates (``core.aten.templates``) come from one-op exports of each overload. Matching is our own, not
+onnxscript's rewriter ``pattern`` module: onnxscript is not a runtime dependency (it pulls in onnx_ir and an object
+per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule: anchor
+each template on its last node, walk operands backwards through the graph's producer map, and check op types,
+attributes and fixed constants, with values inside the body read by nobody outside it. Each node is tried against
+the few templates whose last op is its op type, so the pass is linear in the graph. Multi-node templates are tried
+from the graph's end backwards, larger ones first, and take their nodes; every node left is matched against the
+one-node templates, and a body that fits several overloads (a lone ``Reshape``: view, reshape, _unsafe_view) keeps
+them all as candidates and gets no aten target. A template node with one operand, an outside tensor or a constant,
+may be absent where the graph reads a constant in its place (the optimizer folds a Transpose of a weight), as long
+as two nodes of a multi-node template remain.
+
+Arguments come back only where the template's evidence names the relation that put them into a masked slot
+(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``); a ``dim``
+comes back normalised to a non-negative axis. The threat is a hostile model: values read from it are numbers or
+strings put into the synthesised FX text with ``repr`` (no model string reaches it unquoted), and nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+
+from inspector.core.aten.templates import (
+    SHAPE_PARAMETER,
+    Slot,
+    Template,
+    canonical_attribute,
+    canonical_tensor,
+    constant_node_value,
+    load_templates,
+)
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.keys import MAIN
+
+_CONSTANT = "Constant"
+RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
+AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
+_MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
+
+
+@dataclass(frozen=True, slots=True)
+class Recognised:
+    """One recovered call: its nodes (main-graph indices, Constant feeders included), the templates that fit, their
+    targets (one, or the candidates of an ambiguous body) and the arguments their evidence gives back."""
+
+    nodes: tuple[int, ...]
+    templates: tuple[str, ...]
+    candidates: tuple[str, ...]
+    arguments: tuple[tuple[str, Any], ...]
+
+    @property
+    def target(self) -> str:
+        if len(self.candidates) == 1:
+            return self.candidates[0]
+        return AMBIGUOUS_NAMESPACE + "::" + "_or_".join(c.split("::", 1)[-1].replace(".", "_")
+                                                        for c in self.candidates)
+
+
+@dataclass(slots=True)
+class _Match:
+    nodes: dict[int, int]  # template node -> graph node
+    folded: set[int]
+    constants: dict[int, str]  # constant slot -> graph value
+    attributes: dict[tuple[int, str], Any]  # masked attribute values
+    extra: set[int]  # nodes that compute a masked constant operand in the graph (Constant, folded or symbolic)
+
+
+class Matcher:
+    """Templates matched against one graph; ``taken`` are the nodes that belong to calls already (fx metadata)."""
+
+    def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
+                 templates: Sequence[Template]) -> None:
+        self.graph, self.maps, self.taken = graph, maps, set(taken)
+        self.by_sink: dict[tuple[str, str], list[Template]] = {}
+        for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
+            sink = t.nodes[t.sink]
+            if _connected(t):
+                self.by_sink.setdefault((sink.domain, sink.op_type), []).append(t)
+        self._consts: dict[str, Any] = {}
+        self._constant_node: dict[str, int] = {}
+        for i, node in enumerate(graph.node):
+            if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
+                self._constant_node[node.output[0]] = i
+
+    def run(self) -> list[Recognised]:
+        nodes = self.graph.node
+        found: list[Recognised] = []
+        for i in range(len(nodes) - 1, -1, -1):
+            if i in self.taken:
+                continue
+            node = nodes[i]
+            fits: list[tuple[Template, _Match]] = []
+            for t in self.by_sink.get((node.domain, node.op_type), ()):
+                if len(t.nodes) < 2 or (fits and len(t.nodes) < len(fits[0][0].nodes)):
+                    break
+                m = self._match(t, i)
+                if m is not None and (not fits or _same_nodes(m, fits[0][1])):
+                    fits.append((t, m))  # another overload with this body: a candidate, not a second call
+            if fits:
+                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
+            node = nodes[i]
+            if i in self.taken or (node.op_type == _CONSTANT and node.output and node.output[0] in self._constant_node):
+                continue
+            fits = [(t, m) for t in self.by_sink.get((node.domain, node.op_type), ()) if len(t.nodes) == 1
+                    for m in [self._match(t, i)] if m is not None]
+            if fits:
+                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        found.sort(key=lambda r: r.nodes[0])
+        return found
+
+    def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
+        first = matches[0]
+        members = set(first.nodes.values()) | first.extra
+        for slot, value in first.constants.items():
+            k = self._constant_node.get(value)
+            if k is not None and k not in self.taken and self.maps.read_count[value] == _reads(templates[0], slot):
+                members.add(k)
+        self.taken |= members
+        targets = tuple(sorted({t.target for t in templates}))
+        args: tuple[tuple[str, Any], ...] = ()
+        if len(targets) == 1:
+            args = tuple(sorted(_arguments(templates[0], first, self).items()))
+        return Recognised(tuple(sorted(members)), tuple(t.name for t in templates), targets, args)
+
+    # --- matching ---------------------------------------------------------------------------------------------------
+
+    def _match(self, t: Template, anchor: int) -> _Match | None:
+        m = _Match({t.sink: anchor}, set(), {}, {}, set())
+        used = {anchor: t.sink}
+        outside: dict[int, str] = {}
+        stack = [t.sink]
+        while stack:
+            j = stack.pop()
+            g = m.nodes[j]
+            if not self._node_fits(t, j, g, m):
+                return None
+            tin = t.nodes[j].inputs
+            for ref, value in zip(tin, self.maps.inputs[g]):
+                if ref.kind == "-":
+                    if value:
+                        return None
+                elif ref.kind == "x":
+                    if outside.setdefault(ref.a, value) != value or not value:
+                        return None
+                elif ref.kind == "c":
+                    if m.constants.setdefault(ref.a, value) != value:
+                        return None
+                    if self._constant_fits(t.constants[ref.a], value):
+                        continue
+                    computed = self._computed(value, _reads(t, ref.a)) if t.constants[ref.a].masked else None
+                    if computed is None or computed & m.extra:
+                        return None
+                    m.extra |= computed
+                else:
+                    h = self.maps.producer.get(value)
+                    if h is None or value in self._constant_node:
+                        fold = t.nodes[ref.a].inputs
+                        if not self._is_constant(value) or len(fold) != 1 or fold[0].kind == "n":
+                            return None
+                        m.folded.add(ref.a)
+                        continue
+                    if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
+                        return None
+                    if ref.a in m.nodes:
+                        if m.nodes[ref.a] != h:
+                            return None
+                    elif used.setdefault(h, ref.a) != ref.a:
+                        return None
+                    else:
+                        m.nodes[ref.a] = h
+                        stack.append(ref.a)
+        if len(m.nodes) + len(m.folded - m.nodes.keys()) != len(t.nodes) or m.folded & m.nodes.keys() \
+                or (len(m.nodes) < 2 <= len(t.nodes)):
+            return None
+        return m if self._closed(t, m) else None
+
+    def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
+        tn, node = t.nodes[j], self.graph.node[g]
+        if node.op_type != tn.op_type or node.domain != tn.domain or len(node.output) != tn.outputs:
+            return False
+        ins = self.maps.inputs[g]
+        n = len(ins)
+        while n and not ins[n - 1]:
+            n -= 1
+        k = len(tn.inputs)
+        while k and tn.inputs[k - 1].kind == "-":
+            k -= 1
+        if n != k or len(node.attribute) != len(tn.attributes):
+            return False
+        slots = dict(tn.attributes)
+        for a in node.attribute:
+            slot = slots.get(a.name)
+            if slot is None:
+                return False
+            if slot.masked:
+                m.attributes[(j, a.name)] = canonical_attribute(a)
+            elif canonical_attribute(a) != slot.value:
+                return False
+        return True
+
+    def _is_constant(self, value: str) -> bool:
+        return value in self.maps.initializers or value in self._constant_node
+
+    def _constant(self, value: str) -> Any:
+        got = self._consts.get(value)
+        if got is None:
+            t = self.maps.initializers.get(value)
+            got = canonical_tensor(t) if t is not None else constant_node_value(
+                self.graph.node[self._constant_node[value]])
+            self._consts[value] = got
+        return got
+
+    def _folded(self, value: str, budget: list[int]) -> set[int] | None:
+        """The nodes that compute ``value`` from constants alone (what the optimizer folds: torchlib's Cast and
+        Reshape of ``starts``/``dim`` in an export made without it), each read only on this path; None if it is not
+        such a value. A shared Constant is a leaf, not taken."""
+        if value in self.maps.initializers:
+            return set()
+        h = self.maps.producer.get(value)
+        if h is None or h in self.taken:
+            return None
+        if value in self._constant_node:
+            return {h} if self.maps.read_count[value] == 1 else set()
+        budget[0] -= 1
+        if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1:
+            return None
+        out = {h}
+        for v in self.maps.inputs[h]:
+            if v:
+                got = self._folded(v, budget)
+                if got is None:
+                    return None
+                out |= got
+        return out
+
+    def _computed(self, value: str, reads: int) -> set[int] | None:
+        """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
+        Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
+        h = self.maps.producer.get(value)
+        if h is None or h in self.taken or self.maps.read_count[value] != reads or value in self.maps.graph_outputs:
+            return None
+        budget = [_MAX_COMPUTED]
+        inputs = self.maps.inputs[h]
+        node = self.graph.node[h]
+        if node.op_type == "Concat" and node.domain in ("", "ai.onnx") and len(self.maps.outputs[h]) == 1:
+            out = {h}
+            for v in inputs:
+                got = self._folded(v, budget) if v else set()
+                out |= got or set()  # a piece that is not constant is an outside value
+            return out
+        out = {h}
+        for v in inputs:
+            if v:
+                got = self._folded(v, budget)
+                if got is None:
+                    return None
+                out |= got
+        return out
+
+    def _constant_fits(self, slot: Slot, value: str) -> bool:
+        if not value or not self._is_constant(value):
+            return False
+        if slot.masked:
+            return True
+        got, want = self._constant(value), slot.value
+        if isinstance(want, dict) and isinstance(got, dict):
+            if got.get("t") != want.get("t") or len(got.get("s", ())) != len(want.get("s", ())):
+                return False
+            # a constant of one element is compared by value (gelu's 0.044715, an axis); a longer one is a shape,
+            # a mask or a table made for the one-op export's input shapes: compared by type and rank only
+            return len(want.get("v", ())) != 1 or got.get("v") == want.get("v")
+        return bool(got == want)
+
+    def _closed(self, t: Template, m: _Match) -> bool:
+        """Values made inside the body are read only inside it (outputs of the template aside)."""
+        uses: dict[tuple[int, int], int] = {}
+        for j in m.nodes:
+            for r in t.nodes[j].inputs:
+                if r.kind == "n" and r.a in m.nodes:
+                    uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
+        outputs = set(t.outputs)
+        for j, g in m.nodes.items():
+            for o, value in enumerate(self.maps.outputs[g]):
+                if (j, o) in outputs or not value:
+                    continue
+                if self.maps.read_count[value] != uses.get((j, o), 0) or value in self.maps.graph_outputs:
+                    return False
+        return True
+
+
+def _same_nodes(a: _Match, b: _Match) -> bool:
+    return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
+
+
+def _connected(t: Template) -> bool:
+    """Every node of ``t`` reaches its last one (the matcher walks backwards from there)."""
+    seen = {t.sink}
+    for j in range(t.sink, -1, -1):
+        if j in seen:
+            seen.update(r.a for r in t.nodes[j].inputs if r.kind == "n")
+    return len(seen) == len(t.nodes)
+
+
+def _reads(t: Template, slot: int) -> int:
+    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
+
+
+TORCH_PRODUCER = "pytorch"
+DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
+
+
+def applies(proto: onnx.ModelProto) -> bool:
+    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
+    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
+    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
+    measures what share of them the templates explain (``recognise`` works on any graph)."""
+    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
+
+
+def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps) -> list[AtenCall]:
+    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds."""
+    taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
+    graph = proto.graph
+    out: list[AtenCall] = []
+    for k, r in enumerate(recognise(graph, maps, taken, load_templates())):
+        name = f"{RECOGNISED_PREFIX}{k}"
+        target = r.target
+        raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
+        kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
+        fx_text = f"%{name} : [num_users=1] = call_function[target={raw}](args = (), kwargs = {{{kwargs}}})"
+        out.append(AtenCall(fx_text, name, raw, target, MAIN, [(i,) for i in r.nodes], graph.node[r.nodes[0]],
+                            scopes_text="", recognised=r.templates, candidates=r.candidates))
+    return out
+
+
+def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
+              templates: Sequence[Template]) -> list[Recognised]:
+    """The calls recovered from the nodes of ``graph`` outside ``taken``, in graph order."""
+    if len(taken) >= len(graph.node) or not templates:
+        return []
+    return Matcher(graph, maps, taken, templates).run()
+
+
+# --- arguments ----------------------------------------------------------------------------------------------------
+
+
+def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
+    """The arguments the template's masked slots give back, by inverting their relations."""
+    out: dict[str, Any] = {}
+    places: list[tuple[Slot, Any]] = []
+    for k, slot in enumerate(t.constants):
+        if slot.masked and k in m.constants and matcher._is_constant(m.constants[k]):
+            c = matcher._constant(m.constants[k])
+            if isinstance(c, dict) and "v" in c:
+                values = c["v"]
+                places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
+    for (j, name), value in m.attributes.items():
+        places.append((dict(t.nodes[j].attributes)[name], value))
+    for slot, value in places:
+        params = [p for p in slot.moves_with if p != SHAPE_PARAMETER]
+        if not params or slot.relation is None:
+            continue
+        got = invert(slot.relation, value, len(params))
+        if got is None:
+            continue
+        for p, v in zip(params, got if len(params) > 1 else (got[0],)):
+            out.setdefault(p, v)
+    return out
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return v
+
+
+def _short(x: float) -> float:
+    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
+    return float(f"{x:.7g}")
+
+
+def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
+    """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
+    x = _number(value)
+    if relation in ("equal", "stride_or_kernel"):
+        if isinstance(value, (int, str, list)):
+            return (value,)
+        return (_short(value),) if isinstance(value, float) else None
+    if relation == "scalar" and x is not None:
+        return (_short(x) if isinstance(x, float) else x,)
+    if relation == "dim":
+        if isinstance(value, list) and all(isinstance(v, int) for v in value):
+            return (value[0] if len(value) == 1 else value,)
+        return (value,) if isinstance(value, int) and value >= 0 else None
+    if relation == "bool" and isinstance(value, int):
+        return (bool(value),)
+    if relation == "swap" and isinstance(value, list) and n_params == 2:
+        moved = [k for k, v in enumerate(value) if v != k]
+        return (moved[0], moved[1]) if len(moved) == 2 else None
+    if relation == "permute" and isinstance(value, list):
+        return (value,)
+    if relation == "pads" and isinstance(value, list) and len(value) % 2 == 0:
+        half = len(value) // 2
+        return (value[:half],) if value[:half] == value[half:] else None
+    if x is None or x == 0:
+        return None
+    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
+    got = unary.get(relation)
+    return (_short(got),) if got is not None and math.isfinite(got) else None
