@@ -95,7 +95,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "addbmm": {"shapes": {"self": (4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
     "pixel_unshuffle": {"shapes": {"self": (1, 2, 12, 12)}},
     "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
-    "layer_norm": {"fixed": {"weight": None, "bias": None}},
+    "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
     "upsample": {"shapes": {"input": (1, 2, 4, 4), "self": (1, 2, 4, 4)},
                  "values": {"output_size": [None], "scale_factors": [[2.0, 2.0], [3.0, 3.0]],
@@ -127,8 +127,8 @@ RECIPES: dict[str, dict[str, Any]] = {
                                      "values": {"scale": [0.5, 0.25], "is_causal": [False, True],
                                                 "dropout_p": [0.0], "enable_gqa": [False]},
                                      "fixed": {"attn_mask": None},
-                                     "with": {"attn_mask": [(1, 2, 4, 4), ("bool", (1, 2, 4, 4))]}},
-    "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)}},
+                                     "with": [{"attn_mask": (1, 2, 4, 4)}, {"attn_mask": ("bool", (1, 2, 4, 4))}]},
+    "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)}, "with": [{"input": (4, 8)}]},
     "matmul": {"shapes": {"self": (2, 4, 8), "other": (8, 6)}},
     "embedding": {"shapes": {"weight": (10, 4), "indices": ("long", (2, 3), 10)},
                   "values": {"padding_idx": [-1, 1]}},
@@ -318,7 +318,8 @@ def takes_number_other(target: str) -> bool:
 def plan(target: str, number_other: bool = False, templates: bool = False) -> Plan | str:
     """The base call and its variants, or why there are none (``"no_parameters: ..."``, ``"skipped: ..."``).
     ``templates``: for the body template catalogue (``gen_templates.py``), an overload with tensor parameters only
-    is exported too, and optional tensors get a variant without them (or with them, ``RECIPES[op]["with"]``)."""
+    is exported too, optional tensors get a variant without them (or with them, ``RECIPES[op]["with"]``), and
+    optional arguments one at their default."""
     found = schema_params(target)
     if found is None:
         return "skipped: no such overload in torch"
@@ -374,9 +375,9 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
         for p in params:  # an optional argument at its default (dtype=None: no Cast)
             if not p.is_tensor and p.has_default and p.default is None and values.get(p.name) is not None:
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
-        for pname, specs in rec.get("with", {}).items():
-            for k, spec in enumerate(specs):
-                out.variants.append((f"#with_{pname}_{k}", Call(fn, kind, params, {**values, pname: _tensor(spec)})))
+        for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
+            out.variants.append((f"#with_{k}", Call(fn, kind, params,
+                                                    {**values, **{q: _tensor(spec) for q, spec in given.items()}})))
     first = next((p for p in params if isinstance(values.get(p.name), torch.Tensor)), None)
     if first is not None:
         t = values[first.name]

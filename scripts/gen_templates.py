@@ -166,6 +166,11 @@ def _inherit(slot: Slot, place: str, masks: dict[str, tuple[str, ...]],
     return Slot(None, ps, next((relations[(p, place)] for p in ps if (p, place) in relations), None))
 
 
+def _parameter(what: str) -> str:
+    """What a variant moved: a parameter, ``#shape``, or a parameter left at its default (``#default_dtype``)."""
+    return what[len("#default_"):] if what.startswith("#default_") else what
+
+
 def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     target = ""
     cuts: list[tuple[str, Cut]] = []
@@ -179,7 +184,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                 continue
             got = cut(path, target)
             if got is not None:
-                cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
+                cuts.append((_parameter(info["variants"].get(f, "")) if f != "base" else "", got))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))

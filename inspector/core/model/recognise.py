@@ -15,7 +15,8 @@ as two nodes of a multi-node template remain.
 
 Arguments come back only where the template's evidence names the relation that put them into a masked slot
 (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``); a ``dim``
-comes back normalised to a non-negative axis. The threat is a hostile model: values read from it are numbers or
+comes back as the slot holds it (the optimizer may have normalised it to a non-negative axis), in the form of the
+schema's type (``int`` or ``int[]``). The threat is a hostile model: values read from it are numbers or
 strings put into the synthesised FX text with ``repr`` (no model string reaches it unquoted), and nothing is evaluated.
 """
 
@@ -28,8 +29,8 @@ from typing import Any
 
 import onnx
 
+from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import (
-    SHAPE_PARAMETER,
     Slot,
     Template,
     canonical_attribute,
@@ -111,8 +112,10 @@ class Matcher:
             node = nodes[i]
             if i in self.taken or (node.op_type == _CONSTANT and node.output and node.output[0] in self._constant_node):
                 continue
-            fits = [(t, m) for t in self.by_sink.get((node.domain, node.op_type), ()) if len(t.nodes) == 1
-                    for m in [self._match(t, i)] if m is not None]
+            # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
+            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
+            fits = [(t, m) for t in self.by_sink.get((node.domain, node.op_type), ())
+                    for m in [self._match(t, i, 1)] if m is not None and len(m.nodes) == 1]
             if fits:
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
         found.sort(key=lambda r: r.nodes[0])
@@ -134,7 +137,9 @@ class Matcher:
 
     # --- matching ---------------------------------------------------------------------------------------------------
 
-    def _match(self, t: Template, anchor: int) -> _Match | None:
+    def _match(self, t: Template, anchor: int, least: int = 2) -> _Match | None:
+        """``t`` matched with its last node at ``anchor``, keeping at least ``least`` of its nodes (or all, if
+        fewer): the others may be folded."""
         m = _Match({t.sink: anchor}, set(), {}, {}, set())
         used = {anchor: t.sink}
         outside: dict[int, str] = {}
@@ -180,8 +185,11 @@ class Matcher:
                         m.nodes[ref.a] = h
                         stack.append(ref.a)
         if len(m.nodes) + len(m.folded - m.nodes.keys()) != len(t.nodes) or m.folded & m.nodes.keys() \
-                or (len(m.nodes) < 2 <= len(t.nodes)):
+                or len(m.nodes) < min(least, len(t.nodes)):
             return None
+        for j in m.folded:  # folded: its operand was a constant (silu's Sigmoid reads what its Mul reads: not one)
+            if any(r.kind == "x" and r.a in outside and not self._is_constant(outside[r.a]) for r in t.nodes[j].inputs):
+                return None
         return m if self._closed(t, m) else None
 
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
@@ -367,7 +375,7 @@ def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
     for (j, name), value in m.attributes.items():
         places.append((dict(t.nodes[j].attributes)[name], value))
     for slot, value in places:
-        params = [p for p in slot.moves_with if p != SHAPE_PARAMETER]
+        params = [p for p in slot.moves_with if not p.startswith("#")]
         if not params or slot.relation is None:
             continue
         got = invert(slot.relation, value, len(params))
@@ -375,7 +383,21 @@ def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
             continue
         for p, v in zip(params, got if len(params) > 1 else (got[0],)):
             out.setdefault(p, v)
-    return out
+    schema = SchemaCatalogue.default().get(t.target)
+    types = {q.name: q.type for q in schema.parameters} if schema is not None else {}
+    fitted = {p: _fit(types.get(p, ""), v) for p, v in out.items()}
+    return {p: v for p, v in fitted.items() if v is not None}
+
+
+def _fit(kind: str, value: Any) -> Any:
+    """``value`` in the form of the schema's type: a list for ``int[]``, one number for ``int`` (None if it does not
+    fit: an axes list of two for one ``dim``)."""
+    listed = "[" in kind
+    if isinstance(value, list) and not listed and kind:
+        return value[0] if len(value) == 1 else None
+    if listed and not isinstance(value, list):
+        return [value]
+    return value
 
 
 def _number(v: Any) -> float | None:
@@ -402,7 +424,7 @@ def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
         return (_short(x) if isinstance(x, float) else x,)
     if relation == "dim":
         if isinstance(value, list) and all(isinstance(v, int) for v in value):
-            return (value[0] if len(value) == 1 else value,)
+            return (value,)
         return (value,) if isinstance(value, int) and value >= 0 else None
     if relation == "bool" and isinstance(value, int):
         return (bool(value),)
