@@ -194,12 +194,33 @@ def total(rows: list[Row]) -> Row:
     return t
 
 
+def torchscript_share() -> list[tuple[str, int, int, int]]:
+    """(model, nodes, nodes in calls of one target, nodes in ambiguous calls) for the zoo's TorchScript exports,
+    matched as the index would if it looked there (it does not: ``recognise.applies``); main graph only."""
+    from inspector.core.aten.templates import load_templates
+    from inspector.core.model.graph import GraphMaps
+    from inspector.core.model.recognise import recognise
+
+    out = []
+    for path in sorted((REPO / "tests" / "zoo").glob("ts_*.onnx")):
+        model = onnx.load(str(path), load_external_data=False)
+        found = recognise(model.graph, GraphMaps(model.graph), set(), load_templates())
+        unique = sum(len(r.nodes) for r in found if len(r.candidates) == 1)
+        ambiguous = sum(len(r.nodes) for r in found if len(r.candidates) > 1)
+        out.append((path.stem, len(model.graph.node), unique, ambiguous))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wrong", action="store_true", help="list every wrong call and argument")
     args = parser.parse_args(argv)
     rows = measure_zoo()
     print(table(rows))
+    print("\n| TorchScript export | main-graph nodes | in calls of one target | in ambiguous calls | explained |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, nodes, unique, ambiguous in torchscript_share():
+        print(f"| {name} | {nodes} | {unique} | {ambiguous} | {(unique + ambiguous) / max(nodes, 1):.2f} |")
     if args.wrong:
         for r in rows:
             for w in r.wrong:

@@ -26,7 +26,7 @@ from inspector.core.summary import summary_dict, summary_text
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from measure_recognition import Row, measure_zoo, table, total
+from measure_recognition import Row, measure_zoo, table, torchscript_share, total
 from strip_metadata import strip, zoo_dynamo
 
 ZOO = ROOT / "tests" / "zoo"
@@ -117,6 +117,16 @@ def test_summary_marks_recognised_calls_in_json_and_text(stripped_dir: Path) -> 
     assert not any("recognised" in a for a in plain["aten_targets"])
 
 
+def test_the_templates_explain_part_of_torchscript_exports_when_asked() -> None:
+    """Point 5 of the issue: what share of a TorchScript export's nodes the torchlib templates would explain (its
+    symbolic functions lower differently; the convnet's Conv, Relu and pooling nodes match, its Gemm does not)."""
+    shares = {name: (nodes, unique, ambiguous) for name, nodes, unique, ambiguous in torchscript_share()}
+    assert set(shares) == {"ts_functions", "ts_plain", "ts_plain_mixer"}
+    for nodes, unique, ambiguous in shares.values():
+        assert 0 < unique + ambiguous < nodes
+    assert shares["ts_plain"][0] == 21 and (shares["ts_plain"][1] + shares["ts_plain"][2]) / 21 >= 0.4
+
+
 def test_torchscript_exports_are_left_alone() -> None:
     """TorchScript lowers through its own symbolic functions, not torchlib: no call is passed off as recognised."""
     for name in ("ts_plain", "ts_plain_mixer", "ts_functions"):
@@ -165,3 +175,32 @@ def test_recognised_calls_are_main_graph_calls_of_bare_nodes(stripped_dir: Path)
         assert call.scope == MAIN and not seen & set(nodes)
         seen |= set(nodes)
     assert seen and len(seen) <= len(index.proto.graph.node)
+
+
+def test_recognition_work_grows_linearly_with_the_model(tmp_path: Path) -> None:
+    """Matching is linear: indexing a stripped 8x replica of the Llama export (its first decoder layer copied 64
+    times instead of 8, ``benchmarks/replicate.py``) costs at most ~8x the Python calls of the 1x one, counted, not
+    timed (``tests/test_scaling.py``); and every copy is recognised alike."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from replicate import replicate
+
+    from tests.builders import count_calls
+
+    source = onnx.load(str(ZOO / "llama_gqa.onnx"), load_external_data=False)
+    paths = {}
+    for copies in (2, 8, 64):
+        model = replicate(source, copies)
+        strip(model)
+        paths[copies] = tmp_path / f"llama_{copies}.onnx"
+        onnx.save(model, str(paths[copies]))
+    open_index(paths[2])  # warm the catalogues
+    found: dict[int, int] = {}
+
+    def index(copies: int) -> None:
+        found[copies] = len(recognised(open_index(paths[copies])))
+
+    small, big = count_calls(lambda: index(8)), count_calls(lambda: index(64))
+    print(f"\nindexing the stripped replicas: {small:,} calls at 1x, {big:,} at 8x ({big / small:.2f}x)")
+    assert big <= 8.5 * small, f"{big:,} calls on 8x the layers, {small:,} on 1x ({big / small:.1f}x)"
+    per_layer = (found[64] - found[8]) // 56
+    assert per_layer > 0 and found[64] == found[8] + 56 * per_layer

@@ -33,6 +33,7 @@ from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import (
     Slot,
     Template,
+    TemplateNode,
     canonical_attribute,
     canonical_tensor,
     constant_node_value,
@@ -43,6 +44,8 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 
 _CONSTANT = "Constant"
+_Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
+# attribute names
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 _MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
@@ -81,11 +84,24 @@ class Matcher:
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
                  templates: Sequence[Template]) -> None:
         self.graph, self.maps, self.taken = graph, maps, set(taken)
-        self.by_sink: dict[tuple[str, str], list[Template]] = {}
+        # templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
+        # last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key)
+        # templates of one structure (a lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group
+        self.by_sink: dict[_Key, list[list[Template]]] = {}
+        self._template_keys: dict[str, list[_Key]] = {}
+        groups: dict[str, list[Template]] = {}
         for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-            sink = t.nodes[t.sink]
             if _connected(t):
-                self.by_sink.setdefault((sink.domain, sink.op_type), []).append(t)
+                keys = [_template_key(n) for n in t.nodes]
+                self._template_keys[t.name] = keys
+                shape = repr((t.nodes, t.constants, t.outputs))
+                if shape not in groups:
+                    groups[shape] = []
+                    self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
+                groups[shape].append(t)
+        self._keys: list[_Key | None] = [None] * len(graph.node)
+        self._attrs: dict[int, dict[str, Any]] = {}
+        self._plausible: dict[tuple[_Key, tuple[object, ...]], list[list[Template]]] = {}
         self._consts: dict[str, Any] = {}
         self._constant_node: dict[str, int] = {}
         for i, node in enumerate(graph.node):
@@ -98,24 +114,23 @@ class Matcher:
         for i in range(len(nodes) - 1, -1, -1):
             if i in self.taken:
                 continue
-            node = nodes[i]
             fits: list[tuple[Template, _Match]] = []
-            for t in self.by_sink.get((node.domain, node.op_type), ()):
+            for group in self._groups(i):
+                t = group[0]
                 if len(t.nodes) < 2 or (fits and len(t.nodes) < len(fits[0][0].nodes)):
                     break
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
-                    fits.append((t, m))  # another overload with this body: a candidate, not a second call
+                    fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
             if fits:
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
         for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
-            node = nodes[i]
-            if i in self.taken or (node.op_type == _CONSTANT and node.output and node.output[0] in self._constant_node):
+            if i in self.taken or self.key(i)[1] == _CONSTANT:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
-            fits = [(t, m) for t in self.by_sink.get((node.domain, node.op_type), ())
-                    for m in [self._match(t, i, 1)] if m is not None and len(m.nodes) == 1]
+            fits = [(u, m) for group in self._groups(i)
+                    for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
             if fits:
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
         found.sort(key=lambda r: r.nodes[0])
@@ -192,27 +207,49 @@ class Matcher:
                 return None
         return m if self._closed(t, m) else None
 
+    def _groups(self, g: int) -> list[list[Template]]:
+        """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
+        operands (the key of the producing node, a constant, an outside value): a pure function of that context,
+        so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
+        group or none (at 10k nodes: 86k tries before, 9k after)."""
+        producer, initializers = self.maps.producer, self.maps.initializers
+        ctx: list[object] = []
+        for value in self.maps.inputs[g]:
+            h = producer.get(value)
+            ctx.append(self.key(h) if h is not None else "c" if value in initializers else "-" if not value else "x")
+        context = (self.key(g), tuple(ctx))
+        got = self._plausible.get(context)
+        if got is None:
+            got = self._plausible[context] = [group for group in self.by_sink.get(context[0], ())
+                                              if _plausible(group[0], self._template_keys[group[0].name], ctx)]
+        return got
+
+    def key(self, g: int) -> _Key:
+        """Node ``g``'s key, read from protobuf once."""
+        got = self._keys[g]
+        if got is None:
+            node = self.graph.node[g]
+            ins = self.maps.inputs[g]
+            n = len(ins)
+            while n and not ins[n - 1]:
+                n -= 1
+            got = self._keys[g] = (node.domain, node.op_type, n, len(self.maps.outputs[g]),
+                                   tuple(sorted(a.name for a in node.attribute)))
+        return got
+
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
-        tn, node = t.nodes[j], self.graph.node[g]
-        if node.op_type != tn.op_type or node.domain != tn.domain or len(node.output) != tn.outputs:
+        if self.key(g) != self._template_keys[t.name][j]:
             return False
-        ins = self.maps.inputs[g]
-        n = len(ins)
-        while n and not ins[n - 1]:
-            n -= 1
-        k = len(tn.inputs)
-        while k and tn.inputs[k - 1].kind == "-":
-            k -= 1
-        if n != k or len(node.attribute) != len(tn.attributes):
-            return False
-        slots = dict(tn.attributes)
-        for a in node.attribute:
-            slot = slots.get(a.name)
-            if slot is None:
-                return False
+        tn = t.nodes[j]
+        if not tn.attributes:
+            return True
+        attrs = self._attrs.get(g)
+        if attrs is None:
+            attrs = self._attrs[g] = {a.name: canonical_attribute(a) for a in self.graph.node[g].attribute}
+        for name, slot in tn.attributes:
             if slot.masked:
-                m.attributes[(j, a.name)] = canonical_attribute(a)
-            elif canonical_attribute(a) != slot.value:
+                m.attributes[(j, name)] = attrs[name]
+            elif attrs[name] != slot.value:
                 return False
         return True
 
@@ -304,6 +341,25 @@ class Matcher:
                 if self.maps.read_count[value] != uses.get((j, o), 0) or value in self.maps.graph_outputs:
                     return False
         return True
+
+
+def _plausible(t: Template, keys: list[_Key], ctx: list[object]) -> bool:
+    """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``)."""
+    for ref, what in zip(t.nodes[-1].inputs, ctx):
+        if ref.kind == "n":
+            constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
+            if what != keys[ref.a] and not constant:
+                return False
+        elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
+            return False
+    return True
+
+
+def _template_key(n: TemplateNode) -> _Key:
+    k = len(n.inputs)
+    while k and n.inputs[k - 1].kind == "-":
+        k -= 1
+    return (n.domain, n.op_type, k, n.outputs, tuple(sorted(name for name, _s in n.attributes)))
 
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
