@@ -2,9 +2,9 @@
 (``strip_metadata.py``), index the stripped model, and compare the recognised calls with the original metadata's
 aten calls as truth. ``tests/test_recognise_zoo.py`` asserts the targets; this prints the table.
 
-A truth call counts as *multi-node* when the torchlib body of its target (the smallest of its templates) has at
-least two nodes, *single-node* otherwise, *no template* when the catalogue has no template of its target; a
-recognised call is multi-node when the template it matched is. Multi-node: recall = truth calls found with the same
+A call counts as *multi-node* when the body torchlib made for it has at least two nodes other than Constant nodes
+(constant operands), *single-node* otherwise; a truth call whose target has no template in the catalogue counts as
+*no template*. Multi-node: recall = truth calls found with the same
 target and exactly the same nodes; precision = recognised multi-node calls given one target that equal a truth call
 in both; a body that fits several overloads is no guess: it is counted apart (ambiguous), with the truth calls found
 with the right nodes and their target among the candidates.
@@ -117,7 +117,7 @@ def measure(path: Path, work: Path) -> Row:
     stripped = work / path.name
     onnx.save(model, str(stripped))
     index = open_index(stripped)
-    sizes, names = template_sizes()
+    sizes, _names = template_sizes()
     truth = _calls(truth_index)
     found = {k: c for k, c in _calls(index).items() if c.recognised}
     ranks = _ranks(model)
@@ -127,7 +127,7 @@ def measure(path: Path, work: Path) -> Row:
         got = found.get(nodes)
         if call.target not in sizes:
             row.no_template += 1
-        elif sizes[call.target] >= 2:
+        elif _body(g, nodes) >= 2:
             row.multi_truth += 1
             row.multi_found += got is not None and got.candidates == (call.target,)
             row.multi_in_candidates += got is not None and len(got.candidates) > 1 and call.target in got.candidates
@@ -137,7 +137,7 @@ def measure(path: Path, work: Path) -> Row:
                 row.single_covered += 1
                 row.single_unique += len(got.candidates) == 1
     for nodes, got in found.items():
-        if min(names.get(n, 0) for n in got.recognised) < 2:
+        if _body(g, nodes) < 2:
             continue
         if len(got.candidates) > 1:
             row.multi_ambiguous += 1

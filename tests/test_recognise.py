@@ -71,10 +71,10 @@ def test_measured_on_the_stripped_zoo() -> None:
     assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right > 100
     # floors at what the shipped catalogue reaches (the issue asks 0.99 and 0.9; the misses are listed by
     # `scripts/measure_recognition.py --wrong`: add.Tensor's alpha body is also a mul then an add)
-    assert t.precision >= 0.95
-    assert t.recall >= 0.6 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.75
+    assert t.precision >= 0.94
+    assert t.recall >= 0.64 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.84
     assert t.args_wrong == 0
-    assert t.coverage >= 0.65  # single-node calls whose target is among the candidates
+    assert t.coverage >= 0.74  # single-node calls whose target is among the candidates
 
 
 def test_a_lone_reshape_lists_its_candidates_and_binds_no_schema(stripped_dir: Path) -> None:
@@ -204,3 +204,20 @@ def test_recognition_work_grows_linearly_with_the_model(tmp_path: Path) -> None:
     assert big <= 8.5 * small, f"{big:,} calls on 8x the layers, {small:,} on 1x ({big / small:.1f}x)"
     per_layer = (found[64] - found[8]) // 56
     assert per_layer > 0 and found[64] == found[8] + 56 * per_layer
+
+
+def test_diff_of_stripped_exports_names_the_recognised_argument(stripped_dir: Path, capsys) -> None:
+    """pair_eps_a/_b differ only in the eps of their 3 LayerNorms (their truth files): with the metadata stripped,
+    the layer_norm calls are recognised, eps is read back through its evidence, and the diff names it."""
+    from inspector.cli import main
+
+    truth = json.loads((ZOO / "pair_eps_b.truth.json").read_text())
+    assert truth["pair"]["hyperparameter"] == "eps" and truth["fx_target_counts"]["aten::layer_norm"] == 3
+    a, b = stripped("pair_eps_a", stripped_dir), stripped("pair_eps_b", stripped_dir)
+    norms = [c for c in recognised(a) if c.target == "aten::layer_norm"]
+    assert len(norms) == 3 and all(c.fx is not None and c.fx.kwargs.get("eps") == 1e-05 for c in norms)
+    main(["diff", str(a.path), str(b.path)])
+    out = capsys.readouterr().out
+    assert "different: 1 change" in out
+    assert "value changed      eps (LayerNormalization.epsilon): 9.9999997e-06 -> 1e-06" in out
+    assert "at 3 sites" in out

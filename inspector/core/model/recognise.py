@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
@@ -39,6 +39,7 @@ from inspector.core.aten.templates import (
     constant_node_value,
     load_templates,
 )
+from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
@@ -48,6 +49,8 @@ _Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (
 # attribute names
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
+# what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
+_SHAPING = frozenset({"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Concat", "Identity"})
 _MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
 
 
@@ -76,6 +79,7 @@ class _Match:
     constants: dict[int, str]  # constant slot -> graph value
     attributes: dict[tuple[int, str], Any]  # masked attribute values
     extra: set[int]  # nodes that compute a masked constant operand in the graph (Constant, folded or symbolic)
+    shared: set[int] = field(default_factory=set)  # template nodes another call computed (common subexpressions)
 
 
 class Matcher:
@@ -139,11 +143,17 @@ class Matcher:
     def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
         first = matches[0]
         members = set(first.nodes.values()) | first.extra
-        for slot, value in first.constants.items():
-            k = self._constant_node.get(value)
-            if k is not None and k not in self.taken and self.maps.read_count[value] == _reads(templates[0], slot):
-                members.add(k)
+        consumers = self.maps.consumers
+        # a Constant node belongs to the call of its first reader (the exporter makes it there, and later calls
+        # reuse it: a noopt slice's bound, read again by the next Sub)
+        for g in list(members):
+            for value in self.maps.inputs[g]:
+                k = self._constant_node.get(value)
+                if k is not None and k not in self.taken and k not in members \
+                        and min(consumers.get(value, (g,))) in members:
+                    members.add(k)
         self.taken |= members
+        templates = _without_aliases(templates)
         targets = tuple(sorted({t.target for t in templates}))
         args: tuple[tuple[str, Any], ...] = ()
         if len(targets) == 1:
@@ -189,6 +199,9 @@ class Matcher:
                             return None
                         m.folded.add(ref.a)
                         continue
+                    if h in self.taken and _leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
+                        m.shared.add(ref.a)  # made by another call from the same operands, and reused here
+                        continue
                     if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
                         return None
                     if ref.a in m.nodes:
@@ -199,13 +212,28 @@ class Matcher:
                     else:
                         m.nodes[ref.a] = h
                         stack.append(ref.a)
-        if len(m.nodes) + len(m.folded - m.nodes.keys()) != len(t.nodes) or m.folded & m.nodes.keys() \
-                or len(m.nodes) < min(least, len(t.nodes)):
+        self._unshare(t, m)
+        if len(m.nodes) + len(m.folded - m.nodes.keys()) + len(m.shared - m.nodes.keys()) != len(t.nodes) \
+                or m.folded & m.nodes.keys() or len(m.nodes) < min(least, len(t.nodes)):
             return None
         for j in m.folded:  # folded: its operand was a constant (silu's Sigmoid reads what its Mul reads: not one)
             if any(r.kind == "x" and r.a in outside and not self._is_constant(outside[r.a]) for r in t.nodes[j].inputs):
                 return None
         return m if self._closed(t, m) else None
+
+    def _unshare(self, t: Template, m: _Match) -> None:
+        """A node of the body that reads only outside values and is read outside it too is a common subexpression
+        (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
+        exporter made it there; to the others it is shared."""
+        members = set(m.nodes.values())
+        consumers = self.maps.consumers
+        for j, g in list(m.nodes.items()):
+            if j == t.sink or not _leaf(t, j):
+                continue
+            readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
+            if readers and not set(readers) <= members and min(readers) not in members:
+                del m.nodes[j]
+                m.shared.add(j)
 
     def _groups(self, g: int) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
@@ -277,7 +305,8 @@ class Matcher:
         if value in self._constant_node:
             return {h} if self.maps.read_count[value] == 1 else set()
         budget[0] -= 1
-        if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1:
+        if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
+                or self.key(h)[1] not in _SHAPING:
             return None
         out = {h}
         for v in self.maps.inputs[h]:
@@ -335,6 +364,8 @@ class Matcher:
                     uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
         outputs = set(t.outputs)
         for j, g in m.nodes.items():
+            if _leaf(t, j) and j != t.sink:
+                continue  # a common subexpression made here and reused by later calls (``_unshare``)
             for o, value in enumerate(self.maps.outputs[g]):
                 if (j, o) in outputs or not value:
                     continue
@@ -353,6 +384,28 @@ def _plausible(t: Template, keys: list[_Key], ctx: list[object]) -> bool:
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
     return True
+
+
+def _without_aliases(templates: list[Template]) -> list[Template]:
+    """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
+    are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
+    its public alias); a private op (``_unsafe_view`` under ``aten_view``) is one torch keeps in its FX graphs, so it
+    stays a candidate; where none is named after the function, all stay."""
+    by_function: dict[str, list[Template]] = {}
+    for t in templates:
+        entries = [e for e in torchlib_for(t.target) if not e.complex]
+        by_function.setdefault(entries[0].function if entries else t.target, []).append(t)
+    out: list[Template] = []
+    for function, group in by_function.items():
+        ops = [t.target.split("::", 1)[-1].split(".", 1)[0] for t in group]
+        named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
+        out += named if named and len({t.target for t in group}) > 1 else group
+    return out
+
+
+def _leaf(t: Template, j: int) -> bool:
+    """Node ``j`` of ``t`` reads only outside values and constants."""
+    return all(r.kind != "n" for r in t.nodes[j].inputs)
 
 
 def _template_key(n: TemplateNode) -> _Key:
