@@ -1,23 +1,26 @@
 """Recognised calls: aten calls recovered, by matching torchlib body templates, from main-graph nodes that carry no
-fx metadata (stripped exports, nodes the exporter left bare, TorchScript and other exporters).
+fx metadata: dynamo exports whose metadata was stripped, or nodes the exporter left bare (``applies``: TorchScript and
+other producers lower differently and are left alone).
 
 The templates (``core.aten.templates``) come from one-op exports of each overload. Matching is our own, not
 onnxscript's rewriter ``pattern`` module: onnxscript is not a runtime dependency (it pulls in onnx_ir and an object
 per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule: anchor
 each template on its last node, walk operands backwards through the graph's producer map, and check op types,
-attributes and fixed constants, with values inside the body read by nobody outside it. Each node is tried against
-the few templates whose last op is its op type, so the pass is linear in the graph. Multi-node templates are tried
-from the graph's end backwards, larger ones first, and take their nodes; every node left is matched against the
-one-node templates, and a body that fits several overloads (a lone ``Reshape``: view, reshape, _unsafe_view) keeps
-them all as candidates and gets no aten target. A template node with one operand, an outside tensor or a constant,
-may be absent where the graph reads a constant in its place (the optimizer folds a Transpose of a weight), as long
-as two nodes of a multi-node template remain.
+attributes and constants (by value when they have one element; a longer one is a shape or mask made for the one-op
+export's shapes, compared by type and rank), with values made inside the body read by nobody outside it. A node
+tries only the templates its key and its operands' producers allow, worked out once per distinct context, so the
+pass is linear in the graph. Multi-node templates are tried from the graph's end backwards, larger ones first, and
+take their nodes; every node left is matched against the one-node templates, and a body that fits several overloads
+(a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the exporter or
+its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a weight's
+Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer, symbolic
+sizes), a Constant node or a common subexpression belongs to the call of its first reader.
 
 Arguments come back only where the template's evidence names the relation that put them into a masked slot
-(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``); a ``dim``
-comes back as the slot holds it (the optimizer may have normalised it to a non-negative axis), in the form of the
-schema's type (``int`` or ``int[]``). The threat is a hostile model: values read from it are numbers or
-strings put into the synthesised FX text with ``repr`` (no model string reaches it unquoted), and nothing is evaluated.
+(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``), in the form of
+the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-negative). The
+threat is a hostile model: values read from it reach the synthesised FX text only through ``repr`` (parsed back by
+``core.model.fx``, never evaluated), and every template, target and candidate name comes from the catalogue.
 """
 
 from __future__ import annotations
@@ -98,14 +101,16 @@ class Matcher:
             if _connected(t):
                 keys = [_template_key(n) for n in t.nodes]
                 self._template_keys[t.name] = keys
-                shape = repr((t.nodes, t.constants, t.outputs))
+                shape = _matched_as(t)
                 if shape not in groups:
                     groups[shape] = []
                     self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
                 groups[shape].append(t)
         self._keys: list[_Key | None] = [None] * len(graph.node)
         self._attrs: dict[int, dict[str, Any]] = {}
-        self._plausible: dict[tuple[_Key, tuple[object, ...]], list[list[Template]]] = {}
+        self._plausible: dict[tuple[_Key, tuple[object, ...], bool], list[list[Template]]] = {}
+        self._aliases: dict[tuple[str, ...], list[Template]] = {}
+        self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._consts: dict[str, Any] = {}
         self._constant_node: dict[str, int] = {}
         for i, node in enumerate(graph.node):
@@ -133,7 +138,7 @@ class Matcher:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
-            fits = [(u, m) for group in self._groups(i)
+            fits = [(u, m) for group in self._groups(i, single=True)
                     for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
             if fits:
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
@@ -153,7 +158,10 @@ class Matcher:
                         and min(consumers.get(value, (g,))) in members:
                     members.add(k)
         self.taken |= members
-        templates = _without_aliases(templates)
+        names = tuple(t.name for t in templates)
+        if names not in self._aliases:
+            self._aliases[names] = _without_aliases(templates)
+        templates = self._aliases[names]
         targets = tuple(sorted({t.target for t in templates}))
         args: tuple[tuple[str, Any], ...] = ()
         if len(targets) == 1:
@@ -165,10 +173,11 @@ class Matcher:
     def _match(self, t: Template, anchor: int, least: int = 2) -> _Match | None:
         """``t`` matched with its last node at ``anchor``, keeping at least ``least`` of its nodes (or all, if
         fewer): the others may be folded."""
-        m = _Match({t.sink: anchor}, set(), {}, {}, set())
-        used = {anchor: t.sink}
+        last = len(t.nodes) - 1
+        m = _Match({last: anchor}, set(), {}, {}, set())
+        used = {anchor: last}
         outside: dict[int, str] = {}
-        stack = [t.sink]
+        stack = [last]
         while stack:
             j = stack.pop()
             g = m.nodes[j]
@@ -228,14 +237,14 @@ class Matcher:
         members = set(m.nodes.values())
         consumers = self.maps.consumers
         for j, g in list(m.nodes.items()):
-            if j == t.sink or not _leaf(t, j):
+            if j == len(t.nodes) - 1 or not _leaf(t, j):
                 continue
             readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
             if readers and not set(readers) <= members and min(readers) not in members:
                 del m.nodes[j]
                 m.shared.add(j)
 
-    def _groups(self, g: int) -> list[list[Template]]:
+    def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
         operands (the key of the producing node, a constant, an outside value): a pure function of that context,
         so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
@@ -245,11 +254,11 @@ class Matcher:
         for value in self.maps.inputs[g]:
             h = producer.get(value)
             ctx.append(self.key(h) if h is not None else "c" if value in initializers else "-" if not value else "x")
-        context = (self.key(g), tuple(ctx))
+        context = (self.key(g), tuple(ctx), single)
         got = self._plausible.get(context)
         if got is None:
             got = self._plausible[context] = [group for group in self.by_sink.get(context[0], ())
-                                              if _plausible(group[0], self._template_keys[group[0].name], ctx)]
+                                              if _plausible(group[0], self._template_keys[group[0].name], ctx, single)]
         return got
 
     def key(self, g: int) -> _Key:
@@ -364,7 +373,7 @@ class Matcher:
                     uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
         outputs = set(t.outputs)
         for j, g in m.nodes.items():
-            if _leaf(t, j) and j != t.sink:
+            if j != len(t.nodes) - 1 and _leaf(t, j):
                 continue  # a common subexpression made here and reused by later calls (``_unshare``)
             for o, value in enumerate(self.maps.outputs[g]):
                 if (j, o) in outputs or not value:
@@ -374,15 +383,19 @@ class Matcher:
         return True
 
 
-def _plausible(t: Template, keys: list[_Key], ctx: list[object]) -> bool:
-    """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``)."""
+def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = False) -> bool:
+    """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``);
+    ``single``: with every other node of ``t`` folded into a constant."""
     for ref, what in zip(t.nodes[-1].inputs, ctx):
         if ref.kind == "n":
             constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
-            if what != keys[ref.a] and not constant:
+            if (what != keys[ref.a] or single) and not constant:
                 return False
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
+        elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
+                what[1] == _CONSTANT or (t.constants[ref.a].masked and what[1] in _SHAPING))):
+            return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
     return True
 
 
@@ -401,6 +414,15 @@ def _without_aliases(templates: list[Template]) -> list[Template]:
         named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
         out += named if named and len({t.target for t in group}) > 1 else group
     return out
+
+
+def _matched_as(t: Template) -> str:
+    """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
+    def slot(x: Slot) -> object:
+        return "?" if x.masked else x.value
+
+    nodes = [(n.domain, n.op_type, n.inputs, n.outputs, [(k, slot(v)) for k, v in n.attributes]) for n in t.nodes]
+    return repr((nodes, [slot(c) for c in t.constants], t.outputs))
 
 
 def _leaf(t: Template, j: int) -> bool:
@@ -492,8 +514,10 @@ def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
             continue
         for p, v in zip(params, got if len(params) > 1 else (got[0],)):
             out.setdefault(p, v)
-    schema = SchemaCatalogue.default().get(t.target)
-    types = {q.name: q.type for q in schema.parameters} if schema is not None else {}
+    types = matcher._types.get(t.target)
+    if types is None:
+        schema = SchemaCatalogue.default().get(t.target)
+        types = matcher._types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
     fitted = {p: _fit(types.get(p, ""), v) for p, v in out.items()}
     return {p: v for p, v in fitted.items() if v is not None}
 
