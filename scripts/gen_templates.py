@@ -152,7 +152,14 @@ def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) 
         rel = next((relations[(p, place)] for p in ps if (p, place) in relations), None)
         return Slot(None, ps, rel)
 
-    cs = [slot(v, consts[k], ref.places.get(("c", k), "")) for k, v in enumerate(ref.constants)]
+    def typed(value: Any, movers: set[str], place: str) -> Slot:
+        """A masked constant keeps its type and rank (``alpha`` is a scalar: a cos table is no alpha)."""
+        got = slot(value, movers, place)
+        if got.masked and isinstance(value, dict) and "t" in value:
+            return replace(got, value={"t": value["t"], "n": len(value.get("s", ()))})
+        return got
+
+    cs = [typed(v, consts[k], ref.places.get(("c", k), "")) for k, v in enumerate(ref.constants)]
     nodes = [replace(n, attributes=tuple((name, slot(s.value, attrs[j][name], ref.places.get((f"a{j}", name), "")))
                                          for name, s in n.attributes)) for j, n in enumerate(ref.nodes)]
     return cs, nodes
@@ -163,7 +170,9 @@ def _inherit(slot: Slot, place: str, masks: dict[str, tuple[str, ...]],
     if slot.masked or place not in masks:
         return slot
     ps = masks[place]
-    return Slot(None, ps, next((relations[(p, place)] for p in ps if (p, place) in relations), None))
+    kind = {"t": slot.value["t"], "n": len(slot.value.get("s", ()))} \
+        if isinstance(slot.value, dict) and "t" in slot.value else None
+    return Slot(kind, ps, next((relations[(p, place)] for p in ps if (p, place) in relations), None))
 
 
 def _parameter(what: str) -> str:

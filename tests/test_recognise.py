@@ -71,10 +71,10 @@ def test_measured_on_the_stripped_zoo() -> None:
     assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right > 100
     # floors at what the shipped catalogue reaches (the issue asks 0.99 and 0.9; the misses are listed by
     # `scripts/measure_recognition.py --wrong`: add.Tensor's alpha body is also a mul then an add)
-    assert t.precision >= 0.94
+    assert t.precision >= 0.96
     assert t.recall >= 0.64 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.84
     assert t.args_wrong == 0
-    assert t.coverage >= 0.74  # single-node calls whose target is among the candidates
+    assert t.coverage >= 0.72  # single-node calls whose target is among the candidates
 
 
 def test_a_lone_reshape_lists_its_candidates_and_binds_no_schema(stripped_dir: Path) -> None:

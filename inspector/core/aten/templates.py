@@ -46,7 +46,8 @@ class Ref:
 @dataclass(frozen=True, slots=True)
 class Slot:
     """A literal of a template: fixed (``value``), or masked with the parameters that moved it and, where the
-    evidence catalogue explains it, the relation that maps the argument to the literal."""
+    evidence catalogue explains it, the relation that maps the argument to the literal; a masked constant keeps
+    its element type and rank as ``value`` (``{"t": 1, "n": 0}``: a float scalar)."""
 
     value: Any = None
     moves_with: tuple[str, ...] = ()
@@ -137,8 +138,9 @@ def constant_node_value(node: onnx.NodeProto) -> Any:
 
 def _slot(raw: Any) -> Slot:
     if isinstance(raw, dict) and "p" in raw:
-        rel = raw.get("r")
-        return Slot(None, tuple(str(p) for p in raw["p"]), rel if isinstance(rel, str) else None)
+        rel, kind = raw.get("r"), raw.get("k")
+        return Slot(kind if isinstance(kind, dict) else None, tuple(str(p) for p in raw["p"]),
+                    rel if isinstance(rel, str) else None)
     if isinstance(raw, dict) and "v" in raw:
         return Slot(raw["v"])
     raise ValueError("not a slot")
@@ -146,7 +148,8 @@ def _slot(raw: Any) -> Slot:
 
 def slot_json(slot: Slot) -> dict[str, Any]:
     if slot.masked:
-        return {"p": list(slot.moves_with), **({"r": slot.relation} if slot.relation else {})}
+        return {"p": list(slot.moves_with), **({"r": slot.relation} if slot.relation else {}),
+                **({"k": slot.value} if slot.value is not None else {})}
     return {"v": slot.value}
 
 

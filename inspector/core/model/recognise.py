@@ -353,8 +353,10 @@ class Matcher:
     def _constant_fits(self, slot: Slot, value: str) -> bool:
         if not value or not self._is_constant(value):
             return False
-        if slot.masked:
-            return True
+        if slot.masked:  # any value; one number where the one-op exports had a scalar (alpha: not a cos table)
+            kind, got = slot.value, self._constant(value)
+            return not isinstance(kind, dict) or kind.get("n") != 0 or not isinstance(got, dict) \
+                or math.prod(got.get("s", ())) == 1
         got, want = self._constant(value), slot.value
         if isinstance(want, dict) and isinstance(got, dict):
             if got.get("t") != want.get("t") or len(got.get("s", ())) != len(want.get("s", ())):
