@@ -223,20 +223,28 @@ def main() -> int:
         for line in RESULTS.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             results[row["target"]] = row
-    lines: list[str] = []
-    seen: set[str] = set()
+    # an overload's own exports first, then those of overloads that decompose into it (narrow into slice.Tensor);
+    # templates are numbered per overload in that order, a body already seen is not repeated
+    found: list[tuple[bool, str, Template]] = []
     for folder in sorted(EXPORTS.iterdir()):
         try:
-            found = templates_of(folder, results)
+            made = templates_of(folder, results)
         except (OSError, ValueError) as e:
             print(f"{folder.name}: {e}", file=sys.stderr)
             continue
-        for t in found:
-            text = template_json(t)
-            if t.name not in seen:
-                seen.add(t.name)
-                lines.append(text)
-    lines.sort(key=lambda s: json.loads(s)["name"])
+        own = (folder / "plain" / "target.txt")
+        exported = own.read_text(encoding="utf-8").strip() if own.is_file() else ""
+        found += [(t.target != exported, folder.name, t) for t in made]
+    lines: list[str] = []
+    count: dict[str, int] = {}
+    bodies: set[str] = set()
+    for _other, _folder, t in sorted(found, key=lambda x: (x[2].target, x[0], x[1], x[2].name)):
+        body = template_json(replace(t, name=""))
+        if body in bodies:
+            continue
+        bodies.add(body)
+        k = count[t.target] = count.get(t.target, -1) + 1
+        lines.append(template_json(replace(t, name=f"{t.target}#{k}")))
     CATALOGUE.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} templates of {len({json.loads(s)['target'] for s in lines})} overloads", file=sys.stderr)
     return 0
