@@ -72,7 +72,7 @@ def test_measured_on_the_stripped_zoo() -> None:
     # floors at what the shipped catalogue reaches (the issue asks 0.99 and 0.9; the misses are listed by
     # `scripts/measure_recognition.py --wrong`: add.Tensor's alpha body is also a mul then an add)
     assert t.precision >= 0.96
-    assert t.recall >= 0.68 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.88
+    assert t.recall >= 0.70 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.88
     assert t.args_wrong == 0
     assert t.coverage >= 0.72  # single-node calls whose target is among the candidates
 

@@ -309,10 +309,10 @@ class Matcher:
         if value in self.maps.initializers:
             return set()
         h = self.maps.producer.get(value)
+        if value in self._constant_node:  # (a Constant another call made is still a constant here)
+            return {h} if h is not None and h not in self.taken and self.maps.read_count[value] == 1 else set()
         if h is None or h in self.taken:
             return None
-        if value in self._constant_node:
-            return {h} if self.maps.read_count[value] == 1 else set()
         budget[0] -= 1
         if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
                 or self.key(h)[1] not in _SHAPING:
