@@ -228,7 +228,7 @@ class Matcher:
         for j in m.folded:  # folded: its operand was a constant (silu's Sigmoid reads what its Mul reads: not one)
             if any(r.kind == "x" and r.a in outside and not self._is_constant(outside[r.a]) for r in t.nodes[j].inputs):
                 return None
-        return m if self._closed(t, m) else None
+        return m if _closed(self.maps, t, m) else None
 
     def _unshare(self, t: Template, m: _Match) -> None:
         """A node of the body that reads only outside values and is read outside it too is a common subexpression
@@ -366,23 +366,6 @@ class Matcher:
             return len(want.get("v", ())) != 1 or got.get("v") == want.get("v")
         return bool(got == want)
 
-    def _closed(self, t: Template, m: _Match) -> bool:
-        """Values made inside the body are read only inside it (outputs of the template aside)."""
-        uses: dict[tuple[int, int], int] = {}
-        for j in m.nodes:
-            for r in t.nodes[j].inputs:
-                if r.kind == "n" and r.a in m.nodes:
-                    uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
-        outputs = set(t.outputs)
-        for j, g in m.nodes.items():
-            if j != len(t.nodes) - 1 and _leaf(t, j):
-                continue  # a common subexpression made here and reused by later calls (``_unshare``)
-            for o, value in enumerate(self.maps.outputs[g]):
-                if (j, o) in outputs or not value:
-                    continue
-                if self.maps.read_count[value] != uses.get((j, o), 0) or value in self.maps.graph_outputs:
-                    return False
-        return True
 
 
 def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = False) -> bool:
@@ -441,6 +424,25 @@ def _template_key(n: TemplateNode) -> _Key:
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
     return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
+
+
+def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
+    """Values made inside the body are read only inside it (outputs of the template aside)."""
+    uses: dict[tuple[int, int], int] = {}
+    for j in m.nodes:
+        for r in t.nodes[j].inputs:
+            if r.kind == "n" and r.a in m.nodes:
+                uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
+    outputs = set(t.outputs)
+    for j, g in m.nodes.items():
+        if j != len(t.nodes) - 1 and _leaf(t, j):
+            continue  # a common subexpression made here and reused by later calls (``_unshare``)
+        for o, value in enumerate(maps.outputs[g]):
+            if (j, o) in outputs or not value:
+                continue
+            if maps.read_count[value] != uses.get((j, o), 0) or value in maps.graph_outputs:
+                return False
+    return True
 
 
 def _connected(t: Template) -> bool:
