@@ -326,6 +326,58 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+RECOGNITION_TASK = r"""
+import json, sys, time
+import onnx
+from inspector.core.model import index as ix
+from inspector.core.summary import summary_dict
+path, original = sys.argv[1], sys.argv[2]
+for p in (path, original):
+    with open(p, "rb") as fh:
+        while fh.read(1 << 24):
+            pass
+t = time.perf_counter(); onnx.load(path, load_external_data=False); load = time.perf_counter() - t
+t = time.perf_counter(); summary_dict(ix.open_index(original)); meta = time.perf_counter() - t
+t = time.perf_counter(); summary_dict(ix.open_index(path)); full = time.perf_counter() - t
+ix.recognition_applies = lambda proto: False  # the same summary with no body templates looked for
+t = time.perf_counter(); summary_dict(ix.open_index(path)); bare = time.perf_counter() - t
+print(json.dumps({"load": load, "summary": full, "without": bare, "metadata": meta}))
+"""
+RECOGNITION_TARGET = 2.0  # issue 33: recognition adds at most 2x onnx.load to summary on the stripped replica
+
+
+def recognition_row(source: Path, nodes: int, repeat: int, timeout: float) -> str:
+    """``summary --json`` on the replica with its torch metadata stripped (``scripts/strip_metadata.py``): what the
+    body template matcher (``core.model.recognise``) and the recognised calls add, against onnx.load; its own row,
+    in its own process per run, the least of ``repeat`` runs."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import onnx
+    from strip_metadata import strip  # type: ignore[import-not-found]
+
+    a, _b = model_paths(source, nodes)
+    stripped = a.with_name(a.stem + "_stripped.onnx")
+    if not stripped.exists() or stripped.stat().st_mtime < a.stat().st_mtime:
+        model = onnx.load(str(a), load_external_data=False)
+        strip(model)
+        onnx.save(model, str(stripped))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    runs = []
+    for _ in range(max(1, repeat)):
+        res = subprocess.run([sys.executable, "-c", RECOGNITION_TASK, str(stripped), str(a)], capture_output=True,
+                             text=True, env=env, timeout=timeout, check=False)
+        if res.returncode == 0 and res.stdout.strip():
+            runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    if not runs:
+        return f"summary on the stripped replica at {nodes // 1000}k: failed"
+    load = min(r["load"] for r in runs)
+    full, bare, meta = (min(r[k] for r in runs) for k in ("summary", "without", "metadata"))
+    added = (full - meta) / load
+    return (f"summary (specialisation) on the stripped replica at {nodes // 1000}k: {full:.3f} s with recognition "
+            f"({(full - bare) / load:.2f}x onnx.load more than with none: {bare:.3f} s); the replica with its "
+            f"metadata: {meta:.3f} s; recognition adds {full - meta:.3f} s = {added:.2f}x onnx.load ({load:.3f} s), "
+            f"target <= {RECOGNITION_TARGET:.0f}x: {'PASS' if added <= RECOGNITION_TARGET else 'MISS'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,30000,100000", help="node counts, comma-separated")
@@ -383,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.folder_runs > 0:
         processes["folders"] = measure_folders(args.folder_runs)
         print("\n" + folder_table(processes["folders"]), flush=True)
+    if "summary" in ops:
+        print("\n" + recognition_row(source, max(sizes), rounds, args.timeout))
     if args.json:
         Path(args.json).write_text(json.dumps({"sizes": sizes, "source": source.name, "results": res, **processes},
                                               indent=1))

@@ -95,7 +95,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "addbmm": {"shapes": {"self": (4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
     "pixel_unshuffle": {"shapes": {"self": (1, 2, 12, 12)}},
     "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
-    "layer_norm": {"fixed": {"weight": None, "bias": None}},
+    "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
     "upsample": {"shapes": {"input": (1, 2, 4, 4), "self": (1, 2, 4, 4)},
                  "values": {"output_size": [None], "scale_factors": [[2.0, 2.0], [3.0, 3.0]],
@@ -126,7 +126,10 @@ RECIPES: dict[str, dict[str, Any]] = {
     "scaled_dot_product_attention": {"shapes": {"query": (1, 2, 4, 8), "key": (1, 2, 4, 8), "value": (1, 2, 4, 8)},
                                      "values": {"scale": [0.5, 0.25], "is_causal": [False, True],
                                                 "dropout_p": [0.0], "enable_gqa": [False]},
-                                     "fixed": {"attn_mask": None}},
+                                     "fixed": {"attn_mask": None},
+                                     "with": [{"attn_mask": (1, 2, 4, 4)}, {"attn_mask": ("bool", (1, 2, 4, 4))}]},
+    "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)}, "with": [{"input": (4, 8)}]},
+    "matmul": {"shapes": {"self": (2, 4, 8), "other": (8, 6)}},
     "embedding": {"shapes": {"weight": (10, 4), "indices": ("long", (2, 3), 10)},
                   "values": {"padding_idx": [-1, 1]}},
     "full": {"values": {"size": [[2, 3], [3, 4]]}},
@@ -312,8 +315,11 @@ def takes_number_other(target: str) -> bool:
                                                               for p in found[1])
 
 
-def plan(target: str, number_other: bool = False) -> Plan | str:
-    """The base call and its variants, or why there are none (``"no_parameters: ..."``, ``"skipped: ..."``)."""
+def plan(target: str, number_other: bool = False, templates: bool = False) -> Plan | str:
+    """The base call and its variants, or why there are none (``"no_parameters: ..."``, ``"skipped: ..."``).
+    ``templates``: for the body template catalogue (``gen_templates.py``), an overload with tensor parameters only
+    is exported too, optional tensors get a variant without them (or with them, ``RECIPES[op]["with"]``), and
+    optional arguments one at their default."""
     found = schema_params(target)
     if found is None:
         return "skipped: no such overload in torch"
@@ -325,7 +331,7 @@ def plan(target: str, number_other: bool = False) -> Plan | str:
     if number_other:
         params = [replace(p, type="Scalar") if p.name == "other" else p for p in params]
     non_tensor = [p for p in params if not p.is_tensor]
-    if not non_tensor:
+    if not non_tensor and not templates:
         return "no_parameters: only tensor parameters"
     rec = recipe(name)
     spatial = next((n for suffix, n in SPATIAL.items() if suffix in name), None)
@@ -362,6 +368,16 @@ def plan(target: str, number_other: bool = False) -> Plan | str:
     for pname, options in choices.items():
         for v in options[1:]:
             out.variants.append((pname, Call(fn, kind, params, {**values, pname: v})))
+    if templates:
+        for p in params:  # these variants ("#...") change the body's structure; evidence learning ignores them
+            if p.is_tensor and p.type.startswith("Optional[") and values.get(p.name) is not None:
+                out.variants.append((f"#without_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
+        for p in params:  # an optional argument at its default (dtype=None: no Cast)
+            if not p.is_tensor and p.has_default and p.default is None and values.get(p.name) is not None:
+                out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
+        for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
+            out.variants.append((f"#with_{k}", Call(fn, kind, params,
+                                                    {**values, **{q: _tensor(spec) for q, spec in given.items()}})))
     first = next((p for p in params if isinstance(values.get(p.name), torch.Tensor)), None)
     if first is not None:
         t = values[first.name]

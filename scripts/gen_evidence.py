@@ -56,6 +56,7 @@ PENDING = STATE.parent / "pending"  # the overload being exported: if it is stil
 CATALOGUE = REPO / "resources" / "aten_evidence.txt"
 COVERAGE = REPO / "resources" / "evidence_coverage.md"
 PAIRS_DIR = REPO / "tests" / "evidence"
+EXPORTS = STATE.parent / "exports"  # every overload's base and variant exports, read by gen_templates.py
 EXPORT_SECONDS = 120
 
 
@@ -104,9 +105,19 @@ def run_target(target: str, work: Path) -> dict[str, Any]:
     with a number there (the lowering differs: ``alpha`` multiplies a tensor ``other`` with a Mul, and is folded
     into a number ``other``), the evidence of both kept."""
     row = run_plan(target, work, cases.plan(target))
+    keep_exports(target, work, "tensor_other" if cases.takes_number_other(target) else "")
+    if row.get("status") in ("no_parameters", "exported"):
+        # the body template catalogue also wants overloads with tensor parameters only, and optional tensors
+        # left out or given: their exports are kept, the evidence row stays as it was
+        extra = cases.plan(target, templates=True)
+        if not isinstance(extra, str) and (row.get("status") == "no_parameters" or any(
+                w.startswith(("#with", "#default")) for w, _c in extra.variants)):
+            run_plan(target, work, extra)
+            keep_exports(target, work, "templates")
     if not cases.takes_number_other(target):
         return row
     second = run_plan(target, work, cases.plan(target, number_other=True))
+    keep_exports(target, work, "number_other")
     if second["status"] != "exported":
         return row
     if row["status"] != "exported":  # only tensor parameters (mul.Tensor): the number is all there is to learn
@@ -119,6 +130,21 @@ def run_target(target: str, work: Path) -> dict[str, Any]:
         elif info.get("status") == "evidence":
             mine["evidence"] = sorted({tuple(e) for e in mine["evidence"]} | {tuple(e) for e in info["evidence"]})
     return row
+
+
+def keep_exports(target: str, work: Path, variant: str) -> None:
+    """Move the exports of one plan (``base.onnx``, ``v<k>.onnx`` and ``variants.json``) to ``EXPORTS``, where the
+    body template catalogue (``gen_templates.py``) reads them without torch."""
+    files = sorted(work.glob("*.onnx")) + sorted(work.glob("variants.json"))
+    if not files:
+        return
+    folder = EXPORTS / re.sub(r"[^A-Za-z0-9_.]+", "_", target) / (variant or "plain")
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    (folder / "target.txt").write_text(target, encoding="utf-8")
+    for f in files:
+        f.replace(folder / f.name)
 
 
 def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
@@ -149,6 +175,8 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
         return {"target": target, "status": "decomposed", "reason": base, "parameters": plan.parameters}
     variants: dict[str, list[Observation]] = {}
     failed: dict[str, str] = {}
+    (work / "variants.json").write_text(json.dumps({"optimize": optimize, "variants": {
+        f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}}), encoding="utf-8")
     for k, (what, call) in enumerate(plan.variants):
         path = work / f"v{k}.onnx"
         try:

@@ -68,6 +68,7 @@ def _without_metadata(path, tmp_path):
     proto = onnx.load(str(path), load_external_data=False)
     for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
         del item.metadata_props[:]
+    proto.ir_version = 9  # as TorchScript writes it: no body templates are looked for (core.model.recognise.applies)
     return build_index(LoadedModel(tmp_path / path.name, proto, "binary", 0))
 
 
@@ -99,6 +100,7 @@ def test_plain_graphs_that_differ_in_more_than_half_their_nodes_are_hashed(monke
     proto = onnx.load(str(ZOO / "pair_eps_a.onnx"), load_external_data=False)
     for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
         del item.metadata_props[:]
+    proto.ir_version = 9  # as in _without_metadata
     for i, node in enumerate(proto.graph.node):
         node.name = f"renamed_{i}"  # every node renamed: nothing is equal where it is
     b = build_index(LoadedModel(tmp_path / "renamed.onnx", proto, "binary", 0))
@@ -113,6 +115,7 @@ def _stripped(path):
     proto = onnx.load(str(path), load_external_data=False)
     for item in (*proto.graph.node, *proto.graph.input, *proto.graph.value_info):
         del item.metadata_props[:]
+    proto.ir_version = 9  # as TorchScript writes it: no body templates are looked for (core.model.recognise.applies)
     return proto
 
 

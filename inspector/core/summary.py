@@ -113,10 +113,17 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None) -> dict[str, Any]
 
 
 def _aten_targets(index: ModelIndex) -> list[dict[str, Any]]:
-    counted = [(target, len(calls), sum(map(len, map(_NODE_PATHS, calls))))
-               for target, calls in index.provenance.by_target().items()]
+    by_target = index.provenance.by_target()
+    counted = [(target, len(calls), sum(map(len, map(_NODE_PATHS, calls)))) for target, calls in by_target.items()]
     counted.sort(key=lambda r: (-r[1], r[0]))
-    return [{"target": t, "calls": n, "nodes": k} for t, n, k in counted]
+    out: list[dict[str, Any]] = [{"target": t, "calls": n, "nodes": k} for t, n, k in counted]
+    for row in out:
+        recognised = [c for c in by_target[row["target"]] if c.recognised]
+        if recognised:  # calls found by body template in nodes without fx metadata (core.model.recognise)
+            row["recognised"] = {"calls": len(recognised),
+                                 "templates": sorted({t for c in recognised for t in c.recognised}),
+                                 "candidates": sorted({t for c in recognised for t in c.candidates})}
+    return out
 
 
 def summary_text(data: dict[str, Any]) -> str:
@@ -155,6 +162,11 @@ def summary_text(data: dict[str, Any]) -> str:
         lines.append("  (none: no torch provenance metadata)")
     for a in atens:
         lines.append(f"  {a['target']:<48} {a['calls']:>5} calls {a['nodes']:>6} nodes")
+        if "recognised" in a:
+            r = a["recognised"]
+            lines.append(f"      recognised by template: {r['calls']} calls, {', '.join(r['templates'])}")
+            if len(r["candidates"]) > 1:
+                lines.append(f"      ambiguous body, candidates: {', '.join(r['candidates'])}")
         fam = next((f for f in data["families"] if f["kind"] == "aten_call"
                     and any(o["target"] == a["target"] for o in f["overloads"])), None)
         if fam is not None:

@@ -43,6 +43,10 @@ class AtenCall:
     _parsed: bool = field(default=False, repr=False)
     _meta: dict[str, str] | None = field(default=None, repr=False)
     _module_path: str | None = field(default=None, repr=False)
+    # a call recognised by body template (no fx metadata; ``core.model.recognise``): the templates that fit, and the
+    # targets they stand for (several: an ambiguous body, whose ``target`` names no single aten overload)
+    recognised: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
 
     @property
     def is_aten(self) -> bool:

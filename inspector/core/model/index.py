@@ -23,6 +23,8 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
 from inspector.core.model.provenance import ProvenanceIndex, build_provenance
+from inspector.core.model.recognise import applies as recognition_applies
+from inspector.core.model.recognise import recognised_calls
 from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
@@ -237,6 +239,7 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     fidx = build_function_index(proto, scanned)
     prov = build_provenance(proto, scanned)
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
+    maps = _recognise(proto, prov, histogram)
     total = sum(scanned.node_counts.values())
     main_nodes = len(proto.graph.node)
     if fidx.functions:
@@ -248,10 +251,22 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
         findings.append(Finding("damaged_metadata", "warning",
                                 f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
     facts = _facts(model, main_nodes, total, len(fidx.functions))
-    index = ModelIndex(model, facts, fidx, prov, families, histogram, findings)
+    index = ModelIndex(model, facts, fidx, prov, families, histogram, findings, _maps=maps)
     if followed is not None:
         index.followed, index.unequal = like, followed[1]
     return index
+
+
+def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter[tuple[str, str]]) -> GraphMaps | None:
+    """Calls recognised by body template among main-graph nodes without fx metadata, added to ``prov.calls``; the
+    graph maps this reads are the index's (built here once instead of on first use)."""
+    covered = sum(1 for c in prov.calls if c.scope == MAIN for p in c.node_paths if len(p) == 1)
+    if covered >= len(proto.graph.node) or not recognition_applies(proto):
+        return None
+    flat = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in histogram)
+    maps = GraphMaps(proto.graph, flat=flat)
+    prov.calls.extend(recognised_calls(proto, prov.calls, maps))
+    return maps
 
 
 def _earlier(index: ModelIndex) -> Earlier:

@@ -1,0 +1,192 @@
+"""The body template catalogue: for each torchlib overload, the ONNX body its one-op export lowers to (op types,
+wiring, attributes and constant operands), with the literal slots that moved with an argument (or an input
+dimension) masked and named by what moved them.
+
+``resources/aten_templates.txt`` is learned, not written: ``scripts/gen_templates.py`` reads the exports that
+``scripts/gen_evidence.py`` makes (a base call and variants that change one argument at a time) and keeps, per
+overload, each distinct body structure; a slot whose value differed between a variant and the base is masked with
+the parameter the variant changed. ``inspector.core.model.recognise`` matches the templates against nodes that carry
+no fx metadata. The file is package data, read once on first use; a line that is not a well-formed template is
+skipped rather than trusted. Canonical literal values (``canonical_attribute``, ``canonical_tensor``) live here so
+that the generator and the matcher compare literals in one form.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, numpy_helper
+
+from inspector.core.aten.resources import read_resource_lines
+
+CATALOGUE_FILE = "aten_templates.txt"
+SMALL_TENSOR = 64  # constants with more elements are compared by type and shape only (weights, tables)
+SHAPE_PARAMETER = "#shape"  # the slot moved with an input dimension (shape-specialised), not with an argument
+
+RefKind = Literal["n", "x", "c", "-"]  # a node's output, an outside tensor, a constant operand, an absent operand
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where a template node's operand comes from: output ``b`` of template node ``a`` (``n``), the ``a``-th
+    outside tensor (``x``), the ``a``-th constant operand (``c``: an initializer or a Constant node), or nothing
+    (``-``: an optional operand left out)."""
+
+    kind: RefKind
+    a: int = 0
+    b: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A literal of a template: fixed (``value``), or masked with the parameters that moved it and, where the
+    evidence catalogue explains it, the relation that maps the argument to the literal; a masked constant keeps
+    its element type and rank as ``value`` (``{"t": 1, "n": 0}``: a float scalar)."""
+
+    value: Any = None
+    moves_with: tuple[str, ...] = ()
+    relation: str | None = None
+
+    @property
+    def masked(self) -> bool:
+        return bool(self.moves_with)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateNode:
+    domain: str
+    op_type: str
+    inputs: tuple[Ref, ...]
+    attributes: tuple[tuple[str, Slot], ...]
+    outputs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """One body of one overload; ``name`` (``aten::transpose.int#0``) is how a recognised call cites it."""
+
+    name: str
+    target: str
+    nodes: tuple[TemplateNode, ...]
+    constants: tuple[Slot, ...]
+    outputs: tuple[tuple[int, int], ...]  # (node, output) pairs the body hands out, in order
+
+    @property
+    def sink(self) -> int:
+        """The node the matcher anchors on: the last one (the nodes are in topological order)."""
+        return len(self.nodes) - 1
+
+
+def _float(v: float) -> float | str:
+    f = float(np.float32(v))
+    return f if math.isfinite(f) else repr(f)
+
+
+def canonical_tensor(t: onnx.TensorProto) -> Any:
+    """``{"t": dtype, "s": shape, "v": values}``; ``v`` only for small tensors with their data in the file."""
+    out: dict[str, Any] = {"t": int(t.data_type), "s": [int(d) for d in t.dims]}
+    count = math.prod(out["s"]) if out["s"] else 1
+    if count > SMALL_TENSOR or t.data_location == onnx.TensorProto.EXTERNAL:
+        return out
+    try:
+        arr = numpy_helper.to_array(t).reshape(-1)
+    except (ValueError, TypeError, AttributeError):
+        return out
+    kind = arr.dtype.kind
+    if kind == "f":
+        out["v"] = [_float(x) for x in arr.tolist()]
+    elif kind in "iub":
+        out["v"] = [int(x) for x in arr.tolist()]
+    else:
+        out["v"] = [str(x) for x in arr.tolist()]
+    return out
+
+
+def canonical_attribute(a: onnx.AttributeProto) -> Any:
+    """An attribute's value in the catalogue's form (JSON-able, floats as float32 values)."""
+    t = a.type
+    if t == AttributeProto.INT:
+        return int(a.i)
+    if t == AttributeProto.FLOAT:
+        return _float(a.f)
+    if t == AttributeProto.STRING:
+        return a.s.decode("utf-8", "replace")
+    if t == AttributeProto.INTS:
+        return [int(x) for x in a.ints]
+    if t == AttributeProto.FLOATS:
+        return [_float(x) for x in a.floats]
+    if t == AttributeProto.STRINGS:
+        return [s.decode("utf-8", "replace") for s in a.strings]
+    if t == AttributeProto.TENSOR:
+        return canonical_tensor(a.t)
+    return f"<{AttributeProto.AttributeType.Name(t).lower()}>"
+
+
+def constant_node_value(node: onnx.NodeProto) -> Any:
+    """A Constant node's value in the catalogue's form (``value`` as a tensor, else its one ``value_*``)."""
+    for a in node.attribute:
+        if a.name == "value":
+            return canonical_tensor(a.t)
+    return canonical_attribute(node.attribute[0]) if node.attribute else None
+
+
+def _slot(raw: Any) -> Slot:
+    if isinstance(raw, dict) and "p" in raw:
+        rel, kind = raw.get("r"), raw.get("k")
+        return Slot(kind if isinstance(kind, dict) else None, tuple(str(p) for p in raw["p"]),
+                    rel if isinstance(rel, str) else None)
+    if isinstance(raw, dict) and "v" in raw:
+        return Slot(raw["v"])
+    raise ValueError("not a slot")
+
+
+def slot_json(slot: Slot) -> dict[str, Any]:
+    if slot.masked:
+        return {"p": list(slot.moves_with), **({"r": slot.relation} if slot.relation else {}),
+                **({"k": slot.value} if slot.value is not None else {})}
+    return {"v": slot.value}
+
+
+def parse_template(line: str) -> Template:
+    """One catalogue line; ``ValueError`` (or ``KeyError``/``TypeError``) when it is not a template."""
+    raw = json.loads(line)
+    nodes = []
+    for domain, op, inputs, attrs, nout in raw["nodes"]:
+        refs = tuple(Ref(str(k), int(a), int(b)) for k, a, b in inputs)  # type: ignore[arg-type]
+        if any(r.kind not in ("n", "x", "c", "-") for r in refs):
+            raise ValueError("bad operand")
+        nodes.append(TemplateNode(str(domain), str(op), refs,
+                                  tuple((str(k), _slot(v)) for k, v in sorted(attrs.items())), int(nout)))
+    for j, node in enumerate(nodes):
+        if any(r.kind == "n" and not 0 <= r.a < j for r in node.inputs):
+            raise ValueError("not in topological order")
+    return Template(str(raw["name"]), str(raw["target"]), tuple(nodes),
+                    tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]))
+
+
+def template_json(t: Template) -> str:
+    nodes = [[n.domain, n.op_type, [[r.kind, r.a, r.b] for r in n.inputs],
+              {k: slot_json(s) for k, s in n.attributes}, n.outputs] for n in t.nodes]
+    return json.dumps({"name": t.name, "target": t.target, "nodes": nodes,
+                       "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs]},
+                      sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=1)
+def load_templates() -> tuple[Template, ...]:
+    """The shipped catalogue (empty when the file is missing)."""
+    out: list[Template] = []
+    for line in read_resource_lines(CATALOGUE_FILE) or []:
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            out.append(parse_template(line))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return tuple(out)

@@ -1,0 +1,580 @@
+"""Recognised calls: aten calls recovered, by matching torchlib body templates, from main-graph nodes that carry no
+fx metadata: dynamo exports whose metadata was stripped, or nodes the exporter left bare (``applies``: TorchScript and
+other producers lower differently and are left alone).
+
+The templates (``core.aten.templates``) come from one-op exports of each overload. Matching is our own, not
+onnxscript's rewriter ``pattern`` module: onnxscript is not a runtime dependency (it pulls in onnx_ir and an object
+per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule: anchor
+each template on its last node, walk operands backwards through the graph's producer map, and check op types,
+attributes and constants (by value when they have one element; a longer one is a shape or mask made for the one-op
+export's shapes, compared by type and rank), with values made inside the body read by nobody outside it. A node
+tries only the templates its key and its operands' producers allow, worked out once per distinct context, so the
+pass is linear in the graph. Multi-node templates are tried from the graph's end backwards, larger ones first, and
+take their nodes; every node left is matched against the one-node templates, and a body that fits several overloads
+(a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the exporter or
+its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a weight's
+Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer, symbolic
+sizes), a Constant node or a common subexpression belongs to the call of its first reader.
+
+Arguments come back only where the template's evidence names the relation that put them into a masked slot
+(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``), in the form of
+the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-negative). The
+threat is a hostile model: values read from it reach the synthesised FX text only through ``repr`` (parsed back by
+``core.model.fx``, never evaluated), and every template, target and candidate name comes from the catalogue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+
+from inspector.core.aten.schemas import SchemaCatalogue
+from inspector.core.aten.templates import (
+    Slot,
+    Template,
+    TemplateNode,
+    canonical_attribute,
+    canonical_tensor,
+    constant_node_value,
+    load_templates,
+)
+from inspector.core.aten.torchlib import torchlib_for
+from inspector.core.model.calls import AtenCall
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.keys import MAIN
+
+_CONSTANT = "Constant"
+_Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
+# attribute names
+RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
+AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
+# what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
+_SHAPING = frozenset({"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Concat", "Identity"})
+_MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
+
+
+@dataclass(frozen=True, slots=True)
+class Recognised:
+    """One recovered call: its nodes (main-graph indices, Constant feeders included), the templates that fit, their
+    targets (one, or the candidates of an ambiguous body) and the arguments their evidence gives back."""
+
+    nodes: tuple[int, ...]
+    templates: tuple[str, ...]
+    candidates: tuple[str, ...]
+    arguments: tuple[tuple[str, Any], ...]
+
+    @property
+    def target(self) -> str:
+        if len(self.candidates) == 1:
+            return self.candidates[0]
+        return AMBIGUOUS_NAMESPACE + "::" + "_or_".join(c.split("::", 1)[-1].replace(".", "_")
+                                                        for c in self.candidates)
+
+
+@dataclass(slots=True)
+class _Match:
+    nodes: dict[int, int]  # template node -> graph node
+    folded: set[int]
+    constants: dict[int, str]  # constant slot -> graph value
+    attributes: dict[tuple[int, str], Any]  # masked attribute values
+    extra: set[int]  # nodes that compute a masked constant operand in the graph (Constant, folded or symbolic)
+    shared: set[int] = field(default_factory=set)  # template nodes another call computed (common subexpressions)
+
+
+class Matcher:
+    """Templates matched against one graph; ``taken`` are the nodes that belong to calls already (fx metadata)."""
+
+    def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
+                 templates: Sequence[Template]) -> None:
+        self.graph, self.maps, self.taken = graph, maps, set(taken)
+        # templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
+        # last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key)
+        # templates of one structure (a lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group
+        self.by_sink: dict[_Key, list[list[Template]]] = {}
+        self._template_keys: dict[str, list[_Key]] = {}
+        groups: dict[str, list[Template]] = {}
+        for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
+            if _connected(t):
+                keys = [_template_key(n) for n in t.nodes]
+                self._template_keys[t.name] = keys
+                shape = _matched_as(t)
+                if shape not in groups:
+                    groups[shape] = []
+                    self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
+                groups[shape].append(t)
+        self._keys: list[_Key | None] = [None] * len(graph.node)
+        self._attrs: dict[int, dict[str, Any]] = {}
+        self._plausible: dict[tuple[_Key, tuple[object, ...], bool], list[list[Template]]] = {}
+        self._aliases: dict[tuple[str, ...], list[Template]] = {}
+        self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
+        self._consts: dict[str, Any] = {}
+        self._constant_node: dict[str, int] = {}
+        for i, node in enumerate(graph.node):
+            if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
+                self._constant_node[node.output[0]] = i
+
+    def run(self) -> list[Recognised]:
+        nodes = self.graph.node
+        found: list[Recognised] = []
+        for i in range(len(nodes) - 1, -1, -1):
+            if i in self.taken:
+                continue
+            fits: list[tuple[Template, _Match]] = []
+            for group in self._groups(i):
+                t = group[0]
+                if len(t.nodes) < 2 or (fits and len(t.nodes) < len(fits[0][0].nodes)):
+                    break
+                m = self._match(t, i)
+                if m is not None and (not fits or _same_nodes(m, fits[0][1])):
+                    fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
+            if fits:
+                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
+            if i in self.taken or self.key(i)[1] == _CONSTANT:
+                continue
+            # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
+            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
+            fits = [(u, m) for group in self._groups(i, single=True)
+                    for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
+            if fits:
+                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        found.sort(key=lambda r: r.nodes[0])
+        return found
+
+    def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
+        first = matches[0]
+        members = set(first.nodes.values()) | first.extra
+        consumers = self.maps.consumers
+        # a Constant node belongs to the call of its first reader (the exporter makes it there, and later calls
+        # reuse it: a noopt slice's bound, read again by the next Sub)
+        for g in list(members):
+            for value in self.maps.inputs[g]:
+                k = self._constant_node.get(value)
+                if k is not None and k not in self.taken and k not in members \
+                        and min(consumers.get(value, (g,))) in members:
+                    members.add(k)
+        self.taken |= members
+        names = tuple(t.name for t in templates)
+        if names not in self._aliases:
+            self._aliases[names] = _without_aliases(templates)
+        templates = self._aliases[names]
+        targets = tuple(sorted({t.target for t in templates}))
+        args: tuple[tuple[str, Any], ...] = ()
+        if len(targets) == 1:
+            args = tuple(sorted(_arguments(templates[0], first, self).items()))
+        return Recognised(tuple(sorted(members)), tuple(t.name for t in templates), targets, args)
+
+    # --- matching ---------------------------------------------------------------------------------------------------
+
+    def _match(self, t: Template, anchor: int, least: int = 2) -> _Match | None:
+        """``t`` matched with its last node at ``anchor``, keeping at least ``least`` of its nodes (or all, if
+        fewer): the others may be folded."""
+        last = len(t.nodes) - 1
+        m = _Match({last: anchor}, set(), {}, {}, set())
+        used = {anchor: last}
+        outside: dict[int, str] = {}
+        stack = [last]
+        while stack:
+            j = stack.pop()
+            g = m.nodes[j]
+            if not self._node_fits(t, j, g, m):
+                return None
+            tin = t.nodes[j].inputs
+            for ref, value in zip(tin, self.maps.inputs[g]):
+                if ref.kind == "-":
+                    if value:
+                        return None
+                elif ref.kind == "x":
+                    if outside.setdefault(ref.a, value) != value or not value:
+                        return None
+                elif ref.kind == "c":
+                    if m.constants.setdefault(ref.a, value) != value:
+                        return None
+                    if self._constant_fits(t.constants[ref.a], value):
+                        continue
+                    computed = self._computed(value, _reads(t, ref.a)) if t.constants[ref.a].masked else None
+                    if computed is None or computed & m.extra:
+                        return None
+                    m.extra |= computed
+                else:
+                    h = self.maps.producer.get(value)
+                    if h is None or value in self._constant_node:
+                        fold = t.nodes[ref.a].inputs
+                        if not self._is_constant(value) or len(fold) != 1 or fold[0].kind == "n":
+                            return None
+                        m.folded.add(ref.a)
+                        continue
+                    if h in self.taken and _leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
+                        m.shared.add(ref.a)  # made by another call from the same operands, and reused here
+                        continue
+                    if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
+                        return None
+                    if ref.a in m.nodes:
+                        if m.nodes[ref.a] != h:
+                            return None
+                    elif used.setdefault(h, ref.a) != ref.a:
+                        return None
+                    else:
+                        m.nodes[ref.a] = h
+                        stack.append(ref.a)
+        self._unshare(t, m)
+        if len(m.nodes) + len(m.folded - m.nodes.keys()) + len(m.shared - m.nodes.keys()) != len(t.nodes) \
+                or m.folded & m.nodes.keys() or len(m.nodes) < min(least, len(t.nodes)):
+            return None
+        for j in m.folded:  # folded: its operand was a constant (silu's Sigmoid reads what its Mul reads: not one)
+            if any(r.kind == "x" and r.a in outside and not self._is_constant(outside[r.a]) for r in t.nodes[j].inputs):
+                return None
+        return m if _closed(self.maps, t, m) else None
+
+    def _unshare(self, t: Template, m: _Match) -> None:
+        """A node of the body that reads only outside values and is read outside it too is a common subexpression
+        (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
+        exporter made it there; to the others it is shared."""
+        members = set(m.nodes.values())
+        consumers = self.maps.consumers
+        for j, g in list(m.nodes.items()):
+            if j == len(t.nodes) - 1 or not _leaf(t, j):
+                continue
+            readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
+            if readers and not set(readers) <= members and min(readers) not in members:
+                del m.nodes[j]
+                m.shared.add(j)
+
+    def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
+        """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
+        operands (the key of the producing node, a constant, an outside value): a pure function of that context,
+        so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
+        group or none (at 10k nodes: 86k tries before, 9k after)."""
+        producer, initializers = self.maps.producer, self.maps.initializers
+        ctx: list[object] = []
+        for value in self.maps.inputs[g]:
+            h = producer.get(value)
+            ctx.append(self.key(h) if h is not None else "c" if value in initializers else "-" if not value else "x")
+        context = (self.key(g), tuple(ctx), single)
+        got = self._plausible.get(context)
+        if got is None:
+            got = self._plausible[context] = [group for group in self.by_sink.get(context[0], ())
+                                              if _plausible(group[0], self._template_keys[group[0].name], ctx, single)]
+        return got
+
+    def key(self, g: int) -> _Key:
+        """Node ``g``'s key, read from protobuf once."""
+        got = self._keys[g]
+        if got is None:
+            node = self.graph.node[g]
+            ins = self.maps.inputs[g]
+            n = len(ins)
+            while n and not ins[n - 1]:
+                n -= 1
+            got = self._keys[g] = (node.domain, node.op_type, n, len(self.maps.outputs[g]),
+                                   tuple(sorted(a.name for a in node.attribute)))
+        return got
+
+    def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
+        if self.key(g) != self._template_keys[t.name][j]:
+            return False
+        tn = t.nodes[j]
+        if not tn.attributes:
+            return True
+        attrs = self._attrs.get(g)
+        if attrs is None:
+            attrs = self._attrs[g] = {a.name: canonical_attribute(a) for a in self.graph.node[g].attribute}
+        for name, slot in tn.attributes:
+            if slot.masked:
+                m.attributes[(j, name)] = attrs[name]
+            elif attrs[name] != slot.value:
+                return False
+        return True
+
+    def _is_constant(self, value: str) -> bool:
+        return value in self.maps.initializers or value in self._constant_node
+
+    def _constant(self, value: str) -> Any:
+        got = self._consts.get(value)
+        if got is None:
+            t = self.maps.initializers.get(value)
+            got = canonical_tensor(t) if t is not None else constant_node_value(
+                self.graph.node[self._constant_node[value]])
+            self._consts[value] = got
+        return got
+
+    def _folded(self, value: str, budget: list[int]) -> set[int] | None:
+        """The nodes that compute ``value`` from constants alone (what the optimizer folds: torchlib's Cast and
+        Reshape of ``starts``/``dim`` in an export made without it), each read only on this path; None if it is not
+        such a value. A shared Constant is a leaf, not taken."""
+        if value in self.maps.initializers:
+            return set()
+        h = self.maps.producer.get(value)
+        if value in self._constant_node:  # (a Constant another call made is still a constant here)
+            return {h} if h is not None and h not in self.taken and self.maps.read_count[value] == 1 else set()
+        if h is None or h in self.taken:
+            return None
+        budget[0] -= 1
+        if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
+                or self.key(h)[1] not in _SHAPING:
+            return None
+        out = {h}
+        for v in self.maps.inputs[h]:
+            if v:
+                got = self._folded(v, budget)
+                if got is None:
+                    return None
+                out |= got
+        return out
+
+    def _computed(self, value: str, reads: int) -> set[int] | None:
+        """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
+        Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
+        h = self.maps.producer.get(value)
+        if h is None or h in self.taken or self.maps.read_count[value] != reads or value in self.maps.graph_outputs:
+            return None
+        budget = [_MAX_COMPUTED]
+        inputs = self.maps.inputs[h]
+        node = self.graph.node[h]
+        if node.op_type == "Concat" and node.domain in ("", "ai.onnx") and len(self.maps.outputs[h]) == 1:
+            out = {h}
+            for v in inputs:
+                got = self._folded(v, budget) if v else set()
+                out |= got or set()  # a piece that is not constant is an outside value
+            return out
+        out = {h}
+        for v in inputs:
+            if v:
+                got = self._folded(v, budget)
+                if got is None:
+                    return None
+                out |= got
+        return out
+
+    def _constant_fits(self, slot: Slot, value: str) -> bool:
+        if not value or not self._is_constant(value):
+            return False
+        if slot.masked:  # any value; one number where the one-op exports had a scalar (alpha: not a cos table)
+            kind, got = slot.value, self._constant(value)
+            return not isinstance(kind, dict) or kind.get("n") != 0 or not isinstance(got, dict) \
+                or math.prod(got.get("s", ())) == 1
+        got, want = self._constant(value), slot.value
+        if isinstance(want, dict) and isinstance(got, dict):
+            if got.get("t") != want.get("t") or len(got.get("s", ())) != len(want.get("s", ())):
+                return False
+            # a constant of one element is compared by value (gelu's 0.044715, an axis); a longer one is a shape,
+            # a mask or a table made for the one-op export's input shapes: compared by type and rank only
+            return len(want.get("v", ())) != 1 or got.get("v") == want.get("v")
+        return bool(got == want)
+
+
+
+def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = False) -> bool:
+    """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``);
+    ``single``: with every other node of ``t`` folded into a constant."""
+    for ref, what in zip(t.nodes[-1].inputs, ctx):
+        if ref.kind == "n":
+            constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
+            if (what != keys[ref.a] or single) and not constant:
+                return False
+        elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
+            return False
+        elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
+                what[1] == _CONSTANT or (t.constants[ref.a].masked and what[1] in _SHAPING))):
+            return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
+    return True
+
+
+def _without_aliases(templates: list[Template]) -> list[Template]:
+    """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
+    are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
+    its public alias); a private op (``_unsafe_view`` under ``aten_view``) is one torch keeps in its FX graphs, so it
+    stays a candidate; where none is named after the function, all stay."""
+    by_function: dict[str, list[Template]] = {}
+    for t in templates:
+        entries = [e for e in torchlib_for(t.target) if not e.complex]
+        by_function.setdefault(entries[0].function if entries else t.target, []).append(t)
+    out: list[Template] = []
+    for function, group in by_function.items():
+        ops = [t.target.split("::", 1)[-1].split(".", 1)[0] for t in group]
+        named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
+        out += named if named and len({t.target for t in group}) > 1 else group
+    return out
+
+
+def _matched_as(t: Template) -> str:
+    """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
+    def slot(x: Slot) -> object:
+        return "?" if x.masked else x.value
+
+    nodes = [(n.domain, n.op_type, n.inputs, n.outputs, [(k, slot(v)) for k, v in n.attributes]) for n in t.nodes]
+    return repr((nodes, [slot(c) for c in t.constants], t.outputs))
+
+
+def _leaf(t: Template, j: int) -> bool:
+    """Node ``j`` of ``t`` reads only outside values and constants."""
+    return all(r.kind != "n" for r in t.nodes[j].inputs)
+
+
+def _template_key(n: TemplateNode) -> _Key:
+    k = len(n.inputs)
+    while k and n.inputs[k - 1].kind == "-":
+        k -= 1
+    return (n.domain, n.op_type, k, n.outputs, tuple(sorted(name for name, _s in n.attributes)))
+
+
+def _same_nodes(a: _Match, b: _Match) -> bool:
+    return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
+
+
+def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
+    """Values made inside the body are read only inside it (outputs of the template aside)."""
+    uses: dict[tuple[int, int], int] = {}
+    for j in m.nodes:
+        for r in t.nodes[j].inputs:
+            if r.kind == "n" and r.a in m.nodes:
+                uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
+    outputs = set(t.outputs)
+    for j, g in m.nodes.items():
+        if j != len(t.nodes) - 1 and _leaf(t, j):
+            continue  # a common subexpression made here and reused by later calls (``_unshare``)
+        for o, value in enumerate(maps.outputs[g]):
+            if (j, o) in outputs or not value:
+                continue
+            if maps.read_count[value] != uses.get((j, o), 0) or value in maps.graph_outputs:
+                return False
+    return True
+
+
+def _connected(t: Template) -> bool:
+    """Every node of ``t`` reaches its last one (the matcher walks backwards from there)."""
+    seen = {t.sink}
+    for j in range(t.sink, -1, -1):
+        if j in seen:
+            seen.update(r.a for r in t.nodes[j].inputs if r.kind == "n")
+    return len(seen) == len(t.nodes)
+
+
+def _reads(t: Template, slot: int) -> int:
+    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
+
+
+TORCH_PRODUCER = "pytorch"
+DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
+
+
+def applies(proto: onnx.ModelProto) -> bool:
+    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
+    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
+    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
+    measures what share of them the templates explain (``recognise`` works on any graph)."""
+    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
+
+
+def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps) -> list[AtenCall]:
+    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds."""
+    taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
+    graph = proto.graph
+    out: list[AtenCall] = []
+    for k, r in enumerate(recognise(graph, maps, taken, load_templates())):
+        name = f"{RECOGNISED_PREFIX}{k}"
+        target = r.target
+        raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
+        kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
+        fx_text = f"%{name} : [num_users=1] = call_function[target={raw}](args = (), kwargs = {{{kwargs}}})"
+        out.append(AtenCall(fx_text, name, raw, target, MAIN, [(i,) for i in r.nodes], graph.node[r.nodes[0]],
+                            scopes_text="", recognised=r.templates, candidates=r.candidates))
+    return out
+
+
+def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
+              templates: Sequence[Template]) -> list[Recognised]:
+    """The calls recovered from the nodes of ``graph`` outside ``taken``, in graph order."""
+    if len(taken) >= len(graph.node) or not templates:
+        return []
+    return Matcher(graph, maps, taken, templates).run()
+
+
+# --- arguments ----------------------------------------------------------------------------------------------------
+
+
+def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
+    """The arguments the template's masked slots give back, by inverting their relations."""
+    out: dict[str, Any] = {}
+    places: list[tuple[Slot, Any]] = []
+    for k, slot in enumerate(t.constants):
+        if slot.masked and k in m.constants and matcher._is_constant(m.constants[k]):
+            c = matcher._constant(m.constants[k])
+            if isinstance(c, dict) and "v" in c:
+                values = c["v"]
+                places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
+    for (j, name), value in m.attributes.items():
+        places.append((dict(t.nodes[j].attributes)[name], value))
+    for slot, value in places:
+        params = [p for p in slot.moves_with if not p.startswith("#")]
+        if not params or slot.relation is None:
+            continue
+        got = invert(slot.relation, value, len(params))
+        if got is None:
+            continue
+        for p, v in zip(params, got if len(params) > 1 else (got[0],)):
+            out.setdefault(p, v)
+    types = matcher._types.get(t.target)
+    if types is None:
+        schema = SchemaCatalogue.default().get(t.target)
+        types = matcher._types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
+    fitted = {p: _fit(types.get(p, ""), v) for p, v in out.items()}
+    return {p: v for p, v in fitted.items() if v is not None}
+
+
+def _fit(kind: str, value: Any) -> Any:
+    """``value`` in the form of the schema's type: a list for ``int[]``, one number for ``int`` (None if it does not
+    fit: an axes list of two for one ``dim``)."""
+    listed = "[" in kind
+    if isinstance(value, list) and not listed and kind:
+        return value[0] if len(value) == 1 else None
+    if listed and not isinstance(value, list):
+        return [value]
+    return value
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return v
+
+
+def _short(x: float) -> float:
+    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
+    return float(f"{x:.7g}")
+
+
+def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
+    """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
+    x = _number(value)
+    if relation in ("equal", "stride_or_kernel"):
+        if isinstance(value, (int, str, list)):
+            return (value,)
+        return (_short(value),) if isinstance(value, float) else None
+    if relation == "scalar" and x is not None:
+        return (_short(x) if isinstance(x, float) else x,)
+    if relation == "dim":
+        if isinstance(value, list) and all(isinstance(v, int) for v in value):
+            return (value,)
+        return (value,) if isinstance(value, int) and value >= 0 else None
+    if relation == "bool" and isinstance(value, int):
+        return (bool(value),)
+    if relation == "swap" and isinstance(value, list) and n_params == 2:
+        moved = [k for k, v in enumerate(value) if v != k]
+        return (moved[0], moved[1]) if len(moved) == 2 else None
+    if relation == "permute" and isinstance(value, list):
+        return (value,)
+    if relation == "pads" and isinstance(value, list) and len(value) % 2 == 0:
+        half = len(value) // 2
+        return (value[:half],) if value[:half] == value[half:] else None
+    if x is None or x == 0:
+        return None
+    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
+    got = unary.get(relation)
+    return (_short(got),) if got is not None and math.isfinite(got) else None

@@ -1,0 +1,232 @@
+"""Measure recognition by body template on the zoo: strip each dynamo export's ``pkg.torch.onnx.*`` metadata
+(``strip_metadata.py``), index the stripped model, and compare the recognised calls with the original metadata's
+aten calls as truth. ``tests/test_recognise_zoo.py`` asserts the targets; this prints the table.
+
+A call counts as *multi-node* when the body torchlib made for it has at least two nodes other than Constant nodes
+(constant operands), *single-node* otherwise; a truth call whose target has no template in the catalogue counts as
+*no template*. Multi-node: recall = truth calls found with the same
+target and exactly the same nodes; precision = recognised multi-node calls given one target that equal a truth call
+in both; a body that fits several overloads is no guess: it is counted apart (ambiguous), with the truth calls found
+with the right nodes and their target among the candidates.
+Single-node: coverage = truth calls with a recognised call of the same nodes whose candidates include the target.
+Arguments: each argument given back for a call whose target and nodes are right is compared with the argument the
+FX text had (a ``dim`` is given back as a non-negative axis: a negative truth is normalised by the rank of the
+call's first input before comparing, where the model records it).
+
+Usage::
+
+    .venv/bin/python scripts/measure_recognition.py [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from strip_metadata import strip, zoo_dynamo  # noqa: E402
+
+from inspector.core.aten.templates import load_templates  # noqa: E402
+from inspector.core.model.index import ModelIndex, open_index  # noqa: E402
+from inspector.core.model.keys import MAIN  # noqa: E402
+from inspector.core.model.signature import call_signature  # noqa: E402
+
+
+@dataclass
+class Row:
+    model: str
+    nodes: int
+    multi_truth: int = 0
+    multi_found: int = 0
+    multi_predicted: int = 0  # recognised multi-node calls given one target
+    multi_right: int = 0
+    multi_ambiguous: int = 0  # recognised multi-node calls with several candidates
+    multi_in_candidates: int = 0  # truth calls found with the right nodes, the target among several candidates
+    single_truth: int = 0
+    single_covered: int = 0
+    single_unique: int = 0  # covered with one candidate only
+    no_template: int = 0
+    args_right: int = 0
+    args_wrong: int = 0
+    nodes_explained: int = 0
+    wrong: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.multi_found / self.multi_truth if self.multi_truth else 1.0
+
+    @property
+    def precision(self) -> float:
+        return self.multi_right / self.multi_predicted if self.multi_predicted else 1.0
+
+    @property
+    def coverage(self) -> float:
+        return self.single_covered / self.single_truth if self.single_truth else 1.0
+
+
+def template_sizes() -> tuple[dict[str, int], dict[str, int]]:
+    """target -> the smallest body among its templates (its torchlib body, as fewest nodes); template -> nodes."""
+    out: dict[str, int] = {}
+    for t in load_templates():
+        out[t.target] = min(out.get(t.target, len(t.nodes)), len(t.nodes))
+    return out, {t.name: len(t.nodes) for t in load_templates()}
+
+
+def _calls(index: ModelIndex) -> dict[frozenset[int], Any]:
+    return {frozenset(int(p[0]) for p in c.node_paths): c for c in index.provenance.calls
+            if c.scope == MAIN and all(len(p) == 1 for p in c.node_paths)}
+
+
+def _body(g: onnx.GraphProto, nodes: frozenset[int]) -> int:
+    """The nodes of a call that are not Constant nodes (a Constant is an operand, as an initializer is)."""
+    return sum(1 for i in nodes if g.node[i].op_type != "Constant")
+
+
+def _ranks(model: onnx.ModelProto) -> dict[str, int]:
+    g = model.graph
+    return {v.name: len(v.type.tensor_type.shape.dim) for v in [*g.input, *g.value_info, *g.output]
+            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
+
+
+def _same(got: Any, want: Any, rank: int | None) -> bool:
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(got) == len(want) and all(_same(a, b, rank) for a, b in zip(got, want))
+    if isinstance(want, bool) or isinstance(got, bool):
+        return got is want or got == want
+    if isinstance(want, int) and isinstance(got, int):
+        return got == want or (want < 0 and rank is not None and got == want % rank)
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12)
+    return bool(got == want)
+
+
+def measure(path: Path, work: Path) -> Row:
+    truth_index = open_index(path)
+    model = onnx.load(str(path), load_external_data=False)
+    strip(model)
+    stripped = work / path.name
+    onnx.save(model, str(stripped))
+    index = open_index(stripped)
+    sizes, _names = template_sizes()
+    truth = _calls(truth_index)
+    found = {k: c for k, c in _calls(index).items() if c.recognised}
+    ranks = _ranks(model)
+    g = model.graph
+    row = Row(path.stem, len(g.node), nodes_explained=sum(len(k) for k in found))
+    for nodes, call in truth.items():
+        got = found.get(nodes)
+        if call.target not in sizes:
+            row.no_template += 1
+        elif _body(g, nodes) >= 2:
+            row.multi_truth += 1
+            row.multi_found += got is not None and got.candidates == (call.target,)
+            row.multi_in_candidates += got is not None and len(got.candidates) > 1 and call.target in got.candidates
+        else:
+            row.single_truth += 1
+            if got is not None and call.target in got.candidates:
+                row.single_covered += 1
+                row.single_unique += len(got.candidates) == 1
+    for nodes, got in found.items():
+        if _body(g, nodes) < 2:
+            continue
+        if len(got.candidates) > 1:
+            row.multi_ambiguous += 1
+            continue
+        row.multi_predicted += 1
+        want = truth.get(nodes)
+        if want is not None and got.candidates == (want.target,):
+            row.multi_right += 1
+        else:
+            row.wrong.append(f"{got.target} at {sorted(nodes)} (truth: "
+                             f"{want.target if want is not None else 'no call with these nodes'})")
+    for nodes, got in found.items():
+        want = truth.get(nodes)
+        if want is None or got.candidates != (want.target,) or got.fx is None:
+            continue
+        bound = {b.parameter.name: b.value for b in call_signature(want).bound if b.provided}
+        first = next((v for i in sorted(nodes) for v in g.node[i].input if v), None)
+        for p, v in got.fx.kwargs.items():
+            if p not in bound:
+                continue
+            if _same(v, bound[p], ranks.get(first) if first else None):
+                row.args_right += 1
+            else:
+                row.args_wrong += 1
+                row.wrong.append(f"{got.target} {p}: {v!r} (truth {bound[p]!r})")
+    return row
+
+
+def measure_zoo() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="recognise-") as tmp:
+        return [measure(p, Path(tmp)) for p in zoo_dynamo()]
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| model | nodes | multi-node truth | recall | ambiguous, truth among candidates | precision "
+            "| ambiguous | single-node truth | in candidates | unique | no template | args right/wrong "
+            "| nodes explained |")
+    lines = [head, "|" + " --- |" * 13]
+    for r in [*rows, total(rows)]:
+        lines.append(f"| {r.model} | {r.nodes} | {r.multi_truth} | {r.recall:.3f} ({r.multi_found}) | "
+                     f"{r.multi_in_candidates} | {r.precision:.3f} ({r.multi_right}/{r.multi_predicted}) | "
+                     f"{r.multi_ambiguous} | {r.single_truth} | "
+                     f"{r.coverage:.3f} ({r.single_covered}) | {r.single_unique} | {r.no_template} | "
+                     f"{r.args_right}/{r.args_wrong} | {r.nodes_explained / max(r.nodes, 1):.2f} |")
+    return "\n".join(lines)
+
+
+def total(rows: list[Row]) -> Row:
+    t = Row("all", sum(r.nodes for r in rows))
+    for name in ("multi_truth", "multi_found", "multi_predicted", "multi_right", "multi_ambiguous",
+                 "multi_in_candidates", "single_truth", "single_covered",
+                 "single_unique", "no_template", "args_right", "args_wrong", "nodes_explained"):
+        setattr(t, name, sum(getattr(r, name) for r in rows))
+    return t
+
+
+def torchscript_share() -> list[tuple[str, int, int, int]]:
+    """(model, nodes, nodes in calls of one target, nodes in ambiguous calls) for the zoo's TorchScript exports,
+    matched as the index would if it looked there (it does not: ``recognise.applies``); main graph only."""
+    from inspector.core.aten.templates import load_templates
+    from inspector.core.model.graph import GraphMaps
+    from inspector.core.model.recognise import recognise
+
+    out = []
+    for path in sorted((REPO / "tests" / "zoo").glob("ts_*.onnx")):
+        model = onnx.load(str(path), load_external_data=False)
+        found = recognise(model.graph, GraphMaps(model.graph), set(), load_templates())
+        unique = sum(len(r.nodes) for r in found if len(r.candidates) == 1)
+        ambiguous = sum(len(r.nodes) for r in found if len(r.candidates) > 1)
+        out.append((path.stem, len(model.graph.node), unique, ambiguous))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wrong", action="store_true", help="list every wrong call and argument")
+    args = parser.parse_args(argv)
+    rows = measure_zoo()
+    print(table(rows))
+    print("\n| TorchScript export | main-graph nodes | in calls of one target | in ambiguous calls | explained |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, nodes, unique, ambiguous in torchscript_share():
+        print(f"| {name} | {nodes} | {unique} | {ambiguous} | {(unique + ambiguous) / max(nodes, 1):.2f} |")
+    if args.wrong:
+        for r in rows:
+            for w in r.wrong:
+                print(f"{r.model}: {w}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
