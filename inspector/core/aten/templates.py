@@ -19,9 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 import onnx
-from onnx import AttributeProto, numpy_helper
+from onnx import AttributeProto
 
 from inspector.core.aten.resources import read_resource_lines
 
@@ -84,6 +83,8 @@ class Template:
 
 
 def _float(v: float) -> float | str:
+    import numpy as np  # (numpy only where a tensor is read: start-up, core/util/onnxpkg.py)
+
     f = float(np.float32(v))
     return f if math.isfinite(f) else repr(f)
 
@@ -94,6 +95,8 @@ def canonical_tensor(t: onnx.TensorProto) -> Any:
     count = math.prod(out["s"]) if out["s"] else 1
     if count > SMALL_TENSOR or t.data_location == onnx.TensorProto.EXTERNAL:
         return out
+    from onnx import numpy_helper  # (the rest of onnx only where a tensor is read: core/util/onnxpkg.py)
+
     try:
         arr = numpy_helper.to_array(t).reshape(-1)
     except (ValueError, TypeError, AttributeError):
