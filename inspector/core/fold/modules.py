@@ -37,6 +37,7 @@ from inspector.core.fold.module_hoist import Hoisted, parametrise
 from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
 from inspector.core.fold.names import Unnamed, identifier, overload_keys
+from inspector.core.model.functions import variant_note
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
@@ -350,8 +351,7 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
     fn.opset_import.extend(opsets)
     if nested:
         fn.opset_import.append(helper.make_opsetid(domain, 1))
-    variant = (f" (overload {overload}, named as a variant: onnxruntime resolves calls inside function bodies "
-               f"without their overload)") if overload else ""
+    variant = variant_note(overload) if overload else ""
     fn.doc_string = f"nn.Module {f.inst.module.class_name}{variant}, cut from instance {f.inst.path}"
     return fn
 

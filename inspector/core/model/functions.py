@@ -32,6 +32,16 @@ OPERATOR_DOMAINS = frozenset({
     "org.pytorch.aten", "com.microsoft.extensions", "ai.onnx.contrib",
 })
 _VARIANT = re.compile(r"^(?P<base>.+)\.(?P<n>\d+)$")
+# How ``fold --modules`` notes, in a variant's doc string, the overload name it would have had (onnxruntime resolves
+# calls inside function bodies without their overload, so a family called there is written as TorchScript-style
+# variants ``T5Attention``, ``T5Attention.1``): written by ``variant_note``, read back as the variant's label.
+_VARIANT_NOTE = re.compile(r"\(overload (?P<name>[A-Za-z0-9_]{1,80}), named as a variant: ")
+
+
+def variant_note(overload: str) -> str:
+    """The doc-string note of a variant that stands for ``overload`` (see ``_VARIANT_NOTE``)."""
+    return (f" (overload {overload}, named as a variant: onnxruntime resolves calls inside function bodies without "
+            "their overload)")
 _SITES_READ = 8  # call nodes read for their attributes when recognising a function (a name alone names an op)
 _NOTHING = Recognised(None)
 
@@ -55,11 +65,15 @@ class FunctionFamily:
     name: str
     members: list[FunctionKey] = field(default_factory=list)
     torchscript_variants: bool = False
+    noted: dict[FunctionKey, str] = field(default_factory=dict)  # variants' overload names (``variant_note``)
 
     def label(self, key: FunctionKey) -> str:
-        """The overload as a user reads it: the overload field, or the TorchScript suffix."""
+        """The overload as a user reads it: the overload field, the overload name a variant notes, or the
+        TorchScript suffix."""
         if key.overload:
             return key.overload
+        if key in self.noted:
+            return self.noted[key]
         if self.torchscript_variants and key.name != self.name:
             return key.name[len(self.name) + 1 :]
         return ""
@@ -313,6 +327,9 @@ def _families(functions: dict[FunctionKey, onnx.FunctionProto]) -> dict[tuple[st
         fam = families.setdefault((key.domain, fam_name), FunctionFamily(key.domain, fam_name))
         fam.members.append(key)
         fam.torchscript_variants |= variant
+        note = _VARIANT_NOTE.search(functions[key].doc_string) if not key.overload else None
+        if note is not None:
+            fam.noted[key] = note.group("name")
     for fam in families.values():
         fam.members.sort(key=lambda k: (k.overload, _variant_number(k.name)))
     return families
