@@ -16,11 +16,12 @@ its optimizer does to a body is allowed for: a one-operand node of a constant ma
 Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer, symbolic
 sizes), a Constant node or a common subexpression belongs to the call of its first reader.
 
-Arguments come back only where the template's evidence names the relation that put them into a masked slot
-(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``), in the form of
-the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-negative). The
-threat is a hostile model: values read from it reach the synthesised FX text only through ``repr`` (parsed back by
-``core.model.fx``, never evaluated), and every template, target and candidate name comes from the catalogue.
+Arguments come back (``recognise_args``) only where the template's evidence names the relation that put them into a
+masked slot (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``),
+in the form of the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-
+negative). The threat is a hostile model: values read from it reach the synthesised FX text only through ``repr``
+(parsed back by ``core.model.fx``, never evaluated), and every template, target and candidate name comes from the
+catalogue.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
+from inspector.core.model.recognise_args import template_arguments
 
 _CONSTANT = "Constant"
 _Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
@@ -54,6 +56,7 @@ RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0,
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 # what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
 _SHAPING = frozenset({"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Concat", "Identity"})
+_INDEX_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
 _MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
 
 
@@ -97,6 +100,11 @@ class Matcher:
         self.by_sink: dict[_Key, list[list[Template]]] = {}
         self._template_keys: dict[str, list[_Key]] = {}
         groups: dict[str, list[Template]] = {}
+        alone: dict[_Key, list[Template]] = {}
+        for t in templates:
+            if len(t.nodes) == 1:
+                alone.setdefault(_template_key(t.nodes[0]), []).append(t)
+        self._chains = {t.name for t in templates if _chain_of_calls(t, alone)}
         for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
             if _connected(t):
                 keys = [_template_key(n) for n in t.nodes]
@@ -131,7 +139,7 @@ class Matcher:
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
-            if fits:
+            if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
         for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in self.taken or self.key(i)[1] == _CONSTANT:
@@ -165,7 +173,10 @@ class Matcher:
         targets = tuple(sorted({t.target for t in templates}))
         args: tuple[tuple[str, Any], ...] = ()
         if len(targets) == 1:
-            args = tuple(sorted(_arguments(templates[0], first, self).items()))
+            t = templates[0]
+            constants = {k: self._constant(v) for k, v in first.constants.items()
+                         if t.constants[k].masked and self._is_constant(v)}
+            args = tuple(sorted(template_arguments(t, constants, first.attributes, self._types).items()))
         return Recognised(tuple(sorted(members)), tuple(t.name for t in templates), targets, args)
 
     # --- matching ---------------------------------------------------------------------------------------------------
@@ -196,7 +207,7 @@ class Matcher:
                         return None
                     if self._constant_fits(t.constants[ref.a], value):
                         continue
-                    computed = self._computed(value, _reads(t, ref.a)) if t.constants[ref.a].masked else None
+                    computed = self._computed(value, _reads(t, ref.a)) if _computable(t.constants[ref.a]) else None
                     if computed is None or computed & m.extra:
                         return None
                     m.extra |= computed
@@ -384,6 +395,52 @@ def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = 
     return True
 
 
+def _computable(slot: Slot) -> bool:
+    """Whether a constant operand in this slot may be computed by shaping ops in the graph: a masked index operand
+    (starts, axes, a shape: integer), which torchlib casts and reshapes from Python ints (the optimizer folds that
+    away, an export without it keeps it). A float scalar it writes as a constant: a Cast to float before a Div is
+    another call's (t5_noopt's ``scalar_tensor`` then ``div.Tensor``, read as one ``div.Tensor``)."""
+    kind = slot.value
+    return slot.masked and isinstance(kind, dict) and kind.get("t") in _INDEX_TYPES
+
+
+def _chain_of_calls(t: Template, alone: dict[_Key, list[Template]]) -> bool:
+    """Whether ``t`` is, node for node, what lone calls of other overloads lower to (each node fits a one-node
+    template, wiring and literals alike), with a literal that any value fits: ``add.Tensor`` with ``alpha`` (a Mul by
+    a scalar, then an Add: also ``mul.Tensor`` then ``add.Tensor``, as gpt2's tanh gelu is written), ``softmax.int``
+    with a dtype (``_softmax`` then ``_to_copy``), ``stack`` (``unsqueeze`` twice, then ``cat``). Nothing in the graph
+    tells one call from several, so such a body is no evidence of one: a match of it (and of the other templates that
+    fit the same nodes: ``stack``'s body is ``complex``'s too) is refused, and its nodes are left to the one-node
+    templates. A body with fixed literals only (gelu's constants) is evidence, and is kept."""
+    free = any(c.masked for c in t.constants) or any(s.masked for n in t.nodes for _k, s in n.attributes)
+    return len(t.nodes) > 1 and free and all(
+        any(_fits_alone(t, n, u) for u in alone.get(_template_key(n), ())) for n in t.nodes)
+
+
+def _fits_alone(t: Template, n: TemplateNode, u: Template) -> bool:
+    """Whether node ``n`` of ``t`` is what one-node template ``u`` lowers to: its literals are ``u``'s (or ``u``
+    masks them), and what ``u`` reads from outside or as a tensor argument (a masked constant of a Tensor parameter:
+    ``mul.Tensor``'s ``other``, exported as a number) may be anything."""
+    un = u.nodes[0]
+    for r, ur in zip(n.inputs, un.inputs):
+        if ur.kind == "x" or (r.kind != "-" and ur.kind == "c" and _tensor_slot(u, ur.a)):
+            continue
+        if r.kind != ur.kind or (r.kind == "c" and not _same_literal(t.constants[r.a], u.constants[ur.a])):
+            return False
+    mine = dict(n.attributes)
+    return all(name in mine and _same_literal(mine[name], slot) for name, slot in un.attributes)
+
+
+def _same_literal(mine: Slot, alone: Slot) -> bool:
+    return alone.masked or (not mine.masked and mine.value == alone.value)
+
+
+def _tensor_slot(u: Template, k: int) -> bool:
+    schema = SchemaCatalogue.default().get(u.target)
+    tensors = {p.name for p in schema.parameters if p.is_tensor} if schema is not None else set()
+    return bool(tensors & set(u.constants[k].moves_with))
+
+
 def _without_aliases(templates: list[Template]) -> list[Template]:
     """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
     are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
@@ -492,89 +549,3 @@ def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
     if len(taken) >= len(graph.node) or not templates:
         return []
     return Matcher(graph, maps, taken, templates).run()
-
-
-# --- arguments ----------------------------------------------------------------------------------------------------
-
-
-def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
-    """The arguments the template's masked slots give back, by inverting their relations."""
-    out: dict[str, Any] = {}
-    places: list[tuple[Slot, Any]] = []
-    for k, slot in enumerate(t.constants):
-        if slot.masked and k in m.constants and matcher._is_constant(m.constants[k]):
-            c = matcher._constant(m.constants[k])
-            if isinstance(c, dict) and "v" in c:
-                values = c["v"]
-                places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
-    for (j, name), value in m.attributes.items():
-        places.append((dict(t.nodes[j].attributes)[name], value))
-    for slot, value in places:
-        params = [p for p in slot.moves_with if not p.startswith("#")]
-        if not params or slot.relation is None:
-            continue
-        got = invert(slot.relation, value, len(params))
-        if got is None:
-            continue
-        for p, v in zip(params, got if len(params) > 1 else (got[0],)):
-            out.setdefault(p, v)
-    types = matcher._types.get(t.target)
-    if types is None:
-        schema = SchemaCatalogue.default().get(t.target)
-        types = matcher._types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
-    fitted = {p: _fit(types.get(p, ""), v) for p, v in out.items()}
-    return {p: v for p, v in fitted.items() if v is not None}
-
-
-def _fit(kind: str, value: Any) -> Any:
-    """``value`` in the form of the schema's type: a list for ``int[]``, one number for ``int`` (None if it does not
-    fit: an axes list of two for one ``dim``)."""
-    listed = "[" in kind
-    if isinstance(value, list) and not listed and kind:
-        return value[0] if len(value) == 1 else None
-    if listed and not isinstance(value, list):
-        return [value]
-    return value
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, list) and len(v) == 1:
-        v = v[0]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return v
-
-
-def _short(x: float) -> float:
-    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
-    return float(f"{x:.7g}")
-
-
-def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
-    """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
-    x = _number(value)
-    if relation in ("equal", "stride_or_kernel"):
-        if isinstance(value, (int, str, list)):
-            return (value,)
-        return (_short(value),) if isinstance(value, float) else None
-    if relation == "scalar" and x is not None:
-        return (_short(x) if isinstance(x, float) else x,)
-    if relation == "dim":
-        if isinstance(value, list) and all(isinstance(v, int) for v in value):
-            return (value,)
-        return (value,) if isinstance(value, int) and value >= 0 else None
-    if relation == "bool" and isinstance(value, int):
-        return (bool(value),)
-    if relation == "swap" and isinstance(value, list) and n_params == 2:
-        moved = [k for k, v in enumerate(value) if v != k]
-        return (moved[0], moved[1]) if len(moved) == 2 else None
-    if relation == "permute" and isinstance(value, list):
-        return (value,)
-    if relation == "pads" and isinstance(value, list) and len(value) % 2 == 0:
-        half = len(value) // 2
-        return (value[:half],) if value[:half] == value[half:] else None
-    if x is None or x == 0:
-        return None
-    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
-    got = unary.get(relation)
-    return (_short(got),) if got is not None and math.isfinite(got) else None
