@@ -4,24 +4,26 @@ other producers lower differently and are left alone).
 
 The templates (``core.aten.templates``) come from one-op exports of each overload. Matching is our own, not
 onnxscript's rewriter ``pattern`` module: onnxscript is not a runtime dependency (it pulls in onnx_ir and an object
-per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule: anchor
-each template on its last node, walk operands backwards through the graph's producer map, and check op types,
+per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule:
+anchor each template on its last node, walk operands backwards through the graph's producer map, and check op types,
 attributes and constants (by value when they have one element; a longer one is a shape or mask made for the one-op
 export's shapes, compared by type and rank), with values made inside the body read by nobody outside it. A node
 tries only the templates its key and its operands' producers allow, worked out once per distinct context, so the
-pass is linear in the graph. Multi-node templates are tried from the graph's end backwards, larger ones first, and
-take their nodes; every node left is matched against the one-node templates, and a body that fits several overloads
-(a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the exporter or
-its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a weight's
-Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer, symbolic
-sizes), a Constant node or a common subexpression belongs to the call of its first reader.
+pass is linear in the graph; what fits one node alone depends on that node alone (its key, attributes, constants)
+where no operand is computed, so it is found once per distinct node (``_signature``). Multi-node templates are tried
+from the graph's end backwards, larger ones first, and take their nodes; every node left is matched against the
+one-node templates, and a body that fits several overloads (a lone ``Reshape``: view, _unsafe_view) keeps them all
+as candidates and gets no aten target. What the exporter or its optimizer does to a body is allowed for: a
+one-operand node of a constant may be folded away (a weight's Transpose), a masked constant may be computed by
+Cast/Reshape/Concat nodes (export without the optimizer, symbolic sizes), a Constant node or a common subexpression
+belongs to the call of its first reader.
 
 Arguments come back (``recognise_args``) only where the template's evidence names the relation that put them into a
 masked slot (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``),
-in the form of the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-
-negative). The threat is a hostile model: values read from it reach the synthesised FX text only through ``repr``
-(parsed back by ``core.model.fx``, never evaluated), and every template, target and candidate name comes from the
-catalogue.
+in the form of the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it
+non-negative). The threat is a hostile model: values read from it reach the synthesised FX text only through
+``repr`` (parsed back by ``core.model.fx``, never evaluated), and every template, target and candidate name comes
+from the catalogue.
 """
 
 from __future__ import annotations
@@ -33,30 +35,35 @@ from typing import Any
 
 import onnx
 
-from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import (
     Slot,
     Template,
-    TemplateNode,
     canonical_attribute,
     canonical_tensor,
     constant_node_value,
     load_templates,
 )
-from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
+from inspector.core.model.recognise_templates import (
+    Key,
+    chain_of_calls,
+    computable,
+    connected,
+    leaf,
+    matched_as,
+    reads,
+    template_key,
+    without_aliases,
+)
 
 _CONSTANT = "Constant"
-_Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
-# attribute names
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 # what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
 _SHAPING = frozenset({"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Concat", "Identity"})
-_INDEX_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
 _MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
 
 
@@ -97,29 +104,32 @@ class Matcher:
         # templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
         # last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key)
         # templates of one structure (a lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group
-        self.by_sink: dict[_Key, list[list[Template]]] = {}
-        self._template_keys: dict[str, list[_Key]] = {}
+        self.by_sink: dict[Key, list[list[Template]]] = {}
+        self._template_keys: dict[str, list[Key]] = {}
         groups: dict[str, list[Template]] = {}
-        alone: dict[_Key, list[Template]] = {}
+        alone: dict[Key, list[Template]] = {}
         for t in templates:
             if len(t.nodes) == 1:
-                alone.setdefault(_template_key(t.nodes[0]), []).append(t)
-        self._chains = {t.name for t in templates if _chain_of_calls(t, alone)}
+                alone.setdefault(template_key(t.nodes[0]), []).append(t)
+        self._chains = {t.name for t in templates if chain_of_calls(t, alone)}
         for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-            if _connected(t):
-                keys = [_template_key(n) for n in t.nodes]
+            if connected(t):
+                keys = [template_key(n) for n in t.nodes]
                 self._template_keys[t.name] = keys
-                shape = _matched_as(t)
+                shape = matched_as(t)
                 if shape not in groups:
                     groups[shape] = []
                     self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
                 groups[shape].append(t)
-        self._keys: list[_Key | None] = [None] * len(graph.node)
+        self._keys = _node_keys(graph, maps)
+        self._contexts: list[tuple[object, ...] | None] = [None] * len(graph.node)  # what makes each operand
         self._attrs: dict[int, dict[str, Any]] = {}
-        self._plausible: dict[tuple[_Key, tuple[object, ...], bool], list[list[Template]]] = {}
+        self._plausible: dict[tuple[Key, tuple[object, ...], bool], list[list[Template]]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._consts: dict[str, Any] = {}
+        self._frozen: dict[str, object] = {}  # constant value -> its canonical value, hashable
+        self._computable: dict[int, frozenset[int]] = {}  # id of a _groups list -> operands its sinks read as constants
         self._constant_node: dict[str, int] = {}
         for i, node in enumerate(graph.node):
             if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
@@ -141,24 +151,39 @@ class Matcher:
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
             if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        seen: dict[tuple[object, ...], _Verdict | None] = {}
         for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
-            if i in self.taken or self.key(i)[1] == _CONSTANT:
+            if i in self.taken or self._keys[i][1] == _CONSTANT:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
-            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
-            fits = [(u, m) for group in self._groups(i, single=True)
-                    for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
-            if fits:
-                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
+            # What fits depends on the node alone where no operand is computed (_signature): found once per distinct
+            # node (the 100k Llama replica's 90k one-node calls are 66 distinct nodes)
+            signature = _signature(self, i)
+            verdict = seen.get(signature, _UNSEEN) if signature is not None else _UNSEEN
+            if verdict is _UNSEEN:
+                fits = [(u, m) for group in self._groups(i, single=True)
+                        for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
+                verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
+                if signature is not None:
+                    seen[signature] = verdict
+                extra = fits[0][1].extra if fits else set()
+            else:
+                extra = set()
+            if verdict is not None:
+                found.append(Recognised(self._take({i} | extra), *verdict))
         found.sort(key=lambda r: r.nodes[0])
         return found
 
     def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
         first = matches[0]
-        members = set(first.nodes.values()) | first.extra
+        return Recognised(self._take(set(first.nodes.values()) | first.extra), *_verdict(self, templates, first))
+
+    def _take(self, members: set[int]) -> tuple[int, ...]:
+        """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
+        the call of its first reader: the exporter makes it there, and later calls reuse it: a noopt slice's bound,
+        read again by the next Sub)."""
         consumers = self.maps.consumers
-        # a Constant node belongs to the call of its first reader (the exporter makes it there, and later calls
-        # reuse it: a noopt slice's bound, read again by the next Sub)
         for g in list(members):
             for value in self.maps.inputs[g]:
                 k = self._constant_node.get(value)
@@ -166,18 +191,7 @@ class Matcher:
                         and min(consumers.get(value, (g,))) in members:
                     members.add(k)
         self.taken |= members
-        names = tuple(t.name for t in templates)
-        if names not in self._aliases:
-            self._aliases[names] = _without_aliases(templates)
-        templates = self._aliases[names]
-        targets = tuple(sorted({t.target for t in templates}))
-        args: tuple[tuple[str, Any], ...] = ()
-        if len(targets) == 1:
-            t = templates[0]
-            constants = {k: self._constant(v) for k, v in first.constants.items()
-                         if t.constants[k].masked and self._is_constant(v)}
-            args = tuple(sorted(template_arguments(t, constants, first.attributes, self._types).items()))
-        return Recognised(tuple(sorted(members)), tuple(t.name for t in templates), targets, args)
+        return tuple(sorted(members))
 
     # --- matching ---------------------------------------------------------------------------------------------------
 
@@ -207,7 +221,7 @@ class Matcher:
                         return None
                     if self._constant_fits(t.constants[ref.a], value):
                         continue
-                    computed = self._computed(value, _reads(t, ref.a)) if _computable(t.constants[ref.a]) else None
+                    computed = self._computed(value, reads(t, ref.a)) if computable(t.constants[ref.a]) else None
                     if computed is None or computed & m.extra:
                         return None
                     m.extra |= computed
@@ -219,7 +233,7 @@ class Matcher:
                             return None
                         m.folded.add(ref.a)
                         continue
-                    if h in self.taken and _leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
+                    if h in self.taken and leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
                         m.shared.add(ref.a)  # made by another call from the same operands, and reused here
                         continue
                     if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
@@ -248,7 +262,7 @@ class Matcher:
         members = set(m.nodes.values())
         consumers = self.maps.consumers
         for j, g in list(m.nodes.items()):
-            if j == len(t.nodes) - 1 or not _leaf(t, j):
+            if j == len(t.nodes) - 1 or not leaf(t, j):
                 continue
             readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
             if readers and not set(readers) <= members and min(readers) not in members:
@@ -260,33 +274,26 @@ class Matcher:
         operands (the key of the producing node, a constant, an outside value): a pure function of that context,
         so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
         group or none (at 10k nodes: 86k tries before, 9k after)."""
-        producer, initializers = self.maps.producer, self.maps.initializers
-        ctx: list[object] = []
-        for value in self.maps.inputs[g]:
-            h = producer.get(value)
-            ctx.append(self.key(h) if h is not None else "c" if value in initializers else "-" if not value else "x")
-        context = (self.key(g), tuple(ctx), single)
+        ctx = self._contexts[g]
+        if ctx is None:
+            producer, initializers = self.maps.producer, self.maps.initializers
+            ctx = self._contexts[g] = tuple(
+                self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
+                else "-" if not value else "x" for value in self.maps.inputs[g])
+        context = (self._keys[g], ctx, single)
         got = self._plausible.get(context)
         if got is None:
-            got = self._plausible[context] = [group for group in self.by_sink.get(context[0], ())
-                                              if _plausible(group[0], self._template_keys[group[0].name], ctx, single)]
+            got = self._plausible[context] = [
+                group for group in self.by_sink.get(context[0], ())
+                if _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
 
-    def key(self, g: int) -> _Key:
-        """Node ``g``'s key, read from protobuf once."""
-        got = self._keys[g]
-        if got is None:
-            node = self.graph.node[g]
-            ins = self.maps.inputs[g]
-            n = len(ins)
-            while n and not ins[n - 1]:
-                n -= 1
-            got = self._keys[g] = (node.domain, node.op_type, n, len(self.maps.outputs[g]),
-                                   tuple(sorted(a.name for a in node.attribute)))
-        return got
+    def key(self, g: int) -> Key:
+        """Node ``g``'s key."""
+        return self._keys[g]
 
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
-        if self.key(g) != self._template_keys[t.name][j]:
+        if self._keys[g] != self._template_keys[t.name][j]:
             return False
         tn = t.nodes[j]
         if not tn.attributes:
@@ -326,7 +333,7 @@ class Matcher:
             return None
         budget[0] -= 1
         if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
-                or self.key(h)[1] not in _SHAPING:
+                or self._keys[h][1] not in _SHAPING:
             return None
         out = {h}
         for v in self.maps.inputs[h]:
@@ -337,11 +344,11 @@ class Matcher:
                 out |= got
         return out
 
-    def _computed(self, value: str, reads: int) -> set[int] | None:
+    def _computed(self, value: str, read_by: int) -> set[int] | None:
         """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
         Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
         h = self.maps.producer.get(value)
-        if h is None or h in self.taken or self.maps.read_count[value] != reads or value in self.maps.graph_outputs:
+        if h is None or h in self.taken or self.maps.read_count[value] != read_by or value in self.maps.graph_outputs:
             return None
         budget = [_MAX_COMPUTED]
         inputs = self.maps.inputs[h]
@@ -379,104 +386,100 @@ class Matcher:
 
 
 
-def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = False) -> bool:
+_Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
+_UNSEEN: Any = object()
+
+
+def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Verdict:
+    """The templates that fit one body (public aliases dropped), their targets, and the arguments the first one's
+    evidence gives back where there is one target."""
+    names = tuple(t.name for t in templates)
+    if names not in matcher._aliases:
+        matcher._aliases[names] = without_aliases(templates)
+    templates = matcher._aliases[names]
+    targets = tuple(sorted({t.target for t in templates}))
+    args: tuple[tuple[str, Any], ...] = ()
+    if len(targets) == 1:
+        t = templates[0]
+        constants = {k: matcher._constant(v) for k, v in first.constants.items()
+                     if t.constants[k].masked and matcher._is_constant(v)}
+        args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
+    return tuple(t.name for t in templates), targets, args
+
+
+def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
+    """All that a one-node match at node ``g`` reads (``Matcher._match`` with every other template node folded):
+    its key, its attributes, each operand as a constant's value or as which operand it repeats, and which outputs
+    nobody reads; None where a template may take an operand made by shaping ops as a computed constant (the match
+    walks the graph there)."""
+    maps = matcher.maps
+    node = matcher.graph.node[g]
+    ins: list[object] = []
+    inputs = maps.inputs[g]
+    groups = matcher._groups(g, single=True)
+    constant_at = matcher._computable.get(id(groups))
+    if constant_at is None:
+        constant_at = matcher._computable[id(groups)] = frozenset(
+            k for group in groups for k, r in enumerate(group[0].nodes[-1].inputs) if r.kind == "c")
+    for k, value in enumerate(inputs):
+        if not value:
+            ins.append("")
+        elif matcher._is_constant(value):
+            frozen = matcher._frozen.get(value)
+            if frozen is None:
+                frozen = matcher._frozen[value] = _frozen(matcher._constant(value))
+            ins.append(frozen)
+        else:
+            h = maps.producer.get(value)
+            if k in constant_at and h is not None and matcher._keys[h][1] in _SHAPING:
+                return None
+            ins.append(inputs.index(value) if inputs.index(value) < k else -1)
+    outs = tuple(not v or (maps.read_count.get(v, 0) == 0 and v not in maps.graph_outputs) for v in maps.outputs[g])
+    return (matcher._keys[g], matcher._contexts[g], tuple(a.SerializeToString() for a in node.attribute), tuple(ins),
+            outs)
+
+
+def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
+    """Each node's key (domain, op type, operands with trailing absent ones cut, outputs, attribute names), read from
+    protobuf once; equal keys are one object (a model has few distinct ones: 66 in the 100k Llama replica)."""
+    out: list[Key] = []
+    interned: dict[Key, Key] = {}
+    outputs = maps.outputs
+    for g, (node, ins) in enumerate(zip(graph.node, maps.inputs)):
+        n = len(ins)
+        while n and not ins[n - 1]:
+            n -= 1
+        k = (node.domain, node.op_type, n, len(outputs[g]), tuple(sorted(a.name for a in node.attribute)))
+        out.append(interned.setdefault(k, k))
+    return out
+
+
+def _frozen(value: Any) -> object:
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False) -> bool:
     """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``);
-    ``single``: with every other node of ``t`` folded into a constant."""
+    ``single``: with every other node of ``t`` folded into a constant; else another node must be there, so one
+    operand at least is made by a node of the template's kind (a MatMul of a weight is no linear of two nodes: at
+    100k nodes, 11k tries of the Llama replica's MatMuls saved)."""
+    made = single or len(t.nodes) < 2
     for ref, what in zip(t.nodes[-1].inputs, ctx):
         if ref.kind == "n":
             constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
             if (what != keys[ref.a] or single) and not constant:
                 return False
+            made = made or what == keys[ref.a]
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
         elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
-                what[1] == _CONSTANT or (t.constants[ref.a].masked and what[1] in _SHAPING))):
+                what[1] == _CONSTANT or (computable(t.constants[ref.a]) and what[1] in _SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
-    return True
-
-
-def _computable(slot: Slot) -> bool:
-    """Whether a constant operand in this slot may be computed by shaping ops in the graph: a masked index operand
-    (starts, axes, a shape: integer), which torchlib casts and reshapes from Python ints (the optimizer folds that
-    away, an export without it keeps it). A float scalar it writes as a constant: a Cast to float before a Div is
-    another call's (t5_noopt's ``scalar_tensor`` then ``div.Tensor``, read as one ``div.Tensor``)."""
-    kind = slot.value
-    return slot.masked and isinstance(kind, dict) and kind.get("t") in _INDEX_TYPES
-
-
-def _chain_of_calls(t: Template, alone: dict[_Key, list[Template]]) -> bool:
-    """Whether ``t`` is, node for node, what lone calls of other overloads lower to (each node fits a one-node
-    template, wiring and literals alike), with a literal that any value fits: ``add.Tensor`` with ``alpha`` (a Mul by
-    a scalar, then an Add: also ``mul.Tensor`` then ``add.Tensor``, as gpt2's tanh gelu is written), ``softmax.int``
-    with a dtype (``_softmax`` then ``_to_copy``), ``stack`` (``unsqueeze`` twice, then ``cat``). Nothing in the graph
-    tells one call from several, so such a body is no evidence of one: a match of it (and of the other templates that
-    fit the same nodes: ``stack``'s body is ``complex``'s too) is refused, and its nodes are left to the one-node
-    templates. A body with fixed literals only (gelu's constants) is evidence, and is kept."""
-    free = any(c.masked for c in t.constants) or any(s.masked for n in t.nodes for _k, s in n.attributes)
-    return len(t.nodes) > 1 and free and all(
-        any(_fits_alone(t, n, u) for u in alone.get(_template_key(n), ())) for n in t.nodes)
-
-
-def _fits_alone(t: Template, n: TemplateNode, u: Template) -> bool:
-    """Whether node ``n`` of ``t`` is what one-node template ``u`` lowers to: its literals are ``u``'s (or ``u``
-    masks them), and what ``u`` reads from outside or as a tensor argument (a masked constant of a Tensor parameter:
-    ``mul.Tensor``'s ``other``, exported as a number) may be anything."""
-    un = u.nodes[0]
-    for r, ur in zip(n.inputs, un.inputs):
-        if ur.kind == "x" or (r.kind != "-" and ur.kind == "c" and _tensor_slot(u, ur.a)):
-            continue
-        if r.kind != ur.kind or (r.kind == "c" and not _same_literal(t.constants[r.a], u.constants[ur.a])):
-            return False
-    mine = dict(n.attributes)
-    return all(name in mine and _same_literal(mine[name], slot) for name, slot in un.attributes)
-
-
-def _same_literal(mine: Slot, alone: Slot) -> bool:
-    return alone.masked or (not mine.masked and mine.value == alone.value)
-
-
-def _tensor_slot(u: Template, k: int) -> bool:
-    schema = SchemaCatalogue.default().get(u.target)
-    tensors = {p.name for p in schema.parameters if p.is_tensor} if schema is not None else set()
-    return bool(tensors & set(u.constants[k].moves_with))
-
-
-def _without_aliases(templates: list[Template]) -> list[Template]:
-    """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
-    are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
-    its public alias); a private op (``_unsafe_view`` under ``aten_view``) is one torch keeps in its FX graphs, so it
-    stays a candidate; where none is named after the function, all stay."""
-    by_function: dict[str, list[Template]] = {}
-    for t in templates:
-        entries = [e for e in torchlib_for(t.target) if not e.complex]
-        by_function.setdefault(entries[0].function if entries else t.target, []).append(t)
-    out: list[Template] = []
-    for function, group in by_function.items():
-        ops = [t.target.split("::", 1)[-1].split(".", 1)[0] for t in group]
-        named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
-        out += named if named and len({t.target for t in group}) > 1 else group
-    return out
-
-
-def _matched_as(t: Template) -> str:
-    """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
-    def slot(x: Slot) -> object:
-        return "?" if x.masked else x.value
-
-    nodes = [(n.domain, n.op_type, n.inputs, n.outputs, [(k, slot(v)) for k, v in n.attributes]) for n in t.nodes]
-    return repr((nodes, [slot(c) for c in t.constants], t.outputs))
-
-
-def _leaf(t: Template, j: int) -> bool:
-    """Node ``j`` of ``t`` reads only outside values and constants."""
-    return all(r.kind != "n" for r in t.nodes[j].inputs)
-
-
-def _template_key(n: TemplateNode) -> _Key:
-    k = len(n.inputs)
-    while k and n.inputs[k - 1].kind == "-":
-        k -= 1
-    return (n.domain, n.op_type, k, n.outputs, tuple(sorted(name for name, _s in n.attributes)))
+    return made
 
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
@@ -492,7 +495,7 @@ def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
                 uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
     outputs = set(t.outputs)
     for j, g in m.nodes.items():
-        if j != len(t.nodes) - 1 and _leaf(t, j):
+        if j != len(t.nodes) - 1 and leaf(t, j):
             continue  # a common subexpression made here and reused by later calls (``_unshare``)
         for o, value in enumerate(maps.outputs[g]):
             if (j, o) in outputs or not value:
@@ -500,19 +503,6 @@ def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
             if maps.read_count[value] != uses.get((j, o), 0) or value in maps.graph_outputs:
                 return False
     return True
-
-
-def _connected(t: Template) -> bool:
-    """Every node of ``t`` reaches its last one (the matcher walks backwards from there)."""
-    seen = {t.sink}
-    for j in range(t.sink, -1, -1):
-        if j in seen:
-            seen.update(r.a for r in t.nodes[j].inputs if r.kind == "n")
-    return len(seen) == len(t.nodes)
-
-
-def _reads(t: Template, slot: int) -> int:
-    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
 
 
 TORCH_PRODUCER = "pytorch"
@@ -532,14 +522,23 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
     graph = proto.graph
     out: list[AtenCall] = []
-    for k, r in enumerate(recognise(graph, maps, taken, load_templates())):
+    # one verdict's target, raw target and FX text tail (calls of one cached verdict share its arguments' tuple,
+    # and every call stays alive in ``found``: the id is theirs)
+    texts: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
+    found = recognise(graph, maps, taken, load_templates())
+    for k, r in enumerate(found):
         name = f"{RECOGNISED_PREFIX}{k}"
-        target = r.target
-        raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
-        kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
-        fx_text = f"%{name} : [num_users=1] = call_function[target={raw}](args = (), kwargs = {{{kwargs}}})"
-        out.append(AtenCall(fx_text, name, raw, target, MAIN, [(i,) for i in r.nodes], graph.node[r.nodes[0]],
-                            scopes_text="", recognised=r.templates, candidates=r.candidates))
+        verdict = (r.candidates, id(r.arguments))
+        got = texts.get(verdict)
+        if got is None:
+            target = r.target
+            raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
+            kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
+            got = texts[verdict] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
+                                                 f"kwargs = {{{kwargs}}})")
+        target, raw, tail = got
+        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, [(i,) for i in r.nodes],
+                            graph.node[r.nodes[0]], scopes_text="", recognised=r.templates, candidates=r.candidates))
     return out
 
 
