@@ -129,7 +129,7 @@ class Matcher:
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._consts: dict[str, Any] = {}
         self._frozen: dict[str, object] = {}  # constant value -> its canonical value, hashable
-        self._computable: dict[int, frozenset[int]] = {}  # id of a _groups list -> operands its sinks read as constants
+        self._computable: dict[tuple[Key, object], frozenset[int]] = {}  # operands one-node sinks read as constants
         self._constant_node: dict[str, int] = {}
         for i, node in enumerate(graph.node):
             if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
@@ -413,30 +413,37 @@ def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
     nobody reads; None where a template may take an operand made by shaping ops as a computed constant (the match
     walks the graph there)."""
     maps = matcher.maps
-    node = matcher.graph.node[g]
-    ins: list[object] = []
-    inputs = maps.inputs[g]
-    groups = matcher._groups(g, single=True)
-    constant_at = matcher._computable.get(id(groups))
+    key = matcher._keys[g]
+    if matcher._contexts[g] is None:
+        matcher._groups(g)
+    ctx = matcher._contexts[g]
+    assert ctx is not None
+    constant_at = matcher._computable.get((key, ctx))
     if constant_at is None:
-        constant_at = matcher._computable[id(groups)] = frozenset(
-            k for group in groups for k, r in enumerate(group[0].nodes[-1].inputs) if r.kind == "c")
+        constant_at = matcher._computable[(key, ctx)] = frozenset(
+            k for group in matcher._groups(g, single=True) for k, r in enumerate(group[0].nodes[-1].inputs)
+            if r.kind == "c")
+    frozen, inputs = matcher._frozen, maps.inputs[g]
+    ins: list[object] = []
     for k, value in enumerate(inputs):
-        if not value:
+        got = frozen.get(value)
+        if got is not None:
+            ins.append(got)
+        elif not value:
             ins.append("")
         elif matcher._is_constant(value):
-            frozen = matcher._frozen.get(value)
-            if frozen is None:
-                frozen = matcher._frozen[value] = _frozen(matcher._constant(value))
-            ins.append(frozen)
+            got = frozen[value] = _frozen(matcher._constant(value))
+            ins.append(got)
         else:
-            h = maps.producer.get(value)
-            if k in constant_at and h is not None and matcher._keys[h][1] in _SHAPING:
+            made_by = ctx[k]
+            if k in constant_at and isinstance(made_by, tuple) and made_by[1] in _SHAPING:
                 return None
-            ins.append(inputs.index(value) if inputs.index(value) < k else -1)
-    outs = tuple(not v or (maps.read_count.get(v, 0) == 0 and v not in maps.graph_outputs) for v in maps.outputs[g])
-    return (matcher._keys[g], matcher._contexts[g], tuple(a.SerializeToString() for a in node.attribute), tuple(ins),
-            outs)
+            first = inputs.index(value)
+            ins.append(first if first < k else -1)
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    outs = tuple(not v or (v not in read_count and v not in graph_outputs) for v in maps.outputs[g])
+    attrs = tuple(a.SerializeToString() for a in matcher.graph.node[g].attribute) if key[4] else ()
+    return key, ctx, attrs, tuple(ins), outs
 
 
 def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
@@ -444,12 +451,13 @@ def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
     protobuf once; equal keys are one object (a model has few distinct ones: 66 in the 100k Llama replica)."""
     out: list[Key] = []
     interned: dict[Key, Key] = {}
-    outputs = maps.outputs
-    for g, (node, ins) in enumerate(zip(graph.node, maps.inputs)):
+    for node, ins, outs in zip(graph.node, maps.inputs, maps.outputs):
         n = len(ins)
         while n and not ins[n - 1]:
             n -= 1
-        k = (node.domain, node.op_type, n, len(outputs[g]), tuple(sorted(a.name for a in node.attribute)))
+        attrs = node.attribute
+        names = () if not attrs else (attrs[0].name,) if len(attrs) == 1 else tuple(sorted(a.name for a in attrs))
+        k = (node.domain, node.op_type, n, len(outs), names)
         out.append(interned.setdefault(k, k))
     return out
 
@@ -537,7 +545,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
             got = texts[verdict] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
                                                  f"kwargs = {{{kwargs}}})")
         target, raw, tail = got
-        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, [(i,) for i in r.nodes],
+        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, list(zip(r.nodes)),
                             graph.node[r.nodes[0]], scopes_text="", recognised=r.templates, candidates=r.candidates))
     return out
 
