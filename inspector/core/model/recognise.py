@@ -101,27 +101,14 @@ class Matcher:
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
                  templates: Sequence[Template]) -> None:
         self.graph, self.maps, self.taken = graph, maps, set(taken)
-        # templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
-        # last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key)
-        # templates of one structure (a lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group
-        self.by_sink: dict[Key, list[list[Template]]] = {}
-        self._template_keys: dict[str, list[Key]] = {}
-        groups: dict[str, list[Template]] = {}
-        alone: dict[Key, list[Template]] = {}
-        for t in templates:
-            if len(t.nodes) == 1:
-                alone.setdefault(template_key(t.nodes[0]), []).append(t)
-        self._chains = {t.name for t in templates if chain_of_calls(t, alone)}
-        for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-            if connected(t):
-                keys = [template_key(n) for n in t.nodes]
-                self._template_keys[t.name] = keys
-                shape = matched_as(t)
-                if shape not in groups:
-                    groups[shape] = []
-                    self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
-                groups[shape].append(t)
+        prepared = _prepared(templates)
+        self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
         self._keys = _node_keys(graph, maps)
+        # a multi-node template one of whose nodes (other than one the optimizer may fold) has a key no node of this
+        # graph has cannot match here (the 100k Llama replica's residual Adds tried 9 templates each, 6 of them so)
+        present = set(self._keys)
+        self._absent = {name for name, keys in self._template_keys.items() if len(keys) > 1 and any(
+            k not in present for k, f in zip(keys, prepared.foldable[name]) if not f)}
         self._contexts: list[tuple[object, ...] | None] = [None] * len(graph.node)  # what makes each operand
         self._attrs: dict[int, dict[str, Any]] = {}
         self._plausible: dict[tuple[Key, tuple[object, ...], bool], list[list[Template]]] = {}
@@ -131,6 +118,7 @@ class Matcher:
         self._frozen: dict[str, object] = {}  # constant value -> its canonical value, hashable
         self._computable: dict[tuple[Key, object], frozenset[int]] = {}  # operands one-node sinks read as constants
         self._constant_node: dict[str, int] = {}
+        self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
         for i, node in enumerate(graph.node):
             if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
                 self._constant_node[node.output[0]] = i
@@ -183,12 +171,11 @@ class Matcher:
         """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
         the call of its first reader: the exporter makes it there, and later calls reuse it: a noopt slice's bound,
         read again by the next Sub)."""
-        consumers = self.maps.consumers
         for g in list(members):
             for value in self.maps.inputs[g]:
                 k = self._constant_node.get(value)
                 if k is not None and k not in self.taken and k not in members \
-                        and min(consumers.get(value, (g,))) in members:
+                        and self._first_reader(value, g) in members:
                     members.add(k)
         self.taken |= members
         return tuple(sorted(members))
@@ -260,14 +247,29 @@ class Matcher:
         (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
         exporter made it there; to the others it is shared."""
         members = set(m.nodes.values())
-        consumers = self.maps.consumers
+        maps = self.maps
         for j, g in list(m.nodes.items()):
             if j == len(t.nodes) - 1 or not leaf(t, j):
                 continue
-            readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
-            if readers and not set(readers) <= members and min(readers) not in members:
+            read = [v for v in maps.outputs[g] if v and v in maps.read_count]
+            if any(maps.read_count[v] > sum(maps.reads(c).count(v) for c in members) for v in read) \
+                    and min(self._first_reader(v, g) for v in read) not in members:
                 del m.nodes[j]
                 m.shared.add(j)
+
+    def _first_reader(self, value: str, default: int) -> int:
+        """The first node reading ``value`` (``default`` if none): one pass over the reads, on first use (the map of
+        every value's readers, ``GraphMaps.consumers``, costs 4x that at 100k nodes, and nothing else here needs it)."""
+        if self._first is None:
+            first: dict[str, int] = {}
+            for i, ins in enumerate(self.maps.inputs):
+                for v in ins:
+                    first.setdefault(v, i)
+            for i, names in self.maps.captured.items():
+                for v in names:
+                    first[v] = min(first.get(v, i), i)
+            self._first = first
+        return self._first.get(value, default)
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
@@ -285,7 +287,8 @@ class Matcher:
         if got is None:
             got = self._plausible[context] = [
                 group for group in self.by_sink.get(context[0], ())
-                if _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
+                if (single or group[0].name not in self._absent)
+                and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
 
     def key(self, g: int) -> Key:
@@ -384,6 +387,47 @@ class Matcher:
             return len(want.get("v", ())) != 1 or got.get("v") == want.get("v")
         return bool(got == want)
 
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What the matcher reads of a catalogue, worked out once per catalogue (not per model)."""
+
+    by_sink: dict[Key, list[list[Template]]]  # groups of one structure, by their last node's key, larger first
+    keys: dict[str, list[Key]]  # template -> its nodes' keys
+    chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
+    foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (one constant operand)
+
+
+_PREPARED: list[tuple[Sequence[Template], _Prepared]] = []
+
+
+def _prepared(templates: Sequence[Template]) -> _Prepared:
+    """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
+    last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
+    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
+    one is one object, ``load_templates``)."""
+    if _PREPARED and _PREPARED[0][0] is templates:
+        return _PREPARED[0][1]
+    by_sink: dict[Key, list[list[Template]]] = {}
+    keys: dict[str, list[Key]] = {}
+    groups: dict[str, list[Template]] = {}
+    alone: dict[Key, list[Template]] = {}
+    for t in templates:
+        if len(t.nodes) == 1:
+            alone.setdefault(template_key(t.nodes[0]), []).append(t)
+    for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
+        if connected(t):
+            keys[t.name] = [template_key(n) for n in t.nodes]
+            shape = matched_as(t)
+            if shape not in groups:
+                groups[shape] = []
+                by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
+            groups[shape].append(t)
+    foldable = {t.name: [len(n.inputs) == 1 and n.inputs[0].kind != "n" for n in t.nodes] for t in templates}
+    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, foldable)
+    _PREPARED[:] = [(templates, got)]
+    return got
 
 
 _Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
