@@ -110,13 +110,17 @@ class Matcher:
         self._absent = {name for name, keys in self._template_keys.items() if len(keys) > 1 and any(
             k not in present for k, f in zip(keys, prepared.foldable[name]) if not f)}
         self._contexts: list[tuple[object, ...] | None] = [None] * len(graph.node)  # what makes each operand
+        self._cids = [-1] * len(graph.node)  # each node's context as a number (``_context_id``)
+        self._context_ids: dict[tuple[Key, tuple[object, ...]], int] = {}
         self._attrs: dict[int, dict[str, Any]] = {}
-        self._plausible: dict[tuple[Key, tuple[object, ...], bool], list[list[Template]]] = {}
+        self._plausible: dict[tuple[int, bool], list[list[Template]]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._consts: dict[str, Any] = {}
-        self._frozen: dict[str, object] = {}  # constant value -> its canonical value, hashable
-        self._computable: dict[tuple[Key, object], frozenset[int]] = {}  # operands one-node sinks read as constants
+        # constant value -> a number for its canonical value, equal for equal values (``_signature``)
+        self._frozen: dict[str, int] = {}
+        self._frozen_ids: dict[object, int] = {}
+        self._computable: dict[int, frozenset[int]] = {}  # context -> operands one-node sinks read as constants
         self._constant_node: dict[str, int] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
         for i, node in enumerate(graph.node):
@@ -276,20 +280,30 @@ class Matcher:
         operands (the key of the producing node, a constant, an outside value): a pure function of that context,
         so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
         group or none (at 10k nodes: 86k tries before, 9k after)."""
-        ctx = self._contexts[g]
-        if ctx is None:
-            producer, initializers = self.maps.producer, self.maps.initializers
-            ctx = self._contexts[g] = tuple(
-                self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
-                else "-" if not value else "x" for value in self.maps.inputs[g])
-        context = (self._keys[g], ctx, single)
-        got = self._plausible.get(context)
+        cid = self._cids[g]
+        if cid < 0:
+            cid = self._context_id(g)
+        got = self._plausible.get((cid, single))
         if got is None:
-            got = self._plausible[context] = [
-                group for group in self.by_sink.get(context[0], ())
+            ctx = self._contexts[g]
+            assert ctx is not None
+            got = self._plausible[(cid, single)] = [
+                group for group in self.by_sink.get(self._keys[g], ())
                 if (single or group[0].name not in self._absent)
                 and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
+
+    def _context_id(self, g: int) -> int:
+        """Node ``g``'s context (its key, and what makes each operand: the producer's key, a constant ``c``, an
+        outside value ``x``, nothing ``-``) as a number, equal for equal contexts: caches keyed by it hash an int,
+        not nested tuples (at 100k nodes, ~70 distinct contexts)."""
+        producer, initializers = self.maps.producer, self.maps.initializers
+        ctx = tuple(self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
+                    else "-" if not value else "x" for value in self.maps.inputs[g])
+        context = (self._keys[g], ctx)
+        cid = self._cids[g] = self._context_ids.setdefault(context, len(self._context_ids))
+        self._contexts[g] = ctx
+        return cid
 
     def key(self, g: int) -> Key:
         """Node ``g``'s key."""
@@ -457,37 +471,38 @@ def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
     nobody reads; None where a template may take an operand made by shaping ops as a computed constant (the match
     walks the graph there)."""
     maps = matcher.maps
-    key = matcher._keys[g]
-    if matcher._contexts[g] is None:
-        matcher._groups(g)
+    cid = matcher._cids[g]
+    if cid < 0:
+        cid = matcher._context_id(g)
     ctx = matcher._contexts[g]
     assert ctx is not None
-    constant_at = matcher._computable.get((key, ctx))
+    constant_at = matcher._computable.get(cid)
     if constant_at is None:
-        constant_at = matcher._computable[(key, ctx)] = frozenset(
+        constant_at = matcher._computable[cid] = frozenset(
             k for group in matcher._groups(g, single=True) for k, r in enumerate(group[0].nodes[-1].inputs)
             if r.kind == "c")
     frozen, inputs = matcher._frozen, maps.inputs[g]
-    ins: list[object] = []
+    ins: list[int | None] = []  # a constant's number; -2 - k for a value that operand k is too; -1 otherwise
     for k, value in enumerate(inputs):
         got = frozen.get(value)
         if got is not None:
             ins.append(got)
         elif not value:
-            ins.append("")
+            ins.append(None)
         elif matcher._is_constant(value):
-            got = frozen[value] = _frozen(matcher._constant(value))
+            ids = matcher._frozen_ids
+            got = frozen[value] = ids.setdefault(_frozen(matcher._constant(value)), len(ids))
             ins.append(got)
         else:
             made_by = ctx[k]
             if k in constant_at and isinstance(made_by, tuple) and made_by[1] in _SHAPING:
                 return None
             first = inputs.index(value)
-            ins.append(first if first < k else -1)
+            ins.append(-2 - first if first < k else -1)
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     outs = tuple(not v or (v not in read_count and v not in graph_outputs) for v in maps.outputs[g])
-    attrs = tuple(a.SerializeToString() for a in matcher.graph.node[g].attribute) if key[4] else ()
-    return key, ctx, attrs, tuple(ins), outs
+    attrs = tuple(a.SerializeToString() for a in matcher.graph.node[g].attribute) if matcher._keys[g][4] else ()
+    return cid, attrs, tuple(ins), outs
 
 
 def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
