@@ -115,3 +115,30 @@ def test_no_marker_in_the_app_for_an_export_with_its_metadata(qtbot) -> None:
     qtbot.addWidget(panel)
     panel.show_selection(sel)
     assert "Recognised by template" not in panel.view.toPlainText()
+
+
+def _tooltips(index: ModelIndex) -> dict[str, list[str]]:
+    """Overload row text -> the tooltips of it and its call rows, fetched as a view would."""
+    from PySide6.QtCore import Qt
+
+    from inspector.gui.family_model import FamilyModel
+
+    model = FamilyModel(index)
+    out: dict[str, list[str]] = {}
+    root = model.index(-1, 0)
+    for fam in [model.index(r, 0, root) for r in range(model.rowCount(root))]:
+        for ov in [model.index(r, 0, fam) for r in range(model.rowCount(fam))]:
+            if model.canFetchMore(ov):
+                model.fetchMore(ov)
+            rows = [ov] + [model.index(r, 0, ov) for r in range(model.rowCount(ov))]
+            out[ov.data()] = [str(x.data(Qt.ItemDataRole.ToolTipRole)) for x in rows]
+    return out
+
+
+def test_family_tree_tooltips_name_the_template(qtbot, gpt2_stripped: ModelIndex) -> None:
+    pytest.importorskip("PySide6")
+    tips = _tooltips(gpt2_stripped)
+    assert len(tips["aten::mul.Tensor"]) > 1
+    assert all("recognised by template aten::mul.Tensor#0 (no fx metadata)" in t for t in tips["aten::mul.Tensor"])
+    plain = _tooltips(open_index(ZOO / "gpt2.onnx"))
+    assert plain["aten::mul.Tensor"] and not any("recognised" in t for ts in plain.values() for t in ts)
