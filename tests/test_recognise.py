@@ -69,12 +69,45 @@ def test_measured_on_the_stripped_zoo() -> None:
     print("\n" + table(list(all_rows)))
     t = total(list(all_rows))
     assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right > 100
-    # floors at what the shipped catalogue reaches (the issue asks 0.99 and 0.9; the misses are listed by
-    # `scripts/measure_recognition.py --wrong`: add.Tensor's alpha body is also a mul then an add)
-    assert t.precision >= 0.96
-    assert t.recall >= 0.70 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.88
+    # the issue's targets: precision >= 0.99 on every model (met: 227/227, no wrong call), recall >= 0.9 on
+    # multi-node bodies (not met: floors at what the shipped catalogue reaches, 0.696; 0.896 counting the ambiguous
+    # calls whose candidates hold the truth; the misses are listed by `scripts/measure_recognition.py --wrong`)
+    assert all(r.precision >= 0.99 for r in all_rows), [(r.model, r.wrong) for r in all_rows if r.precision < 0.99]
+    assert t.precision >= 0.99
+    assert t.recall >= 0.69 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.89
     assert t.args_wrong == 0
-    assert t.coverage >= 0.72  # single-node calls whose target is among the candidates
+    assert t.coverage >= 0.75  # single-node calls whose target is among the candidates
+
+
+def test_a_chain_of_lone_calls_is_no_evidence_of_one_call(stripped_dir: Path) -> None:
+    """gpt2 writes its tanh gelu by hand: ``mul_1 = mul.Tensor(pow_1, 0.044715)`` then ``add_5 = add.Tensor(view_11,
+    mul_1)``, which is also add.Tensor's body with ``alpha`` (a Mul by a scalar, then an Add). The graph cannot tell
+    one call from two, so no add.Tensor call takes both nodes: the Mul is a call of its own, mul.Tensor with its
+    other read back."""
+    index = stripped("gpt2", stripped_dir)
+    g = index.proto.graph
+    truth = {c.name: c for c in open_index(ZOO / "gpt2.onnx").provenance.calls}
+    mul, add = ([int(p[0]) for p in truth[n].node_paths] for n in ("mul_1", "add_5"))
+    assert [g.node[i].op_type for i in mul + add] == ["Mul", "Add"]
+    by_node = {int(p[0]): c for c in recognised(index) for p in c.node_paths}
+    assert by_node[mul[0]] is not by_node.get(add[0])
+    got = by_node[mul[0]]
+    assert got.target == "aten::mul.Tensor" and [int(p[0]) for p in got.node_paths] == mul
+    assert got.fx is not None and got.fx.kwargs == {"other": pytest.approx(0.044715, rel=1e-6)}
+
+
+def test_a_cast_of_a_float_constant_is_another_call(stripped_dir: Path) -> None:
+    """t5_noopt's relative position buckets: ``scalar_tensor_default`` is a Cast of a shared Constant, then
+    ``div = div.Tensor(_to_copy_1, scalar_tensor_default)``. torchlib computes only index operands (int64: starts,
+    axes, shapes) with Cast/Reshape/Concat before use; a float operand computed by a Cast is another call's, so no
+    recognised call takes the Cast with the Div (it was read as one div.Tensor of a constant)."""
+    index = stripped("t5_noopt", stripped_dir)
+    truth = {c.name: c for c in open_index(ZOO / "t5_noopt.onnx").provenance.calls}
+    cast, div = ([int(p[0]) for p in truth[n].node_paths] for n in ("scalar_tensor_default", "div"))
+    g = index.proto.graph
+    assert [g.node[i].op_type for i in cast + div] == ["Cast", "Div"]
+    calls = [{int(p[0]) for p in c.node_paths} for c in recognised(index)]
+    assert calls and not any({cast[0], div[0]} <= nodes for nodes in calls)
 
 
 def test_a_lone_reshape_lists_its_candidates_and_binds_no_schema(stripped_dir: Path) -> None:
@@ -91,14 +124,15 @@ def test_a_lone_reshape_lists_its_candidates_and_binds_no_schema(stripped_dir: P
 
 
 def test_recognised_calls_carry_their_template_and_arguments_the_evidence_gives(stripped_dir: Path) -> None:
-    """gpt2 multiplies by 0.5 and by sqrt(2/pi) in its tanh gelu (torch's truth: mul.Tensor(%x, 0.5) and
-    mul.Tensor(%x, 0.7978845608028654)); recovered from Mul[1] by the evidence relation 'scalar'."""
+    """gpt2 multiplies by 0.044715, 0.5 and sqrt(2/pi) in its tanh gelu (torch's truth: mul.Tensor(%pow_1, 0.044715),
+    mul.Tensor(%x, 0.5) and mul.Tensor(%x, 0.7978845608028654)); recovered from Mul[1] by the evidence relation
+    'scalar'."""
     index = stripped("gpt2", stripped_dir)
     names = {t.name for t in load_templates()}
     muls = [c for c in recognised(index) if c.target == "aten::mul.Tensor"]
     assert muls and all(set(c.recognised) <= names for c in muls)
     others = sorted({c.fx.kwargs.get("other") for c in muls if c.fx is not None} - {None})
-    assert others == [0.5, pytest.approx(0.7978846, rel=1e-6)]
+    assert others == [pytest.approx(0.044715, rel=1e-6), 0.5, pytest.approx(0.7978846, rel=1e-6)]
 
 
 def test_summary_marks_recognised_calls_in_json_and_text(stripped_dir: Path) -> None:

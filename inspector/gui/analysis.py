@@ -61,6 +61,8 @@ class Selection:
     torchlib: TorchlibEntry | None = None  # the torchlib function that lowers ``target`` (real-valued variant)
     rewritten: tuple[str, ...] = ()  # optimizer rules that rewrote the call's nodes (then torchlib did not bake them)
     call: str | None = None  # the call site selected (its ``where``), among ``calls``
+    recognised: tuple[str, ...] = ()  # a call recognised by body template (no fx metadata): the templates that fit
+    candidates: tuple[str, ...] = ()  # ... and their targets (several: an ambiguous body)
 
 
 class Preempted(Exception):  # not an error: a background job's turn ended
@@ -160,7 +162,7 @@ class Analyses:
             same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
                              _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
-                             f"{obj.module_path or 'root'} › {obj.name}")
+                             f"{obj.module_path or 'root'} › {obj.name}", obj.recognised, obj.candidates)
         return None
 
     def _folded_signature(self, key: FunctionKey, site: CallSite | None) -> CallSignature | None:

@@ -337,12 +337,22 @@ class FamilyModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return item.label() if index.column() == 0 else item.count
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
-            return tooltip(item.label())
+            return tooltip(item.label() + recognised_note(item.obj))
         if role == self.ObjectRole:
             return item.obj
         if role == self.KindRole:
             return item.kind
         return None
+
+
+def recognised_note(obj: object) -> str:
+    """For a call recognised by body template (its nodes carry no fx metadata), and for an overload of such calls,
+    a line naming the templates (shown escaped, as the whole tooltip is); "" for anything else."""
+    calls = [obj] if isinstance(obj, AtenCall) else obj.aten_calls if isinstance(obj, Overload) else []
+    names = sorted({t for c in calls for t in c.recognised})
+    if not names:
+        return ""
+    return f"\nrecognised by template{'s' if len(names) != 1 else ''} {', '.join(names)} (no fx metadata)"
 
 
 def badge_text(specialised: int, unreviewed: int, short: bool = True) -> str:

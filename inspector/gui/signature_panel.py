@@ -83,6 +83,7 @@ class SignaturePanel(QWidget):
         parts = [tag("h3", sel.title)]
         if sel.family_note:
             parts.append(tag("p", sel.family_note))
+        parts.append(_recognised(sel))
         parts.append(_lowering(sel))
         if sel.signature is not None:
             parts.append(tag("p", tag("b", "Aten signature"), " (this call's values bound to parameter names)"))
@@ -246,6 +247,19 @@ def _lowering(sel: Selection) -> Rich:
                                       "values are not attributed to torchlib's code.")) if sel.rewritten else ""
     return tag("p", f"{sel.target} → torchlib ", tag("code", entry.function), f", {kind} ",
                tag("small", f"({source})"), rewritten)
+
+
+def _recognised(sel: Selection) -> Rich:
+    """That the call was recognised by body template (its nodes carry no fx metadata), and by which; the
+    candidates of an ambiguous body. Template and target names are escaped as any text is (``tag``)."""
+    if not sel.recognised:
+        return Rich()
+    n = len(sel.recognised)
+    names = rich(*(rich(", " if k else "", tag("code", t)) for k, t in enumerate(sel.recognised)))
+    ambiguous = (rich(BR, "Ambiguous body, candidates: ", ", ".join(sel.candidates))
+                 if len(sel.candidates) > 1 else "")
+    return tag("p", tag("small", f"Recognised by template{'s' if n != 1 else ''} ", names,
+                        " (its nodes carry no fx metadata)", ambiguous))
 
 
 def _value_cell(value: str) -> Rich:

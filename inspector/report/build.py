@@ -273,6 +273,8 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
         review=reviewed.get(id(body)) if with_reviews else None,
         left_out=[_spec_info(f"{bid}-l{k}", s) for k, s in enumerate(body.left_out)],
         torchlib=torchlib_info(target), rewritten_by=rewritten,
+        recognised=sorted({t for m in members if isinstance(m, AtenCall) for t in m.recognised}),
+        candidates=sorted({t for m in members if isinstance(m, AtenCall) for t in m.candidates}),
     )
 
 

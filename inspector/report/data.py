@@ -164,6 +164,21 @@ class BodyInfo:
     left_out: list[SpecialisedInfo] = field(default_factory=list)  # literals not listed: ONNX schema defaults
     torchlib: TorchlibInfo | None = None  # what lowered the body's aten target
     rewritten_by: list[str] = field(default_factory=list)  # optimizer rules that rewrote the call's nodes
+    # calls recognised by body template (nodes without fx metadata, ``core.model.recognise``): the templates that fit
+    # its calls, and their targets (several: an ambiguous body)
+    recognised: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+
+    @property
+    def recognised_text(self) -> str:
+        """``Recognised by template aten::gelu#0 …`` (plain text; each writer escapes it), "" for none."""
+        if not self.recognised:
+            return ""
+        n = len(self.recognised)
+        text = f"Recognised by template{'s' if n != 1 else ''} {', '.join(self.recognised)} (no fx metadata)"
+        if len(self.candidates) > 1:
+            text += f"; ambiguous body, candidates: {', '.join(self.candidates)}"
+        return text
 
     @property
     def spec_by_id(self) -> dict[str, SpecialisedInfo]:

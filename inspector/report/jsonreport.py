@@ -136,6 +136,9 @@ def _body(b: BodyInfo) -> dict[str, Any]:
         "left_out": [_left_out(s) for s in b.left_out],
         "torchlib": _torchlib(b.torchlib),
         "rewritten_by": list(b.rewritten_by),
+        # only where the body's calls were recognised by template (reports of exports with metadata are unchanged)
+        **({"recognised": {"templates": list(b.recognised), "candidates": list(b.candidates)}} if b.recognised
+           else {}),
     }
 
 

@@ -228,6 +228,8 @@ def _body(b: BodyInfo) -> str:
     if b.members and (len(b.members) > 1 or b.members[0] != b.title):
         more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
         out += [f"Calls: {md(', '.join(b.members), 600)}{more}", ""]
+    if b.recognised:
+        out += [f"_{md(b.recognised_text, 2000)}_", ""]
     if b.torchlib is not None:
         t = b.torchlib
         out += [f"{md(t.target, 120)} → torchlib {md(t.function, 120)}, {t.kind} ({md(t.source, 200)})", ""]

@@ -4,23 +4,26 @@ other producers lower differently and are left alone).
 
 The templates (``core.aten.templates``) come from one-op exports of each overload. Matching is our own, not
 onnxscript's rewriter ``pattern`` module: onnxscript is not a runtime dependency (it pulls in onnx_ir and an object
-per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule: anchor
-each template on its last node, walk operands backwards through the graph's producer map, and check op types,
+per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is narrower than a rewrite rule:
+anchor each template on its last node, walk operands backwards through the graph's producer map, and check op types,
 attributes and constants (by value when they have one element; a longer one is a shape or mask made for the one-op
 export's shapes, compared by type and rank), with values made inside the body read by nobody outside it. A node
 tries only the templates its key and its operands' producers allow, worked out once per distinct context, so the
-pass is linear in the graph. Multi-node templates are tried from the graph's end backwards, larger ones first, and
-take their nodes; every node left is matched against the one-node templates, and a body that fits several overloads
-(a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the exporter or
-its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a weight's
-Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer, symbolic
-sizes), a Constant node or a common subexpression belongs to the call of its first reader.
+pass is linear in the graph; what fits one node alone depends on that node alone (its key, attributes, constants)
+where no operand is computed, so it is found once per distinct node (``_signature``). Multi-node templates are tried
+from the graph's end backwards, larger ones first, and take their nodes; every node left is matched against the
+one-node templates, and a body that fits several overloads (a lone ``Reshape``: view, _unsafe_view) keeps them all
+as candidates and gets no aten target. What the exporter or its optimizer does to a body is allowed for: a
+one-operand node of a constant may be folded away (a weight's Transpose), a masked constant may be computed by
+Cast/Reshape/Concat nodes (export without the optimizer, symbolic sizes), a Constant node or a common subexpression
+belongs to the call of its first reader.
 
-Arguments come back only where the template's evidence names the relation that put them into a masked slot
-(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``), in the form of
-the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it non-negative). The
-threat is a hostile model: values read from it reach the synthesised FX text only through ``repr`` (parsed back by
-``core.model.fx``, never evaluated), and every template, target and candidate name comes from the catalogue.
+Arguments come back (``recognise_args``) only where the template's evidence names the relation that put them into a
+masked slot (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``),
+in the form of the schema's type; a ``dim`` comes back as the slot holds it (the optimizer may have made it
+non-negative). The threat is a hostile model: values read from it reach the synthesised FX text only through
+``repr`` (parsed back by ``core.model.fx``, never evaluated), and every template, target and candidate name comes
+from the catalogue.
 """
 
 from __future__ import annotations
@@ -32,24 +35,31 @@ from typing import Any
 
 import onnx
 
-from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import (
     Slot,
     Template,
-    TemplateNode,
     canonical_attribute,
     canonical_tensor,
     constant_node_value,
     load_templates,
 )
-from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
+from inspector.core.model.recognise_args import template_arguments
+from inspector.core.model.recognise_templates import (
+    Key,
+    chain_of_calls,
+    computable,
+    connected,
+    leaf,
+    matched_as,
+    reads,
+    template_key,
+    without_aliases,
+)
 
 _CONSTANT = "Constant"
-_Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
-# attribute names
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 # what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
@@ -91,28 +101,28 @@ class Matcher:
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
                  templates: Sequence[Template]) -> None:
         self.graph, self.maps, self.taken = graph, maps, set(taken)
-        # templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
-        # last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key)
-        # templates of one structure (a lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group
-        self.by_sink: dict[_Key, list[list[Template]]] = {}
-        self._template_keys: dict[str, list[_Key]] = {}
-        groups: dict[str, list[Template]] = {}
-        for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-            if _connected(t):
-                keys = [_template_key(n) for n in t.nodes]
-                self._template_keys[t.name] = keys
-                shape = _matched_as(t)
-                if shape not in groups:
-                    groups[shape] = []
-                    self.by_sink.setdefault(keys[t.sink], []).append(groups[shape])
-                groups[shape].append(t)
-        self._keys: list[_Key | None] = [None] * len(graph.node)
+        prepared = _prepared(templates)
+        self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
+        self._keys = _node_keys(graph, maps)
+        # a multi-node template one of whose nodes (other than one the optimizer may fold) has a key no node of this
+        # graph has cannot match here (the 100k Llama replica's residual Adds tried 9 templates each, 6 of them so)
+        present = set(self._keys)
+        self._absent = {name for name, keys in self._template_keys.items() if len(keys) > 1 and any(
+            k not in present for k, f in zip(keys, prepared.foldable[name]) if not f)}
+        self._contexts: list[tuple[object, ...] | None] = [None] * len(graph.node)  # what makes each operand
+        self._cids = [-1] * len(graph.node)  # each node's context as a number (``_context_id``)
+        self._context_ids: dict[tuple[Key, tuple[object, ...]], int] = {}
         self._attrs: dict[int, dict[str, Any]] = {}
-        self._plausible: dict[tuple[_Key, tuple[object, ...], bool], list[list[Template]]] = {}
+        self._plausible: dict[tuple[int, bool], list[list[Template]]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._consts: dict[str, Any] = {}
+        # constant value -> a number for its canonical value, equal for equal values (``_signature``)
+        self._frozen: dict[str, int] = {}
+        self._frozen_ids: dict[object, int] = {}
+        self._computable: dict[int, frozenset[int]] = {}  # context -> operands one-node sinks read as constants
         self._constant_node: dict[str, int] = {}
+        self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
         for i, node in enumerate(graph.node):
             if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
                 self._constant_node[node.output[0]] = i
@@ -131,42 +141,48 @@ class Matcher:
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
-            if fits:
+            if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+        seen: dict[tuple[object, ...], _Verdict | None] = {}
         for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
-            if i in self.taken or self.key(i)[1] == _CONSTANT:
+            if i in self.taken or self._keys[i][1] == _CONSTANT:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
-            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate
-            fits = [(u, m) for group in self._groups(i, single=True)
-                    for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
-            if fits:
-                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
+            # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
+            # What fits depends on the node alone where no operand is computed (_signature): found once per distinct
+            # node (the 100k Llama replica's 90k one-node calls are 66 distinct nodes)
+            signature = _signature(self, i)
+            verdict = seen.get(signature, _UNSEEN) if signature is not None else _UNSEEN
+            if verdict is _UNSEEN:
+                fits = [(u, m) for group in self._groups(i, single=True)
+                        for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
+                verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
+                if signature is not None:
+                    seen[signature] = verdict
+                extra = fits[0][1].extra if fits else set()
+            else:
+                extra = set()
+            if verdict is not None:
+                found.append(Recognised(self._take({i} | extra), *verdict))
         found.sort(key=lambda r: r.nodes[0])
         return found
 
     def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
         first = matches[0]
-        members = set(first.nodes.values()) | first.extra
-        consumers = self.maps.consumers
-        # a Constant node belongs to the call of its first reader (the exporter makes it there, and later calls
-        # reuse it: a noopt slice's bound, read again by the next Sub)
+        return Recognised(self._take(set(first.nodes.values()) | first.extra), *_verdict(self, templates, first))
+
+    def _take(self, members: set[int]) -> tuple[int, ...]:
+        """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
+        the call of its first reader: the exporter makes it there, and later calls reuse it: a noopt slice's bound,
+        read again by the next Sub)."""
         for g in list(members):
             for value in self.maps.inputs[g]:
                 k = self._constant_node.get(value)
                 if k is not None and k not in self.taken and k not in members \
-                        and min(consumers.get(value, (g,))) in members:
+                        and self._first_reader(value, g) in members:
                     members.add(k)
         self.taken |= members
-        names = tuple(t.name for t in templates)
-        if names not in self._aliases:
-            self._aliases[names] = _without_aliases(templates)
-        templates = self._aliases[names]
-        targets = tuple(sorted({t.target for t in templates}))
-        args: tuple[tuple[str, Any], ...] = ()
-        if len(targets) == 1:
-            args = tuple(sorted(_arguments(templates[0], first, self).items()))
-        return Recognised(tuple(sorted(members)), tuple(t.name for t in templates), targets, args)
+        return tuple(sorted(members))
 
     # --- matching ---------------------------------------------------------------------------------------------------
 
@@ -196,7 +212,7 @@ class Matcher:
                         return None
                     if self._constant_fits(t.constants[ref.a], value):
                         continue
-                    computed = self._computed(value, _reads(t, ref.a)) if t.constants[ref.a].masked else None
+                    computed = self._computed(value, reads(t, ref.a)) if computable(t.constants[ref.a]) else None
                     if computed is None or computed & m.extra:
                         return None
                     m.extra |= computed
@@ -208,7 +224,7 @@ class Matcher:
                             return None
                         m.folded.add(ref.a)
                         continue
-                    if h in self.taken and _leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
+                    if h in self.taken and leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
                         m.shared.add(ref.a)  # made by another call from the same operands, and reused here
                         continue
                     if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
@@ -235,47 +251,66 @@ class Matcher:
         (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
         exporter made it there; to the others it is shared."""
         members = set(m.nodes.values())
-        consumers = self.maps.consumers
+        maps = self.maps
         for j, g in list(m.nodes.items()):
-            if j == len(t.nodes) - 1 or not _leaf(t, j):
+            if j == len(t.nodes) - 1 or not leaf(t, j):
                 continue
-            readers = [c for v in self.maps.outputs[g] if v for c in consumers.get(v, ())]
-            if readers and not set(readers) <= members and min(readers) not in members:
+            read = [v for v in maps.outputs[g] if v and v in maps.read_count]
+            if any(maps.read_count[v] > sum(maps.reads(c).count(v) for c in members) for v in read) \
+                    and min(self._first_reader(v, g) for v in read) not in members:
                 del m.nodes[j]
                 m.shared.add(j)
+
+    def _first_reader(self, value: str, default: int) -> int:
+        """The first node reading ``value`` (``default`` if none): one pass over the reads, on first use (the map of
+        every value's readers, ``GraphMaps.consumers``, costs 4x that at 100k nodes, and nothing else here needs it)."""
+        if self._first is None:
+            first: dict[str, int] = {}
+            for i, ins in enumerate(self.maps.inputs):
+                for v in ins:
+                    first.setdefault(v, i)
+            for i, names in self.maps.captured.items():
+                for v in names:
+                    first[v] = min(first.get(v, i), i)
+            self._first = first
+        return self._first.get(value, default)
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
         operands (the key of the producing node, a constant, an outside value): a pure function of that context,
         so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
         group or none (at 10k nodes: 86k tries before, 9k after)."""
-        producer, initializers = self.maps.producer, self.maps.initializers
-        ctx: list[object] = []
-        for value in self.maps.inputs[g]:
-            h = producer.get(value)
-            ctx.append(self.key(h) if h is not None else "c" if value in initializers else "-" if not value else "x")
-        context = (self.key(g), tuple(ctx), single)
-        got = self._plausible.get(context)
+        cid = self._cids[g]
+        if cid < 0:
+            cid = self._context_id(g)
+        got = self._plausible.get((cid, single))
         if got is None:
-            got = self._plausible[context] = [group for group in self.by_sink.get(context[0], ())
-                                              if _plausible(group[0], self._template_keys[group[0].name], ctx, single)]
+            ctx = self._contexts[g]
+            assert ctx is not None
+            got = self._plausible[(cid, single)] = [
+                group for group in self.by_sink.get(self._keys[g], ())
+                if (single or group[0].name not in self._absent)
+                and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
 
-    def key(self, g: int) -> _Key:
-        """Node ``g``'s key, read from protobuf once."""
-        got = self._keys[g]
-        if got is None:
-            node = self.graph.node[g]
-            ins = self.maps.inputs[g]
-            n = len(ins)
-            while n and not ins[n - 1]:
-                n -= 1
-            got = self._keys[g] = (node.domain, node.op_type, n, len(self.maps.outputs[g]),
-                                   tuple(sorted(a.name for a in node.attribute)))
-        return got
+    def _context_id(self, g: int) -> int:
+        """Node ``g``'s context (its key, and what makes each operand: the producer's key, a constant ``c``, an
+        outside value ``x``, nothing ``-``) as a number, equal for equal contexts: caches keyed by it hash an int,
+        not nested tuples (at 100k nodes, ~70 distinct contexts)."""
+        producer, initializers = self.maps.producer, self.maps.initializers
+        ctx = tuple(self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
+                    else "-" if not value else "x" for value in self.maps.inputs[g])
+        context = (self._keys[g], ctx)
+        cid = self._cids[g] = self._context_ids.setdefault(context, len(self._context_ids))
+        self._contexts[g] = ctx
+        return cid
+
+    def key(self, g: int) -> Key:
+        """Node ``g``'s key."""
+        return self._keys[g]
 
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
-        if self.key(g) != self._template_keys[t.name][j]:
+        if self._keys[g] != self._template_keys[t.name][j]:
             return False
         tn = t.nodes[j]
         if not tn.attributes:
@@ -315,7 +350,7 @@ class Matcher:
             return None
         budget[0] -= 1
         if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
-                or self.key(h)[1] not in _SHAPING:
+                or self._keys[h][1] not in _SHAPING:
             return None
         out = {h}
         for v in self.maps.inputs[h]:
@@ -326,11 +361,11 @@ class Matcher:
                 out |= got
         return out
 
-    def _computed(self, value: str, reads: int) -> set[int] | None:
+    def _computed(self, value: str, read_by: int) -> set[int] | None:
         """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
         Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
         h = self.maps.producer.get(value)
-        if h is None or h in self.taken or self.maps.read_count[value] != reads or value in self.maps.graph_outputs:
+        if h is None or h in self.taken or self.maps.read_count[value] != read_by or value in self.maps.graph_outputs:
             return None
         budget = [_MAX_COMPUTED]
         inputs = self.maps.inputs[h]
@@ -368,58 +403,150 @@ class Matcher:
 
 
 
-def _plausible(t: Template, keys: list[_Key], ctx: list[object], single: bool = False) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What the matcher reads of a catalogue, worked out once per catalogue (not per model)."""
+
+    by_sink: dict[Key, list[list[Template]]]  # groups of one structure, by their last node's key, larger first
+    keys: dict[str, list[Key]]  # template -> its nodes' keys
+    chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
+    foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (one constant operand)
+
+
+_PREPARED: list[tuple[Sequence[Template], _Prepared]] = []
+
+
+def _prepared(templates: Sequence[Template]) -> _Prepared:
+    """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
+    last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
+    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
+    one is one object, ``load_templates``)."""
+    if _PREPARED and _PREPARED[0][0] is templates:
+        return _PREPARED[0][1]
+    by_sink: dict[Key, list[list[Template]]] = {}
+    keys: dict[str, list[Key]] = {}
+    groups: dict[str, list[Template]] = {}
+    alone: dict[Key, list[Template]] = {}
+    for t in templates:
+        if len(t.nodes) == 1:
+            alone.setdefault(template_key(t.nodes[0]), []).append(t)
+    for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
+        if connected(t):
+            keys[t.name] = [template_key(n) for n in t.nodes]
+            shape = matched_as(t)
+            if shape not in groups:
+                groups[shape] = []
+                by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
+            groups[shape].append(t)
+    foldable = {t.name: [len(n.inputs) == 1 and n.inputs[0].kind != "n" for n in t.nodes] for t in templates}
+    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, foldable)
+    _PREPARED[:] = [(templates, got)]
+    return got
+
+
+_Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
+_UNSEEN: Any = object()
+
+
+def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Verdict:
+    """The templates that fit one body (public aliases dropped), their targets, and the arguments the first one's
+    evidence gives back where there is one target."""
+    names = tuple(t.name for t in templates)
+    if names not in matcher._aliases:
+        matcher._aliases[names] = without_aliases(templates)
+    templates = matcher._aliases[names]
+    targets = tuple(sorted({t.target for t in templates}))
+    args: tuple[tuple[str, Any], ...] = ()
+    if len(targets) == 1:
+        t = templates[0]
+        constants = {k: matcher._constant(v) for k, v in first.constants.items()
+                     if t.constants[k].masked and matcher._is_constant(v)}
+        args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
+    return tuple(t.name for t in templates), targets, args
+
+
+def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
+    """All that a one-node match at node ``g`` reads (``Matcher._match`` with every other template node folded):
+    its key, its attributes, each operand as a constant's value or as which operand it repeats, and which outputs
+    nobody reads; None where a template may take an operand made by shaping ops as a computed constant (the match
+    walks the graph there)."""
+    maps = matcher.maps
+    cid = matcher._cids[g]
+    if cid < 0:
+        cid = matcher._context_id(g)
+    ctx = matcher._contexts[g]
+    assert ctx is not None
+    constant_at = matcher._computable.get(cid)
+    if constant_at is None:
+        constant_at = matcher._computable[cid] = frozenset(
+            k for group in matcher._groups(g, single=True) for k, r in enumerate(group[0].nodes[-1].inputs)
+            if r.kind == "c")
+    frozen, inputs = matcher._frozen, maps.inputs[g]
+    ins: list[int | None] = []  # a constant's number; -2 - k for a value that operand k is too; -1 otherwise
+    for k, value in enumerate(inputs):
+        got = frozen.get(value)
+        if got is not None:
+            ins.append(got)
+        elif not value:
+            ins.append(None)
+        elif matcher._is_constant(value):
+            ids = matcher._frozen_ids
+            got = frozen[value] = ids.setdefault(_frozen(matcher._constant(value)), len(ids))
+            ins.append(got)
+        else:
+            made_by = ctx[k]
+            if k in constant_at and isinstance(made_by, tuple) and made_by[1] in _SHAPING:
+                return None
+            first = inputs.index(value)
+            ins.append(-2 - first if first < k else -1)
+    read_count, graph_outputs = maps.read_count, maps.graph_outputs
+    outs = tuple(not v or (v not in read_count and v not in graph_outputs) for v in maps.outputs[g])
+    attrs = tuple(a.SerializeToString() for a in matcher.graph.node[g].attribute) if matcher._keys[g][4] else ()
+    return cid, attrs, tuple(ins), outs
+
+
+def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
+    """Each node's key (domain, op type, operands with trailing absent ones cut, outputs, attribute names), read from
+    protobuf once; equal keys are one object (a model has few distinct ones: 66 in the 100k Llama replica)."""
+    out: list[Key] = []
+    interned: dict[Key, Key] = {}
+    for node, ins, outs in zip(graph.node, maps.inputs, maps.outputs):
+        n = len(ins)
+        while n and not ins[n - 1]:
+            n -= 1
+        attrs = node.attribute
+        names = () if not attrs else (attrs[0].name,) if len(attrs) == 1 else tuple(sorted(a.name for a in attrs))
+        k = (node.domain, node.op_type, n, len(outs), names)
+        out.append(interned.setdefault(k, k))
+    return out
+
+
+def _frozen(value: Any) -> object:
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False) -> bool:
     """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``);
-    ``single``: with every other node of ``t`` folded into a constant."""
+    ``single``: with every other node of ``t`` folded into a constant; else another node must be there, so one
+    operand at least is made by a node of the template's kind (a MatMul of a weight is no linear of two nodes: at
+    100k nodes, 11k tries of the Llama replica's MatMuls saved)."""
+    made = single or len(t.nodes) < 2
     for ref, what in zip(t.nodes[-1].inputs, ctx):
         if ref.kind == "n":
             constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
             if (what != keys[ref.a] or single) and not constant:
                 return False
+            made = made or what == keys[ref.a]
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
         elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
-                what[1] == _CONSTANT or (t.constants[ref.a].masked and what[1] in _SHAPING))):
+                what[1] == _CONSTANT or (computable(t.constants[ref.a]) and what[1] in _SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
-    return True
-
-
-def _without_aliases(templates: list[Template]) -> list[Template]:
-    """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
-    are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
-    its public alias); a private op (``_unsafe_view`` under ``aten_view``) is one torch keeps in its FX graphs, so it
-    stays a candidate; where none is named after the function, all stay."""
-    by_function: dict[str, list[Template]] = {}
-    for t in templates:
-        entries = [e for e in torchlib_for(t.target) if not e.complex]
-        by_function.setdefault(entries[0].function if entries else t.target, []).append(t)
-    out: list[Template] = []
-    for function, group in by_function.items():
-        ops = [t.target.split("::", 1)[-1].split(".", 1)[0] for t in group]
-        named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
-        out += named if named and len({t.target for t in group}) > 1 else group
-    return out
-
-
-def _matched_as(t: Template) -> str:
-    """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
-    def slot(x: Slot) -> object:
-        return "?" if x.masked else x.value
-
-    nodes = [(n.domain, n.op_type, n.inputs, n.outputs, [(k, slot(v)) for k, v in n.attributes]) for n in t.nodes]
-    return repr((nodes, [slot(c) for c in t.constants], t.outputs))
-
-
-def _leaf(t: Template, j: int) -> bool:
-    """Node ``j`` of ``t`` reads only outside values and constants."""
-    return all(r.kind != "n" for r in t.nodes[j].inputs)
-
-
-def _template_key(n: TemplateNode) -> _Key:
-    k = len(n.inputs)
-    while k and n.inputs[k - 1].kind == "-":
-        k -= 1
-    return (n.domain, n.op_type, k, n.outputs, tuple(sorted(name for name, _s in n.attributes)))
+    return made
 
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
@@ -435,7 +562,7 @@ def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
                 uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
     outputs = set(t.outputs)
     for j, g in m.nodes.items():
-        if j != len(t.nodes) - 1 and _leaf(t, j):
+        if j != len(t.nodes) - 1 and leaf(t, j):
             continue  # a common subexpression made here and reused by later calls (``_unshare``)
         for o, value in enumerate(maps.outputs[g]):
             if (j, o) in outputs or not value:
@@ -443,19 +570,6 @@ def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
             if maps.read_count[value] != uses.get((j, o), 0) or value in maps.graph_outputs:
                 return False
     return True
-
-
-def _connected(t: Template) -> bool:
-    """Every node of ``t`` reaches its last one (the matcher walks backwards from there)."""
-    seen = {t.sink}
-    for j in range(t.sink, -1, -1):
-        if j in seen:
-            seen.update(r.a for r in t.nodes[j].inputs if r.kind == "n")
-    return len(seen) == len(t.nodes)
-
-
-def _reads(t: Template, slot: int) -> int:
-    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
 
 
 TORCH_PRODUCER = "pytorch"
@@ -475,14 +589,23 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
     graph = proto.graph
     out: list[AtenCall] = []
-    for k, r in enumerate(recognise(graph, maps, taken, load_templates())):
+    # one verdict's target, raw target and FX text tail (calls of one cached verdict share its arguments' tuple,
+    # and every call stays alive in ``found``: the id is theirs)
+    texts: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
+    found = recognise(graph, maps, taken, load_templates())
+    for k, r in enumerate(found):
         name = f"{RECOGNISED_PREFIX}{k}"
-        target = r.target
-        raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
-        kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
-        fx_text = f"%{name} : [num_users=1] = call_function[target={raw}](args = (), kwargs = {{{kwargs}}})"
-        out.append(AtenCall(fx_text, name, raw, target, MAIN, [(i,) for i in r.nodes], graph.node[r.nodes[0]],
-                            scopes_text="", recognised=r.templates, candidates=r.candidates))
+        verdict = (r.candidates, id(r.arguments))
+        got = texts.get(verdict)
+        if got is None:
+            target = r.target
+            raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
+            kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
+            got = texts[verdict] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
+                                                 f"kwargs = {{{kwargs}}})")
+        target, raw, tail = got
+        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, list(zip(r.nodes)),
+                            graph.node[r.nodes[0]], scopes_text="", recognised=r.templates, candidates=r.candidates))
     return out
 
 
@@ -492,89 +615,3 @@ def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
     if len(taken) >= len(graph.node) or not templates:
         return []
     return Matcher(graph, maps, taken, templates).run()
-
-
-# --- arguments ----------------------------------------------------------------------------------------------------
-
-
-def _arguments(t: Template, m: _Match, matcher: Matcher) -> dict[str, Any]:
-    """The arguments the template's masked slots give back, by inverting their relations."""
-    out: dict[str, Any] = {}
-    places: list[tuple[Slot, Any]] = []
-    for k, slot in enumerate(t.constants):
-        if slot.masked and k in m.constants and matcher._is_constant(m.constants[k]):
-            c = matcher._constant(m.constants[k])
-            if isinstance(c, dict) and "v" in c:
-                values = c["v"]
-                places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
-    for (j, name), value in m.attributes.items():
-        places.append((dict(t.nodes[j].attributes)[name], value))
-    for slot, value in places:
-        params = [p for p in slot.moves_with if not p.startswith("#")]
-        if not params or slot.relation is None:
-            continue
-        got = invert(slot.relation, value, len(params))
-        if got is None:
-            continue
-        for p, v in zip(params, got if len(params) > 1 else (got[0],)):
-            out.setdefault(p, v)
-    types = matcher._types.get(t.target)
-    if types is None:
-        schema = SchemaCatalogue.default().get(t.target)
-        types = matcher._types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
-    fitted = {p: _fit(types.get(p, ""), v) for p, v in out.items()}
-    return {p: v for p, v in fitted.items() if v is not None}
-
-
-def _fit(kind: str, value: Any) -> Any:
-    """``value`` in the form of the schema's type: a list for ``int[]``, one number for ``int`` (None if it does not
-    fit: an axes list of two for one ``dim``)."""
-    listed = "[" in kind
-    if isinstance(value, list) and not listed and kind:
-        return value[0] if len(value) == 1 else None
-    if listed and not isinstance(value, list):
-        return [value]
-    return value
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, list) and len(v) == 1:
-        v = v[0]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return v
-
-
-def _short(x: float) -> float:
-    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
-    return float(f"{x:.7g}")
-
-
-def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
-    """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
-    x = _number(value)
-    if relation in ("equal", "stride_or_kernel"):
-        if isinstance(value, (int, str, list)):
-            return (value,)
-        return (_short(value),) if isinstance(value, float) else None
-    if relation == "scalar" and x is not None:
-        return (_short(x) if isinstance(x, float) else x,)
-    if relation == "dim":
-        if isinstance(value, list) and all(isinstance(v, int) for v in value):
-            return (value,)
-        return (value,) if isinstance(value, int) and value >= 0 else None
-    if relation == "bool" and isinstance(value, int):
-        return (bool(value),)
-    if relation == "swap" and isinstance(value, list) and n_params == 2:
-        moved = [k for k, v in enumerate(value) if v != k]
-        return (moved[0], moved[1]) if len(moved) == 2 else None
-    if relation == "permute" and isinstance(value, list):
-        return (value,)
-    if relation == "pads" and isinstance(value, list) and len(value) % 2 == 0:
-        half = len(value) // 2
-        return (value[:half],) if value[:half] == value[half:] else None
-    if x is None or x == 0:
-        return None
-    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
-    got = unary.get(relation)
-    return (_short(got),) if got is not None and math.isfinite(got) else None

@@ -1,0 +1,101 @@
+"""Arguments of a recognised call, read back from the literals its template masks: each masked slot names the
+parameters that moved it and, where the evidence catalogue explains it, the relation from argument to literal
+(``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``); inverting the
+relation gives the argument, in the form of the schema's type. The threat is a hostile model: a literal that no
+relation inverts cleanly (a non-finite scale, a perm that moves three axes for two parameters) gives no argument
+rather than a guess, and values reach the synthesised FX text only through ``repr`` (``recognise.recognised_calls``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from inspector.core.aten.schemas import SchemaCatalogue
+from inspector.core.aten.templates import Slot, Template
+
+
+def template_arguments(t: Template, constants: dict[int, Any], attributes: dict[tuple[int, str], Any],
+                       types: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The arguments the template's masked slots give back, by inverting their relations: ``constants`` are the
+    matched constant operands' values by slot (those the model holds), ``attributes`` the masked attributes' values;
+    ``types`` caches each target's parameter types."""
+    out: dict[str, Any] = {}
+    places: list[tuple[Slot, Any]] = []
+    for k, slot in enumerate(t.constants):
+        if slot.masked and k in constants:
+            c = constants[k]
+            if isinstance(c, dict) and "v" in c:
+                values = c["v"]
+                places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
+    for (j, name), value in attributes.items():
+        places.append((dict(t.nodes[j].attributes)[name], value))
+    for slot, value in places:
+        params = [p for p in slot.moves_with if not p.startswith("#")]
+        if not params or slot.relation is None:
+            continue
+        got = invert(slot.relation, value, len(params))
+        if got is None:
+            continue
+        for p, v in zip(params, got if len(params) > 1 else (got[0],)):
+            out.setdefault(p, v)
+    kinds = types.get(t.target)
+    if kinds is None:
+        schema = SchemaCatalogue.default().get(t.target)
+        kinds = types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
+    fitted = {p: _fit(kinds.get(p, ""), v) for p, v in out.items()}
+    return {p: v for p, v in fitted.items() if v is not None}
+
+
+def _fit(kind: str, value: Any) -> Any:
+    """``value`` in the form of the schema's type: a list for ``int[]``, one number for ``int`` (None if it does not
+    fit: an axes list of two for one ``dim``)."""
+    listed = "[" in kind
+    if isinstance(value, list) and not listed and kind:
+        return value[0] if len(value) == 1 else None
+    if listed and not isinstance(value, list):
+        return [value]
+    return value
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return v
+
+
+def _short(x: float) -> float:
+    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
+    return float(f"{x:.7g}")
+
+
+def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
+    """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
+    x = _number(value)
+    if relation in ("equal", "stride_or_kernel"):
+        if isinstance(value, (int, str, list)):
+            return (value,)
+        return (_short(value),) if isinstance(value, float) else None
+    if relation == "scalar" and x is not None:
+        return (_short(x) if isinstance(x, float) else x,)
+    if relation == "dim":
+        if isinstance(value, list) and all(isinstance(v, int) for v in value):
+            return (value,)
+        return (value,) if isinstance(value, int) and value >= 0 else None
+    if relation == "bool" and isinstance(value, int):
+        return (bool(value),)
+    if relation == "swap" and isinstance(value, list) and n_params == 2:
+        moved = [k for k, v in enumerate(value) if v != k]
+        return (moved[0], moved[1]) if len(moved) == 2 else None
+    if relation == "permute" and isinstance(value, list):
+        return (value,)
+    if relation == "pads" and isinstance(value, list) and len(value) % 2 == 0:
+        half = len(value) // 2
+        return (value[:half],) if value[:half] == value[half:] else None
+    if x is None or x == 0:
+        return None
+    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
+    got = unary.get(relation)
+    return (_short(got),) if got is not None and math.isfinite(got) else None

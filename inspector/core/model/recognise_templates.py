@@ -1,0 +1,114 @@
+"""What the matcher (``recognise``) knows of the templates before it sees a graph: each node's key, which templates
+are one structure (tried once, as a group), which are connected from their last node, which constant operands may be
+computed in the graph, and which bodies are no evidence of one call (``_chain_of_calls``). Pure functions of the
+shipped catalogue (``core.aten.templates``), which is package data, not model input.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from inspector.core.aten.schemas import SchemaCatalogue
+from inspector.core.aten.templates import Slot, Template, TemplateNode
+from inspector.core.aten.torchlib import torchlib_for
+
+Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
+# attribute names
+INDEX_TYPES = frozenset({onnx.TensorProto.INT32, onnx.TensorProto.INT64})
+
+
+def computable(slot: Slot) -> bool:
+    """Whether a constant operand in this slot may be computed by shaping ops in the graph: a masked index operand
+    (starts, axes, a shape: integer), which torchlib casts and reshapes from Python ints (the optimizer folds that
+    away, an export without it keeps it). A float scalar it writes as a constant: a Cast to float before a Div is
+    another call's (t5_noopt's ``scalar_tensor`` then ``div.Tensor``, read as one ``div.Tensor``)."""
+    kind = slot.value
+    return slot.masked and isinstance(kind, dict) and kind.get("t") in INDEX_TYPES
+
+
+def chain_of_calls(t: Template, alone: dict[Key, list[Template]]) -> bool:
+    """Whether ``t`` is, node for node, what lone calls of other overloads lower to (each node fits a one-node
+    template, wiring and literals alike), with a literal that any value fits: ``add.Tensor`` with ``alpha`` (a Mul by
+    a scalar, then an Add: also ``mul.Tensor`` then ``add.Tensor``, as gpt2's tanh gelu is written), ``softmax.int``
+    with a dtype (``_softmax`` then ``_to_copy``), ``stack`` (``unsqueeze`` twice, then ``cat``). Nothing in the graph
+    tells one call from several, so such a body is no evidence of one: a match of it (and of the other templates that
+    fit the same nodes: ``stack``'s body is ``complex``'s too) is refused, and its nodes are left to the one-node
+    templates. A body with fixed literals only (gelu's constants) is evidence, and is kept."""
+    free = any(c.masked for c in t.constants) or any(s.masked for n in t.nodes for _k, s in n.attributes)
+    return len(t.nodes) > 1 and free and all(
+        any(_fits_alone(t, n, u) for u in alone.get(template_key(n), ())) for n in t.nodes)
+
+
+def _fits_alone(t: Template, n: TemplateNode, u: Template) -> bool:
+    """Whether node ``n`` of ``t`` is what one-node template ``u`` lowers to: its literals are ``u``'s (or ``u``
+    masks them), and what ``u`` reads from outside or as a tensor argument (a masked constant of a Tensor parameter:
+    ``mul.Tensor``'s ``other``, exported as a number) may be anything."""
+    un = u.nodes[0]
+    for r, ur in zip(n.inputs, un.inputs):
+        if ur.kind == "x" or (r.kind != "-" and ur.kind == "c" and _tensor_slot(u, ur.a)):
+            continue
+        if r.kind != ur.kind or (r.kind == "c" and not _same_literal(t.constants[r.a], u.constants[ur.a])):
+            return False
+    mine = dict(n.attributes)
+    return all(name in mine and _same_literal(mine[name], slot) for name, slot in un.attributes)
+
+
+def _same_literal(mine: Slot, alone: Slot) -> bool:
+    return alone.masked or (not mine.masked and mine.value == alone.value)
+
+
+def _tensor_slot(u: Template, k: int) -> bool:
+    schema = SchemaCatalogue.default().get(u.target)
+    tensors = {p.name for p in schema.parameters if p.is_tensor} if schema is not None else set()
+    return bool(tensors & set(u.constants[k].moves_with))
+
+
+def without_aliases(templates: list[Template]) -> list[Template]:
+    """Overloads that torchlib registers one function for (``multiply.Tensor`` and ``mul.Tensor``: ``aten_mul``)
+    are one candidate: the one the function is named after (the exporter's FX graph holds the canonical op, never
+    its public alias); a private op (``_unsafe_view`` under ``aten_view``) is one torch keeps in its FX graphs, so it
+    stays a candidate; where none is named after the function, all stay."""
+    by_function: dict[str, list[Template]] = {}
+    for t in templates:
+        entries = [e for e in torchlib_for(t.target) if not e.complex]
+        by_function.setdefault(entries[0].function if entries else t.target, []).append(t)
+    out: list[Template] = []
+    for function, group in by_function.items():
+        ops = [t.target.split("::", 1)[-1].split(".", 1)[0] for t in group]
+        named = [t for t, op in zip(group, ops) if "aten_" + op == function or op.startswith("_")]
+        out += named if named and len({t.target for t in group}) > 1 else group
+    return out
+
+
+def matched_as(t: Template) -> str:
+    """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
+    def slot(x: Slot) -> object:
+        return "?" if x.masked else x.value
+
+    nodes = [(n.domain, n.op_type, n.inputs, n.outputs, [(k, slot(v)) for k, v in n.attributes]) for n in t.nodes]
+    return repr((nodes, [slot(c) for c in t.constants], t.outputs))
+
+
+def leaf(t: Template, j: int) -> bool:
+    """Node ``j`` of ``t`` reads only outside values and constants."""
+    return all(r.kind != "n" for r in t.nodes[j].inputs)
+
+
+def template_key(n: TemplateNode) -> Key:
+    k = len(n.inputs)
+    while k and n.inputs[k - 1].kind == "-":
+        k -= 1
+    return (n.domain, n.op_type, k, n.outputs, tuple(sorted(name for name, _s in n.attributes)))
+
+
+def connected(t: Template) -> bool:
+    """Every node of ``t`` reaches its last one (the matcher walks backwards from there)."""
+    seen = {t.sink}
+    for j in range(t.sink, -1, -1):
+        if j in seen:
+            seen.update(r.a for r in t.nodes[j].inputs if r.kind == "n")
+    return len(seen) == len(t.nodes)
+
+
+def reads(t: Template, slot: int) -> int:
+    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
