@@ -28,7 +28,6 @@ from the catalogue.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,17 +35,15 @@ from typing import Any
 import onnx
 
 from inspector.core.aten.templates import (
-    Slot,
     Template,
     canonical_attribute,
-    canonical_tensor,
-    constant_node_value,
     load_templates,
 )
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
+from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_templates import (
     Key,
     chain_of_calls,
@@ -59,12 +56,8 @@ from inspector.core.model.recognise_templates import (
     without_aliases,
 )
 
-_CONSTANT = "Constant"
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
-# what torchlib does to a constant operand before use, and the optimizer folds (noopt slice: Cast, Reshape)
-_SHAPING = frozenset({"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Concat", "Identity"})
-_MAX_COMPUTED = 16  # nodes that may compute one constant operand (torchlib's slice casts and reshapes 4 operands)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,16 +109,12 @@ class Matcher:
         self._plausible: dict[tuple[int, bool], list[list[Template]]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
-        self._consts: dict[str, Any] = {}
         # constant value -> a number for its canonical value, equal for equal values (``_signature``)
         self._frozen: dict[str, int] = {}
         self._frozen_ids: dict[object, int] = {}
         self._computable: dict[int, frozenset[int]] = {}  # context -> operands one-node sinks read as constants
-        self._constant_node: dict[str, int] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
-        for i, node in enumerate(graph.node):
-            if node.op_type == _CONSTANT and node.domain in ("", "ai.onnx") and node.output:
-                self._constant_node[node.output[0]] = i
+        self.constants = GraphConstants(graph, maps, self.taken, self._keys)
 
     def run(self) -> list[Recognised]:
         nodes = self.graph.node
@@ -145,7 +134,7 @@ class Matcher:
                 found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
         seen: dict[tuple[object, ...], _Verdict | None] = {}
         for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
-            if i in self.taken or self._keys[i][1] == _CONSTANT:
+            if i in self.taken or self._keys[i][1] == CONSTANT:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
@@ -177,7 +166,7 @@ class Matcher:
         read again by the next Sub)."""
         for g in list(members):
             for value in self.maps.inputs[g]:
-                k = self._constant_node.get(value)
+                k = self.constants.nodes.get(value)
                 if k is not None and k not in self.taken and k not in members \
                         and self._first_reader(value, g) in members:
                     members.add(k)
@@ -210,17 +199,18 @@ class Matcher:
                 elif ref.kind == "c":
                     if m.constants.setdefault(ref.a, value) != value:
                         return None
-                    if self._constant_fits(t.constants[ref.a], value):
+                    if self.constants.fits(t.constants[ref.a], value):
                         continue
-                    computed = self._computed(value, reads(t, ref.a)) if computable(t.constants[ref.a]) else None
+                    computed = (self.constants.computed(value, reads(t, ref.a))
+                                if computable(t.constants[ref.a]) else None)
                     if computed is None or computed & m.extra:
                         return None
                     m.extra |= computed
                 else:
                     h = self.maps.producer.get(value)
-                    if h is None or value in self._constant_node:
+                    if h is None or value in self.constants.nodes:
                         fold = t.nodes[ref.a].inputs
-                        if not self._is_constant(value) or len(fold) != 1 or fold[0].kind == "n":
+                        if not self.constants.is_constant(value) or len(fold) != 1 or fold[0].kind == "n":
                             return None
                         m.folded.add(ref.a)
                         continue
@@ -242,7 +232,8 @@ class Matcher:
                 or m.folded & m.nodes.keys() or len(m.nodes) < min(least, len(t.nodes)):
             return None
         for j in m.folded:  # folded: its operand was a constant (silu's Sigmoid reads what its Mul reads: not one)
-            if any(r.kind == "x" and r.a in outside and not self._is_constant(outside[r.a]) for r in t.nodes[j].inputs):
+            if any(r.kind == "x" and r.a in outside and not self.constants.is_constant(outside[r.a])
+                   for r in t.nodes[j].inputs):
                 return None
         return m if _closed(self.maps, t, m) else None
 
@@ -325,83 +316,6 @@ class Matcher:
                 return False
         return True
 
-    def _is_constant(self, value: str) -> bool:
-        return value in self.maps.initializers or value in self._constant_node
-
-    def _constant(self, value: str) -> Any:
-        got = self._consts.get(value)
-        if got is None:
-            t = self.maps.initializers.get(value)
-            got = canonical_tensor(t) if t is not None else constant_node_value(
-                self.graph.node[self._constant_node[value]])
-            self._consts[value] = got
-        return got
-
-    def _folded(self, value: str, budget: list[int]) -> set[int] | None:
-        """The nodes that compute ``value`` from constants alone (what the optimizer folds: torchlib's Cast and
-        Reshape of ``starts``/``dim`` in an export made without it), each read only on this path; None if it is not
-        such a value. A shared Constant is a leaf, not taken."""
-        if value in self.maps.initializers:
-            return set()
-        h = self.maps.producer.get(value)
-        if value in self._constant_node:  # (a Constant another call made is still a constant here)
-            return {h} if h is not None and h not in self.taken and self.maps.read_count[value] == 1 else set()
-        if h is None or h in self.taken:
-            return None
-        budget[0] -= 1
-        if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
-                or self._keys[h][1] not in _SHAPING:
-            return None
-        out = {h}
-        for v in self.maps.inputs[h]:
-            if v:
-                got = self._folded(v, budget)
-                if got is None:
-                    return None
-                out |= got
-        return out
-
-    def _computed(self, value: str, read_by: int) -> set[int] | None:
-        """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
-        Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
-        h = self.maps.producer.get(value)
-        if h is None or h in self.taken or self.maps.read_count[value] != read_by or value in self.maps.graph_outputs:
-            return None
-        budget = [_MAX_COMPUTED]
-        inputs = self.maps.inputs[h]
-        node = self.graph.node[h]
-        if node.op_type == "Concat" and node.domain in ("", "ai.onnx") and len(self.maps.outputs[h]) == 1:
-            out = {h}
-            for v in inputs:
-                got = self._folded(v, budget) if v else set()
-                out |= got or set()  # a piece that is not constant is an outside value
-            return out
-        out = {h}
-        for v in inputs:
-            if v:
-                got = self._folded(v, budget)
-                if got is None:
-                    return None
-                out |= got
-        return out
-
-    def _constant_fits(self, slot: Slot, value: str) -> bool:
-        if not value or not self._is_constant(value):
-            return False
-        if slot.masked:  # any value; one number where the one-op exports had a scalar (alpha: not a cos table)
-            kind, got = slot.value, self._constant(value)
-            return not isinstance(kind, dict) or kind.get("n") != 0 or not isinstance(got, dict) \
-                or math.prod(got.get("s", ())) == 1
-        got, want = self._constant(value), slot.value
-        if isinstance(want, dict) and isinstance(got, dict):
-            if got.get("t") != want.get("t") or len(got.get("s", ())) != len(want.get("s", ())):
-                return False
-            # a constant of one element is compared by value (gelu's 0.044715, an axis); a longer one is a shape,
-            # a mask or a table made for the one-op export's input shapes: compared by type and rank only
-            return len(want.get("v", ())) != 1 or got.get("v") == want.get("v")
-        return bool(got == want)
-
-
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
@@ -459,8 +373,8 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
     args: tuple[tuple[str, Any], ...] = ()
     if len(targets) == 1:
         t = templates[0]
-        constants = {k: matcher._constant(v) for k, v in first.constants.items()
-                     if t.constants[k].masked and matcher._is_constant(v)}
+        constants = {k: matcher.constants.value(v) for k, v in first.constants.items()
+                     if t.constants[k].masked and matcher.constants.is_constant(v)}
         args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
     return tuple(t.name for t in templates), targets, args
 
@@ -489,13 +403,13 @@ def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
             ins.append(got)
         elif not value:
             ins.append(None)
-        elif matcher._is_constant(value):
+        elif matcher.constants.is_constant(value):
             ids = matcher._frozen_ids
-            got = frozen[value] = ids.setdefault(_frozen(matcher._constant(value)), len(ids))
+            got = frozen[value] = ids.setdefault(_frozen(matcher.constants.value(value)), len(ids))
             ins.append(got)
         else:
             made_by = ctx[k]
-            if k in constant_at and isinstance(made_by, tuple) and made_by[1] in _SHAPING:
+            if k in constant_at and isinstance(made_by, tuple) and made_by[1] in SHAPING:
                 return None
             first = inputs.index(value)
             ins.append(-2 - first if first < k else -1)
@@ -537,14 +451,14 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
     made = single or len(t.nodes) < 2
     for ref, what in zip(t.nodes[-1].inputs, ctx):
         if ref.kind == "n":
-            constant = what == "c" or (isinstance(what, tuple) and what[1] == _CONSTANT)
+            constant = what == "c" or (isinstance(what, tuple) and what[1] == CONSTANT)
             if (what != keys[ref.a] or single) and not constant:
                 return False
             made = made or what == keys[ref.a]
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
         elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
-                what[1] == _CONSTANT or (computable(t.constants[ref.a]) and what[1] in _SHAPING))):
+                what[1] == CONSTANT or (computable(t.constants[ref.a]) and what[1] in SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
     return made
 
