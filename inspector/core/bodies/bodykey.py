@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 
 import onnx
@@ -170,17 +171,8 @@ def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
     """(inputs, constants): the small-initializer candidates are constants unless they are tensor arguments."""
     constants = candidates
     fx = call.fx_text
-    # tensor arguments are among the %references of the FX text: a candidate can be one only if its name, or an FX
-    # name standing for it, is in the text at all (a substring test first: the regex cost 8 us a call at 100k);
     # the FX text is parsed only if a candidate is one of its references
-    # (a loop, not nested generators: 30k calls of the 100k-node Llama replica come here)
-    mentioned = False
-    for c in candidates:
-        standing = maps.fx_names(c)
-        if c in fx or (standing and any(a in fx for a in standing)):
-            mentioned = True
-            break
-    if mentioned:
+    if _mentioned(fx, candidates, maps):
         refs = {maps.onnx_name.get(r, r) for r in FX_REF.findall(fx)}
         if any(c in refs for c in candidates):
             tensor_args = set(maps.tensor_args(call))
@@ -189,6 +181,36 @@ def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
         baked = set(constants)
         inputs = [x for x in inputs if x not in baked]
     return inputs, constants
+
+
+def _mentioned(fx: str, candidates: list[str], maps: GraphMaps) -> bool:
+    """Whether a candidate may be a tensor argument of the call of FX text ``fx``: tensor arguments are among the
+    %references of the text, so a candidate can be one only if its name, or an FX name standing for it, is in the
+    text at all (a substring test: the regex cost 8 us a call at 100k). A loop, not nested generators: 30k calls of
+    the 100k-node Llama replica come here."""
+    for c in candidates:
+        if c in fx:
+            return True
+        standing = maps.fx_names(c)
+        if standing and any(a in fx for a in standing):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def _refs(baked: tuple[bool, ...]) -> tuple[str, ...]:
+    """The references of a node's distinct inputs, ``baked`` marking the constants: in0, in1, ... for the others
+    and c0, c1, ... for the constants, each in order (``_numbered``)."""
+    k = c = 0
+    out: list[str] = []
+    for is_constant in baked:
+        if is_constant:
+            out.append(f"c{c}")
+            c += 1
+        else:
+            out.append(_IN[k])
+            k += 1
+    return tuple(out)
 
 
 def _numbered(inputs: list[str], constants: list[str]) -> dict[str, str]:
@@ -248,16 +270,16 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
             token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
                      tuple(map(_serialized, attrs)) if attrs else ())
             return ((), (token,), out_refs), [i], list(ins), [], outputs
-        # some are small initializers (a Reshape's shape, a Slice's starts), baked in unless tensor arguments: the
-        # general steps below without their tests per name, 4.6 us a call instead of 8.3 (CPU, the 29,681 such
-        # calls of the 100k-node Llama replica)
+        # some are small initializers (a Reshape's shape, a Slice's starts), baked in unless the FX text names one
+        # (then the general steps below decide): the inputs are then numbered in0, in1, ... and the constants c0,
+        # c1, ... in order, which depends on where the constants sit alone (_refs, made once per such pattern)
         parameters = maps.parameters
-        bakeable = [x for x in ins if x in small and x not in parameters]
-        reads, baked = _baked(call, list(ins), bakeable, maps) if bakeable else (list(ins), [])
-        names = _numbered(reads, baked)
-        token = (node.domain, node.op_type, node.overload, tuple([names[x] for x in ins]), made_refs,
-                 tuple(map(_serialized, attrs)) if attrs else ())
-        return (tuple(baked), (token,), out_refs), [i], reads, baked, outputs
+        baked = [x for x in ins if x in small and x not in parameters]
+        if not _mentioned(call.fx_text, baked, maps):
+            token = (node.domain, node.op_type, node.overload, _refs(tuple([x in baked for x in ins])), made_refs,
+                     tuple(map(_serialized, attrs)) if attrs else ())
+            return ((tuple(baked), (token,), out_refs), [i], [x for x in ins if x not in baked] if baked else list(ins),
+                    baked, outputs)
     inputs: list[str] = []
     candidates: list[str] | None = None
     for name in ins:
