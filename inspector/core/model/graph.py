@@ -102,8 +102,8 @@ class GraphMaps:
 
     @property
     def producer(self) -> dict[str, int]:
-        """Value name -> the node making it (the last, if several do); built on first use: only fold reads it, and making it
-        cost every 100k-node summary and report 0.031 s (CPU, best of 5)."""
+        """Value name -> the node making it (the last, if several do); built on first use: only fold reads it, and
+        making it cost every 100k-node summary and report 0.031 s (CPU, best of 5)."""
         if self._producer is None:
             producer = {name: i for i, outs in enumerate(self.outputs) for name in outs}
             producer.pop("", None)
