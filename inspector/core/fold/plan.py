@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from onnx import AttributeProto, helper
@@ -177,28 +178,25 @@ class _Evidence:
         # value -> the FX node it is; a set only for a value claimed by several (one set per value of a 100k-node
         # graph cost 0.1 s)
         self.fx_of: dict[str, str | set[str]] = {}
-        fx_of, outputs = self.fx_of, maps.outputs
+        fx_of, outputs, main = self.fx_of, maps.outputs, MAIN
+        claim = fx_of.setdefault  # the value's first FX node; another one makes it ambiguous (_add)
         for call in index.provenance.calls:
-            if call.scope is not MAIN and call.scope != MAIN:
+            if call.scope is not main and call.scope != main:
                 continue
+            name = call.name
             for p in call.node_paths:
-                if len(p) == 1 and type(p[0]) is int:
-                    outs = outputs[p[0]]
+                if len(p) == 1 and type(i := p[0]) is int:
+                    outs = outputs[i]
                 else:  # in a branch or loop body (value names are unique across the model's graphs)
                     try:
                         outs = list(resolve_path(maps.graph.node, p).output)
                     except KeyError:
                         continue
-                name = call.name
                 for out in outs:
-                    if out:
-                        known = fx_of.get(out)
-                        if known is None:
-                            fx_of[out] = name
-                        elif known != name:
-                            self._add(out, name)
+                    if out and (known := claim(out, name)) is not name and known != name:
+                        self._add(out, name)
         graph = maps.graph
-        for v in (*graph.input, *graph.value_info):
+        for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
             props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
             if not props:
                 continue

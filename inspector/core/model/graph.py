@@ -50,8 +50,10 @@ class GraphMaps:
         step = _STEP if progress is not None else max(total, 1)
         for start in range(0, total, step):
             for node in (nodes[start:start + step] if step < total else nodes):
-                add_inputs(list(node.input))
-                add_outputs(list(node.output))
+                # a slice of a repeated field is made in C, where list() iterates it from Python: 0.11 s instead of
+                # 0.19 s for the 100k nodes of the Llama replica (CPU, best of 5)
+                add_inputs(node.input[:])
+                add_outputs(node.output[:])
             self.read_count.update(chain.from_iterable(self.inputs[start:] if start else self.inputs))
             if progress is not None:
                 progress(len(self.inputs), total)
@@ -59,12 +61,11 @@ class GraphMaps:
         self.captured: dict[int, list[str]] = {} if flat else {i: captured_names(node)
                                                                for i, node in enumerate(graph.node)
                                                                if may_have_subgraphs(node)}
-        self.producer: dict[str, int] = {name: i for i, outs in enumerate(self.outputs) for name in outs}
-        self.producer.pop("", None)
         for inner in self.captured.values():
             self.read_count.update(inner)
         del self.read_count[""]
         self._consumers: dict[str, list[int]] | None = None
+        self._producer: dict[str, int] | None = None
         self._fx_names: dict[str, list[str]] | None = None
         self._small: frozenset[str] | None = None
         self.graph_outputs = {v.name for v in graph.output}
@@ -98,6 +99,16 @@ class GraphMaps:
                 back.setdefault(onnx_name, []).append(fx)
             self._fx_names = back
         return self._fx_names.get(name, ())
+
+    @property
+    def producer(self) -> dict[str, int]:
+        """Value name -> the node making it (the last, if several do); built on first use: only fold reads it, and
+        making it cost every 100k-node summary and report 0.031 s (CPU, best of 5)."""
+        if self._producer is None:
+            producer = {name: i for i, outs in enumerate(self.outputs) for name in outs}
+            producer.pop("", None)
+            self._producer = producer
+        return self._producer
 
     @property
     def consumers(self) -> dict[str, list[int]]:
