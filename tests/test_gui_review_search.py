@@ -14,8 +14,9 @@ from PySide6.QtCore import QSettings, Qt, QThreadPool
 
 from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.core.util.paths import sidecar_path
+from inspector.gui.family_model import FamilyModel
 from inspector.gui.main_window import MainWindow
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ZOO
 
 
 @pytest.fixture
@@ -183,3 +184,29 @@ def test_export_report_carries_the_reviews_made_in_the_app(qtbot, make_window, t
     with qtbot.waitSignal(window.report_exported, timeout=60000):
         window.export_report_to(pdf)
     assert pdf.read_bytes().startswith(b"%PDF-")
+
+
+def test_a_jump_from_search_selects_the_call_in_the_functions_tree_and_scrolls_there_when_shown(qtbot, make_window):
+    """The functions tree follows a jump to a node while the Search tab stays in front: the row of the node's aten
+    call is selected at once, and the tree scrolls to it when its tab comes forward (not while hidden: a scroll of a
+    large tree cost 16 ms of each jump)."""
+    window = make_window()
+    window.resize(900, 420)  # a short tree: the last call's row is out of view
+    _open(qtbot, window, ZOO / "t5_noopt.onnx")
+    window.start_search()
+    window.search_panel.box.setText("node_view")
+    window.search_panel.run()
+    results = window.search_panel.results
+    rows = [i for i in range(results.count()) if results.item(i).text().startswith("name  ")]
+    hit = results.item(rows[-1]).data(Qt.ItemDataRole.UserRole)
+    call = window.search_panel.owner(hit)
+    assert call is not None
+    results.setCurrentRow(rows[-1])
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        qtbot.keyClick(window.search_panel.box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.family_view.currentIndex().data(FamilyModel.ObjectRole) is call, timeout=10000)
+    assert window.trees.currentWidget() is window.search_panel
+    view = window.family_view
+    assert not view.viewport().rect().intersects(view.visualRect(view.currentIndex()))  # not scrolled while hidden
+    window.trees.setCurrentWidget(view)
+    qtbot.waitUntil(lambda: view.viewport().rect().contains(view.visualRect(view.currentIndex())), timeout=5000)
