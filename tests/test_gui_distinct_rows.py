@@ -145,3 +145,25 @@ def test_where_a_row_differs_is_the_prefix_it_shares_with_each_sibling():
         expected = [tuple(sorted({_common(t, u) for j, u in enumerate(texts) if j != i}))
                     for i, t in enumerate(texts)]
         assert shared(texts) == expected, texts
+
+
+def test_the_functions_tree_hands_over_a_parents_texts_as_its_rows_show_them(qtbot, window):
+    """``child_texts`` (the elision's one call for a parent's row texts) gives what ``data`` gives row by row, for
+    every parent of a real model's tree, and nothing while the filter hides some of a parent's rows."""
+    _open(qtbot, window, ZOO / "t5_noopt.onnx")
+    proxy = window.family_filter
+    parents = [QModelIndex()]
+    checked = 0
+    while parents:
+        parent = parents.pop()
+        texts = proxy.child_texts(parent)
+        assert texts == [str(proxy.index(r, 0, parent).data() or "") for r in range(proxy.rowCount(parent))]
+        checked += len(texts)
+        parents += [proxy.index(r, 0, parent) for r in range(proxy.rowCount(parent)) if proxy.hasChildren(
+            proxy.index(r, 0, parent)) and not proxy.canFetchMore(proxy.index(r, 0, parent))]
+    assert checked > 60
+    window.filter_box.set_now("transpose")
+    assert proxy.child_texts(QModelIndex()) is None
+    family = proxy.index(0, 0)
+    assert proxy.child_texts(family) == [str(proxy.index(r, 0, family).data() or "")
+                                         for r in range(proxy.rowCount(family))]

@@ -157,7 +157,10 @@ class DistinctDelegate(QStyledItemDelegate):
             walk = walk.parent()
         found = self._shared.get(tuple(key))
         if found is None or len(found) != model.rowCount(parent):
-            texts = [str(model.index(r, 0, parent).data() or "") for r in range(model.rowCount(parent))]
+            texts_of = getattr(model, "child_texts", None)  # a model may hand them over in one call
+            texts = texts_of(parent) if texts_of is not None else None
+            if texts is None:
+                texts = [str(model.index(r, 0, parent).data() or "") for r in range(model.rowCount(parent))]
             found = self._shared[tuple(key)] = shared(texts)
         return found[index.row()] if index.row() < len(found) else ()
 

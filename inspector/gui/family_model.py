@@ -273,6 +273,11 @@ class FamilyModel(QAbstractItemModel):
         """The row behind ``index`` (the invisible root for an invalid index)."""
         return self._item(index)
 
+    def child_texts(self, parent: Index) -> list[str]:
+        """The first column's texts of ``parent``'s rows (as ``data`` gives them), in one call: the elision compares a
+        row with its siblings, and asking Qt for each of an overload's 500 rows was 28 ms under the profiler."""
+        return [str(child.label() or "") for child in self._item(parent).children]
+
     # Qt model API -------------------------------------------------------------------------------
     def _item(self, index: Index) -> _Item:
         if index.isValid():
@@ -379,6 +384,14 @@ class FamilyFilter(QSortFilterProxyModel):
         self.beginFilterChange()
         self.text, self.kept = text, kept
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def child_texts(self, parent: Index) -> list[str] | None:
+        """The first column's texts of ``parent``'s rows, from the model's rows in one call (``DistinctDelegate``);
+        None when this filter hides some of them (it never reorders rows)."""
+        model, source = self.sourceModel(), self.mapToSource(parent)
+        if not isinstance(model, FamilyModel) or self.rowCount(parent) != model.rowCount(source):
+            return None
+        return model.child_texts(source)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         if self.kept is None:
