@@ -64,3 +64,19 @@ def test_one_look_up_types_one_value_not_the_graph() -> None:
     one = count_calls(lambda: GraphShapes(graph).get(name))
     typed_all = count_calls(lambda: [value_shape(v) for v in graph.value_info])
     assert one < typed_all / 5
+
+
+def test_shapes_read_in_steps_through_a_checkpoint_are_the_same(monkeypatch) -> None:
+    """With a checkpoint, the declarations are read a step at a time (the app's analyses pass their job's checkpoint,
+    so reading a 100k-node graph's value infos never holds the GIL in one piece); what is read does not change."""
+    from inspector.core.specialise import flow
+
+    graph = onnx.load(ZOO / "gpt2.onnx", load_external_data=False).graph
+    plain = flow.GraphShapes(graph)
+    monkeypatch.setattr(flow, "_STEP", 16)
+    calls: list[tuple[int, int]] = []
+    stepped = flow.GraphShapes(graph, progress=lambda done, total: calls.append((done, total)))
+    total = len(graph.input) + len(graph.value_info) + len(graph.output)
+    assert dict(stepped.items()) == dict(plain.items()) and len(plain) > 50
+    assert calls[-1] == (total, total) and len(calls) >= total // 16
+    assert [d for d, _t in calls] == sorted(d for d, _t in calls)

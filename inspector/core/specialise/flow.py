@@ -15,6 +15,9 @@ from operator import attrgetter
 import onnx
 
 from inspector.core.bodies.body import Body
+from inspector.core.util.progress import Progress
+
+_STEP = 4096  # declarations per step of shapes read with progress (as GraphMaps reads nodes)
 
 Shape = list[int | None]
 
@@ -86,9 +89,13 @@ class GraphShapes(Mapping[str, Shape]):
     typed declaration among inputs, value infos and outputs wins; ``outer`` (the enclosing graph's shapes, for a
     branch or loop body) answers for names this graph does not type."""
 
-    def __init__(self, graph: onnx.GraphProto, outer: GraphShapes | None = None) -> None:
+    def __init__(self, graph: onnx.GraphProto, outer: GraphShapes | None = None,
+                 progress: Progress | None = None) -> None:
+        """``progress``: a checkpoint (``core.util.progress``), in declarations: they are then read ``_STEP`` at a
+        time, with ``progress(done, total)`` after each step (as ``GraphMaps`` reads nodes)."""
         self._graph = graph
         self._outer = outer
+        self._progress = progress
         self._where: dict[str, onnx.ValueInfoProto] | None = None
         self._repeated: dict[str, list[onnx.ValueInfoProto]] = {}
         self._known: dict[str, Shape | None] = {}
@@ -97,9 +104,22 @@ class GraphShapes(Mapping[str, Shape]):
         """Name -> its last declaration; names declared more than once keep all theirs in ``_repeated``."""
         if self._where is None:
             g = self._graph
-            seq = [*g.input, *g.value_info, *g.output]
-            names = list(map(attrgetter("name"), seq))
-            self._where = dict(zip(names, seq))
+            progress = self._progress
+            total = len(g.input) + len(g.value_info) + len(g.output)
+            seq: list[onnx.ValueInfoProto] = []
+            names: list[str] = []
+            where: dict[str, onnx.ValueInfoProto] = {}
+            for declared in (g.input, g.value_info, g.output):
+                step = _STEP if progress is not None else max(len(declared), 1)
+                for start in range(0, len(declared), step):
+                    piece = declared[start:start + step]
+                    got = list(map(attrgetter("name"), piece))
+                    seq += piece
+                    names += got
+                    where.update(zip(got, piece))
+                    if progress is not None:
+                        progress(len(seq), total)
+            self._where = where
             if len(self._where) < len(seq):
                 for name, v in zip(names, seq):
                     self._repeated.setdefault(name, []).append(v)

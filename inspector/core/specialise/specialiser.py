@@ -37,6 +37,7 @@ from inspector.core.specialise.links import (
     literal_place,
 )
 from inspector.core.specialise.onnx_defaults import is_default, model_opsets
+from inspector.core.util.progress import Progress
 
 Member: TypeAlias = FunctionKey | AtenCall
 """What shares a body in a family: a function overload, or an aten call."""
@@ -142,6 +143,9 @@ class Specialiser:
         # called every PAUSE_EVERY calls of a family: an app running analyses in the background lets them wait
         # there while what the user waits for runs (a 20k-call family takes 0.3 s at 100k nodes)
         self.pause: Callable[[], None] | None = None
+        # the checkpoint the main graph's maps and shapes are first read through (``core.util.progress``): the app
+        # passes its job's, so that reading 100k nodes' worth is done in steps
+        self.progress: Progress | None = None
         self._shapes: GraphShapes | None = None
         self._opsets: dict[str, int] | None = None
         # branch and loop bodies (If/Loop/Scan) by node path: their maps, and shapes as seen from inside them
@@ -150,13 +154,13 @@ class Specialiser:
 
     @property
     def maps(self) -> GraphMaps:
-        return self.index.graph_maps()
+        return self.index.graph_maps(progress=self.progress)
 
     @property
     def shapes(self) -> GraphShapes:
         """Static shapes of the main graph's typed values (each read on first use)."""
         if self._shapes is None:
-            self._shapes = GraphShapes(self.index.proto.graph)
+            self._shapes = GraphShapes(self.index.proto.graph, progress=self.progress)
         return self._shapes
 
     def is_onnx_default(self, body: Body, lit: Literal) -> bool:
