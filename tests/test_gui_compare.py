@@ -371,3 +371,29 @@ def test_a_flat_export_against_its_fold_shows_the_folding_one_fact_a_line(qtbot,
     assert "{" not in text and "}" not in text
     lines = text.splitlines()
     assert "flat: a" in lines and "folded: b" in lines and f"calls: {calls}" in lines and calls == 70
+
+
+def test_the_report_with_the_diff_carries_a_s_reviews(qtbot, compare: CompareWindow, tmp_path: Path):
+    """File > Export Report with the Diff writes A's report with A's reviews, as ``onnx-inspector report A --compare
+    B`` does: it said "No review file was used" beside a sidecar holding a suspicious value and its note."""
+    from inspector.api import report
+    from inspector.core.model.index import open_index
+    from inspector.core.review.store import ReviewStore, review_keys
+    from inspector.core.specialise.specialiser import Specialiser
+    from inspector.gui.compare_export import export
+
+    a = tmp_path / "a.onnx"
+    a.write_bytes((ZOO / "pair_heads_a.onnx").read_bytes())
+    key, _obj = next(k for fa in Specialiser(open_index(a)).analyse_all() for k in review_keys(fa)
+                     if k[0].kind == "value")
+    store = ReviewStore(a)
+    store.set(key, "suspicious", note="head count <b>8</b> baked in")
+    _load(qtbot, compare, a, ZOO / "pair_heads_b.onnx")
+    out = tmp_path / "a.report.html"
+    with qtbot.waitSignal(compare.exported, timeout=60000):
+        export(compare, "report", out)
+    text = out.read_text()
+    assert "No review file was used" not in text
+    assert "head count &lt;b&gt;8&lt;/b&gt; baked in" in text
+    command = report(str(a), compare=str(ZOO / "pair_heads_b.onnx")).text
+    assert "head count &lt;b&gt;8&lt;/b&gt; baked in" in command

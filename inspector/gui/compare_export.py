@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -9,8 +10,11 @@ from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenuBar, QStatusBar, QWidget
 
+from inspector.core.model.index import ModelIndex
+from inspector.core.review.check import load_reviews
+from inspector.core.review.store import ReviewStore
 from inspector.core.util.errors import InspectorError
-from inspector.core.util.paths import check_output
+from inspector.core.util.paths import check_output, sidecar_path
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
 from inspector.gui.worker import Jobs
@@ -84,8 +88,8 @@ def export(window: ExportingWindow, what: str, path: Path) -> None:
         def work() -> str:
             from inspector.report.build import build_report
 
-            return render_text(build_report(pair.a, None, compare=pair.diff, graphs=fmt in ("html", "pdf"),
-                                            dot=run_dot_elsewhere), fmt)
+            return render_text(build_report(pair.a, _reviews_of(pair.a), compare=pair.diff,
+                                            graphs=fmt in ("html", "pdf"), dot=run_dot_elsewhere), fmt)
 
     def done(text: str) -> None:
         try:
@@ -98,3 +102,15 @@ def export(window: ExportingWindow, what: str, path: Path) -> None:
 
     status.showMessage(f"Writing {path.name}…")
     window.jobs.run(work, done, lambda reason: status.showMessage(f"Not written: {reason}"))
+
+
+def _reviews_of(index: ModelIndex) -> ReviewStore | None:
+    """A's reviews, as ``onnx-inspector report A --compare B`` reads them: its sidecar, read only (the report said
+    "No review file was used" beside a sidecar holding a suspicious value); none when there is no sidecar, or it
+    cannot be read (the report then says so, as for a model without one)."""
+    if index.path is None or not os.path.lexists(sidecar_path(index.path)):
+        return None
+    try:
+        return load_reviews(index.path, None)
+    except InspectorError:
+        return None
