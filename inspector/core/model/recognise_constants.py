@@ -58,6 +58,10 @@ class GraphConstants:
         if budget[0] < 0 or self.maps.read_count[value] != 1 or len(self.maps.outputs[h]) != 1 \
                 or self._keys[h][1] not in SHAPING:
             return None
+        return self._with_operands(h, budget)
+
+    def _with_operands(self, h: int, budget: list[int]) -> set[int] | None:
+        """Node ``h`` and the nodes that compute each of its operands from constants alone; None if one does not."""
         out = {h}
         for v in self.maps.inputs[h]:
             if v:
@@ -82,14 +86,7 @@ class GraphConstants:
                 got = self.folded(v, budget) if v else set()
                 out |= got or set()  # a piece that is not constant is an outside value
             return out
-        out = {h}
-        for v in inputs:
-            if v:
-                got = self.folded(v, budget)
-                if got is None:
-                    return None
-                out |= got
-        return out
+        return self._with_operands(h, budget)
 
     def fits(self, slot: Slot, value: str) -> bool:
         if not value or not self.is_constant(value):
