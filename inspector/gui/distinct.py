@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 ELLIPSIS = "…"
@@ -80,9 +81,23 @@ def _component(text: str, at: int) -> tuple[int, int]:
     return start, end
 
 
-def _longest(make: Callable[[int], str], fits: Callable[[str], bool], high: int) -> int:
-    """The largest n in [0, high] with ``fits(make(n))`` (fits is monotone in n); -1 when none fits."""
+def _longest(make: Callable[[int], str], fits: Callable[[str], bool], high: int, hint: int | None = None) -> int:
+    """The largest n in [0, high] with ``fits(make(n))`` (fits is monotone in n); -1 when none fits. A ``hint`` (the
+    answer of a cheap estimate of ``fits``) is tried first with its neighbour: when it is right, two calls of ``fits``
+    settle it instead of the binary search's six; when it is wrong, the search goes on in the part it ruled out, so
+    the answer is the same either way."""
     low, best = 0, -1
+    if hint is not None and high >= 0:
+        hint = min(max(hint, 0), high)
+        if fits(make(hint)):
+            best, low = hint, hint + 1
+            if low > high or not fits(make(low)):
+                return best
+            best, low = low, low + 1
+        else:
+            if hint == 0 or fits(make(hint - 1)):
+                return hint - 1
+            high = hint - 2
     while low <= high:
         mid = (low + high) // 2
         if fits(make(mid)):
@@ -104,11 +119,13 @@ def _join(text: str, spans: Sequence[tuple[int, int]], lead: int, tail: int) -> 
     return out + (ELLIPSIS if end > pos else "") + text[end:]
 
 
-def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]) -> str:
+def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool],
+                   guess: Callable[[str], bool] | None = None) -> str:
     """``text`` shortened until it ``fits``, keeping what differs from its siblings: ``points`` are where it first
     differs from each (``shared``). The path component at each point is kept (in a narrow column only the
     characters around it; the earliest dropped first when they do not all fit), then as much of the end (the FX
-    or op name) and of the start as fits: ``module…0.mlp.fc1``, ``linear_1 …k_proj)``."""
+    or op name) and of the start as fits: ``module…0.mlp.fc1``, ``linear_1 …k_proj)``. ``guess``, a cheap estimate
+    of ``fits`` (character widths added up), only says where to look first: the result is ``fits``' own."""
     if fits(text):
         return text
     at = [min(p, len(text) - 1) for p in points if text]
@@ -119,9 +136,28 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
             spans = spans[1:]
         if spans:
             break
-    tail = _longest(lambda n: _join(text, spans, 0, n), fits, len(text))
-    lead = _longest(lambda n: _join(text, spans, n, max(tail, 0)), fits, len(text))
+
+    def longest(make: Callable[[int], str]) -> int:
+        hint = _longest(make, guess, len(text)) if guess is not None else None
+        return _longest(make, fits, len(text), hint)
+
+    tail = longest(lambda n: _join(text, spans, 0, n))
+    lead = longest(lambda n: _join(text, spans, n, max(tail, 0)))
     return _join(text, spans, max(lead, 0), max(tail, 0))
+
+
+class _Advances(dict[str, float]):
+    """Each character's width in one font, measured on first use: their sum estimates a text's width (kerning and
+    shaping aside) for ``distinct_elide``'s ``guess``. Measuring a row's text costs ~9 us in Qt, and a binary
+    search over a row's lengths took 13 measures (597 for the 46 rows of an overload's calls shown at 100k)."""
+
+    def __init__(self, metrics: QFontMetricsF) -> None:
+        super().__init__()
+        self._metrics = metrics
+
+    def __missing__(self, char: str) -> float:
+        width = self[char] = self._metrics.horizontalAdvance(char)
+        return width
 
 
 class DistinctDelegate(QStyledItemDelegate):
@@ -134,6 +170,7 @@ class DistinctDelegate(QStyledItemDelegate):
         self._model: QObject | None = None
         self._shared: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
         self._elided: dict[tuple[str, tuple[int, ...], int, int, int], str] = {}
+        self._advances: dict[str, _Advances] = {}  # per font (``QFont.key``): each character's width, once
 
     def _forget(self, *_args: object) -> None:
         self._shared.clear()
@@ -182,7 +219,14 @@ class DistinctDelegate(QStyledItemDelegate):
             if shown is None:  # (a repaint, on hover or selection, draws the same rows again: 16 widths tried a row)
                 if len(self._elided) > 4096:
                     self._elided.clear()
-                shown = self._elided[key] = distinct_elide(option.text, points, fits)
+                advances = self._advances.get(option.font.key())
+                if advances is None:
+                    advances = self._advances[option.font.key()] = _Advances(QFontMetricsF(option.font))
+
+                def guess(s: str) -> bool:
+                    return sum(map(advances.__getitem__, s)) <= width - 1
+
+                shown = self._elided[key] = distinct_elide(option.text, points, fits, guess)
             option.text = shown
 
     def shown_text(self, index: QModelIndex) -> str:
