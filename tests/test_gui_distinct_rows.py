@@ -46,6 +46,9 @@ def _sibling_clashes(view: QTreeView, names: DistinctDelegate, parent: QModelInd
         full[names.shown_text(row)].add(str(row.data()))
     clashes = [f"{where}: {sorted(full[text])} read {text!r}" for text, n in shown.items()
                if n > 1 and len(full[text]) > 1]
+    # the style draws the row's text as elided here: it never cuts it again at its end, the part kept here
+    clashes += [f"{where}: {row.data()!r} elided {ours!r}, drawn {drawn!r}" for row in rows
+                for ours, drawn in [names.elided_text(row)] if ours != drawn]
     for row in rows:
         clashes += _sibling_clashes(view, names, row, where)
     return clashes

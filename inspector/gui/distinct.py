@@ -205,9 +205,7 @@ class DistinctDelegate(QStyledItemDelegate):
         super().initStyleOption(option, index)
         if index.column() != 0 or not option.text:
             return
-        style = option.widget.style() if option.widget is not None else self._view.style()
-        width = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, option.widget).width()
-        metrics = option.fontMetrics
+        width, metrics = self._text_width(option), option.fontMetrics
 
         def fits(s: str) -> bool:
             return metrics.horizontalAdvance(s) <= width - 1
@@ -229,14 +227,28 @@ class DistinctDelegate(QStyledItemDelegate):
                 shown = self._elided[key] = distinct_elide(option.text, points, fits, guess)
             option.text = shown
 
-    def shown_text(self, index: QModelIndex) -> str:
-        """The text drawn for ``index`` at the view's current column width (what a reader sees)."""
+    def _text_width(self, option: QStyleOptionViewItem) -> int:
+        """The width the style draws a row's text in: its text rectangle less the margin Qt's common style keeps
+        either side (``PM_FocusFrameHMargin`` + 1, ``viewItemDrawText`` in qcommonstyle.cpp), past which Qt elides
+        the text again at its end, the very part this elision keeps (seen under Xvfb: ``…norm  (transformer.h.0.ln…``
+        for ``…norm  (transformer.h.0.ln_1)``)."""
+        style = option.widget.style() if option.widget is not None else self._view.style()
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, option.widget)
+        return rect.width() - 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, option.widget) + 1)
+
+    def elided_text(self, index: QModelIndex) -> tuple[str, str]:
+        """For ``index`` at the view's current column width: the text this delegate hands the style, and the text
+        the style draws of it (eliding its end where it is still too wide; tests check that it never has to)."""
         option = QStyleOptionViewItem()
         option.initFrom(self._view.viewport())
         option.rect = self._view.visualRect(index)
         option.widget = self._view
         self.initStyleOption(option, index)
-        return option.text
+        return option.text, option.fontMetrics.elidedText(option.text, option.textElideMode, self._text_width(option))
+
+    def shown_text(self, index: QModelIndex) -> str:
+        """The text drawn for ``index`` at the view's current column width (what a reader sees)."""
+        return self.elided_text(index)[1]
 
 
 def use_distinct_elision(view: QAbstractItemView) -> DistinctDelegate:
