@@ -79,3 +79,40 @@ def test_enter_before_the_results_come_jumps_to_the_first_once_they_do(qtbot, wi
         assert panel.results.count() == 0  # nothing ran on this thread
     first = panel.results.item(0).data(Qt.ItemDataRole.UserRole)
     assert jumped.args == [first] and first.path == (_rotary_nodes(ZOO / "llama_gqa.onnx")[0],)
+
+
+def test_a_node_in_a_branch_of_torch_cond_belongs_to_the_call_its_metadata_names(qtbot, window):
+    """Rows name the aten call a node came from: for the nodes in the branches of an If (``torch.cond``), the call
+    is the one torch wrote in the node's own FX metadata, not the last call under the If (the owners were once keyed
+    by the If's position: both branches' Gemm nodes read ``root › mul`` twice)."""
+    import re
+
+    from inspector.core.model.walk import resolve_path
+
+    path = ZOO / "cond.onnx"
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.open_path(path)
+    panel, graph = window.search_panel, onnx.load(path).graph
+    window.start_search()
+    checked: set[tuple] = set()
+    for query in ("Gemm", "Relu", "Tanh", "LayerNormalization", "node_"):
+        with qtbot.waitSignal(panel.shown, timeout=30000):
+            panel.box.setText(query)
+        rows = [panel.results.item(i) for i in range(panel.results.count())]
+        for row in rows:
+            hit = row.data(Qt.ItemDataRole.UserRole)
+            if hit.kind not in ("op_type", "node") or hit.scope is None:
+                continue
+            node = resolve_path(graph.node, hit.path)
+            fx = next((e.value for e in node.metadata_props if e.key == "pkg.torch.onnx.fx_node"), "")
+            named = re.match(r"%(\w+) ", fx)
+            owner = panel.owner(hit)
+            assert (owner.name if owner else None) == (named.group(1) if named else None), (hit.where, fx)
+            checked.add(hit.path)
+        texts = [r.text() for r in rows]
+        assert len(set(texts)) == len(texts), texts
+    ops = {"Gemm", "Relu", "Tanh", "LayerNormalization"}
+    branch_nodes = {(i, attr.name, k) for i, node in enumerate(graph.node) if node.op_type == "If"
+                    for attr in node.attribute for k, inner in enumerate(attr.g.node) if inner.op_type in ops}
+    assert len(branch_nodes) == 5  # then: Gemm, Relu; else: Gemm, LayerNormalization, Tanh
+    assert branch_nodes <= checked

@@ -354,6 +354,16 @@ class SearchIndex:
                         hits.append(self._hit(cand, q, row is buckets[0]))
         return SearchResult(hits, total > len(hits), total)
 
+    def graph_of(self, call: AtenCall) -> str:
+        """The graph that holds ``call``, readable: its scope (``main``, a function), or the branch of an If or the
+        body of a Loop inside it (``main/node_cond__0.then_branch``), where FX names repeat across branches."""
+        first, scope = call.node_paths[0] if call.node_paths else (), call.scope
+        if len(first) < 2:
+            return str(scope)
+        function = self.index.functions.functions.get(scope) if isinstance(scope, FunctionKey) else None
+        nodes = function.node if function is not None else self.index.proto.graph.node if scope == MAIN else []
+        return path_text(nodes, first[:-1], str(scope))
+
     def _hit(self, cand: tuple[HitKind, int, int], q: str, exact: bool) -> Hit:
         kind, k, extra = cand
         if kind == "function":
@@ -364,8 +374,8 @@ class SearchIndex:
             call: AtenCall = self.index.provenance.calls[extra]
             # the target when it matched, else the raw FX target ("torch.ops.aten.transpose.int")
             text = target if (t_cf == q if exact else q in t_cf) else raw
-            module = call.module_path
-            where = f"{call.scope}/{call.name}" + (f" in {module}" if module else "")
+            module, place = call.module_path, self.graph_of(call)
+            where = f"{place}/{call.name}" + (f" in {module}" if module else "")
             return Hit(kind, text, call.scope, (), where, call, exact)
         if kind == "module":
             m, path_cf, _cls_cf = self._modules[k]

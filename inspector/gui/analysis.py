@@ -17,6 +17,7 @@ from inspector.core.model.index import Family, ModelIndex, Overload
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.signature import CallSignature, call_signature, function_call_signature
+from inspector.core.model.walk import NodePath
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Specialiser
 from inspector.gui.worker import checkpoint, give_way, on_background_job
 
@@ -43,10 +44,11 @@ def same_scope(a: object, b: object) -> bool:
     return a is b or (not isinstance(a, AtenCall) and not isinstance(b, AtenCall) and a is not None and a == b)
 
 
-def main_call_owners(index: ModelIndex) -> dict[int, AtenCall]:
-    """Node of the main graph (by position) -> the aten call it belongs to: one pass over the calls."""
-    return {p[0]: call for call in index.provenance.calls if call.scope == MAIN
-            for p in call.node_paths if p and isinstance(p[0], int)}
+def main_call_owners(index: ModelIndex) -> dict[NodePath, AtenCall]:
+    """Node of the main graph (by path) -> the aten call it belongs to: one pass over the calls. By the whole path:
+    the calls in the branches of an If (``torch.cond``) have paths under the If's position, and keyed by that
+    position alone every node of both branches, and the If itself, belonged to whichever call came last."""
+    return {p: call for call in index.provenance.calls if call.scope == MAIN for p in call.node_paths if p}
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from shiboken6 import isValid
 
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
+from inspector.core.model.walk import NodePath
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
 from inspector.gui.analysis import main_call_owners
 from inspector.gui.distinct import use_distinct_elision
@@ -48,7 +49,7 @@ class SearchPanel(QWidget):
         lay.addWidget(self.results)
         self.jobs = Jobs()
         self._index: SearchIndex | None = None
-        self._owners: dict[int, AtenCall] | None = None  # main-graph node -> its aten call, built on first use
+        self._owners: dict[NodePath, AtenCall] | None = None  # main-graph node -> its aten call, made on first use
         self._shown: str | None = None  # the text the rows are for
         self._jump_when_shown: str | None = None  # Enter was pressed before the rows for this text came
         self._generation = 0  # bumped per model: a search of the previous model reports to no one
@@ -104,7 +105,7 @@ class SearchPanel(QWidget):
 
         self.jobs.run(work, done)
 
-    def _owners_of(self, index: SearchIndex) -> dict[int, AtenCall]:
+    def _owners_of(self, index: SearchIndex) -> dict[NodePath, AtenCall]:
         """Main-graph node -> its aten call (one pass over the calls; made off the GUI thread when typing)."""
         owners = self._owners
         if owners is None or index is not self._index:
@@ -122,6 +123,12 @@ class SearchPanel(QWidget):
         for hit in result.hits:
             call = self.owner(hit)
             place = f"{call.module_path or 'root'} › {call.name}" if call is not None else hit.where
+            if call is not None and self._index is not None and call.node_paths and len(call.node_paths[0]) > 1:
+                place += f" in {self._index.graph_of(call)}"  # the branch: FX names repeat across branches
+            if call is not None and hit.kind in NODE_KINDS and len(call.node_paths) > 1:
+                # which of the call's nodes: its metadata and stack trace are on every one of them, so the rows
+                # of an SDPA call's ten nodes read the same without it
+                place += f" › {hit.where.rsplit('/', 1)[-1]}"
             item = QListWidgetItem(f"{hit.matched_in}  {hit.text}  ·  {place}")
             item.setData(Qt.ItemDataRole.UserRole, hit)
             matched = f"{hit.matched_in} ({hit.key})" if hit.key else hit.matched_in
@@ -143,8 +150,7 @@ class SearchPanel(QWidget):
             return hit.ref
         if self._index is None or hit.kind not in NODE_KINDS or hit.scope != MAIN or not hit.path:
             return None
-        first = hit.path[0]
-        return self._owners_of(self._index).get(first) if isinstance(first, int) else None
+        return self._owners_of(self._index).get(hit.path)
 
     def _enter(self) -> None:
         text = self.box.text()

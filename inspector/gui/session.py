@@ -27,6 +27,7 @@ from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import load_model
 from inspector.core.model.provenance import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
+from inspector.core.model.walk import NodePath
 from inspector.core.review.store import Review, ReviewStore, reviewed_value
 from inspector.core.search import SearchIndex
 from inspector.core.util.errors import InspectorError
@@ -62,7 +63,7 @@ class Opened:
     values: GraphValues
     tree: FamilyTree  # the functions tree's rows
     totals: dict[int, int]  # nodes per module (module_totals)
-    owners: dict[int, AtenCall]  # main-graph node -> its aten call (main_call_owners): for picks in the graph
+    owners: dict[NodePath, AtenCall]  # main-graph node -> its aten call (main_call_owners): for graph picks
 
 
 def open_for_display(path: Path) -> Opened:
@@ -98,7 +99,7 @@ def module_why(path: str) -> str:
     return f"Module {path} is not an overload: select one of its aten calls to review it."
 
 
-def picked_object(scope: Scope | None, node: SceneNode, owners: dict[int, AtenCall]) -> Shown:
+def picked_object(scope: Scope | None, node: SceneNode, owners: dict[NodePath, AtenCall]) -> Shown:
     """What a box picked in the graph stands for: a call box its call, a box inside a body that body (None: the
     view's own item), a node of the main graph the aten call it came from, a module nothing reviewable."""
     if node.kind == ATEN_CALL and isinstance(node.ref, AtenCall):
@@ -111,7 +112,7 @@ def picked_object(scope: Scope | None, node: SceneNode, owners: dict[int, AtenCa
     if node.kind == MODULE:
         return Unreviewable(module_why(str(node.ref)))
     if node.kind == OP and isinstance(node.ref, tuple) and node.ref and isinstance(node.ref[0], int):
-        owner = owners.get(node.ref[0])
+        owner = owners.get(node.ref)
         if owner is not None:
             return owner
         return Unreviewable(f"{node.label} node of the main graph belongs to no aten call: nothing to review.")
@@ -156,7 +157,7 @@ class Session(QObject):
         self._asked: Shown = Unreviewable(NO_MODEL)  # what ``selection`` is (being) worked out for
         self._view_scope: Scope | None = None  # the scope the graph was last asked to show
         self._token += 1
-        self._owners: dict[int, AtenCall] | None = None
+        self._owners: dict[NodePath, AtenCall] | None = None
         self.selection: Selection | None = None
         self.target: Target | None = None
         self.pending_value: Reviewable | None = None  # to target once its body is shown (a Review list jump)
