@@ -170,7 +170,7 @@ def test_the_compare_menu_exports_the_diff_and_the_report(qtbot, compare: Compar
     out = tmp_path / name
     asked = []
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        lambda _w, _t, suggested, _f: (asked.append(suggested), (str(out), ""))[1])
+                        lambda _w, _t, suggested, _f, **_k: (asked.append(suggested), (str(out), ""))[1])
     compare.changes.setFocus()
     with qtbot.waitSignal(compare.exported, timeout=60000):
         seq = QKeySequence(keys)

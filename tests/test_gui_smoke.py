@@ -123,7 +123,7 @@ def test_ctrl_e_exports_the_report_from_the_text_boxes_too(window: MainWindow, q
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         window.open_path(SAMPLE)
     out = tmp_path / "r.md"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(out), ""))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(out), ""))
     box = window.filter_box if focus == "filter" else window.search_panel.box
     if focus == "search":
         window.start_search()

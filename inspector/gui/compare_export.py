@@ -8,13 +8,14 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMenuBar, QStatusBar, QWidget
+from PySide6.QtWidgets import QMenuBar, QStatusBar, QWidget
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.review.check import load_reviews
 from inspector.core.review.store import ReviewStore
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output, sidecar_path
+from inspector.gui.dialogs import output_path
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.menus import add_action
 from inspector.gui.worker import Jobs
@@ -60,10 +61,12 @@ def _ask(window: ExportingWindow, what: str) -> None:
     a, b = pair.a.path, pair.b.path
     suggested = a.with_name(f"{a.stem}-vs-{b.stem}.{'diff' if what == 'diff' else 'report'}.html")
     parent = window if isinstance(window, QWidget) else None
-    path, _ = QFileDialog.getSaveFileName(parent, f"Export {what}", str(suggested),
-                                          DIFF_FILTER if what == "diff" else REPORT_FILTER)
-    if path:
-        export(window, what, Path(path))
+    if parent is None:
+        return
+    path = output_path(parent, f"Export {what}", str(suggested), DIFF_FILTER if what == "diff" else REPORT_FILTER,
+                       [*pair.a.protected_files(), *pair.b.protected_files()], f"the {what}")
+    if path is not None:
+        export(window, what, path)
 
 
 def export(window: ExportingWindow, what: str, path: Path) -> None:

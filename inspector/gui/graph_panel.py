@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QMenu, QMessageBox, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMenu, QMessageBox, QToolButton, QVBoxLayout, QWidget
 
 from inspector.core.bodies.body import Body
 from inspector.core.model.calls import AtenCall, Scope
@@ -26,7 +26,7 @@ from inspector.core.util.paths import check_output
 from inspector.core.util.textsafe import one_line
 from inspector.gui import dot_process, worker
 from inspector.gui.analysis import TreeObject, scope_of
-from inspector.gui.dialogs import show_message
+from inspector.gui.dialogs import output_path, show_message
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_view import GraphView, export_png, export_svg
 from inspector.gui.text import plural
@@ -464,11 +464,13 @@ class GraphPanel(QWidget):
 
     def export_dialog(self) -> None:
         overview = self._current is not None and self._current.overview  # drawn by Qt only: PNG
-        path, _ = QFileDialog.getSaveFileName(self, "Export graph", self.export_name() + (
-            ".png" if overview else ".svg"), "PNG (*.png)" if overview else "SVG (*.svg);;PNG (*.png)")
-        if path:
+        index = self.index
+        path = output_path(self, "Export graph", self.export_name() + (".png" if overview else ".svg"),
+                           "PNG (*.png)" if overview else "SVG (*.svg);;PNG (*.png)",
+                           index.protected_files() if index is not None else [], "the graph")
+        if path is not None:
             try:
-                self.export(Path(path))
+                self.export(path)
             except InspectorError as e:
                 show_message(self, QMessageBox.Icon.Warning, "Export graph", one_line(str(e), 300))
 

@@ -35,7 +35,7 @@ from inspector.gui import details
 from inspector.gui.analysis import TreeObject
 from inspector.gui.body_view import BodyView
 from inspector.gui.compare import CompareWindow
-from inspector.gui.dialogs import show_message
+from inspector.gui.dialogs import output_path, show_message
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_panel import GraphPanel
 from inspector.gui.menus import FILE_FILTER, FileActions, build_file_menu
@@ -233,10 +233,11 @@ class MainWindow(QMainWindow):
         if self.index is None:
             return
         suggested = str(self.index.path.with_name(self.index.path.stem + ".report.html"))
-        path, _ = QFileDialog.getSaveFileName(self, "Export report", suggested,
-                                              "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)")
-        if path:
-            self.export_report_to(Path(path))
+        path = output_path(self, "Export report", suggested,
+                           "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)", self.index.protected_files(),
+                           "the report")
+        if path is not None:
+            self.export_report_to(path)
 
     def export_report_to(self, path: Path) -> None:
         """The same report as ``onnx-inspector report``, with the reviews made in this window."""
