@@ -151,6 +151,27 @@ def test_recognised_from_the_doc_string_and_the_name(doc: str, domain: str, name
     assert (found.target, found.evidence, found.conflict) == (target, evidence, None)
 
 
+def test_a_name_that_fits_several_overloads_is_said_not_guessed(tmp_path: Path) -> None:
+    """A library function named ``aten_add`` in torchlib's domain, with no doc string and no FX metadata, passing
+    no attributes: ``add.Tensor`` and ``add.Scalar`` both fit. It is not read as either, and the summary says why
+    (it used to say nothing: a family of its own, no finding)."""
+    f = _function("", "pkg.onnxscript.torch_lib", "aten_add")
+    assert recognise(f, []).candidates == ("aten::add.Scalar", "aten::add.Tensor")
+    call = helper.make_node("aten_add", ["x"], ["y"], domain="pkg.onnxscript.torch_lib")
+    graph = helper.make_graph([call], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [6])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, functions=[f], opset_imports=[
+        helper.make_opsetid("", 20), helper.make_opsetid("pkg.onnxscript.torch_lib", 1)])
+    path = tmp_path / "ambiguous.onnx"
+    onnx.save(model, path)
+    index = open_index(path)
+    assert [(x.kind, x.severity, x.message) for x in index.findings] == [(
+        "aten_evidence", "info", "function pkg.onnxscript.torch_lib.aten_add is not read as an aten overload: it is "
+        "named after aten::add, whose overloads aten::add.Scalar, aten::add.Tensor all fit what its calls pass, and "
+        "no doc string or FX metadata says which")]
+    assert [fam.label for fam in index.families] == ["pkg.onnxscript.torch_lib.aten_add"]
+
+
 def test_recognised_from_the_call_metadata_alone() -> None:
     found = recognise(_function("", "local", "f"), [_call("aten.view.default")])
     assert (found.target, found.evidence) == ("aten::view", ("fx",))

@@ -48,11 +48,13 @@ _HASHED = re.compile(r"^(?P<base>[A-Za-z0-9_]*?)_?(?P<hash>[0-9a-f]{8,})$")
 @dataclass(frozen=True, slots=True)
 class Recognised:
     """What the evidence says a function implements: ``target`` (``aten::view``) when it agrees, with the kinds of
-    evidence that named it; ``conflict`` says in words which evidence disagreed (then ``target`` is None)."""
+    evidence that named it; ``conflict`` says in words which evidence disagreed (then ``target`` is None);
+    ``candidates``, the overloads that fit when the name alone names an op of several (then ``target`` is None)."""
 
     target: str | None
     evidence: tuple[EvidenceKind, ...] = ()
     conflict: str | None = None
+    candidates: tuple[str, ...] = ()
 
 
 def is_aten_domain(domain: str) -> bool:
@@ -118,8 +120,10 @@ def recognise(f: onnx.FunctionProto, calls: Sequence[onnx.NodeProto], fx: Iterab
     if op is None:
         return Recognised(None)
     fitting = _fitting(op, f, calls, cat)
-    # several overloads that fit are not a conflict, only too little evidence: not read as any of them
-    return Recognised(fitting[0].target, ("name",)) if len(fitting) == 1 else Recognised(None)
+    if len(fitting) == 1:
+        return Recognised(fitting[0].target, ("name",))
+    # several overloads that fit are not a conflict, only too little evidence: not read as any of them, and said
+    return Recognised(None, candidates=tuple(sorted(s.target for s in fitting)))
 
 
 def _names(op: str, target: str) -> bool:

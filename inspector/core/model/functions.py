@@ -140,6 +140,11 @@ class FunctionIndex:
                 self.findings.append(Finding("aten_evidence", "warning",
                                              f"function {k} is not read as an aten overload: {found.conflict}",
                                              (str(k),)))
+            elif found.candidates:
+                self.findings.append(Finding(
+                    "aten_evidence", "info", f"function {k} is not read as an aten overload: it is named after "
+                    f"{found.candidates[0].partition('.')[0]}, whose overloads {', '.join(found.candidates)} all fit "
+                    "what its calls pass, and no doc string or FX metadata says which", (str(k),)))
         return out
 
     def describe(self, key: FunctionKey) -> str:
