@@ -320,3 +320,21 @@ print(json.dumps({{"rows": [r.status for r in d.rows], "parent": os.getpid()}}))
     builds = log.read_text().split()
     # the schema catalogue (a worker's first pair builds it) is built once per worker process: not per pair
     assert 1 <= len(builds) <= 2 and len(set(builds)) == len(builds) and str(out["parent"]) not in builds
+
+
+def test_the_escapers_written_out_escape_as_the_library_did():
+    """textsafe escapes HTML without importing ``html`` (its entity table is start-up): the same text as
+    ``html.escape(..., quote=True)`` for every character a model string may hold."""
+    import html
+
+    from inspector.core.util.textsafe import html_text, printable
+
+    rng = random.Random(34)
+    texts = ["", "plain", "<b onclick='x'>\"&amp;\"</b>", "a=b://c", "'\"<>&" * 3, "\ud800<\n>", "caf\u00e9 & <x>"]
+    texts += ["".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0, 0x3000)])) for _ in range(40))
+              for _ in range(300)]
+    for text in texts:
+        for keep in (False, True):
+            want = html.escape(printable(text, keep_newlines=keep), quote=True).replace("=", "&#61;") \
+                .replace("://", "&#58;//")
+            assert html_text(text, keep_newlines=keep) == want, text
