@@ -75,7 +75,7 @@ _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile"),
-            "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render"),
+            "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile"),
             "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile")}
 _USED = {"summary": ("inspector.core.summary", "inspector.core.specialise.specialiser"),
          "check": ("inspector.core.review.check", "inspector.report.check_text"),
