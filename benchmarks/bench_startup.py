@@ -15,7 +15,10 @@ same pairs diffed one by one in one process (``diff_files``, start-up not counte
 (wall time - the sum / 2 workers) / pairs, what the folder run costs beyond its pairs' own work shared by two
 workers (the command's start-up, the pool's workers, handing each pair over and its row back).
 
-    python benchmarks/bench_startup.py [--startup-runs 15] [--folder-runs 3]
+With ``--instructions``, each start-up command's whole process is also run once under callgrind and its instruction
+count printed beside ``import onnx``'s: a figure that does not move with the machine's load.
+
+    python benchmarks/bench_startup.py [--startup-runs 15] [--folder-runs 3] [--instructions]
 """
 
 from __future__ import annotations
@@ -111,6 +114,36 @@ def startup_table(res: dict[str, dict[str, float]]) -> str:
         f"\n(median of {res[base_name]['runs']:.0f} interleaved runs each)"
 
 
+def measure_instructions() -> dict[str, int] | None:
+    """Per command: the instructions its whole process executes, counted by callgrind (``valgrind --tool=callgrind``)
+    with a fixed hash seed, after the warm-up runs: the same figure however busy the machine is (wall and CPU time on
+    a shared machine move by a third), so a change is measured by it run by run. None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    env = {**_env(), "PYTHONHASHSEED": "0"}
+    counts: dict[str, int] = {}
+    for name, argv in startup_commands().items():
+        _wall(argv, env)
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        collected = [line.split()[-1] for line in proc.stderr.splitlines() if "Collected :" in line]
+        if proc.returncode not in (0, 1) or not collected:
+            raise RuntimeError(f"callgrind {' '.join(argv)}: exit {proc.returncode}: {proc.stderr[-300:]}")
+        counts[name] = int(collected[-1])
+    return counts
+
+
+def instructions_table(counts: dict[str, int] | None) -> str:
+    if counts is None:
+        return "(instructions: valgrind not found)"
+    base_name = next(iter(counts))
+    rows = [["start-up, instructions (callgrind, PYTHONHASHSEED=0)", "million", "× import onnx"], ["---"] * 3]
+    for name, count in counts.items():
+        rows.append([name if name == base_name else f"onnx-inspector {name}", f"{count / 1e6:.0f}",
+                     f"{count / counts[base_name]:.2f}"])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
 def _zoo_pair_folders(tmp: Path) -> tuple[Path, Path, list[str]]:
     """``a/`` with every zoo export and ``b/`` with a copy of each under the same relative path: every pair is equal
     in content but read from other files (no page sharing between the two sides)."""
@@ -169,9 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--startup-runs", type=int, default=15)
     ap.add_argument("--folder-runs", type=int, default=3)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count each start-up command's instructions under callgrind (about 10 s each)")
     args = ap.parse_args(argv)
-    print(startup_table(measure_startup(args.startup_runs)), flush=True)
-    print(folder_table(measure_folders(args.folder_runs)), flush=True)
+    if args.startup_runs > 0:
+        print(startup_table(measure_startup(args.startup_runs)), flush=True)
+    if args.instructions:
+        print(instructions_table(measure_instructions()), flush=True)
+    if args.folder_runs > 0:
+        print(folder_table(measure_folders(args.folder_runs)), flush=True)
     return 0
 
 

@@ -7,8 +7,11 @@ interpreter, since the test process itself has long imported everything.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
+import os
 import random
 import shutil
 import struct
@@ -63,6 +66,79 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
     assert out["printed"] > 100
 
 
+# What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
+# (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, and the other
+# commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+_NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
+          "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
+          "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
+          "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
+          "inspector.report.build", "inspector.report.html")
+_NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile"),
+            "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile"),
+            "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile")}
+_USED = {"summary": ("inspector.core.summary", "inspector.core.specialise.specialiser"),
+         "check": ("inspector.core.review.check", "inspector.report.check_text"),
+         "diff": ("inspector.core.diff.run", "inspector.report.diff_render")}
+
+_ENTRY = """
+import json, os, sys
+out, sys.argv = sys.argv[1], ["onnx-inspector", *sys.argv[2:]]
+real_exit = os._exit
+def _exit(code):
+    import onnx
+    with open(out, "w") as fh:
+        json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__}, fh)
+    real_exit(code)
+os._exit = _exit
+from inspector.cli import entry
+entry()
+"""
+
+
+def _console(argv: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[dict[str, object], str]:
+    """Run the console script's ``entry`` in a fresh interpreter: what it had imported when it ended, and its output."""
+    proc = subprocess.run([sys.executable, "-c", _ENTRY, str(out), *argv], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env=env)
+    assert proc.stderr == ""
+    return json.loads(out.read_text()), proc.stdout
+
+
+@pytest.mark.parametrize(("argv", "exit_code"), [
+    (["summary", str(SMALL_A)], 0),
+    (["check", str(SMALL_A)], 1),
+    (["diff", str(SMALL_A), str(SMALL_B)], 1),
+])
+def test_a_command_imports_only_what_it_uses(argv, exit_code, tmp_path):
+    got, printed = _console(argv, tmp_path / "modules.json")
+    modules = set(got["modules"])
+    command = argv[0]
+    assert got["code"] == exit_code
+    assert [m for m in (*_NEVER, *_NOT_FOR[command]) if m in modules] == []
+    assert all(m in modules for m in _USED[command])  # (the list above is of a process that did the work)
+    # onnx's classes were made on upb without running onnx_ml_pb2 (not in the list above), and read the model as
+    # onnx's own do: the same output as the command run here, in a process that imported all of onnx
+    assert "google._upb._message" in modules and got["module_of_classes"] == "onnx.onnx_ml_pb2"
+    from inspector.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(argv) == exit_code
+    assert printed == buf.getvalue() and len(printed) > 100
+
+
+def test_without_upb_the_classes_come_from_onnx_ml_pb2_as_before(tmp_path):
+    """protobuf run on its pure-Python implementation (``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``): the
+    module is imported as it is, and the command prints what it prints on upb."""
+    env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+    got, printed = _console(["summary", str(SMALL_A)], tmp_path / "modules.json", env)
+    modules = set(got["modules"])
+    assert got["code"] == 0 and "onnx.onnx_ml_pb2" in modules and "google.protobuf.internal.python_message" in modules
+    assert "onnx.checker" not in modules and "numpy" not in modules
+    _upb, printed_upb = _console(["summary", str(SMALL_A)], tmp_path / "upb.json")
+    assert printed == printed_upb and len(printed) > 100
+
+
 def test_the_rest_of_onnx_arrives_on_first_use_with_the_same_classes():
     out = _fresh(f"""
 import json, threading
@@ -71,6 +147,7 @@ import onnx
 from inspector.core.util import onnxpkg
 before = onnxpkg.is_complete()
 model_class = onnx.ModelProto
+nested = (onnx.TensorProto.Segment, onnx.TypeProto.Tensor, onnx.TensorShapeProto.Dimension, onnx.TensorProto.FLOAT)
 got = []
 threads = [threading.Thread(target=lambda: got.append(onnx.checker)) for _ in range(4)]
 for t in threads: t.start()
@@ -82,10 +159,12 @@ m = onnx.load({str(SMALL_A)!r}, load_external_data=False)
 print(json.dumps({{"before": before, "after": onnxpkg.is_complete(), "same": model_class is onnx.onnx_pb.ModelProto,
                   "node": type(node) is onnx.NodeProto, "loaded": type(m) is model_class, "nodes": len(m.graph.node),
                   "one_checker": len({{id(c) for c in got}}) == 1 and len(got) == 4,
-                  "version": onnx.__version__ == __import__("importlib.metadata").metadata.version("onnx")}}))
+                  "version": onnx.__version__ == __import__("importlib.metadata").metadata.version("onnx"),
+                  "nested": nested == (onnx.onnx_pb.TensorProto.Segment, onnx.onnx_pb.TypeProto.Tensor,
+                                       onnx.onnx_pb.TensorShapeProto.Dimension, 1)}}))
 """)
     assert out == {"before": False, "after": True, "same": True, "node": True, "loaded": True, "nodes": 15,
-                   "one_checker": True, "version": True}
+                   "one_checker": True, "version": True, "nested": True}
 
 
 def test_a_program_that_imported_onnx_first_keeps_it():
@@ -241,3 +320,21 @@ print(json.dumps({{"rows": [r.status for r in d.rows], "parent": os.getpid()}}))
     builds = log.read_text().split()
     # the schema catalogue (a worker's first pair builds it) is built once per worker process: not per pair
     assert 1 <= len(builds) <= 2 and len(set(builds)) == len(builds) and str(out["parent"]) not in builds
+
+
+def test_the_escapers_written_out_escape_as_the_library_did():
+    """textsafe escapes HTML without importing ``html`` (its entity table is start-up): the same text as
+    ``html.escape(..., quote=True)`` for every character a model string may hold."""
+    import html
+
+    from inspector.core.util.textsafe import html_text, printable
+
+    rng = random.Random(34)
+    texts = ["", "plain", "<b onclick='x'>\"&amp;\"</b>", "a=b://c", "'\"<>&" * 3, "\ud800<\n>", "caf\u00e9 & <x>"]
+    texts += ["".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0, 0x3000)])) for _ in range(40))
+              for _ in range(300)]
+    for text in texts:
+        for keep in (False, True):
+            want = html.escape(printable(text, keep_newlines=keep), quote=True).replace("=", "&#61;") \
+                .replace("://", "&#58;//")
+            assert html_text(text, keep_newlines=keep) == want, text

@@ -11,7 +11,9 @@ more for onnx's start-up than for the model.
 imports onnx) registers the ``onnx`` package in ``sys.modules`` with only its protobuf message classes set, the very
 objects onnx's own ``__init__`` exports, and runs that ``__init__`` the first time anything asks the package for a
 name it does not have yet (``onnx.load``, ``onnx.helper``, ``from onnx import numpy_helper``, ``onnx.__version__``):
-whoever needs the rest of onnx gets the real package, completed in place, with the same classes. A program that
+whoever needs the rest of onnx gets the real package, completed in place, with the same classes. On protobuf's
+default backend (upb) the classes are made from ``onnx_ml_pb2``'s file descriptor without running that module, which
+would import protobuf's pure-Python layer too (``_upb_classes``). A program that
 imports the Python API is left alone (its own ``import onnx`` runs as always), and one that imported onnx before
 the command line keeps its package untouched. Nothing here reads a model: it changes when onnx's import work is
 done, not what is parsed.
@@ -20,7 +22,9 @@ done, not what is parsed.
 from __future__ import annotations
 
 import _thread
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 from typing import Any
@@ -28,6 +32,8 @@ from typing import Any
 # (_thread, not threading: importing threading is a millisecond of start-up this module does not need)
 _lock = _thread.RLock()
 _completing = _thread._local()
+PB2 = "onnx.onnx_ml_pb2"
+PB2_FILE = b"\n\x12onnx/onnx-ml.proto"  # a FileDescriptorProto's first field: its name
 
 
 def install() -> None:
@@ -43,16 +49,60 @@ def install() -> None:
             return
         package = importlib.util.module_from_spec(spec)
         sys.modules["onnx"] = package
-        try:
-            pb2 = importlib.import_module("onnx.onnx_ml_pb2")
-        except Exception:  # not the onnx this was written for: let the real import run, and say why there
-            del sys.modules["onnx"]
-            sys.modules.pop("onnx.onnx_ml_pb2", None)
-            return
-        for name, value in vars(pb2).items():
-            if isinstance(value, type) and not name.startswith("_"):  # the message classes onnx exports
-                setattr(package, name, value)
+        classes = _upb_classes(spec.submodule_search_locations[0])
+        if classes is None:
+            try:
+                pb2 = importlib.import_module(PB2)
+            except Exception:  # not the onnx this was written for: let the real import run, and say why there
+                del sys.modules["onnx"]
+                sys.modules.pop(PB2, None)
+                return
+            classes = {name: value for name, value in vars(pb2).items()
+                       if isinstance(value, type) and not name.startswith("_")}  # the message classes onnx exports
+        for name, value in classes.items():
+            setattr(package, name, value)
         vars(package)["__getattr__"] = _completer(package, spec)  # PEP 562: asked for any name not set
+
+
+def _upb_classes(folder: str) -> dict[str, type] | None:
+    """The message classes of ``onnx_ml_pb2``, made as its own code makes them but on protobuf's upb extension
+    directly: its serialized file descriptor (a constant of the module's cached bytecode) added to the default pool,
+    a class per message by upb's metaclass. None when protobuf does not run on upb or anything differs from that
+    layout (the module is then imported as it is).
+
+    Why: ``onnx_ml_pb2`` imports protobuf's Python layer (``descriptor_pool``, ``builder``, ``symbol_database``),
+    which imports its pure-Python message implementation, ``text_format``, the decoder and encoder, ``pickle`` and
+    ``descriptor_database``, none of which run on upb: ``onnx-inspector summary`` on a 15-node export went from 530
+    to 503 million instructions (callgrind; ``python -c "import onnx"`` is 638 million). upb keeps one class per
+    message descriptor, so the module's own code, run later by onnx's ``__init__``, adds the same file again (an
+    equal file is accepted) and gets these very classes (tests/test_startup.py)."""
+    if os.environ.get("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "upb") != "upb":
+        return None
+    try:
+        from google._upb import _message as upb
+        from google.protobuf.message import Message
+
+        if importlib.util.find_spec("google.protobuf.internal._api_implementation") is not None:
+            return None  # protobuf built to choose another implementation
+        path = os.path.join(folder, "onnx_ml_pb2.py")
+        code = importlib.machinery.SourceFileLoader(PB2, path).get_code(PB2)
+        consts = code.co_consts if code is not None else ()
+        files = [c for c in consts if isinstance(c, bytes) and c.startswith(PB2_FILE)]
+        if len(files) != 1:
+            return None
+        messages = upb.default_pool.AddSerializedFile(files[0]).message_types_by_name
+        return {name: _message_class(upb.MessageMeta, Message, desc, "") for name, desc in messages.items()}
+    except Exception:
+        return None
+
+
+def _message_class(meta: Any, base: type, desc: Any, prefix: str) -> type:
+    """One message class with its nested ones, as protobuf's ``builder._BuildMessage`` makes it."""
+    body: dict[str, Any] = {name: _message_class(meta, base, nested, f"{prefix}{desc.name}.")
+                            for name, nested in desc.nested_types_by_name.items()}
+    body.update(DESCRIPTOR=desc, __module__=PB2, __qualname__=prefix + desc.name)
+    made: type = meta(desc.name, (base,), body)
+    return made
 
 
 def is_complete() -> bool:

@@ -24,7 +24,7 @@ syntax, mentions and URLs. Every writer goes through these functions:
 
 from __future__ import annotations
 
-import html as _html
+import functools
 import re
 
 __all__ = ["github_data", "github_property", "html_text", "md_html", "md_text", "one_line", "printable", "unlink",
@@ -64,8 +64,15 @@ def one_line(text: object, width: int = 0) -> str:
 
 def html_text(text: object, *, keep_newlines: bool = False) -> str:
     """``text`` as HTML text or attribute value: nothing in it is ever markup or a URL."""
-    return _html.escape(printable(_shown(text), keep_newlines=keep_newlines), quote=True) \
+    return _html_escape(printable(_shown(text), keep_newlines=keep_newlines)) \
         .replace("=", "&#61;").replace("://", "&#58;//")
+
+
+# What html.escape(text, quote=True) does, written out: importing html builds its table of 2,231 named entities
+# (html.entities), 8.4 million instructions of every command's start-up (callgrind), for five replacements
+def _html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;") \
+        .replace("'", "&#x27;")
 
 
 # Every character Markdown (GitHub flavour) or inline HTML could read as syntax becomes an entity.
@@ -96,12 +103,16 @@ def md_html(text: object, width: int = 0) -> str:
     return html_text(unlink(one_line(text, width)))
 
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+@functools.cache
+def _not_xml() -> re.Pattern[str]:
+    """Compiled on first use (the SVG writers): its character class of all surrogates is 4.3 million instructions
+    to compile (callgrind), paid by every command's start-up at import."""
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _xml_clean(text: str) -> str:
     """Characters XML 1.0 cannot carry become U+FFFD."""
-    return _NOT_XML.sub("\ufffd", text)
+    return _not_xml().sub("\ufffd", text)
 
 
 def xml_text(text: str) -> str:
