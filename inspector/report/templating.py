@@ -81,7 +81,7 @@ class _Precompiled(jinja2.BytecodeCache):
 def _shipped() -> dict[str, Any]:
     """The precompiled templates, if made by this Jinja version."""
     try:
-        data = json.loads(files("inspector.report").joinpath("templates", COMPILED).read_text("utf-8"))
+        data = json.loads(files("inspector.report").joinpath("templates").joinpath(COMPILED).read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("jinja2") != jinja2.__version__:
