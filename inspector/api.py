@@ -422,13 +422,13 @@ def report(model: Any, format: str = "html", compare: Any = None, reviews: Any =
     if format not in REPORT_FORMATS:
         raise ValueError(f"unknown report format {format!r}; expected one of {', '.join(REPORT_FORMATS)}")
     to_pdf = _pdf_writer() if format == "pdf" else None
-    m = open(model)
+    m = open(model, modules=False)  # (a report shows no module tree: the scan need not read name scopes)
     d = None
     inputs = m.index.protected_files() if not m.in_memory else []
     if compare is not None:
         from inspector.core.diff import diff_models
 
-        other = open(compare)
+        other = open(compare, modules=False)
         inputs += other.index.protected_files() if not other.in_memory else []
         d = diff_models(m.index, other.index, keep=kept())
     store = _store(m, reviews, required=False, on_warning=on_warning)

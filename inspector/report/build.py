@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from inspector import __version__
@@ -139,13 +141,19 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
     return out, omitted
 
 
+# What the report reads of every call of a family (80k calls at 100k nodes), read by C loops instead of a Python step
+# per call: _detail and _family_info 0.147 -> 0.120 s there
+_NODE_PATHS, _NAME, _RECOGNISED, _CANDIDATES = (attrgetter(a) for a in ("node_paths", "name", "recognised",
+                                                                          "candidates"))
+
+
 def _family_info(fid: str, fam: Family) -> FamilyInfo:
     overloads = [
         OverloadInfo(
             overload=ov.overload, label=ov.label, calls=ov.call_count,
             function=tuple(ov.function) if ov.function is not None else None,  # type: ignore[arg-type]
             target=ov.target,
-            nodes=sum(len(c.node_paths) for c in ov.aten_calls) if ov.aten_calls else None,
+            nodes=sum(map(len, map(_NODE_PATHS, ov.aten_calls))) if ov.aten_calls else None,
             torchlib=torchlib_info(ov.target),
         )
         for ov in fam.overloads
@@ -187,12 +195,14 @@ def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAn
     for i, ov in enumerate(fam.overloads):
         if ov.function is not None:
             by_function[ov.function] = i
-        for call in ov.aten_calls:
-            by_call[id(call)] = i
+        by_call.update(zip(map(id, ov.aten_calls), repeat(i)))
     owners: list[list[int]] = []
     for j, body in enumerate(analysis.bodies):
-        found = {by_function.get(m, -1) if isinstance(m, FunctionKey) else by_call.get(id(m), -1)
-                 for m in body.members}
+        if by_function:
+            found = {by_function.get(m, -1) if isinstance(m, FunctionKey) else by_call.get(id(m), -1)
+                     for m in body.members}
+        else:  # (the same sets: with no function overloads a function key is -1 either way)
+            found = set(map(by_call.get, map(id, body.members), repeat(-1)))
         owners.append(sorted(found - {-1}))
         for i in owners[-1]:
             info.overloads[i].body_ids.append(f"{info.id}-b{j}")
@@ -225,13 +235,15 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
     from inspector.core.specialise.bodytext import body_lines
 
     members = body.members
+    aten_calls = [m for m in members if isinstance(m, AtenCall)]
     if fam.kind == "function":
         calls = sum(o.calls for o in overloads)
         names = [str(m) for m in members]
+        named = len(names)
         title = names[0] if len(names) == 1 else f"{fam.label} ({len(names)} overloads)"
     else:
         calls = len(members)
-        names = [m.name for m in members if isinstance(m, AtenCall)]
+        names, named = list(map(_NAME, aten_calls[: lim.members_listed])), len(aten_calls)
         shown = overloads[0].label if overloads else fam.label
         siblings = len(overloads[0].body_ids) if len(overloads) == 1 else 0
         title = shown if siblings <= 1 else f"{shown}, body {overloads[0].body_ids.index(bid) + 1} of {siblings}"
@@ -268,13 +280,13 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
     return BodyInfo(
         id=bid, title=title, overloads=[o.overload for o in overloads], fingerprint=fp.full, template=fp.template,
         calls=calls, node_count=len(body.body.nodes), members=names[: lim.members_listed],
-        members_omitted=max(len(names) - lim.members_listed, 0), signature=signature, lines=lines,
+        members_omitted=max(named - lim.members_listed, 0), signature=signature, lines=lines,
         lines_omitted=max(len(lines_all) - lim.body_lines, 0), specialised=specs,
         review=reviewed.get(id(body)) if with_reviews else None,
         left_out=[_spec_info(f"{bid}-l{k}", s) for k, s in enumerate(body.left_out)],
         torchlib=torchlib_info(target), rewritten_by=rewritten,
-        recognised=sorted({t for m in members if isinstance(m, AtenCall) for t in m.recognised}),
-        candidates=sorted({t for m in members if isinstance(m, AtenCall) for t in m.candidates}),
+        recognised=sorted(set(chain.from_iterable(map(_RECOGNISED, aten_calls)))),
+        candidates=sorted(set(chain.from_iterable(map(_CANDIDATES, aten_calls)))),
     )
 
 
