@@ -27,9 +27,9 @@ class GraphConstants:
         self.graph, self.maps, self.taken, self._keys = graph, maps, taken, keys
         self._values: dict[str, Any] = {}
         self.nodes: dict[str, int] = {}  # a Constant node's output -> the node
-        for i, node in enumerate(graph.node):
-            if node.op_type == CONSTANT and node.domain in ("", "ai.onnx") and node.output:
-                self.nodes[node.output[0]] = i
+        for i, (k, outs) in enumerate(zip(keys, maps.outputs)):  # (from the keys: no node read from protobuf again)
+            if k[1] == CONSTANT and k[0] in ("", "ai.onnx") and outs:
+                self.nodes[outs[0]] = i
 
     def is_constant(self, value: str) -> bool:
         return value in self.maps.initializers or value in self.nodes
