@@ -32,10 +32,10 @@ ZOO = ROOT / "tests" / "zoo"
 
 class EveryTemplate(Matcher):
     """The matcher with no index and no cache: every group of templates is tried at every node (larger ones first,
-    as the index orders them), and every node's one-node match is made anew."""
+    as the index orders them; the multi-node ones in the first pass), and every node's one-node match is made anew."""
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
-        groups = [group for by_key in self.by_sink.values() for group in by_key]
+        groups = [group for by_key in self.by_sink.values() for group in by_key if single or len(group[0].nodes) > 1]
         return sorted(groups, key=lambda group: (-len(group[0].nodes), group[0].name))
 
     def _alike(self, sid: int) -> bool:

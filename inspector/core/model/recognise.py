@@ -129,13 +129,17 @@ class Matcher:
         signature): ``run`` without an object per call (``recognised_calls`` makes the AtenCall)."""
         found_nodes: list[tuple[int, ...] | None] = [None] * len(self.graph.node)  # by a call's first node
         found: list[_Verdict | None] = [None] * len(self.graph.node)
+        sids, plausible = self._sids, self._plausible[False]
         for i in range(len(found) - 1, -1, -1):
-            if i in self.taken:
+            groups = plausible[sids[i]]
+            if groups is None:
+                groups = self._groups(i)
+            if not groups or i in self.taken:  # (most nodes: no multi-node template could end there)
                 continue
             fits: list[tuple[Template, _Match]] = []
-            for group in self._groups(i):
+            for group in groups:
                 t = group[0]
-                if len(t.nodes) < 2 or (fits and len(t.nodes) < len(fits[0][0].nodes)):
+                if fits and len(t.nodes) < len(fits[0][0].nodes):
                     break
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
@@ -152,7 +156,7 @@ class Matcher:
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
         seen: dict[int, _Verdict | None] = {}
-        sids, signatures, keys, taken = self._sids, self._signatures, self._keys, self.taken
+        sids, signatures, keys, taken, one_node = self._sids, self._signatures, self._keys, self.taken, self._one_node
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
                 continue
@@ -161,7 +165,9 @@ class Matcher:
             # What fits depends on the node's signature alone where no operand is computed (``_alike``): found once
             # per signature (the 100k Llama replica's 90k one-node calls are 66 distinct nodes)
             sid = sids[i]
-            alike = self._alike(sid)
+            alike = one_node[sid]
+            if alike is None:
+                alike = self._alike(sid)
             verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True)
@@ -290,7 +296,8 @@ class Matcher:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
         operands (the key of the producing node, a constant, an outside value): a function of its signature, so
         worked out once per signature (a model's repeated layers share theirs) and most nodes try one group or none
-        (at 10k nodes: 86k tries before, 9k after)."""
+        (at 10k nodes: 86k tries before, 9k after). ``single``: the groups of a one-node match (every node of the
+        template but the last folded), else the multi-node groups alone."""
         sid = self._sids[g]
         cached = self._plausible[single]
         got = cached[sid]
@@ -298,7 +305,7 @@ class Matcher:
             ctx = self._context(sid)
             got = cached[sid] = [
                 group for group in self.by_sink.get(self._keys[g], ())
-                if (single or group[0].name not in self._absent)
+                if (single or (len(group[0].nodes) > 1 and group[0].name not in self._absent))
                 and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
 
