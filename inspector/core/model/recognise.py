@@ -163,7 +163,7 @@ class Matcher:
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
             # What fits depends on the node's signature alone where no operand is computed (``_alike``): found once
-            # per signature (the 100k Llama replica's 90k one-node calls are 66 distinct nodes)
+            # per signature (the 100k Llama replica: 79,669 one-node calls, of 46 signatures in all)
             sid = sids[i]
             alike = one_node[sid]
             if alike is None:

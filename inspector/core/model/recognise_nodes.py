@@ -19,7 +19,7 @@ from typing import Any
 import onnx
 
 from inspector.core.model.graph import GraphMaps
-from inspector.core.model.recognise_constants import GraphConstants
+from inspector.core.model.recognise_constants import CONSTANT, GraphConstants
 from inspector.core.model.recognise_templates import Key
 
 ABSENT, OUTSIDE = -1, -2  # the codes of an absent operand and of a value that no node makes and no constant holds
@@ -28,7 +28,7 @@ _FIRST_CONSTANT = -3  # constants are coded -3, -4, ...: one code per (maker's k
 
 def node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> tuple[list[Key], list[int], list[int]]:
     """Each node's key (equal keys are one object), its key's number and its key-with-attributes' number, read from
-    protobuf once (a model has few distinct ones: the 100k Llama replica 20 keys, 66 with attributes)."""
+    protobuf once (a model has few distinct ones: the 100k Llama replica 20 keys, 22 with their attributes)."""
     numbers: dict[tuple[object, ...], int] = {}
     key_of: list[Key] = []  # by key-with-attributes number
     kind_of: list[int] = []
@@ -41,14 +41,15 @@ def node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> tuple[list[Key], list[
         n = len(ins)
         while n and not ins[n - 1]:
             n -= 1
-        attrs = node.attribute
-        blob = tuple(map(serialise, attrs)) if attrs else ()
-        f = (node.domain, node.op_type, n, len(outs), blob)
+        attrs, op = node.attribute, node.op_type
+        # (a Constant's value is read as a constant, never as a node: its tensor, maybe large, is not copied here)
+        blob = () if not attrs else tuple(map(serialise, attrs)) if op != CONSTANT else tuple(a.name for a in attrs)
+        f = (node.domain, op, n, len(outs), blob)
         number = numbers.get(f)
         if number is None:
             number = numbers[f] = len(key_of)
             names = () if not attrs else (attrs[0].name,) if len(attrs) == 1 else tuple(sorted(a.name for a in attrs))
-            k = (node.domain, node.op_type, n, len(outs), names)
+            k = (node.domain, op, n, len(outs), names)
             key_of.append(interned.setdefault(k, k))
             kind_of.append(kinds.setdefault(k, len(kinds)))
         add(number)
@@ -127,8 +128,10 @@ class NodeSignatures:
 
 def _repeats(ins: list[str], codes: tuple[int, ...]) -> tuple[int, ...] | None:
     """Where each operand made by a node or from outside first occurs among the operands (x * x: (0, 0)); None when
-    none repeats another (a constant read twice is its value twice, as for two constants of one value)."""
-    out = tuple([ins.index(v) if c >= 0 or c == OUTSIDE else k for k, (v, c) in enumerate(zip(ins, codes))])
+    none repeats another (a constant read twice is its value twice, as for two constants of one value). Linear in the
+    operands (a hostile Concat may read one value 100k times)."""
+    first: dict[str, int] = {}
+    out = tuple([first.setdefault(v, k) if c >= 0 or c == OUTSIDE else k for k, (v, c) in enumerate(zip(ins, codes))])
     return None if out == tuple(range(len(ins))) else out
 
 
