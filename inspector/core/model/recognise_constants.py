@@ -34,13 +34,16 @@ class GraphConstants:
     def is_constant(self, value: str) -> bool:
         return value in self.maps.initializers or value in self.nodes
 
-    def value(self, value: str) -> Any:
+    def value(self, value: str, keep: bool = True) -> Any:
+        """The constant's canonical value, kept for the next read unless ``keep`` is False (a node signature reads
+        each constant once: the 100k Llama replica's 11k weights would leave 22k objects for the collector)."""
         got = self._values.get(value)
         if got is None:
             t = self.maps.initializers.get(value)
             got = canonical_tensor(t) if t is not None else constant_node_value(
                 self.graph.node[self.nodes[value]])
-            self._values[value] = got
+            if keep:
+                self._values[value] = got
         return got
 
     def folded(self, value: str, budget: list[int]) -> set[int] | None:

@@ -87,7 +87,7 @@ class NodeSignatures:
         return got
 
     def _constant(self, value: str, made_by: int) -> int:
-        number = self._values.setdefault(_frozen(self.constants.value(value)), len(self._values))
+        number = self._values.setdefault(_frozen(self.constants.value(value, keep=False)), len(self._values))
         k = self._constant_codes.setdefault((made_by, number), len(self._constant_codes))
         if k == len(self._made):
             self._made.append(made_by >= 0)
