@@ -146,12 +146,11 @@ class Matcher:
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
             if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
                 first = fits[0][1]
-                taken = self._take(set(first.nodes.values()) | first.extra)
-                found_nodes[taken[0]], found[taken[0]] = taken, _verdict(self, [t for t, _ in fits], first)
+                members = self._take(set(first.nodes.values()) | first.extra)
+                found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)
         self._one_node_calls(found_nodes, found)
         # (placed by first node: graph order without a sort; a call's nodes are no other call's)
-        placed = [n for n in found_nodes if n is not None]
-        return placed, [v for n in placed for v in [found[n[0]]] if v is not None]
+        return [n for n in found_nodes if n is not None], [v for v in found if v is not None]
 
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
