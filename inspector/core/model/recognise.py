@@ -8,15 +8,15 @@ per node, ~10x the cost of reading the protobuf, DESIGN.md), and what we need is
 anchor each template on its last node, walk operands backwards through the graph's producer map, and check op types,
 attributes and constants (by value when they have one element; a longer one is a shape or mask made for the one-op
 export's shapes, compared by type and rank), with values made inside the body read by nobody outside it. A node
-tries only the templates its key and its operands' producers allow, worked out once per distinct context, so the
-pass is linear in the graph; what fits one node alone depends on that node alone (its key, attributes, constants)
-where no operand is computed, so it is found once per distinct node (``_signature``). Multi-node templates are tried
-from the graph's end backwards, larger ones first, and take their nodes; every node left is matched against the
-one-node templates, and a body that fits several overloads (a lone ``Reshape``: view, _unsafe_view) keeps them all
-as candidates and gets no aten target. What the exporter or its optimizer does to a body is allowed for: a
-one-operand node of a constant may be folded away (a weight's Transpose), a masked constant may be computed by
-Cast/Reshape/Concat nodes (export without the optimizer, symbolic sizes), a Constant node or a common subexpression
-belongs to the call of its first reader.
+tries only the templates its key and its operands' producers allow, worked out once per node *signature*
+(``recognise_nodes``: its key and attributes, what makes each operand, a constant's value), so the pass is linear in
+the graph; what fits one node alone depends on its signature alone where no operand is computed, so it is found once
+per signature (``Matcher._alike``). Multi-node templates are tried from the graph's end backwards, larger ones
+first, and take their nodes; every node left is matched against the one-node templates, and a body that fits several
+overloads (a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the
+exporter or its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a
+weight's Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer,
+symbolic sizes), a Constant node or a common subexpression belongs to the call of its first reader.
 
 Arguments come back (``recognise_args``) only where the template's evidence names the relation that put them into a
 masked slot (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``),
@@ -44,6 +44,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
+from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
     chain_of_calls,
@@ -55,6 +56,7 @@ from inspector.core.model.recognise_templates import (
     template_key,
     without_aliases,
 )
+from inspector.core.model.walk import NodePath
 
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
@@ -72,10 +74,14 @@ class Recognised:
 
     @property
     def target(self) -> str:
-        if len(self.candidates) == 1:
-            return self.candidates[0]
-        return AMBIGUOUS_NAMESPACE + "::" + "_or_".join(c.split("::", 1)[-1].replace(".", "_")
-                                                        for c in self.candidates)
+        return target_of(self.candidates)
+
+
+def target_of(candidates: tuple[str, ...]) -> str:
+    """The target of a call with these candidates: the one, or a pseudo target naming them all."""
+    if len(candidates) == 1:
+        return candidates[0]
+    return AMBIGUOUS_NAMESPACE + "::" + "_or_".join(c.split("::", 1)[-1].replace(".", "_") for c in candidates)
 
 
 @dataclass(slots=True)
@@ -96,69 +102,88 @@ class Matcher:
         self.graph, self.maps, self.taken = graph, maps, set(taken)
         prepared = _prepared(templates)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self._keys = _node_keys(graph, maps)
+        self._keys, kinds, full = node_keys(graph, maps)
+        self.constants = GraphConstants(graph, maps, self.taken, self._keys)
+        self._signatures = NodeSignatures(maps, kinds, full, self.constants)
+        self._sids = self._signatures.of  # each node's signature as a number (``recognise_nodes``)
         # a multi-node template one of whose nodes (other than one the optimizer may fold) has a key no node of this
         # graph has cannot match here (the 100k Llama replica's residual Adds tried 9 templates each, 6 of them so)
         present = set(self._keys)
         self._absent = {name for name, keys in self._template_keys.items() if len(keys) > 1 and any(
             k not in present for k, f in zip(keys, prepared.foldable[name]) if not f)}
-        self._contexts: list[tuple[object, ...] | None] = [None] * len(graph.node)  # what makes each operand
-        self._cids = [-1] * len(graph.node)  # each node's context as a number (``_context_id``)
-        self._context_ids: dict[tuple[Key, tuple[object, ...]], int] = {}
+        count = len(self._signatures.first)
+        self._contexts: list[tuple[object, ...] | None] = [None] * count  # per signature: what makes each operand
+        self._plausible: tuple[list[list[list[Template]] | None], ...] = ([None] * count, [None] * count)
+        self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
         self._attrs: dict[int, dict[str, Any]] = {}
-        self._plausible: dict[tuple[int, bool], list[list[Template]]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
-        # constant value -> a number for its canonical value, equal for equal values (``_signature``)
-        self._frozen: dict[str, int] = {}
-        self._frozen_ids: dict[object, int] = {}
-        self._computable: dict[int, frozenset[int]] = {}  # context -> operands one-node sinks read as constants
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
-        self.constants = GraphConstants(graph, maps, self.taken, self._keys)
 
     def run(self) -> list[Recognised]:
-        nodes = self.graph.node
-        found: list[Recognised] = []
-        for i in range(len(nodes) - 1, -1, -1):
-            if i in self.taken:
+        nodes, verdicts = self.calls()
+        return [Recognised(n, *v) for n, v in zip(nodes, verdicts)]
+
+    def calls(self) -> tuple[list[tuple[int, ...]], list[_Verdict]]:
+        """The calls found, in graph order: each call's nodes, and its verdict (one object for the calls of one
+        signature): ``run`` without an object per call (``recognised_calls`` makes the AtenCall)."""
+        found_nodes: list[tuple[int, ...] | None] = [None] * len(self.graph.node)  # by a call's first node
+        found: list[_Verdict | None] = [None] * len(self.graph.node)
+        sids, plausible = self._sids, self._plausible[False]
+        for i in range(len(found) - 1, -1, -1):
+            groups = plausible[sids[i]]
+            if groups is None:
+                groups = self._groups(i)
+            if not groups or i in self.taken:  # (most nodes: no multi-node template could end there)
                 continue
             fits: list[tuple[Template, _Match]] = []
-            for group in self._groups(i):
+            for group in groups:
                 t = group[0]
-                if len(t.nodes) < 2 or (fits and len(t.nodes) < len(fits[0][0].nodes)):
+                if fits and len(t.nodes) < len(fits[0][0].nodes):
                     break
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
             if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
-                found.append(self._recognised([t for t, _ in fits], [m for _, m in fits]))
-        seen: dict[tuple[object, ...], _Verdict | None] = {}
-        for i in range(len(nodes) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
-            if i in self.taken or self._keys[i][1] == CONSTANT:
+                first = fits[0][1]
+                members = self._take(set(first.nodes.values()) | first.extra)
+                found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)
+        self._one_node_calls(found_nodes, found)
+        # (placed by first node: graph order without a sort; a call's nodes are no other call's)
+        return [n for n in found_nodes if n is not None], [v for v in found if v is not None]
+
+    def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
+        """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
+        seen: dict[int, _Verdict | None] = {}
+        sids, signatures, keys, taken, one_node = self._sids, self._signatures, self._keys, self.taken, self._one_node
+        for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
+            if i in taken or keys[i][1] == CONSTANT:
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
-            # What fits depends on the node alone where no operand is computed (_signature): found once per distinct
-            # node (the 100k Llama replica's 90k one-node calls are 66 distinct nodes)
-            signature = _signature(self, i)
-            verdict = seen.get(signature, _UNSEEN) if signature is not None else _UNSEEN
+            # What fits depends on the node's signature alone where no operand is computed (``_alike``): found once
+            # per signature (the 100k Llama replica: 79,669 one-node calls, of 46 signatures in all)
+            sid = sids[i]
+            alike = one_node[sid]
+            if alike is None:
+                alike = self._alike(sid)
+            verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True)
                         for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
-                if signature is not None:
-                    seen[signature] = verdict
+                if alike:
+                    seen[sid] = verdict
                 extra = fits[0][1].extra if fits else set()
+            elif verdict is not None and not signatures.reads_constant_node(sid):
+                taken.add(i)  # (``_take`` of a node reading no Constant node: the node alone)
+                found_nodes[i], found[i] = (i,), verdict
+                continue
             else:
                 extra = set()
             if verdict is not None:
-                found.append(Recognised(self._take({i} | extra), *verdict))
-        found.sort(key=lambda r: r.nodes[0])
-        return found
-
-    def _recognised(self, templates: list[Template], matches: list[_Match]) -> Recognised:
-        first = matches[0]
-        return Recognised(self._take(set(first.nodes.values()) | first.extra), *_verdict(self, templates, first))
+                nodes = self._take({i} | extra)
+                found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict
 
     def _take(self, members: set[int]) -> tuple[int, ...]:
         """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
@@ -268,33 +293,49 @@ class Matcher:
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
-        operands (the key of the producing node, a constant, an outside value): a pure function of that context,
-        so computed once per distinct context (a model's repeated layers share theirs) and most nodes try one
-        group or none (at 10k nodes: 86k tries before, 9k after)."""
-        cid = self._cids[g]
-        if cid < 0:
-            cid = self._context_id(g)
-        got = self._plausible.get((cid, single))
+        operands (the key of the producing node, a constant, an outside value): a function of its signature, so
+        worked out once per signature (a model's repeated layers share theirs) and most nodes try one group or none
+        (at 10k nodes: 86k tries before, 9k after). ``single``: the groups of a one-node match (every node of the
+        template but the last folded), else the multi-node groups alone."""
+        sid = self._sids[g]
+        cached = self._plausible[single]
+        got = cached[sid]
         if got is None:
-            ctx = self._contexts[g]
-            assert ctx is not None
-            got = self._plausible[(cid, single)] = [
+            ctx = self._context(sid)
+            got = cached[sid] = [
                 group for group in self.by_sink.get(self._keys[g], ())
-                if (single or group[0].name not in self._absent)
+                if (single or (len(group[0].nodes) > 1 and group[0].name not in self._absent))
                 and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)]
         return got
 
-    def _context_id(self, g: int) -> int:
-        """Node ``g``'s context (its key, and what makes each operand: the producer's key, a constant ``c``, an
-        outside value ``x``, nothing ``-``) as a number, equal for equal contexts: caches keyed by it hash an int,
-        not nested tuples (at 100k nodes, ~70 distinct contexts)."""
-        producer, initializers = self.maps.producer, self.maps.initializers
-        ctx = tuple(self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
-                    else "-" if not value else "x" for value in self.maps.inputs[g])
-        context = (self._keys[g], ctx)
-        cid = self._cids[g] = self._context_ids.setdefault(context, len(self._context_ids))
-        self._contexts[g] = ctx
-        return cid
+    def _context(self, sid: int) -> tuple[object, ...]:
+        """What makes each operand of the nodes of signature ``sid``: the producer's key, a constant ``c``, an
+        outside value ``x``, nothing ``-`` (read off the first such node: the signature holds it)."""
+        ctx = self._contexts[sid]
+        if ctx is None:
+            producer, initializers = self.maps.producer, self.maps.initializers
+            ctx = self._contexts[sid] = tuple(
+                self._keys[h] if (h := producer.get(value)) is not None else "c" if value in initializers
+                else "-" if not value else "x" for value in self.maps.inputs[self._signatures.first[sid]])
+        return ctx
+
+    def _alike(self, sid: int) -> bool:
+        """Whether a one-node match at any node of signature ``sid`` reads only what the signature holds (the node's
+        key and attributes, each operand as a constant's value or as which operand it repeats, which outputs nobody
+        reads): not where a template may take an operand made by shaping ops as a computed constant (the match walks
+        the graph there)."""
+        got = self._one_node[sid]
+        if got is None:
+            g = self._signatures.first[sid]
+            constant_at = {k for group in self._groups(g, single=True) for k, r in enumerate(group[0].nodes[-1].inputs)
+                           if r.kind == "c"}
+            got = True
+            for k, (value, made_by) in enumerate(zip(self.maps.inputs[g], self._context(sid))):
+                if k in constant_at and value and not self.constants.is_constant(value) \
+                        and isinstance(made_by, tuple) and made_by[1] in SHAPING:
+                    got = False
+            self._one_node[sid] = got
+        return got
 
     def key(self, g: int) -> Key:
         """Node ``g``'s key."""
@@ -379,70 +420,6 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
     return tuple(t.name for t in templates), targets, args
 
 
-def _signature(matcher: Matcher, g: int) -> tuple[object, ...] | None:
-    """All that a one-node match at node ``g`` reads (``Matcher._match`` with every other template node folded):
-    its key, its attributes, each operand as a constant's value or as which operand it repeats, and which outputs
-    nobody reads; None where a template may take an operand made by shaping ops as a computed constant (the match
-    walks the graph there)."""
-    maps = matcher.maps
-    cid = matcher._cids[g]
-    if cid < 0:
-        cid = matcher._context_id(g)
-    ctx = matcher._contexts[g]
-    assert ctx is not None
-    constant_at = matcher._computable.get(cid)
-    if constant_at is None:
-        constant_at = matcher._computable[cid] = frozenset(
-            k for group in matcher._groups(g, single=True) for k, r in enumerate(group[0].nodes[-1].inputs)
-            if r.kind == "c")
-    frozen, inputs = matcher._frozen, maps.inputs[g]
-    ins: list[int | None] = []  # a constant's number; -2 - k for a value that operand k is too; -1 otherwise
-    for k, value in enumerate(inputs):
-        got = frozen.get(value)
-        if got is not None:
-            ins.append(got)
-        elif not value:
-            ins.append(None)
-        elif matcher.constants.is_constant(value):
-            ids = matcher._frozen_ids
-            got = frozen[value] = ids.setdefault(_frozen(matcher.constants.value(value)), len(ids))
-            ins.append(got)
-        else:
-            made_by = ctx[k]
-            if k in constant_at and isinstance(made_by, tuple) and made_by[1] in SHAPING:
-                return None
-            first = inputs.index(value)
-            ins.append(-2 - first if first < k else -1)
-    read_count, graph_outputs = maps.read_count, maps.graph_outputs
-    outs = tuple(not v or (v not in read_count and v not in graph_outputs) for v in maps.outputs[g])
-    attrs = tuple(a.SerializeToString() for a in matcher.graph.node[g].attribute) if matcher._keys[g][4] else ()
-    return cid, attrs, tuple(ins), outs
-
-
-def _node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> list[Key]:
-    """Each node's key (domain, op type, operands with trailing absent ones cut, outputs, attribute names), read from
-    protobuf once; equal keys are one object (a model has few distinct ones: 66 in the 100k Llama replica)."""
-    out: list[Key] = []
-    interned: dict[Key, Key] = {}
-    for node, ins, outs in zip(graph.node, maps.inputs, maps.outputs):
-        n = len(ins)
-        while n and not ins[n - 1]:
-            n -= 1
-        attrs = node.attribute
-        names = () if not attrs else (attrs[0].name,) if len(attrs) == 1 else tuple(sorted(a.name for a in attrs))
-        k = (node.domain, node.op_type, n, len(outs), names)
-        out.append(interned.setdefault(k, k))
-    return out
-
-
-def _frozen(value: Any) -> object:
-    if isinstance(value, dict):
-        return tuple((k, _frozen(v)) for k, v in sorted(value.items()))
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False) -> bool:
     """Whether the last node of ``t`` could read what ``ctx`` says its operands are (see ``Matcher._groups``);
     ``single``: with every other node of ``t`` folded into a constant; else another node must be there, so one
@@ -503,23 +480,33 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
     graph = proto.graph
     out: list[AtenCall] = []
-    # one verdict's target, raw target and FX text tail (calls of one cached verdict share its arguments' tuple,
-    # and every call stays alive in ``found``: the id is theirs)
-    texts: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
-    found = recognise(graph, maps, taken, load_templates())
-    for k, r in enumerate(found):
+    templates = load_templates()
+    if len(taken) >= len(graph.node) or not templates:
+        return []
+    # one verdict's target, raw target and FX text tail: by the verdict (the calls of one signature share its object)
+    # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
+    texts: dict[int, tuple[str, str, str]] = {}
+    shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
+    nodes, verdicts = Matcher(graph, maps, taken, templates).calls()
+    for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
         name = f"{RECOGNISED_PREFIX}{k}"
-        verdict = (r.candidates, id(r.arguments))
-        got = texts.get(verdict)
+        got = texts.get(id(verdict))
         if got is None:
-            target = r.target
-            raw = "torch.ops." + target.replace("::", ".", 1) if len(r.candidates) == 1 else target
-            kwargs = ", ".join(f"{p}: {v!r}" for p, v in r.arguments)
-            got = texts[verdict] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
-                                                 f"kwargs = {{{kwargs}}})")
+            _templates, candidates, arguments = verdict
+            key = (candidates, id(arguments))
+            got = shared.get(key)
+            if got is None:
+                target = target_of(candidates)
+                raw = "torch.ops." + target.replace("::", ".", 1) if len(candidates) == 1 else target
+                kwargs = ", ".join(f"{p}: {v!r}" for p, v in arguments)
+                got = shared[key] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
+                                                  f"kwargs = {{{kwargs}}})")
+            texts[id(verdict)] = got
         target, raw, tail = got
-        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, list(zip(r.nodes)),
-                            graph.node[r.nodes[0]], scopes_text="", recognised=r.templates, candidates=r.candidates))
+        # a path is a tuple of one index: a one-node call's path is its nodes' tuple
+        paths: list[NodePath] = [members] if len(members) == 1 else list(zip(members))
+        out.append(AtenCall(f"%{name}{tail}", name, raw, target, MAIN, paths, graph.node[members[0]],
+                            scopes_text="", recognised=verdict[0], candidates=verdict[1]))
     return out
 
 

@@ -27,20 +27,23 @@ class GraphConstants:
         self.graph, self.maps, self.taken, self._keys = graph, maps, taken, keys
         self._values: dict[str, Any] = {}
         self.nodes: dict[str, int] = {}  # a Constant node's output -> the node
-        for i, node in enumerate(graph.node):
-            if node.op_type == CONSTANT and node.domain in ("", "ai.onnx") and node.output:
-                self.nodes[node.output[0]] = i
+        for i, (k, outs) in enumerate(zip(keys, maps.outputs)):  # (from the keys: no node read from protobuf again)
+            if k[1] == CONSTANT and k[0] in ("", "ai.onnx") and outs:
+                self.nodes[outs[0]] = i
 
     def is_constant(self, value: str) -> bool:
         return value in self.maps.initializers or value in self.nodes
 
-    def value(self, value: str) -> Any:
+    def value(self, value: str, keep: bool = True) -> Any:
+        """The constant's canonical value, kept for the next read unless ``keep`` is False (a node signature reads
+        each constant once: the 100k Llama replica's 11k weights would leave 22k objects for the collector)."""
         got = self._values.get(value)
         if got is None:
             t = self.maps.initializers.get(value)
             got = canonical_tensor(t) if t is not None else constant_node_value(
                 self.graph.node[self.nodes[value]])
-            self._values[value] = got
+            if keep:
+                self._values[value] = got
         return got
 
     def folded(self, value: str, budget: list[int]) -> set[int] | None:
