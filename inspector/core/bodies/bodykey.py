@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+from typing import NamedTuple
 
 import onnx
 from onnx import AttributeProto
@@ -33,9 +33,10 @@ from inspector.core.model.signature import FX_REF
 _serialized = AttributeProto.SerializeToString
 
 
-@dataclass(frozen=True, slots=True)
-class GroupShape:
-    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints."""
+class GroupShape(NamedTuple):
+    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints. A named
+    tuple, not a frozen dataclass, as ``FunctionKey`` is: fold makes one per call, and a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) cost 1.5 us against 0.35 (CPU, 80k per 100k-node fold)."""
 
     key: Hashable
     indices: list[int]  # main-graph node indices, ascending
@@ -57,13 +58,13 @@ def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
 
 def group_keys(calls: Sequence[AtenCall], maps: GraphMaps) -> list[Hashable | None]:
     """``group_key`` of each of ``calls`` (None for a call outside the main graph, whose nodes ``maps`` do not hold):
-    one loop over the calls of a family. The common group, one node with distinct named inputs and outputs, none baked
-    in, is keyed inline without the names ``group_shape`` returns: 4.0 us a call instead of 4.6 at 100k nodes (CPU,
-    best of 5, the 43,740 such calls of the Llama replica); any other takes ``group_key``."""
+    one loop over the calls of a family. The common groups, one node with distinct named inputs and outputs, are
+    keyed inline without the names ``group_shape`` returns, those reading small initializers too (a Reshape's shape,
+    a Slice's starts: 30k of the Llama replica's 80k calls at 100k nodes); any other takes ``group_key``."""
     keys: list[Hashable | None] = []
     add = keys.append
     inputs, outputs, captured, small = maps.inputs, maps.outputs, maps.captured, maps.small_constants
-    read_count, graph_outputs, graph_nodes = maps.read_count, maps.graph_outputs, maps.graph.node
+    bakeable, unread, mentions, graph_nodes = maps.bakeable, maps.unread, maps.mentions, maps.graph.node
     main, in_upto, v_upto, v_refs, serialized = MAIN, _IN_UPTO, _V_UPTO, _V, _serialized
     for call in calls:
         if call.scope is not main and call.scope != main:
@@ -76,15 +77,26 @@ def group_keys(calls: Sequence[AtenCall], maps: GraphMaps) -> list[Hashable | No
             if n <= 8 and m < _PRE and i not in captured:
                 distinct = set(ins)
                 if (n == len(distinct) and "" not in distinct and distinct.isdisjoint(outs)
-                        and small.isdisjoint(distinct) and "" not in outs and m == len(set(outs))):
-                    # as in _one_node's quick path: inputs in0.., outputs v0.. in order
+                        and "" not in outs and m == len(set(outs))):
+                    # as in _one_node's quick paths: inputs in0.. (constants c0..), outputs v0.. in order
+                    made = v_upto[m]
+                    read = made if unread.isdisjoint(outs) else tuple(
+                        [v_refs[k] for k, x in enumerate(outs) if x not in unread])
+                    if small.isdisjoint(distinct):
+                        baked: list[str] = []
+                    else:
+                        baked = [x for x in ins if x in bakeable]
+                        if baked:
+                            fx = call.fx_text
+                            if any(a in fx for c in baked for a in mentions(c)):
+                                add(group_key(call, maps))  # the FX text may name one: the general steps decide
+                                continue
                     node = call.first_node if call.first_node is not None else graph_nodes[i]
                     attrs = node.attribute
-                    made = v_upto[m]
-                    token = (node.domain, node.op_type, node.overload, in_upto[n], made,
+                    token = (node.domain, node.op_type, node.overload,
+                             _refs(tuple([x in bakeable for x in ins])) if baked else in_upto[n], made,
                              tuple(map(serialized, attrs)) if attrs else ())
-                    read = [x for x in outs if x in graph_outputs or read_count[x] > 0]
-                    add(((), (token,), made if len(read) == m else tuple([v_refs[outs.index(x)] for x in read])))
+                    add((tuple(baked), (token,), read))
                     continue
         add(group_key(call, maps))
     return keys
@@ -186,14 +198,11 @@ def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
 def _mentioned(fx: str, candidates: list[str], maps: GraphMaps) -> bool:
     """Whether a candidate may be a tensor argument of the call of FX text ``fx``: tensor arguments are among the
     %references of the text, so a candidate can be one only if its name, or an FX name standing for it, is in the
-    text at all (a substring test: the regex cost 8 us a call at 100k). A loop, not nested generators: 30k calls of
-    the 100k-node Llama replica come here."""
+    text at all (a substring test: the regex cost 8 us a call at 100k; ``GraphMaps.mentions``)."""
     for c in candidates:
-        if c in fx:
-            return True
-        standing = maps.fx_names(c)
-        if standing and any(a in fx for a in standing):
-            return True
+        for a in maps.mentions(c):
+            if a in fx:
+                return True
     return False
 
 
@@ -264,8 +273,12 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         # then number the outputs v0, v1, ... in order, and (no output is among the inputs) read outside = read at all
         attrs = node.attribute
         made_refs = _V_UPTO[m]
-        outputs = [x for x in outs if x in graph_outputs or read_count[x] > 0]
-        out_refs = made_refs if len(outputs) == m else tuple([_V[outs.index(x)] for x in outputs])
+        unread = maps.unread
+        if unread.isdisjoint(outs):
+            outputs, out_refs = list(outs), made_refs
+        else:
+            outputs = [x for x in outs if x not in unread]
+            out_refs = tuple([_V[k] for k, x in enumerate(outs) if x not in unread])
         if small.isdisjoint(distinct):  # none baked in: the inputs are in0, in1, ... in order
             token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
                      tuple(map(_serialized, attrs)) if attrs else ())
@@ -273,8 +286,8 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         # some are small initializers (a Reshape's shape, a Slice's starts), baked in unless the FX text names one
         # (then the general steps below decide): the inputs are then numbered in0, in1, ... and the constants c0,
         # c1, ... in order, which depends on where the constants sit alone (_refs, made once per such pattern)
-        parameters = maps.parameters
-        baked = [x for x in ins if x in small and x not in parameters]
+        bakeable = maps.bakeable
+        baked = [x for x in ins if x in bakeable]
         if not _mentioned(call.fx_text, baked, maps):
             token = (node.domain, node.op_type, node.overload, _refs(tuple([x in baked for x in ins])), made_refs,
                      tuple(map(_serialized, attrs)) if attrs else ())
