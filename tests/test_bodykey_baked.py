@@ -49,6 +49,7 @@ def test_a_small_initializer_is_baked_unless_it_is_a_tensor_argument(
     body = group_body(call, maps)  # the slow path the key stands for agrees
     assert (body.canonical_inputs, list(body.constants)) == (reads, constants)
     assert list(maps.fx_names("val_7")) == ([alias] if alias else [])
+    assert maps.original_names == ([("val_7", alias)] if alias else [])  # what fold's evidence reads
     # the specialiser's keys, made inline for one-node groups, are the key of these steps
     assert group_keys([call], maps) == [shape.key]
     assert shape.key[0] == tuple(constants)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from onnx import AttributeProto, helper
@@ -23,7 +22,7 @@ from inspector.core.bodies.bodykey import group_shape
 from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef
-from inspector.core.model.graph import ORIGINAL_NODE_NAME, GraphMaps
+from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.signature import CallSignature, SignatureForm, SignatureForms, call_signature
@@ -195,14 +194,9 @@ class _Evidence:
                 for out in outs:
                     if out and (known := claim(out, name)) is not name and known != name:
                         self._add(out, name)
+        for value, fx_name in maps.original_names:  # inputs and value infos with an original_node_name, in order
+            self._add(value, fx_name)
         graph = maps.graph
-        for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
-            props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
-            if not props:
-                continue
-            for prop in props:
-                if prop.key == ORIGINAL_NODE_NAME:
-                    self._add(v.name, prop.value)
         for v in graph.input:
             kinds = {p.value for p in v.metadata_props if p.key == "pkg.torch.export.graph_signature.InputSpec.kind"}
             if kinds <= {USER_INPUT} and v.name not in maps.initializers:

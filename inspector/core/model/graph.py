@@ -76,6 +76,9 @@ class GraphMaps:
         # FX name as metadata on the value info. Parameters and buffers are weights, never baked constants.
         self.onnx_name: dict[str, str] = dict(outer.onnx_name) if outer is not None else {}
         self.parameters: set[str] = set(outer.parameters) if outer is not None else set()
+        # (value, FX name) of this graph's inputs and value infos, in order: what fold's evidence reads, without
+        # another pass over 100k value infos (0.03-0.045 s)
+        self.original_names: list[tuple[str, str]] = []
         for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
             props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
             if not props:
@@ -83,6 +86,7 @@ class GraphMaps:
             for p in props:
                 if p.key == ORIGINAL_NODE_NAME:
                     self.onnx_name[p.value] = v.name
+                    self.original_names.append((v.name, p.value))
                 elif p.key == INPUT_KIND and p.value in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                     self.parameters.add(v.name)
 
