@@ -81,21 +81,16 @@ def group_keys(calls: Sequence[AtenCall], maps: GraphMaps) -> list[Hashable | No
                     made = v_upto[m]
                     read = made if unread.isdisjoint(outs) else tuple(
                         [v_refs[k] for k, x in enumerate(outs) if x not in unread])
-                    if small.isdisjoint(distinct):
-                        baked: list[str] = []
-                    else:
-                        baked = [x for x in ins if x in bakeable]
-                        if baked:
-                            fx = call.fx_text
-                            if any(a in fx for c in baked for a in mentions(c)):
-                                add(group_key(call, maps))  # the FX text may name one: the general steps decide
-                                continue
+                    baked = () if small.isdisjoint(distinct) else tuple([x for x in ins if x in bakeable])
+                    if baked and any(map(call.fx_text.__contains__, mentions(baked))):
+                        add(group_key(call, maps))  # the FX text may name one: the general steps decide
+                        continue
                     node = call.first_node if call.first_node is not None else graph_nodes[i]
                     attrs = node.attribute
                     token = (node.domain, node.op_type, node.overload,
                              _refs(tuple([x in bakeable for x in ins])) if baked else in_upto[n], made,
                              tuple(map(serialized, attrs)) if attrs else ())
-                    add((tuple(baked), (token,), read))
+                    add((baked, (token,), read))
                     continue
         add(group_key(call, maps))
     return keys
@@ -212,11 +207,7 @@ def _mentioned(fx: str, candidates: list[str], maps: GraphMaps) -> bool:
     """Whether a candidate may be a tensor argument of the call of FX text ``fx``: tensor arguments are among the
     %references of the text, so a candidate can be one only if its name, or an FX name standing for it, is in the
     text at all (a substring test: the regex cost 8 us a call at 100k; ``GraphMaps.mentions``)."""
-    for c in candidates:
-        for a in maps.mentions(c):
-            if a in fx:
-                return True
-    return False
+    return any(map(fx.__contains__, maps.mentions(tuple(candidates))))
 
 
 @lru_cache(maxsize=1024)
