@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.bodies.bodykey import _group_shape, group_key, group_keys
+from inspector.core.bodies.bodykey import _group_shape, group_key, group_keys, group_shape, group_shapes
 from inspector.core.model.index import build_index, open_index
 from inspector.core.model.keys import MAIN
 from inspector.core.model.loader import load_model
@@ -30,6 +30,17 @@ def test_group_keys_are_the_keys_of_each_call(path: Path) -> None:
             calls = ov.aten_calls
             expected = [group_key(c, maps) if c.scope == MAIN else None for c in calls]
             assert group_keys(calls, maps) == expected, (path.name, ov.label)
+
+
+@pytest.mark.parametrize("path", ZOO_AND_FIXTURES, ids=lambda p: p.name)
+def test_group_shapes_are_the_shape_of_each_call(path: Path) -> None:
+    """Fold takes every call's shape from one loop (``group_shapes``): names and key as ``group_shape`` makes them."""
+    index = open_index(path)
+    maps = index.graph_maps()
+    calls = index.provenance.calls
+    expected = [group_shape(c, maps) if c.scope == MAIN else None for c in calls]
+    assert group_shapes(calls, maps) == expected
+    assert [s.key if s is not None else None for s in expected] == group_keys(calls, maps)
 
 
 @pytest.mark.parametrize("path", ZOO_AND_FIXTURES, ids=lambda p: p.name)
@@ -98,6 +109,7 @@ def test_the_inline_keys_of_one_node_groups_reading_small_initializers(tmp_path:
     keys = group_keys(calls, maps)
     general = [_group_shape(c, [int(c.node_paths[0][0])], maps).key for c in calls]
     assert keys == general == [group_key(c, maps) for c in calls]
+    assert group_shapes(calls, maps) == [group_shape(c, maps) for c in calls]
     assert maps.unread == {"h", "z"}
     constants = [key[0] for key in keys]  # type: ignore[index]
     assert constants == [("k",), ("k",), (), (), (), ("k",), ("k",), ()]

@@ -18,7 +18,7 @@ from onnx import AttributeProto, helper
 
 from inspector.core.aten.schemas import BoundArgument, Parameter
 from inspector.core.bodies.body import Body, group_body
-from inspector.core.bodies.bodykey import group_shape
+from inspector.core.bodies.bodykey import GroupShape, group_shape
 from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef
@@ -116,8 +116,9 @@ class Planner:
             self.inner[prefix] = GraphMaps(graph, self.maps, prefix) if graph is not None else None
         return self.inner[prefix]
 
-    def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]]) -> Planned | str:
-        """The call's plan, or why it stays flat."""
+    def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]], shape: GroupShape | None = None) -> Planned | str:
+        """The call's plan, or why it stays flat. ``shape``: the call's ``group_shape``, if made already (fold makes
+        those of all calls in one loop, ``group_shapes``)."""
         reason = _why_not(call, claimed[()])
         main = self.maps
         maps: GraphMaps | None = main
@@ -147,7 +148,10 @@ class Planner:
                 return "fx_node metadata unreadable"
             form = _form(call_signature(call), fx, shared=False)
             args = form.args
-        shape = group_shape(call, maps) if maps is main else None
+        if maps is not main:
+            shape = None
+        elif shape is None:
+            shape = group_shape(call, maps)
         if shape is not None:
             known = self.bodies.get(shape.key)
             if known is None:
