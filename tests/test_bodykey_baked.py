@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from inspector.core.bodies.body import group_body
-from inspector.core.bodies.bodykey import group_shape
+from inspector.core.bodies.bodykey import group_keys, group_shape
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import build_index
 from inspector.core.model.loader import load_model
@@ -49,3 +49,7 @@ def test_a_small_initializer_is_baked_unless_it_is_a_tensor_argument(
     body = group_body(call, maps)  # the slow path the key stands for agrees
     assert (body.canonical_inputs, list(body.constants)) == (reads, constants)
     assert list(maps.fx_names("val_7")) == ([alias] if alias else [])
+    assert maps.original_names == ([("val_7", alias)] if alias else [])  # what fold's evidence reads
+    # the specialiser's keys, made inline for one-node groups, are the key of these steps
+    assert group_keys([call], maps) == [shape.key]
+    assert shape.key[0] == tuple(constants)

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+from typing import Any, NamedTuple
 
-import onnx
 from onnx import AttributeProto
 
 from inspector.core.model.calls import AtenCall
@@ -33,9 +32,10 @@ from inspector.core.model.signature import FX_REF
 _serialized = AttributeProto.SerializeToString
 
 
-@dataclass(frozen=True, slots=True)
-class GroupShape:
-    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints."""
+class GroupShape(NamedTuple):
+    """One call's group as ``group_body`` would build it, by name: equal keys mean equal body fingerprints. A named
+    tuple, not a frozen dataclass, as ``FunctionKey`` is: fold makes one per call, and a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) cost 1.5 us against 0.35 (CPU, 80k per 100k-node fold)."""
 
     key: Hashable
     indices: list[int]  # main-graph node indices, ascending
@@ -57,14 +57,27 @@ def group_key(call: AtenCall, maps: GraphMaps) -> Hashable | None:
 
 def group_keys(calls: Sequence[AtenCall], maps: GraphMaps) -> list[Hashable | None]:
     """``group_key`` of each of ``calls`` (None for a call outside the main graph, whose nodes ``maps`` do not hold):
-    one loop over the calls of a family. The common group, one node with distinct named inputs and outputs, none baked
-    in, is keyed inline without the names ``group_shape`` returns: 4.0 us a call instead of 4.6 at 100k nodes (CPU,
-    best of 5, the 43,740 such calls of the Llama replica); any other takes ``group_key``."""
-    keys: list[Hashable | None] = []
-    add = keys.append
+    one loop over the calls of a family (``_batch``)."""
+    return _batch(calls, maps, False)
+
+
+def group_shapes(calls: Sequence[AtenCall], maps: GraphMaps) -> list[GroupShape | None]:
+    """``group_shape`` of each of ``calls`` (None for a call outside the main graph), in one loop (``_batch``): what
+    fold plans each call from."""
+    return _batch(calls, maps, True)
+
+
+def _batch(calls: Sequence[AtenCall], maps: GraphMaps, shapes: bool) -> list[Any]:
+    """Keys (or, with ``shapes``, group shapes) of ``calls``. The common groups, one node with distinct named inputs
+    and outputs, are keyed inline, those reading small initializers too (a Reshape's shape, a Slice's starts: 30k of
+    the Llama replica's 80k calls at 100k nodes); any other takes ``group_key`` (``group_shape``). At 100k nodes
+    (CPU, best of 5): the keys of every call 0.56 -> 0.455 s, their shapes 0.60 -> 0.50 s."""
+    out: list[Any] = []
+    add = out.append
     inputs, outputs, captured, small = maps.inputs, maps.outputs, maps.captured, maps.small_constants
-    read_count, graph_outputs, graph_nodes = maps.read_count, maps.graph_outputs, maps.graph.node
+    bakeable, unread, mentions, graph_nodes = maps.bakeable, maps.unread, maps.mentions, maps.graph.node
     main, in_upto, v_upto, v_refs, serialized = MAIN, _IN_UPTO, _V_UPTO, _V, _serialized
+    general = group_shape if shapes else group_key
     for call in calls:
         if call.scope is not main and call.scope != main:
             add(None)
@@ -76,18 +89,29 @@ def group_keys(calls: Sequence[AtenCall], maps: GraphMaps) -> list[Hashable | No
             if n <= 8 and m < _PRE and i not in captured:
                 distinct = set(ins)
                 if (n == len(distinct) and "" not in distinct and distinct.isdisjoint(outs)
-                        and small.isdisjoint(distinct) and "" not in outs and m == len(set(outs))):
-                    # as in _one_node's quick path: inputs in0.., outputs v0.. in order
+                        and "" not in outs and m == len(set(outs))):
+                    # as in _one_node's quick paths: inputs in0.. (constants c0..), outputs v0.. in order
+                    made = v_upto[m]
+                    every = unread.isdisjoint(outs)
+                    read = made if every else tuple([v_refs[k] for k, x in enumerate(outs) if x not in unread])
+                    baked = () if small.isdisjoint(distinct) else tuple([x for x in ins if x in bakeable])
+                    if baked and any(map(call.fx_text.__contains__, mentions(baked))):
+                        add(general(call, maps))  # the FX text may name one: the general steps decide
+                        continue
                     node = call.first_node if call.first_node is not None else graph_nodes[i]
                     attrs = node.attribute
-                    made = v_upto[m]
-                    token = (node.domain, node.op_type, node.overload, in_upto[n], made,
+                    token = (node.domain, node.op_type, node.overload,
+                             _refs(tuple([x in bakeable for x in ins])) if baked else in_upto[n], made,
                              tuple(map(serialized, attrs)) if attrs else ())
-                    read = [x for x in outs if x in graph_outputs or read_count[x] > 0]
-                    add(((), (token,), made if len(read) == m else tuple([v_refs[outs.index(x)] for x in read])))
+                    key = (baked, (token,), read)
+                    if shapes:
+                        add(GroupShape(key, [i], [x for x in ins if x not in baked] if baked else list(ins),
+                                       list(baked), list(outs) if every else [x for x in outs if x not in unread]))
+                    else:
+                        add(key)
                     continue
-        add(group_key(call, maps))
-    return keys
+        add(general(call, maps))
+    return out
 
 
 def group_shape(call: AtenCall, maps: GraphMaps) -> GroupShape | None:
@@ -126,33 +150,47 @@ def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
     constants: list[str] = []
     candidates: list[str] = []  # small initializers: constants unless they are tensor arguments of the call
     seen: set[str] = set()
-    small, parameters = maps.small_constants, maps.parameters
+    bakeable = maps.bakeable
     for ins, _outs in io:
         for name in ins:
             if not name or name in produced or name in seen:
                 continue
             seen.add(name)
-            if name in small and name not in parameters:
+            if name in bakeable:
                 candidates.append(name)
             inputs.append(name)
     if candidates:
         inputs, constants = _baked(call, inputs, candidates, maps)
     names = _numbered(inputs, constants)
-
-    def ref(name: str) -> str:
-        if not name:
-            return "_"
-        if name not in names:
-            names[name] = _ref(len(names), _X, "x")
-        return names[name]
-
+    # each node's reads are numbered before its outputs, as fingerprint does: what is neither an input, a constant
+    # nor made by an earlier node of the group is x0, x1, ... by first use; outputs are v0, v1, ... as made. Inline,
+    # not a closure per read: the 6,249 calls of several nodes of the Llama replica at 100k (24 -> 19 us a call)
     counter = 0
     tokens: list[Hashable] = []
     graph_nodes = maps.graph.node
+    get = names.get
     for i, (ins, outs) in zip(top, io):
-        read = tuple(ref(x) for x in ins)  # before this node's outputs are numbered, as fingerprint does
-        token, counter = _node_token(graph_nodes[i], read, outs, names, counter)
-        tokens.append(token)
+        read: list[str] = []
+        for x in ins:
+            if not x:
+                read.append("_")
+                continue
+            r = get(x)
+            if r is None:
+                r = names[x] = _ref(len(names), _X, "x")
+            read.append(r)
+        made: list[str] = []
+        for x in outs:
+            if x:
+                names[x] = r = _V[counter] if counter < _PRE else f"v{counter}"
+                counter += 1
+                made.append(r)
+            else:
+                made.append("_")
+        node = graph_nodes[i]
+        attrs = node.attribute
+        tokens.append((node.domain, node.op_type, node.overload, tuple(read), tuple(made),
+                       tuple(map(_serialized, attrs)) if attrs else ()))
     # read outside the group: read more often in the graph than by the group's own nodes
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     if len(io) == 1:
@@ -162,7 +200,7 @@ def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
         inside = Counter(chain.from_iterable(ins for ins, _o in io))
         outputs = [x for _ins, outs in io for x in outs
                    if x and (x in graph_outputs or read_count[x] > inside[x])]
-    key = tuple(constants), tuple(tokens), tuple(ref(x) for x in outputs)
+    key = tuple(constants), tuple(tokens), tuple([names[x] for x in outputs])  # each was numbered as made
     return GroupShape(key, top, inputs, constants, outputs)
 
 
@@ -186,15 +224,8 @@ def _baked(call: AtenCall, inputs: list[str], candidates: list[str],
 def _mentioned(fx: str, candidates: list[str], maps: GraphMaps) -> bool:
     """Whether a candidate may be a tensor argument of the call of FX text ``fx``: tensor arguments are among the
     %references of the text, so a candidate can be one only if its name, or an FX name standing for it, is in the
-    text at all (a substring test: the regex cost 8 us a call at 100k). A loop, not nested generators: 30k calls of
-    the 100k-node Llama replica come here."""
-    for c in candidates:
-        if c in fx:
-            return True
-        standing = maps.fx_names(c)
-        if standing and any(a in fx for a in standing):
-            return True
-    return False
+    text at all (a substring test: the regex cost 8 us a call at 100k; ``GraphMaps.mentions``)."""
+    return any(map(fx.__contains__, maps.mentions(tuple(candidates))))
 
 
 @lru_cache(maxsize=1024)
@@ -233,22 +264,6 @@ def _ref(k: int, names: tuple[str, ...], prefix: str) -> str:
     return names[k] if k < _PRE else f"{prefix}{k}"
 
 
-def _node_token(node: onnx.NodeProto, read: tuple[str, ...], outs: list[str], names: dict[str, str],
-                counter: int) -> tuple[Hashable, int]:
-    """A node's part of the key; its outputs are numbered ``v<counter>``… (after its reads, as fingerprint does)."""
-    made = []
-    for x in outs:
-        if x:
-            names[x] = made_ref = _ref(counter, _V, "v")
-            counter += 1
-            made.append(made_ref)
-        else:
-            made.append("_")
-    attrs = node.attribute
-    return (node.domain, node.op_type, node.overload, read, tuple(made),
-            tuple(map(_serialized, attrs)) if attrs else ()), counter
-
-
 def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[int], list[str], list[str], list[str]]:
     """``group_shape``'s fields for a group of one node (most aten calls): the same steps as for several nodes,
     inlined, since this runs once per call of an 80k-call export."""
@@ -264,8 +279,12 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         # then number the outputs v0, v1, ... in order, and (no output is among the inputs) read outside = read at all
         attrs = node.attribute
         made_refs = _V_UPTO[m]
-        outputs = [x for x in outs if x in graph_outputs or read_count[x] > 0]
-        out_refs = made_refs if len(outputs) == m else tuple([_V[outs.index(x)] for x in outputs])
+        unread = maps.unread
+        if unread.isdisjoint(outs):
+            outputs, out_refs = list(outs), made_refs
+        else:
+            outputs = [x for x in outs if x not in unread]
+            out_refs = tuple([_V[k] for k, x in enumerate(outs) if x not in unread])
         if small.isdisjoint(distinct):  # none baked in: the inputs are in0, in1, ... in order
             token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
                      tuple(map(_serialized, attrs)) if attrs else ())
@@ -273,8 +292,8 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         # some are small initializers (a Reshape's shape, a Slice's starts), baked in unless the FX text names one
         # (then the general steps below decide): the inputs are then numbered in0, in1, ... and the constants c0,
         # c1, ... in order, which depends on where the constants sit alone (_refs, made once per such pattern)
-        parameters = maps.parameters
-        baked = [x for x in ins if x in small and x not in parameters]
+        bakeable = maps.bakeable
+        baked = [x for x in ins if x in bakeable]
         if not _mentioned(call.fx_text, baked, maps):
             token = (node.domain, node.op_type, node.overload, _refs(tuple([x in baked for x in ins])), made_refs,
                      tuple(map(_serialized, attrs)) if attrs else ())

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from onnx import AttributeProto, helper
 
 from inspector.core.aten.schemas import BoundArgument, Parameter
 from inspector.core.bodies.body import Body, group_body
-from inspector.core.bodies.bodykey import group_shape
+from inspector.core.bodies.bodykey import GroupShape, group_shape
 from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef
-from inspector.core.model.graph import ORIGINAL_NODE_NAME, GraphMaps
+from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.signature import CallSignature, SignatureForm, SignatureForms, call_signature
@@ -117,8 +116,9 @@ class Planner:
             self.inner[prefix] = GraphMaps(graph, self.maps, prefix) if graph is not None else None
         return self.inner[prefix]
 
-    def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]]) -> Planned | str:
-        """The call's plan, or why it stays flat."""
+    def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]], shape: GroupShape | None = None) -> Planned | str:
+        """The call's plan, or why it stays flat. ``shape``: the call's ``group_shape``, if made already (fold makes
+        those of all calls in one loop, ``group_shapes``)."""
         reason = _why_not(call, claimed[()])
         main = self.maps
         maps: GraphMaps | None = main
@@ -148,7 +148,10 @@ class Planner:
                 return "fx_node metadata unreadable"
             form = _form(call_signature(call), fx, shared=False)
             args = form.args
-        shape = group_shape(call, maps) if maps is main else None
+        if maps is not main:
+            shape = None
+        elif shape is None:
+            shape = group_shape(call, maps)
         if shape is not None:
             known = self.bodies.get(shape.key)
             if known is None:
@@ -195,14 +198,9 @@ class _Evidence:
                 for out in outs:
                     if out and (known := claim(out, name)) is not name and known != name:
                         self._add(out, name)
+        for value, fx_name in maps.original_names:  # inputs and value infos with an original_node_name, in order
+            self._add(value, fx_name)
         graph = maps.graph
-        for v in chain(graph.input, graph.value_info):  # (no tuple of 100k value infos is made first)
-            props = v.metadata_props  # few values carry any: testing is cheaper than iterating an empty one
-            if not props:
-                continue
-            for prop in props:
-                if prop.key == ORIGINAL_NODE_NAME:
-                    self._add(v.name, prop.value)
         for v in graph.input:
             kinds = {p.value for p in v.metadata_props if p.key == "pkg.torch.export.graph_signature.InputSpec.kind"}
             if kinds <= {USER_INPUT} and v.name not in maps.initializers:

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 from pathlib import Path
 from typing import Literal
 
@@ -210,6 +211,8 @@ def open_index(path: str | os.PathLike[str], modules: bool = True, like: ModelIn
     return build_index(load_model(path), modules, like)
 
 
+_NODE_PATHS = attrgetter("node_paths")
+
 # Below this size every model is checked for invalid-UTF-8 strings up front (a few ms); larger ones only when
 # indexing trips over one, so that ordinary large exports do not pay for a pass over every string.
 EAGER_TEXT_CHECK_NODES = 20_000
@@ -260,10 +263,13 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
 def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter[tuple[str, str]]) -> GraphMaps | None:
     """Calls recognised by body template among main-graph nodes without fx metadata, added to ``prov.calls``; the
     graph maps this reads are the index's (built here once instead of on first use)."""
-    covered = sum(1 for c in prov.calls if c.scope == MAIN for p in c.node_paths if len(p) == 1)
+    flat = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in histogram)
+    if flat and not proto.functions:  # every call is of main-graph nodes, one path step each: counted in C
+        covered = sum(map(len, map(_NODE_PATHS, prov.calls)))  # (0.012 s less at 100k nodes than the loop below)
+    else:
+        covered = sum(1 for c in prov.calls if c.scope == MAIN for p in c.node_paths if len(p) == 1)
     if covered >= len(proto.graph.node) or not recognition_applies(proto):
         return None
-    flat = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in histogram)
     maps = GraphMaps(proto.graph, flat=flat)
     prov.calls.extend(recognised_calls(proto, prov.calls, maps))
     return maps
