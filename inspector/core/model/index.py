@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import onnx
 
@@ -24,14 +24,14 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
 from inspector.core.model.provenance import ProvenanceIndex, build_provenance
-from inspector.core.model.recognise import applies as recognition_applies
-from inspector.core.model.recognise import recognised_calls
-from inspector.core.model.scan_like import Earlier, scan_like
 from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 from inspector.core.util.paths import model_files
 from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import sanitize_text
+
+if TYPE_CHECKING:
+    from inspector.core.model.scan_like import Earlier
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
 
@@ -237,7 +237,12 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
 
 def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None) -> ModelIndex:
     proto = model.proto
-    followed = scan_like(proto, _earlier(like), modules) if like is not None else None
+    followed = None
+    if like is not None:  # (scan_like and the template matcher are imported where they are used: a command on a
+        # model with its metadata needs neither, and they made 9 of the 49 dataclasses of a summary's process)
+        from inspector.core.model.scan_like import scan_like
+
+        followed = scan_like(proto, _earlier(like), modules)
     scanned = followed[0] if followed is not None else scan_model(proto, modules)
     fidx = build_function_index(proto, scanned)
     prov = build_provenance(proto, scanned)
@@ -271,11 +276,22 @@ def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter
     if covered >= len(proto.graph.node) or not recognition_applies(proto):
         return None
     maps = GraphMaps(proto.graph, flat=flat)
+    from inspector.core.model.recognise import recognised_calls
+
     prov.calls.extend(recognised_calls(proto, prov.calls, maps))
     return maps
 
 
+def recognition_applies(proto: onnx.ModelProto) -> bool:
+    """Whether body templates are looked for in ``proto`` (``recognise.applies``)."""
+    from inspector.core.model.recognise import applies
+
+    return applies(proto)
+
+
 def _earlier(index: ModelIndex) -> Earlier:
+    from inspector.core.model.scan_like import Earlier
+
     calls = index.provenance.calls
     prov = index.provenance
     return Earlier(index.proto.graph.node, calls, index.op_histogram, prov.nodes_with_metadata, prov.nodes_without_fx,
