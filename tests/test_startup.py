@@ -68,13 +68,14 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 
 # What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
-# matcher (every node of these exports has its metadata), and the other commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), and the
+# other commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
-          "inspector.core.aten.templates")
+          "inspector.core.aten.templates", "hashlib")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",

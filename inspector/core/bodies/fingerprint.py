@@ -7,13 +7,13 @@ node by node. Subgraphs are folded into the token stream iteratively.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.bodies.literals import attribute_value, tensor_value
+from inspector.core.util.digest import blake2b
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,8 @@ def fingerprint(body: Body) -> Fingerprints:
     names: dict[str, str] = {}
     for k, name in enumerate(body.canonical_inputs if body.canonical_inputs is not None else body.inputs):
         names[name] = f"in{k}"
-    full = hashlib.blake2b(digest_size=10)
-    tmpl = hashlib.blake2b(digest_size=10)
+    full = blake2b(digest_size=10)
+    tmpl = blake2b(digest_size=10)
 
     def feed(common: str, literal: str = "", masked: str = "") -> None:
         full.update((common + literal + "\x1f").encode())

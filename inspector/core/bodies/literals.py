@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 import typing
@@ -14,6 +13,7 @@ from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.model.tensors import dtype_name, plain_tensor
+from inspector.core.util.digest import blake2b
 
 BodyPath = tuple[int | str, ...]
 LiteralKind = typing.Literal[
@@ -68,12 +68,12 @@ def attribute_value(attr: AttributeProto) -> tuple[Any, str]:
     if t == AttributeProto.TENSOR:
         return tensor_value(attr.t)
     if t == AttributeProto.SPARSE_TENSOR:
-        digest = hashlib.blake2b(attr.sparse_tensor.SerializeToString(), digest_size=8).hexdigest()
+        digest = blake2b(attr.sparse_tensor.SerializeToString(), digest_size=8).hexdigest()
         return {"sparse": True}, f"sp:{digest}"
     if t == AttributeProto.TYPE_PROTO:
-        return "type", "tp:" + hashlib.blake2b(attr.tp.SerializeToString(), digest_size=8).hexdigest()
+        return "type", "tp:" + blake2b(attr.tp.SerializeToString(), digest_size=8).hexdigest()
     if t == AttributeProto.TYPE_PROTOS:
-        return "types", "tps:" + hashlib.blake2b(b"".join(x.SerializeToString() for x in attr.type_protos),
+        return "types", "tps:" + blake2b(b"".join(x.SerializeToString() for x in attr.type_protos),
                                                    digest_size=8).hexdigest()
     if t == AttributeProto.TENSORS:
         keys = [tensor_value(x)[1] for x in attr.tensors]
@@ -86,7 +86,7 @@ def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
     dims = [int(d) for d in t.dims]
     plain = plain_tensor(t)  # without numpy (start-up): the same values and bytes
     if plain is not None:
-        digest = hashlib.blake2b(plain.data, digest_size=8).hexdigest()
+        digest = blake2b(plain.data, digest_size=8).hexdigest()
         key = f"t:{t.data_type}:{dims}:{digest}"
         if plain.count <= MAX_SHOWN_ELEMENTS:
             return _jsonable(plain.tolist()), key
@@ -100,9 +100,9 @@ def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
     except Exception:
         arr = None
     if arr is None:
-        digest = hashlib.blake2b(t.SerializeToString(), digest_size=8).hexdigest()
+        digest = blake2b(t.SerializeToString(), digest_size=8).hexdigest()
         return {"dtype": dtype_name(t.data_type), "shape": dims}, f"t:{t.data_type}:{dims}:{digest}"
-    digest = hashlib.blake2b(np.ascontiguousarray(arr).tobytes(), digest_size=8).hexdigest()
+    digest = blake2b(np.ascontiguousarray(arr).tobytes(), digest_size=8).hexdigest()
     key = f"t:{t.data_type}:{dims}:{digest}"
     if arr.size <= MAX_SHOWN_ELEMENTS:
         value: Any = _jsonable(arr.tolist())

@@ -3,7 +3,6 @@ of a value that ``Change.detail`` (part of the JSON format) and every diff rende
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -11,6 +10,7 @@ from onnx import TensorProto
 
 from inspector.core.bodies.literals import tensor_value
 from inspector.core.model.tensors import dtype_name, plain_tensor
+from inspector.core.util.digest import blake2b
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:
@@ -32,10 +32,10 @@ def content_digest(t: TensorProto) -> str:
         info = {e.key: e.value for e in t.external_data}
         return "ext:" + "|".join(f"{k}={info.get(k, '')}" for k in ("location", "offset", "length"))
     if t.raw_data:
-        return hashlib.blake2b(t.raw_data, digest_size=12).hexdigest()
+        return blake2b(t.raw_data, digest_size=12).hexdigest()
     plain = plain_tensor(t)  # without numpy (start-up): the same bytes
     if plain is not None:
-        return hashlib.blake2b(plain.data, digest_size=12).hexdigest()
+        return blake2b(plain.data, digest_size=12).hexdigest()
     import numpy as np
     from onnx import numpy_helper
 
@@ -47,7 +47,7 @@ def content_digest(t: TensorProto) -> str:
         copy.name = ""
         copy.doc_string = ""
         data = copy.SerializeToString(deterministic=True)
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
+    return blake2b(data, digest_size=12).hexdigest()
 
 
 def tensor_type(t: TensorProto) -> str:

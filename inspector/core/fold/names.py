@@ -13,7 +13,6 @@ the part a reviewer argues about.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -24,6 +23,7 @@ from inspector.core.bodies.body import Body
 from inspector.core.bodies.literals import Literal, body_literals
 from inspector.core.model.calls import split_target
 from inspector.core.model.keys import FunctionKey
+from inspector.core.util.digest import blake2b
 
 
 class Unnamed(NamedTuple):
@@ -61,7 +61,7 @@ def overload_keys(functions: Sequence[Unnamed], domain: str) -> list[FunctionKey
         for k, at in enumerate(group):
             name = wanted[k] if len(wanted[k]) <= 48 else base
             if len(group) > 1 and (wanted.count(wanted[k]) > 1 or name != wanted[k] or name == base):
-                digest = hashlib.blake2b(f"{target}|{functions[at].identity}".encode(), digest_size=3)
+                digest = blake2b(f"{target}|{functions[at].identity}".encode(), digest_size=3)
                 name = f"{name}_{digest.hexdigest()}"
             while (op_name, name) in taken:
                 name += "_"
