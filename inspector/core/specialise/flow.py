@@ -110,14 +110,17 @@ class GraphShapes(Mapping[str, Shape]):
             progress = self._progress
             total = len(g.input) + len(g.value_info) + len(g.output)
             names: list[str] = []
+            where: dict[str, int] = {}  # the last declaration of a name wins; made in the steps the names are read
             for declared in (g.input, g.value_info, g.output):
                 n = len(declared)
                 step = _STEP if progress is not None else max(n, 1)
                 for start in range(0, n, step):
-                    names += map(_NAME, declared[start:start + step] if step < n else declared)
+                    got = list(map(_NAME, declared[start:start + step] if step < n else declared))
+                    where.update(zip(got, range(len(names), len(names) + len(got))))
+                    names += got
                     if progress is not None:
                         progress(len(names), total)
-            self._where = dict(zip(names, range(len(names))))  # the last declaration of a name wins
+            self._where = where
             if len(self._where) < len(names):
                 for k, name in enumerate(names):
                     self._repeated.setdefault(name, []).append(k)
