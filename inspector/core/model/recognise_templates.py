@@ -94,6 +94,16 @@ def leaf(t: Template, j: int) -> bool:
     return all(r.kind != "n" for r in t.nodes[j].inputs)
 
 
+def foldable(n: TemplateNode, several: bool) -> bool:
+    """Whether the optimizer may have folded node ``n`` of a body into a constant, where what it reads is constant in
+    the graph: a one-operand node of an outside value or constant (a weight's Transpose); with ``several`` (a match
+    that keeps at least two other nodes), a node reading only outside values and constants (SDPA's
+    ``Where(mask, 0, -inf)`` of a static causal mask: folded in the optimised zoo exports with a bool mask)."""
+    if several:
+        return bool(n.inputs) and all(r.kind != "n" for r in n.inputs)
+    return len(n.inputs) == 1 and n.inputs[0].kind != "n"
+
+
 def template_key(n: TemplateNode) -> Key:
     k = len(n.inputs)
     while k and n.inputs[k - 1].kind == "-":
