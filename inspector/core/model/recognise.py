@@ -52,6 +52,7 @@ from inspector.core.model.recognise_templates import (
     foldable,
     leaf,
     matched_as,
+    most_specific,
     reads,
     template_key,
     without_aliases,
@@ -352,7 +353,9 @@ def _prepared(templates: Sequence[Template]) -> _Prepared:
                 groups[shape] = []
                 by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
             groups[shape].append(t)
-    folds = {t.name: [foldable(n, True) for n in t.nodes] for t in templates}
+    # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
+    # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
+    folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
     got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds)
     _PREPARED[:] = [(templates, got)]
     return got
@@ -372,6 +375,7 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
     targets = tuple(sorted({t.target for t in templates}))
     args: tuple[tuple[str, Any], ...] = ()
     if len(targets) == 1:
+        templates = most_specific(templates)
         t = templates[0]
         constants = {k: matcher.constants.value(v) for k, v in first.constants.items()
                      if t.constants[k].masked and matcher.constants.is_constant(v)}

@@ -80,6 +80,18 @@ def without_aliases(templates: list[Template]) -> list[Template]:
     return out
 
 
+def most_specific(templates: list[Template]) -> list[Template]:
+    """Of templates of one target that fit one body, those that read the most operands as constants: ``mul.Tensor``
+    with a number ``other`` reads the constant as its argument, with a tensor ``other`` as any value (both fit a Mul
+    by a constant; the first explains more, and gives ``other`` back)."""
+    most = max(_constant_reads(t) for t in templates)
+    return [t for t in templates if _constant_reads(t) == most]
+
+
+def _constant_reads(t: Template) -> int:
+    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c")
+
+
 def matched_as(t: Template) -> str:
     """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
     def slot(x: Slot) -> object:
