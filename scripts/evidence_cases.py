@@ -127,7 +127,9 @@ RECIPES: dict[str, dict[str, Any]] = {
                                      "values": {"scale": [0.5, 0.25], "is_causal": [False, True],
                                                 "dropout_p": [0.0], "enable_gqa": [False]},
                                      "fixed": {"attn_mask": None},
-                                     "with": [{"attn_mask": (1, 2, 4, 4)}, {"attn_mask": ("bool", (1, 2, 4, 4))}]},
+                                     "with": [{"attn_mask": (1, 2, 4, 4)}, {"attn_mask": ("bool", (1, 2, 4, 4))}],
+                                     # scale=1.0: the optimizer drops the Muls by sqrt(1) (t5, which does not scale)
+                                     "template_values": {"scale": [1.0]}},
     "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)}, "with": [{"input": (4, 8)}]},
     "matmul": {"shapes": {"self": (2, 4, 8), "other": (8, 6)}},
     "embedding": {"shapes": {"weight": (10, 4), "indices": ("long", (2, 3), 10)},
@@ -372,12 +374,20 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
         for p in params:  # these variants ("#...") change the body's structure; evidence learning ignores them
             if p.is_tensor and p.type.startswith("Optional[") and values.get(p.name) is not None:
                 out.variants.append((f"#without_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
-        for p in params:  # an optional argument at its default (dtype=None: no Cast)
+        for p in params:  # an optional argument at its default (dtype=None: no Cast), and the other arguments
+            # varied around it: that body is a template of its own, whose slots the other arguments move too
             if not p.is_tensor and p.has_default and p.default is None and values.get(p.name) is not None:
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
+                out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: None, q: v}))
+                                 for q, options in choices.items() if q != p.name for v in options[1:]]
         for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
             out.variants.append((f"#with_{k}", Call(fn, kind, params,
                                                     {**values, **{q: _tensor(spec) for q, spec in given.items()}})))
+        for q, options in rec.get("template_values", {}).items():  # values whose body has a structure of its own,
+            for v in options:  # alone and with each set of optional tensors (not evidence: the slot is gone)
+                for given in [{}, *rec.get("with", ())]:
+                    tensors = {r: _tensor(spec) for r, spec in given.items()}
+                    out.variants.append((f"#value_{q}", Call(fn, kind, params, {**values, q: v, **tensors})))
     first = next((p for p in params if isinstance(values.get(p.name), torch.Tensor)), None)
     if first is not None:
         t = values[first.name]

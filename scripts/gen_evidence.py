@@ -10,9 +10,17 @@ perm, list -> pads, per spatial axis, element k, reciprocal, string -> enum tabl
 is recorded with its reason (not exportable, decomposed into other ops, value not baked, value only in a shape, the
 body's structure changes, no relation explains it).
 
+The body template catalogue (``gen_templates.py``) reads the same exports, and also wants the bodies of exports made
+without the optimizer (``torch.onnx.export(..., optimize=False)``, as ``gen_zoo.py`` makes the zoo's ``*_noopt``
+models): Constant/Concat/Cast of Python values left unfolded, the SDPA scale as ``Sqrt``, ``CastLike`` where the
+optimizer folds a cast. ``--unoptimised`` exports each call of the template plan once more that way (no evidence is
+learned from them: the evidence catalogue stays the optimised exports'): by default for the priority overloads and
+the zoo's targets, the overloads real unoptimised models call (99 of 428; it about doubles their time).
+
 Usage (in ``.venv-zoo``, with torch and onnxscript)::
 
     .venv-zoo/bin/python scripts/gen_evidence.py [--budget SECONDS] [--only aten::roll ...] [--pairs]
+                                                 [--unoptimised zoo|all|none]
 
 Resumable: each overload's result is one line of ``build/evidence/results.jsonl``, kept across runs (``--redo``
 forgets them); the catalogue and the coverage table are rewritten from all results after every overload. The
@@ -100,7 +108,41 @@ def export(call: cases.Call, path: Path, optimize: bool = True) -> None:
         program.save(str(path))
 
 
-def run_target(target: str, work: Path) -> dict[str, Any]:
+def run_target(target: str, work: Path, unoptimised: bool = True) -> dict[str, Any]:
+    """``run_both`` and, with ``unoptimised``, the same calls exported without the optimizer (``export_unoptimised``)
+    for the body template catalogue; the evidence row is the optimised exports' alone."""
+    row = run_both(target, work)
+    if unoptimised and row.get("status") in ("no_parameters", "exported") and row.get("optimize", True):
+        row["unoptimised"] = export_unoptimised(target, work)
+    return row
+
+
+def export_unoptimised(target: str, work: Path) -> int:
+    """Export the template plan's base call and variants with ``optimize=False``, as models exported that way hold
+    them (the zoo's ``*_noopt``: unfolded Concat/Cast of constants, the SDPA scale as Sqrt, CastLike): kept under
+    ``noopt`` (``noopt_number_other``) for ``gen_templates.py``, no evidence learned. Returns how many exported."""
+    done = 0
+    kinds = [("noopt", False)] + ([("noopt_number_other", True)] if cases.takes_number_other(target) else [])
+    for folder, number_other in kinds:
+        plan = cases.plan(target, number_other=number_other, templates=True)
+        if isinstance(plan, str):
+            continue
+        calls = [("base", "", plan.base)] + [(f"v{k}", what, c) for k, (what, c) in enumerate(plan.variants)]
+        for name, _what, call in calls:
+            try:
+                export(call, work / f"{name}.onnx", optimize=False)
+                done += 1
+            except Exception:  # a variant that does not export is left out, as in run_plan
+                if name == "base":
+                    break
+        if (work / "base.onnx").is_file():
+            (work / "variants.json").write_text(json.dumps({"optimize": False, "variants": {
+                f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}}), encoding="utf-8")
+        keep_exports(target, work, folder)
+    return done
+
+
+def run_both(target: str, work: Path) -> dict[str, Any]:
     """``run_plan``; for a ``.Tensor`` overload whose ``other`` may be a Python number, once with a tensor and once
     with a number there (the lowering differs: ``alpha`` multiplies a tensor ``other`` with a Mul, and is folded
     into a number ``other``), the evidence of both kept."""
@@ -111,7 +153,9 @@ def run_target(target: str, work: Path) -> dict[str, Any]:
         # left out or given: their exports are kept, the evidence row stays as it was
         extra = cases.plan(target, templates=True)
         if not isinstance(extra, str) and (row.get("status") == "no_parameters" or any(
-                w.startswith(("#with", "#default")) for w, _c in extra.variants)):
+                w.startswith(("#with", "#default", "#value")) for w, _c in extra.variants)):
+            if row.get("status") == "exported":  # the plain variants are under ``plain`` already
+                extra.variants = [(w, c) for w, c in extra.variants if w.startswith("#")]
             run_plan(target, work, extra)
             keep_exports(target, work, "templates")
     if not cases.takes_number_other(target):
@@ -231,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redo", action="store_true", help="forget earlier results of the targets run")
     parser.add_argument("--pairs", action="store_true", help="write the test pairs of tests/evidence")
     parser.add_argument("--no-run", action="store_true", help="only rewrite the outputs from the results")
+    parser.add_argument("--unoptimised", choices=("zoo", "all", "none"), default="zoo",
+                        help="which overloads are also exported without the optimizer, for the template catalogue: "
+                             "the priority ones and the zoo's targets (default), all, or none")
     args = parser.parse_args(argv)
 
     import onnxscript
@@ -243,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     state = load_state()
     if args.pairs:
         cases.write_pairs(PAIRS_DIR, export)
-    order = args.only if args.only is not None else cases.ordered(registry, zoo_targets())
+    zoo = zoo_targets()
+    order = args.only if args.only is not None else cases.ordered(registry, zoo)
+    unoptimised = set(cases.PRIORITY + zoo) if args.unoptimised == "zoo" else set(order) \
+        if args.unoptimised == "all" else set()
     if args.redo:
         for t in order:
             state.pop(t, None)
@@ -268,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             PENDING.write_text(target, encoding="utf-8")
             with tempfile.TemporaryDirectory(prefix="evidence-") as tmp:
                 try:
-                    row = run_target(target, Path(tmp))
+                    row = run_target(target, Path(tmp), target in unoptimised)
                 except Timeout as e:
                     row = {"target": target, "status": "not_exportable", "reason": f"Timeout: {e}"}
             row["seconds"] = round(time.monotonic() - t0, 1)

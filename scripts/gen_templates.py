@@ -1,5 +1,6 @@
 """Write ``resources/aten_templates.txt``, the body template catalogue, from the one-op exports that
-``gen_evidence.py`` keeps under ``build/evidence/exports`` (no torch needed here).
+``gen_evidence.py`` keeps under ``build/evidence/exports`` (no torch needed here): optimised and, for the overloads it
+exports that way too, unoptimised (``noopt``), so the catalogue holds both forms of a body.
 
 Per overload, every export (the base call and each variant that changed one argument or one input dimension) is read
 with the inspector, the call's nodes are cut out as a template (op types, wiring, attributes, constant operands; a
@@ -37,6 +38,7 @@ from inspector.core.aten.templates import (  # noqa: E402
     constant_node_value,
     template_json,
 )
+from inspector.core.aten.torchlib import torchlib_for  # noqa: E402
 from inspector.core.model.index import open_index  # noqa: E402
 from inspector.core.model.keys import MAIN  # noqa: E402
 
@@ -66,7 +68,9 @@ class Cut:
 def cut(path: Path, target: str) -> Cut | None:
     """The call of ``target`` in the export at ``path`` as a template (as ``evidence_learn.observe`` finds it)."""
     index = open_index(path)
-    calls = [c for c in index.provenance.calls if c.scope == MAIN and c.target.startswith("aten::")]
+    # the exporter's own calls only: a node it left bare would be recognised by the shipped catalogue (circular)
+    calls = [c for c in index.provenance.calls
+             if c.scope == MAIN and c.target.startswith("aten::") and not c.recognised]
     mine = [c for c in calls if c.target == target] or [c for c in calls if op_name(c.target) == op_name(target)]
     if not mine and len({c.target for c in calls}) == 1:
         mine = calls[:1]
@@ -87,13 +91,14 @@ def cut(path: Path, target: str) -> Cut | None:
             for v in n.input:
                 readers[v] = readers.get(v, 0) + 1
     graph_outputs = {o.name for o in g.output}
+    folded = _fold_concats(g, members, consts, readers, graph_outputs)
     produced: dict[str, tuple[int, int]] = {}
     slot_of: dict[str, int] = {}
     outside: dict[str, int] = {}
     out = Cut(call.target, [], [], [])
     for i in members:
         n = g.node[i]
-        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+        if (n.op_type == "Constant" and n.domain in ("", "ai.onnx")) or i in folded:
             continue
         refs: list[Ref] = []
         for k, v in enumerate(n.input):
@@ -121,6 +126,34 @@ def cut(path: Path, target: str) -> Cut | None:
     return out if out.nodes else None
 
 
+def _fold_concats(g: Any, members: list[int], consts: dict[str, Any], readers: dict[str, int],
+                  graph_outputs: set[str]) -> set[int]:
+    """The Concat nodes of the call that join integer constants only (torchlib's ``merge_dims`` of a Python size list,
+    left unfolded by an export without the optimizer), as constants: the optimised export's body, whose size operand
+    the matcher reads through such a Concat where a graph has one (``core.model.recognise_constants``). Kept as nodes,
+    they made a template per rank that a constant of another call's size fits by coincidence (t5_noopt's ``zeros``
+    read as ``expand``, whose one-op export had a 4-way Concat with two dims fixed at 4 and 8)."""
+    out: set[int] = set()
+    for i in members:
+        n = g.node[i]
+        parts = [consts.get(v) for v in n.input]
+        if n.op_type != "Concat" or n.domain not in ("", "ai.onnx") or not parts or readers.get(n.output[0]) \
+                or n.output[0] in graph_outputs:
+            continue
+        values: list[int] = []
+        for part in parts:
+            if isinstance(part, list) and all(isinstance(x, int) for x in part):
+                values += part
+            elif isinstance(part, dict) and part.get("t") == 7 and len(part.get("s", ())) == 1 and "v" in part:
+                values += part["v"]
+            else:
+                break
+        else:
+            consts[n.output[0]] = {"t": 7, "s": [len(values)], "v": values}
+            out.add(i)
+    return out
+
+
 def relations_of(target: str, results: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(parameter, place) -> the relation the evidence run learned."""
     row = results.get(target, {})
@@ -134,16 +167,25 @@ def relations_of(target: str, results: dict[str, Any]) -> dict[tuple[str, str], 
 def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) -> tuple[list[Any], list[Any]]:
     """Per constant and per node attribute: the reference's value, or the parameters that moved it."""
     ref = group[0][1]
-    consts: list[Any] = [set() for _ in ref.constants]
+    consts: list[set[str]] = [set() for _ in ref.constants]
     attrs: list[dict[str, set[str]]] = [{k: set() for k, _ in n.attributes} for n in ref.nodes]
+    by_label = dict(group)
     for what, c in group[1:]:
+        if not what:  # another plan's base call (unoptimised, a number for ``other``): no argument moved anything
+            continue
+        other = ref
+        if ":" in what:  # an argument varied with another at its default: against that export, if it is of this body
+            other = by_label.get(what.split(":", 1)[0])
+            if other is None:
+                continue
+        mover = _parameter(what)
         for k, v in enumerate(c.constants):
-            if v != ref.constants[k]:
-                consts[k].add(what)
+            if v != other.constants[k]:
+                consts[k].add(mover)
         for j, n in enumerate(c.nodes):
-            for (name, slot), (_n2, base) in zip(n.attributes, ref.nodes[j].attributes):
+            for (name, slot), (_n2, base) in zip(n.attributes, other.nodes[j].attributes):
                 if slot.value != base.value:
-                    attrs[j][name].add(what)
+                    attrs[j][name].add(mover)
 
     def slot(value: Any, movers: set[str], place: str) -> Slot:
         if not movers:
@@ -165,25 +207,33 @@ def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) 
     return cs, nodes
 
 
-def _inherit(slot: Slot, place: str, masks: dict[str, tuple[str, ...]],
-             relations: dict[tuple[str, str], str]) -> Slot:
+def _inherit(slot: Slot, place: str, masks: dict[str, Slot]) -> Slot:
+    """A slot at a place the base call's arguments moved is masked as the base's was (parameters and relation)."""
     if slot.masked or place not in masks:
         return slot
-    ps = masks[place]
     kind = {"t": slot.value["t"], "n": len(slot.value.get("s", ()))} \
         if isinstance(slot.value, dict) and "t" in slot.value else None
-    return Slot(kind, ps, next((relations[(p, place)] for p in ps if (p, place) in relations), None))
+    return Slot(kind, masks[place].moves_with, masks[place].relation)
 
 
 def _parameter(what: str) -> str:
-    """What a variant moved: a parameter, ``#shape``, or a parameter left at its default (``#default_dtype``)."""
-    return what[len("#default_"):] if what.startswith("#default_") else what
+    """What a variant moved: a parameter, ``#shape``, a parameter left at its default (``#default_dtype``), one
+    varied with another at its default (``#default_dtype:end``: ``end``), or given a value whose body is one of its
+    own (``#value_scale``)."""
+    if ":" in what:
+        return what.split(":", 1)[1]
+    for prefix in ("#default_", "#value_"):
+        if what.startswith(prefix):
+            return what[len(prefix):]
+    return what
 
 
 def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     target = ""
     cuts: list[tuple[str, Cut]] = []
-    for plan in sorted(p for p in folder.iterdir() if p.is_dir()):
+    # the optimised exports first (the base call's structure is the first group: its masks are inherited), then the
+    # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
+    for plan in sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: (p.name.startswith("noopt"), p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
             else {"variants": {}}
@@ -193,28 +243,37 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                 continue
             got = cut(path, target)
             if got is not None:
-                cuts.append((_parameter(info["variants"].get(f, "")) if f != "base" else "", got))
+                cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))
     out: list[Template] = []
-    base_masks: dict[str, tuple[str, ...]] = {}  # place -> parameters, from the first group (the base call's)
+    base_masks: dict[str, Slot] = {}  # place -> its masked slot, from the first group (the base call's)
     for k, ((observed, _s), group) in enumerate(groups.items()):
         consts, nodes = masked(group, relations_of(target, results))
         ref = group[0][1]
         if k == 0:
-            base_masks = {ref.places.get(("c", i), ""): c.moves_with for i, c in enumerate(consts) if c.masked}
-            base_masks.update({ref.places.get((f"a{j}", name), ""): s.moves_with for j, n in enumerate(nodes)
+            base_masks = {ref.places.get(("c", i), ""): c for i, c in enumerate(consts) if c.masked}
+            base_masks.update({ref.places.get((f"a{j}", name), ""): s for j, n in enumerate(nodes)
                                for name, s in n.attributes if s.masked})
         else:  # a variant's own structure: the places the base's arguments moved stay masked here too
-            rel = relations_of(target, results)
-            consts = [_inherit(c, ref.places.get(("c", i), ""), base_masks, rel) for i, c in enumerate(consts)]
-            nodes = [replace(n, attributes=tuple((name, _inherit(s, ref.places.get((f"a{j}", name), ""), base_masks,
-                                                                 rel)) for name, s in n.attributes))
+            consts = [_inherit(c, ref.places.get(("c", i), ""), base_masks) for i, c in enumerate(consts)]
+            nodes = [replace(n, attributes=tuple((name, _inherit(s, ref.places.get((f"a{j}", name), ""), base_masks))
+                                                 for name, s in n.attributes))
                      for j, n in enumerate(nodes)]
         out.append(Template(f"{observed}#{k}", observed, tuple(nodes), tuple(consts),
                             tuple(group[0][1].outputs)))
     return out
+
+
+def functional_copy(target: str) -> bool:
+    """``view_copy`` and the like: the functional ``_copy`` variant of a view op, which functionalised graphs hold
+    (edge runtimes) and the exporter's FX graph does not (it holds the view op). Its body is the view's (a lone
+    Reshape), so a template of it only claims view bodies: measured on the zoo, it made lone Reshapes view_copy calls
+    (5 wrong calls) and SDPA's body a chain of lone calls (21 calls missed)."""
+    op = op_name(target)
+    view = target.replace(op, op[:-len("_copy")], 1)
+    return op.endswith("_copy") and bool(torchlib_for(view) or torchlib_for(view.split(".", 1)[0]))
 
 
 def main() -> int:
@@ -239,6 +298,8 @@ def main() -> int:
     count: dict[str, int] = {}
     bodies: set[str] = set()
     for _other, _folder, t in sorted(found, key=lambda x: (x[2].target, x[0], x[1], x[2].name)):
+        if functional_copy(t.target):
+            continue
         body = template_json(replace(t, name=""))
         if body in bodies:
             continue

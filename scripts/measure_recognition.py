@@ -13,9 +13,12 @@ Arguments: each argument given back for a call whose target and nodes are right 
 FX text had (a ``dim`` is given back as a non-negative axis: a negative truth is normalised by the rank of the
 call's first input before comparing, where the model records it).
 
+``--misses`` counts the missed multi-node calls by target, form (optimised export or ``_noopt``), body and what was
+found there instead (an ambiguous body and its candidates, other calls, nothing): the classes of misses to fix.
+
 Usage::
 
-    .venv/bin/python scripts/measure_recognition.py [--markdown]
+    .venv/bin/python scripts/measure_recognition.py [--wrong] [--misses]
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Row:
     args_wrong: int = 0
     nodes_explained: int = 0
     wrong: list[str] = field(default_factory=list)
+    misses: list[tuple[str, str, str]] = field(default_factory=list)  # (target, body's op types, what was found)
 
     @property
     def recall(self) -> float:
@@ -90,6 +94,19 @@ def _calls(index: ModelIndex) -> dict[frozenset[int], Any]:
 def _body(g: onnx.GraphProto, nodes: frozenset[int]) -> int:
     """The nodes of a call that are not Constant nodes (a Constant is an operand, as an initializer is)."""
     return sum(1 for i in nodes if g.node[i].op_type != "Constant")
+
+
+def _ops(g: onnx.GraphProto, nodes: frozenset[int]) -> str:
+    """A body's op types in graph order, without its Constant nodes (``Shape Gather Unsqueeze Concat``)."""
+    return " ".join(g.node[i].op_type for i in sorted(nodes) if g.node[i].op_type != "Constant")
+
+
+def _miss(got: Any, nodes: frozenset[int], found: dict[frozenset[int], Any]) -> str:
+    """Why a truth call was missed: ambiguous (the candidates), other nodes claimed, or nothing there."""
+    if got is not None:
+        return f"ambiguous: {', '.join(got.candidates)}" if len(got.candidates) > 1 else f"as {got.target}"
+    others = sorted({c.candidates[0] if len(c.candidates) == 1 else "ambiguous" for k, c in found.items() if k & nodes})
+    return f"parts in: {', '.join(others)}" if others else "no call"
 
 
 def _ranks(model: onnx.ModelProto) -> dict[str, int]:
@@ -131,6 +148,8 @@ def measure(path: Path, work: Path) -> Row:
             row.multi_truth += 1
             row.multi_found += got is not None and got.candidates == (call.target,)
             row.multi_in_candidates += got is not None and len(got.candidates) > 1 and call.target in got.candidates
+            if got is None or got.candidates != (call.target,):
+                row.misses.append((call.target, _ops(g, nodes), _miss(got, nodes, found)))
         else:
             row.single_truth += 1
             if got is not None and call.target in got.candidates:
@@ -194,6 +213,21 @@ def total(rows: list[Row]) -> Row:
     return t
 
 
+def misses_table(rows: list[Row]) -> str:
+    """The missed multi-node calls counted by (target, form, body, what was found), most first: the classes to fix.
+    A model is of the unoptimised form when its name says so (``_noopt``, as ``gen_zoo.py`` names them)."""
+    count: dict[tuple[str, str, str, str], int] = {}
+    for r in rows:
+        form = "noopt" if r.model.endswith("_noopt") else "opt"
+        for target, ops, why in r.misses:
+            key = (target, form, ops, why)
+            count[key] = count.get(key, 0) + 1
+    lines = ["| missed | target | form | found | body |", "| ---: | --- | --- | --- | --- |"]
+    for (target, form, ops, why), n in sorted(count.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"| {n} | {target} | {form} | {why} | {ops} |")
+    return "\n".join(lines)
+
+
 def torchscript_share() -> list[tuple[str, int, int, int]]:
     """(model, nodes, nodes in calls of one target, nodes in ambiguous calls) for the zoo's TorchScript exports,
     matched as the index would if it looked there (it does not: ``recognise.applies``); main graph only."""
@@ -214,6 +248,8 @@ def torchscript_share() -> list[tuple[str, int, int, int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wrong", action="store_true", help="list every wrong call and argument")
+    parser.add_argument("--misses", action="store_true",
+                        help="count the missed multi-node calls by target, body and form (optimised or not)")
     args = parser.parse_args(argv)
     rows = measure_zoo()
     print(table(rows))
@@ -225,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             for w in r.wrong:
                 print(f"{r.model}: {w}")
+    if args.misses:
+        print("\n" + misses_table(rows))
     return 0
 
 

@@ -69,14 +69,16 @@ def test_measured_on_the_stripped_zoo() -> None:
     print("\n" + table(list(all_rows)))
     t = total(list(all_rows))
     assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right > 100
-    # the issue's targets: precision >= 0.99 on every model (met: 227/227, no wrong call), recall >= 0.9 on
-    # multi-node bodies (not met: floors at what the shipped catalogue reaches, 0.696; 0.896 counting the ambiguous
-    # calls whose candidates hold the truth; the misses are listed by `scripts/measure_recognition.py --wrong`)
+    # the issue's targets: precision >= 0.99 on every model (met: 247/247, no wrong call), recall >= 0.9 on
+    # multi-node bodies (not met: floors at what the shipped catalogue reaches, 0.758; 0.963 counting the ambiguous
+    # calls whose candidates hold the truth; the misses are counted by `scripts/measure_recognition.py --misses`:
+    # 62 of the 79 are bodies two overloads share by construction, view/_unsafe_view's Concat+Reshape (one torchlib
+    # function), SDPA/_scaled_dot_product_flash_attention_for_cpu, arange/arange.start with start 0)
     assert all(r.precision >= 0.99 for r in all_rows), [(r.model, r.wrong) for r in all_rows if r.precision < 0.99]
     assert t.precision >= 0.99
-    assert t.recall >= 0.69 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.89
+    assert t.recall >= 0.75 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.96
     assert t.args_wrong == 0
-    assert t.coverage >= 0.75  # single-node calls whose target is among the candidates
+    assert t.coverage >= 0.83  # single-node calls whose target is among the candidates
 
 
 def test_a_chain_of_lone_calls_is_no_evidence_of_one_call(stripped_dir: Path) -> None:
@@ -133,6 +135,43 @@ def test_recognised_calls_carry_their_template_and_arguments_the_evidence_gives(
     assert muls and all(set(c.recognised) <= names for c in muls)
     others = sorted({c.fx.kwargs.get("other") for c in muls if c.fx is not None} - {None})
     assert others == [pytest.approx(0.044715, rel=1e-6), 0.5, pytest.approx(0.7978846, rel=1e-6)]
+
+
+def test_a_body_node_the_optimizer_folded_from_constants_is_allowed_for(stripped_dir: Path) -> None:
+    """gpt2's attention mask is static: the optimizer folded SDPA's ``Where(mask, 0, -inf)`` of the bool mask into
+    an initializer the Add reads, so the graph holds the template less that node. Both calls are found with the
+    truth's nodes, and their scale (torch's truth: ``scale = 0.25``)."""
+    truth = {frozenset(int(p[0]) for p in c.node_paths): c for c in open_index(ZOO / "gpt2.onnx").provenance.calls
+             if c.target == "aten::scaled_dot_product_attention"}
+    index = stripped("gpt2", stripped_dir)
+    got = [c for c in recognised(index) if c.target == "aten::scaled_dot_product_attention"]
+    assert {frozenset(int(p[0]) for p in c.node_paths) for c in got} == set(truth) and len(got) == 2
+    templates = {t.name: t for t in load_templates()}
+    g = index.proto.graph
+    for c in got:
+        (name,) = c.recognised
+        ops = [n.op_type for n in templates[name].nodes]
+        assert ops.count("Where") == 2 and [g.node[int(p[0])].op_type for p in c.node_paths].count("Where") == 1
+        assert c.fx is not None and c.fx.kwargs == {"scale": 0.25}
+
+
+@pytest.mark.parametrize("name", ["bert_noopt", "llama_gqa_noopt", "tiny_noopt"])
+def test_unoptimised_exports_are_recognised_by_their_own_templates(name: str, stripped_dir: Path) -> None:
+    """Exported with ``optimize=False``, SDPA keeps what the optimizer folds: the scale's CastLike and Sqrts (tiny's
+    default scale is computed from the query's shape: one Sqrt more), the Shape/Slice/Concat of the key's reshapes
+    (and tiny's causal mask: Trilu, Equal, Where); 21 to 33 nodes a call. The catalogue holds that form from one-op
+    exports made the same way, so every call is found with the truth's nodes (gen_evidence.py's ``--unoptimised``;
+    before, none of these 7 calls was)."""
+    truth = {frozenset(int(p[0]) for p in c.node_paths) for c in open_index(ZOO / f"{name}.onnx").provenance.calls
+             if c.target == "aten::scaled_dot_product_attention"}
+    index = stripped(name, stripped_dir)
+    got = [c for c in recognised(index) if c.target == "aten::scaled_dot_product_attention"]
+    assert {frozenset(int(p[0]) for p in c.node_paths) for c in got} == truth and len(truth) >= 2
+    templates = {t.name: t for t in load_templates()}
+    for c in got:
+        (template,) = c.recognised
+        ops = [n.op_type for n in templates[template].nodes]
+        assert ops.count("Sqrt") >= 2 and "CastLike" in ops and len(ops) >= 21
 
 
 def test_summary_marks_recognised_calls_in_json_and_text(stripped_dir: Path) -> None:

@@ -52,8 +52,9 @@ def test_report_marks_recognised_bodies_in_json_html_and_markdown(gpt2_stripped:
     jsonschema.validate(data, SCHEMA)
     bodies = _bodies(data)
     muls = bodies["aten::mul"]
-    assert muls and all(b["recognised"] == {"templates": ["aten::mul.Tensor#0"], "candidates": ["aten::mul.Tensor"]}
-                        for b in muls)
+    # a Mul by a constant fits mul.Tensor's number form (#0), gelu's Mul of two tensors its tensor form (#1)
+    assert muls and all(b["recognised"]["candidates"] == ["aten::mul.Tensor"] for b in muls)
+    assert {tuple(b["recognised"]["templates"]) for b in muls} == {("aten::mul.Tensor#0",), ("aten::mul.Tensor#1",)}
     views = bodies["recognised::_unsafe_view_or_view"]
     assert views and all(b["recognised"]["candidates"] == ["aten::_unsafe_view", "aten::view"] for b in views)
     html = render_html(report)
@@ -139,6 +140,11 @@ def test_family_tree_tooltips_name_the_template(qtbot, gpt2_stripped: ModelIndex
     pytest.importorskip("PySide6")
     tips = _tooltips(gpt2_stripped)
     assert len(tips["aten::mul.Tensor"]) > 1
-    assert all("recognised by template aten::mul.Tensor#0 (no fx metadata)" in t for t in tips["aten::mul.Tensor"])
+    # the overload row names both forms its calls fit (a Mul by a constant: #0; of two tensors: #1), each call its own
+    row, *calls = tips["aten::mul.Tensor"]
+    assert "recognised by templates aten::mul.Tensor#0, aten::mul.Tensor#1 (no fx metadata)" in row
+    forms = [t for t in calls if "recognised by template aten::mul.Tensor#0 (no fx metadata)" in t]
+    assert len(forms) == 6 and len(calls) == 8
+    assert all("recognised by template aten::mul.Tensor#1 (no fx metadata)" in t for t in calls if t not in forms)
     plain = _tooltips(open_index(ZOO / "gpt2.onnx"))
     assert plain["aten::mul.Tensor"] and not any("recognised" in t for ts in plain.values() for t in ts)

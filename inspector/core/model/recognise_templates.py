@@ -80,6 +80,18 @@ def without_aliases(templates: list[Template]) -> list[Template]:
     return out
 
 
+def most_specific(templates: list[Template]) -> list[Template]:
+    """Of templates of one target that fit one body, those that read the most operands as constants: ``mul.Tensor``
+    with a number ``other`` reads the constant as its argument, with a tensor ``other`` as any value (both fit a Mul
+    by a constant; the first explains more, and gives ``other`` back)."""
+    most = max(_constant_reads(t) for t in templates)
+    return [t for t in templates if _constant_reads(t) == most]
+
+
+def _constant_reads(t: Template) -> int:
+    return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c")
+
+
 def matched_as(t: Template) -> str:
     """What matching looks at (a masked slot is only masked: which argument moves it matters to the arguments)."""
     def slot(x: Slot) -> object:
@@ -92,6 +104,16 @@ def matched_as(t: Template) -> str:
 def leaf(t: Template, j: int) -> bool:
     """Node ``j`` of ``t`` reads only outside values and constants."""
     return all(r.kind != "n" for r in t.nodes[j].inputs)
+
+
+def foldable(n: TemplateNode, several: bool) -> bool:
+    """Whether the optimizer may have folded node ``n`` of a body into a constant, where what it reads is constant in
+    the graph: a one-operand node of an outside value or constant (a weight's Transpose); with ``several`` (a match
+    that keeps at least two other nodes), a node reading only outside values and constants (SDPA's
+    ``Where(mask, 0, -inf)`` of a static causal mask: folded in the optimised zoo exports with a bool mask)."""
+    if several:
+        return bool(n.inputs) and all(r.kind != "n" for r in n.inputs)
+    return len(n.inputs) == 1 and n.inputs[0].kind != "n"
 
 
 def template_key(n: TemplateNode) -> Key:
