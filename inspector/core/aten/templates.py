@@ -23,6 +23,7 @@ import onnx
 from onnx import AttributeProto
 
 from inspector.core.aten.resources import read_resource_lines
+from inspector.core.util.plain_tensors import float32, plain_tensor
 
 CATALOGUE_FILE = "aten_templates.txt"
 SMALL_TENSOR = 64  # constants with more elements are compared by type and shape only (weights, tables)
@@ -83,9 +84,8 @@ class Template:
 
 
 def _float(v: float) -> float | str:
-    import numpy as np  # (numpy only where a tensor is read: start-up, core/util/onnxpkg.py)
-
-    f = float(np.float32(v))
+    """``v`` rounded to float32 (without numpy), an infinity or NaN as its text."""
+    f = float32(v)
     return f if math.isfinite(f) else repr(f)
 
 
@@ -95,19 +95,23 @@ def canonical_tensor(t: onnx.TensorProto) -> Any:
     count = math.prod(out["s"]) if out["s"] else 1
     if count > SMALL_TENSOR or t.data_location == onnx.TensorProto.EXTERNAL:
         return out
-    from onnx import numpy_helper  # (the rest of onnx only where a tensor is read: core/util/onnxpkg.py)
-
-    try:
-        arr = numpy_helper.to_array(t).reshape(-1)
-    except (ValueError, TypeError, AttributeError):
-        return out
-    kind = arr.dtype.kind
-    if kind == "f":
-        out["v"] = [_float(x) for x in arr.tolist()]
-    elif kind in "iub":
-        out["v"] = [int(x) for x in arr.tolist()]
+    plain = plain_tensor(t)  # without numpy, and the rest of onnx, for the plain numeric types (start-up)
+    if plain is not None:
+        values, kind = plain.first(plain.count), "f" if plain.code in "fd" else "i"
     else:
-        out["v"] = [str(x) for x in arr.tolist()]
+        from onnx import numpy_helper  # (the rest of onnx only where a tensor is read: core/util/onnxpkg.py)
+
+        try:
+            arr = numpy_helper.to_array(t).reshape(-1)
+        except (ValueError, TypeError, AttributeError):
+            return out
+        values, kind = arr.tolist(), arr.dtype.kind
+    if kind == "f":
+        out["v"] = [_float(x) for x in values]
+    elif kind in "iub":
+        out["v"] = [int(x) for x in values]
+    else:
+        out["v"] = [str(x) for x in values]
     return out
 
 

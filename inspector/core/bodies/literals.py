@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import struct
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +11,9 @@ import onnx
 from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
-from inspector.core.model.tensors import dtype_name, plain_tensor
+from inspector.core.model.tensors import dtype_name
 from inspector.core.util.digest import blake2b
+from inspector.core.util.plain_tensors import float32, plain_tensor
 
 BodyPath = tuple[int | str, ...]
 LiteralKind = typing.Literal[
@@ -142,23 +142,15 @@ def body_literals(body: Body) -> list[Literal]:
     return out
 
 
-def _float32(x: float) -> float:
-    """``x`` rounded to float32, as ``float(numpy.float32(x))``: out of its range, an infinity."""
-    try:
-        return float(struct.unpack("<f", struct.pack("<f", x))[0])
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
 def _float(x: float) -> float | str:
-    x = _float32(x)
+    x = float32(x)
     if math.isnan(x) or math.isinf(x):
         return str(x)
     return float(f"{x:.8g}")
 
 
 def _fkey(x: float) -> str:
-    return f"{_float32(x):.8g}"
+    return f"{float32(x):.8g}"
 
 
 def _jsonable(v: Any) -> Any:

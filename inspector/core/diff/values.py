@@ -9,8 +9,9 @@ from typing import Any
 from onnx import TensorProto
 
 from inspector.core.bodies.literals import tensor_value
-from inspector.core.model.tensors import dtype_name, plain_tensor
+from inspector.core.model.tensors import dtype_name
 from inspector.core.util.digest import blake2b
+from inspector.core.util.plain_tensors import plain_tensor
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:
