@@ -43,7 +43,7 @@ STARTUP_TARGET = 0.5  # × python -c "import onnx"
 FOLDER_JOBS = 2
 
 
-def _env() -> dict[str, str]:
+def installed_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
     env["PYTHONPYCACHEPREFIX"] = str(HERE / "_generated" / "pycache")
@@ -86,7 +86,7 @@ def _wall(argv: list[str], env: dict[str, str]) -> float:
 
 def measure_startup(runs: int) -> dict[str, dict[str, float]]:
     """Per command: the median, least and most wall time of ``runs`` interleaved runs, in seconds."""
-    env = _env()
+    env = installed_env()
     commands = startup_commands()
     for argv in commands.values():  # warm-up: bytecode written, files in the page cache
         _wall(argv, env)
@@ -120,7 +120,7 @@ def measure_instructions() -> dict[str, int] | None:
     a shared machine move by a third), so a change is measured by it run by run. None without valgrind."""
     if shutil.which("valgrind") is None:
         return None
-    env = {**_env(), "PYTHONHASHSEED": "0"}
+    env = {**installed_env(), "PYTHONHASHSEED": "0"}
     counts: dict[str, int] = {}
     for name, argv in startup_commands().items():
         _wall(argv, env)
@@ -175,7 +175,7 @@ def measure_folders(runs: int) -> dict[str, Any]:
     their ratio and the overhead per pair."""
     import json
 
-    env = _env()
+    env = installed_env()
     with tempfile.TemporaryDirectory() as tmp_name:
         a, b, names = _zoo_pair_folders(Path(tmp_name))
         folder_argv = [*_command(), "diff", str(a), str(b), "--jobs", str(FOLDER_JOBS), "--format", "json"]
