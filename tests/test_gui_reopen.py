@@ -163,3 +163,21 @@ def test_the_main_window_dialogs_three_times(qtbot, window: MainWindow, tmp_path
         window.export_report()
     assert out.read_text().startswith("#")
     assert not QApplication.activeModalWidget()
+
+
+def test_quit_closes_the_comparisons_it_opened_with_the_main_window(qtbot, window: MainWindow):
+    """File > Quit in the main window: its model comparison and overload comparison close with it (Quit closed only the
+    main window, and an open comparison kept the app running with no main window to return to)."""
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(ZOO / "tiny_noopt.onnx")
+    compare = window.open_compare(ZOO / "tiny_noopt.onnx")
+    assert compare is not None
+    calls = _calls(window, "layer_norm")
+    overload = window.family_compare.compare(calls[0], calls[1])
+    assert overload is not None
+    qtbot.waitUntil(lambda: overload.ready, timeout=60000)
+    quit_action = next(a for m in window.menuBar().findChildren(QMenu) for a in m.actions() if a.text() == "&Quit")
+    quit_action.trigger()
+    assert not window.isVisible() and not compare.isVisible() and not overload.isVisible()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert not shiboken6.isValid(compare) and not shiboken6.isValid(overload)

@@ -96,7 +96,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         self.recent = build_file_menu(self.menuBar(), self.settings, FileActions(
             self.choose_file, self.open_path, self.compare_with, self.family_compare.compare_selected,
-            self.export_report, self.start_search, self.close))
+            self.export_report, self.start_search, self.quit))
         self.recent_menu = self.recent.menu
         self._connect()
 
@@ -227,6 +227,15 @@ class MainWindow(QMainWindow):
 
     def _forget_closed_compares(self) -> None:
         self._compare_windows = [w for w in self._compare_windows if shiboken6.isValid(w)]
+
+    def quit(self) -> None:
+        """File > Quit: close the windows this one opened (model and overload comparisons), then this one. Quit used
+        to close only the main window: an open comparison kept the app running with no main window to come back to
+        (seen under Xvfb)."""
+        for window in [*self._compare_windows, *self.family_compare.windows]:
+            if shiboken6.isValid(window):
+                window.close()
+        self.close()
 
     # reports ---------------------------------------------------------------------------------------------
     def export_report(self) -> None:
