@@ -294,3 +294,38 @@ def test_diff_of_stripped_exports_names_the_recognised_argument(stripped_dir: Pa
     assert "different: 1 change" in out
     assert "value changed      eps (LayerNormalization.epsilon): 9.9999997e-06 -> 1e-06" in out
     assert "at 3 sites" in out
+
+
+def test_an_attribute_at_its_default_is_the_attribute_left_out(stripped_dir: Path) -> None:
+    """llama_gqa's optimised SDPA writes its key's first Reshape without ``allowzero``; the one-op export the template
+    comes from writes ``allowzero=0``, the schema's default. Read with the defaults filled in (from onnx's schemas as
+    the package ships them), both calls are found with the truth's nodes and their scale (torch's truth:
+    ``scale = 0.3535533905932738``); they were missed."""
+    truth = {frozenset(int(p[0]) for p in c.node_paths): c for c in open_index(ZOO / "llama_gqa.onnx").provenance.calls
+             if c.target == "aten::scaled_dot_product_attention"}
+    index = stripped("llama_gqa", stripped_dir)
+    g = index.proto.graph
+    got = [c for c in recognised(index) if c.target == "aten::scaled_dot_product_attention"]
+    assert {frozenset(int(p[0]) for p in c.node_paths) for c in got} == set(truth) and len(got) == 2
+    templates = {t.name: t for t in load_templates()}
+    for c in got:
+        (name,) = c.recognised
+        template_reshape = templates[name].nodes[0]
+        graph_reshape = g.node[min(int(p[0]) for p in c.node_paths)]
+        assert (template_reshape.op_type, graph_reshape.op_type) == ("Reshape", "Reshape")
+        assert dict(template_reshape.attributes)["allowzero"].value == 0 and not graph_reshape.attribute
+        assert c.fx is not None and c.fx.kwargs == {"scale": pytest.approx(0.3535533905932738, rel=1e-6)}
+
+
+def test_an_attribute_written_at_its_default_tells_the_function_that_wrote_it(stripped_dir: Path) -> None:
+    """t5_noopt's full_like is CastLike, Shape with ``start=0``, Expand: fill.Scalar lowers to the same body but leaves
+    ``start`` out. With defaults filled in both fit; the body that writes what the graph writes is kept, so each is
+    full_like alone (torch's truth), as it was before defaults were filled in."""
+    truth = {frozenset(int(p[0]) for p in c.node_paths) for c in open_index(ZOO / "t5_noopt.onnx").provenance.calls
+             if c.target == "aten::full_like"}
+    index = stripped("t5_noopt", stripped_dir)
+    got = {frozenset(int(p[0]) for p in c.node_paths): c for c in recognised(index)}
+    assert len(truth) == 2
+    for nodes in truth:
+        assert got[nodes].candidates == ("aten::full_like",)
+        assert "Shape" in [index.proto.graph.node[i].op_type for i in nodes]

@@ -47,6 +47,7 @@ from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphCon
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
+    attribute_defaults,
     chain_of_calls,
     computable,
     connected,
@@ -56,6 +57,7 @@ from inspector.core.model.recognise_templates import (
     most_specific,
     reads,
     template_key,
+    with_defaults,
     without_aliases,
 )
 
@@ -99,11 +101,15 @@ class Matcher:
     """Templates matched against one graph; ``taken`` are the nodes that belong to calls already (fx metadata)."""
 
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
-                 templates: Sequence[Template]) -> None:
-        self.graph, self.maps, self.taken = graph, maps, set(taken)
-        prepared = _prepared(templates)
+                 templates: Sequence[Template], opset: int | None = None) -> None:
+        """``opset``: the graph's ONNX opset, whose attribute defaults are filled in on both sides of a match
+        (``recognise_templates.attribute_defaults``; None: none are)."""
+        self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
+        prepared = _prepared(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self._keys, kinds, full = node_keys(graph, maps)
+        self._written = prepared.written
+        self._names: dict[int, frozenset[str]] = {}  # node -> the attributes it writes (``as_written``)
+        self._keys, kinds, full = node_keys(graph, maps, opset)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
         self._sids = self._signatures.of  # each node's signature as a number (``recognise_nodes``)
@@ -309,6 +315,37 @@ class Matcher:
                 and self._fixed_fit(group[0], g)]
         return got
 
+    def as_written(self, templates: list[Template], base: Template, m: _Match) -> list[Template]:
+        """Of the templates that fit one body (``m``, the match of ``base``), those that write the attributes its
+        nodes write, defaults included (an attribute written at its default is a trace of the torchlib function that
+        wrote it: t5_noopt's Shape with ``start=0`` is full_like's, which writes it, not fill.Scalar's, which leaves
+        it out); where none writes them all, those that write them at most nodes. Where a template is of another
+        structure than ``base`` (its other nodes folded, other operands), all are compared at the last node alone."""
+        last = len(base.nodes) - 1
+        alike = all([n.inputs for n in t.nodes] == [n.inputs for n in base.nodes]
+                    and self._template_keys[t.name] == self._template_keys[base.name] for t in templates)
+        compared = list(m.nodes.items()) if alike else [(last, m.nodes[last])]
+
+        def agree(t: Template) -> int:
+            written = self._written[t.name]
+            return sum(1 for j, g in compared if written[j - last - 1] == self._written_by(g))
+
+        scores = [agree(t) for t in templates]
+        return [t for t, score in zip(templates, scores) if score == max(scores)]
+
+    def _written_by(self, g: int) -> frozenset[str]:
+        got = self._names.get(g)
+        if got is None:
+            got = self._names[g] = frozenset(a.name for a in self.graph.node[g].attribute)
+        return got
+
+    def _attributes(self, g: int) -> dict[str, Any]:
+        """Node ``g``'s attributes in the catalogue's form, those it leaves out at their default filled in."""
+        node = self.graph.node[g]
+        attrs = self._attrs[g] = {**dict(attribute_defaults(node.domain, node.op_type, self.opset)),
+                                  **{a.name: canonical_attribute(a) for a in node.attribute}}
+        return attrs
+
     def _fixed_fit(self, t: Template, g: int) -> bool:
         """Whether node ``g`` holds the fixed attributes of the last node of ``t``: a function of its signature (its
         attributes' bytes), so a group that fails there is not tried at each node of it (the 100k Llama replica's
@@ -316,9 +353,7 @@ class Matcher:
         fixed = [(name, slot.value) for name, slot in t.nodes[-1].attributes if not slot.masked]
         if not fixed:
             return True
-        attrs = self._attrs.get(g)
-        if attrs is None:
-            attrs = self._attrs[g] = {a.name: canonical_attribute(a) for a in self.graph.node[g].attribute}
+        attrs = self._attrs.get(g) or self._attributes(g)
         return all(attrs.get(name) == value for name, value in fixed)
 
     def _context(self, sid: int) -> tuple[object, ...]:
@@ -360,9 +395,7 @@ class Matcher:
         tn = t.nodes[j]
         if not tn.attributes:
             return True
-        attrs = self._attrs.get(g)
-        if attrs is None:
-            attrs = self._attrs[g] = {a.name: canonical_attribute(a) for a in self.graph.node[g].attribute}
+        attrs = self._attrs.get(g) or self._attributes(g)
         for name, slot in tn.attributes:
             if slot.masked:
                 m.attributes[(j, name)] = attrs[name]
@@ -379,18 +412,22 @@ class _Prepared:
     keys: dict[str, list[Key]]  # template -> its nodes' keys
     chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
     foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (``foldable``)
+    written: dict[str, list[frozenset[str]]]  # template -> the attributes each node writes (before ``with_defaults``)
 
 
-_PREPARED: list[tuple[Sequence[Template], _Prepared]] = []
+_PREPARED: list[tuple[Sequence[Template], int | None, _Prepared]] = []
 
 
-def _prepared(templates: Sequence[Template]) -> _Prepared:
+def _prepared(templates: Sequence[Template], opset: int | None = None) -> _Prepared:
     """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
     last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
     lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
     one is one object, ``load_templates``)."""
-    if _PREPARED and _PREPARED[0][0] is templates:
-        return _PREPARED[0][1]
+    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset:
+        return _PREPARED[0][2]
+    given = templates
+    written = {t.name: [frozenset(name for name, _s in n.attributes) for n in t.nodes] for t in templates}
+    templates = [with_defaults(t, opset) for t in templates]  # (the attributes left out at their defaults)
     by_sink: dict[Key, list[list[Template]]] = {}
     keys: dict[str, list[Key]] = {}
     groups: dict[str, list[Template]] = {}
@@ -409,8 +446,8 @@ def _prepared(templates: Sequence[Template]) -> _Prepared:
     # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
     # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
     folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
-    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds)
-    _PREPARED[:] = [(templates, got)]
+    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written)
+    _PREPARED[:] = [(given, opset, got)]
     return got
 
 
@@ -421,11 +458,14 @@ _UNSEEN: Any = object()
 def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Verdict:
     """The templates that fit one body (public aliases dropped), their targets, and the arguments the first one's
     evidence gives back where there is one target."""
-    names = tuple(t.name for t in templates)
+    names, base = tuple(t.name for t in templates), templates[0]
     if names not in matcher._aliases:
         matcher._aliases[names] = without_aliases(templates)
     templates = matcher._aliases[names]
     targets = tuple(sorted({t.target for t in templates}))
+    if len(targets) > 1:
+        templates = matcher.as_written(templates, base, first)
+        targets = tuple(sorted({t.target for t in templates}))
     args: tuple[tuple[str, Any], ...] = ()
     if len(targets) == 1:
         templates = most_specific(templates)
@@ -503,7 +543,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
     texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
-    nodes, verdicts = Matcher(graph, maps, taken, templates).calls()
+    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto)).calls()
     protos = graph.node
     make = AtenCall
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
@@ -530,8 +570,14 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
 
 
 def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
-              templates: Sequence[Template]) -> list[Recognised]:
-    """The calls recovered from the nodes of ``graph`` outside ``taken``, in graph order."""
+              templates: Sequence[Template], opset: int | None = None) -> list[Recognised]:
+    """The calls recovered from the nodes of ``graph`` outside ``taken``, in graph order; ``opset``: the graph's
+    ONNX opset (``onnx_opset``), whose attribute defaults a match fills in."""
     if len(taken) >= len(graph.node) or not templates:
         return []
-    return Matcher(graph, maps, taken, templates).run()
+    return Matcher(graph, maps, taken, templates, opset).run()
+
+
+def onnx_opset(proto: onnx.ModelProto) -> int | None:
+    """The version of the default ONNX domain the model imports (None if it imports none)."""
+    return next((int(o.version) for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
