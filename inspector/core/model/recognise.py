@@ -36,18 +36,17 @@ import onnx
 
 from inspector.core.aten.templates import (
     Template,
-    canonical_attribute,
     load_templates,
 )
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
+from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
-    attribute_defaults,
     chain_of_calls,
     computable,
     connected,
@@ -107,8 +106,7 @@ class Matcher:
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
         prepared = _prepared(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self._written = prepared.written
-        self._names: dict[int, frozenset[str]] = {}  # node -> the attributes it writes (``as_written``)
+        self.attributes, self.written = NodeAttributes(graph, opset), prepared.written
         self._keys, kinds, full = node_keys(graph, maps, opset)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
@@ -122,7 +120,6 @@ class Matcher:
         self._contexts: list[tuple[object, ...] | None] = [None] * count  # per signature: what makes each operand
         self._plausible: tuple[list[list[list[Template]] | None], ...] = ([None] * count, [None] * count)
         self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
-        self._attrs: dict[int, dict[str, Any]] = {}
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
@@ -312,49 +309,8 @@ class Matcher:
                 group for group in self.by_sink.get(self._keys[g], ())
                 if (single or (len(group[0].nodes) > 1 and group[0].name not in self._absent))
                 and _plausible(group[0], self._template_keys[group[0].name], list(ctx), single)
-                and self._fixed_fit(group[0], g)]
+                and self.attributes.fixed_fit(group[0], g)]
         return got
-
-    def as_written(self, templates: list[Template], base: Template, m: _Match) -> list[Template]:
-        """Of the templates that fit one body (``m``, the match of ``base``), those that write the attributes its
-        nodes write, defaults included (an attribute written at its default is a trace of the torchlib function that
-        wrote it: t5_noopt's Shape with ``start=0`` is full_like's, which writes it, not fill.Scalar's, which leaves
-        it out); where none writes them all, those that write them at most nodes. Where a template is of another
-        structure than ``base`` (its other nodes folded, other operands), all are compared at the last node alone."""
-        last = len(base.nodes) - 1
-        alike = all([n.inputs for n in t.nodes] == [n.inputs for n in base.nodes]
-                    and self._template_keys[t.name] == self._template_keys[base.name] for t in templates)
-        compared = list(m.nodes.items()) if alike else [(last, m.nodes[last])]
-
-        def agree(t: Template) -> int:
-            written = self._written[t.name]
-            return sum(1 for j, g in compared if written[j - last - 1] == self._written_by(g))
-
-        scores = [agree(t) for t in templates]
-        return [t for t, score in zip(templates, scores) if score == max(scores)]
-
-    def _written_by(self, g: int) -> frozenset[str]:
-        got = self._names.get(g)
-        if got is None:
-            got = self._names[g] = frozenset(a.name for a in self.graph.node[g].attribute)
-        return got
-
-    def _attributes(self, g: int) -> dict[str, Any]:
-        """Node ``g``'s attributes in the catalogue's form, those it leaves out at their default filled in."""
-        node = self.graph.node[g]
-        attrs = self._attrs[g] = {**dict(attribute_defaults(node.domain, node.op_type, self.opset)),
-                                  **{a.name: canonical_attribute(a) for a in node.attribute}}
-        return attrs
-
-    def _fixed_fit(self, t: Template, g: int) -> bool:
-        """Whether node ``g`` holds the fixed attributes of the last node of ``t``: a function of its signature (its
-        attributes' bytes), so a group that fails there is not tried at each node of it (the 100k Llama replica's
-        Reshapes and Transposes: 4.7k of 31k tries of multi-node templates, none of which could fit)."""
-        fixed = [(name, slot.value) for name, slot in t.nodes[-1].attributes if not slot.masked]
-        if not fixed:
-            return True
-        attrs = self._attrs.get(g) or self._attributes(g)
-        return all(attrs.get(name) == value for name, value in fixed)
 
     def _context(self, sid: int) -> tuple[object, ...]:
         """What makes each operand of the nodes of signature ``sid``: the producer's key, a constant ``c``, an
@@ -395,7 +351,7 @@ class Matcher:
         tn = t.nodes[j]
         if not tn.attributes:
             return True
-        attrs = self._attrs.get(g) or self._attributes(g)
+        attrs = self.attributes.of(g)
         for name, slot in tn.attributes:
             if slot.masked:
                 m.attributes[(j, name)] = attrs[name]
@@ -464,7 +420,8 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
     templates = matcher._aliases[names]
     targets = tuple(sorted({t.target for t in templates}))
     if len(targets) > 1:
-        templates = matcher.as_written(templates, base, first)
+        templates = as_written(templates, base, first.nodes, matcher.written, matcher._template_keys,
+                               matcher.attributes)
         targets = tuple(sorted({t.target for t in templates}))
     args: tuple[tuple[str, Any], ...] = ()
     if len(targets) == 1:
