@@ -329,3 +329,21 @@ def test_an_attribute_written_at_its_default_tells_the_function_that_wrote_it(st
     for nodes in truth:
         assert got[nodes].candidates == ("aten::full_like",)
         assert "Shape" in [index.proto.graph.node[i].op_type for i in nodes]
+
+
+def test_a_cast_to_its_operands_own_type_is_part_of_the_call(stripped_dir: Path) -> None:
+    """bert_noopt's ``gather`` is a Cast of its int64 index to int64, then GatherElements: node for node also what
+    ``_to_copy`` then ``gather`` lower to, so the body was no evidence of one call. But torch's ``.to`` of a tensor to
+    its own dtype returns it, with no call in the FX graph: the value infos say the Cast changes no type, so the two
+    nodes are one gather call, with its ``dim`` (torch's truth: ``gather(%expand, 1, %slice_1)``)."""
+    truth = [c for c in open_index(ZOO / "bert_noopt.onnx").provenance.calls if c.target == "aten::gather"]
+    assert len(truth) == 1
+    nodes = {int(p[0]) for p in truth[0].node_paths}
+    index = stripped("bert_noopt", stripped_dir)
+    g = index.proto.graph
+    cast = next(g.node[i] for i in nodes if g.node[i].op_type == "Cast")
+    info = {v.name: v.type.tensor_type.elem_type for v in g.value_info}
+    assert info[cast.input[0]] == onnx.TensorProto.INT64 == cast.attribute[0].i
+    got = [c for c in recognised(index) if {int(p[0]) for p in c.node_paths} & nodes]
+    assert len(got) == 1 and {int(p[0]) for p in got[0].node_paths} == nodes
+    assert got[0].candidates == ("aten::gather",) and got[0].fx is not None and got[0].fx.kwargs == {"dim": 1}

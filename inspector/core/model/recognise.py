@@ -148,7 +148,8 @@ class Matcher:
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
                     fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
-            if fits and not any(t.name in self._chains for t, _m in fits):  # (chains: left to the one-node pass)
+            if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
+                         or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
                 first = fits[0][1]
                 members = self._take(set(first.nodes.values()) | first.extra)
                 found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)

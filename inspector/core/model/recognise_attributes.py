@@ -13,6 +13,8 @@ import onnx
 
 from inspector.core.aten.templates import Template, canonical_attribute
 from inspector.core.model.recognise_templates import Key, attribute_defaults
+from inspector.core.model.tensors import dtype_name
+from inspector.core.model.values import ValueTypes
 
 
 class NodeAttributes:
@@ -22,6 +24,7 @@ class NodeAttributes:
         self.graph, self.opset = graph, opset
         self._of: dict[int, dict[str, Any]] = {}
         self._written: dict[int, frozenset[str]] = {}
+        self._types: ValueTypes | None = None  # (read on first use: only a match of a chain of calls needs them)
 
     def of(self, g: int) -> dict[str, Any]:
         """Node ``g``'s attributes by name in the catalogue's form, those it leaves out at their default filled in."""
@@ -38,6 +41,22 @@ class NodeAttributes:
         if got is None:
             got = self._written[g] = frozenset(a.name for a in self.graph.node[g].attribute)
         return got
+
+    def casts_to_its_own_type(self, g: int) -> bool:
+        """Whether node ``g`` is a Cast to the element type its operand already has, as the graph's value infos say
+        (False where they do not). No lone call lowers to one: torch's ``.to`` of a tensor to its own dtype returns
+        it and the FX graph holds no call, so such a Cast is part of the call that made it (gather casts its index to
+        int64, whatever it was)."""
+        node = self.graph.node[g]
+        if node.op_type != "Cast" or node.domain not in ("", "ai.onnx") or not node.input:
+            return False
+        to = self.of(g).get("to")
+        if not isinstance(to, int):
+            return False
+        if self._types is None:
+            self._types = ValueTypes(self.graph)
+        text = self._types.get(node.input[0])
+        return text is not None and text.split("[", 1)[0] == dtype_name(to)
 
     def fixed_fit(self, t: Template, g: int) -> bool:
         """Whether node ``g`` holds the fixed attributes of the last node of ``t``: a function of its signature (its
