@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -347,3 +348,25 @@ def test_a_cast_to_its_operands_own_type_is_part_of_the_call(stripped_dir: Path)
     got = [c for c in recognised(index) if {int(p[0]) for p in c.node_paths} & nodes]
     assert len(got) == 1 and {int(p[0]) for p in got[0].node_paths} == nodes
     assert got[0].candidates == ("aten::gather",) and got[0].fx is not None and got[0].fx.kwargs == {"dim": 1}
+
+
+def test_a_size_computed_once_for_several_views_belongs_to_its_first_reader(stripped_dir: Path) -> None:
+    """gpt2_dynamic computes the size of a layer's views from symbolic sizes (a Concat of Shape slices and constants)
+    and the exporter reuses one Concat for the views that share a size: torch's truth puts it in the first view's
+    call, the others are a lone Reshape. Each view of a computed size is found with the truth's nodes, an ambiguous
+    body (view or _unsafe_view, one torchlib function); those whose Concat other views read were not found."""
+    truth = {frozenset(int(p[0]) for p in c.node_paths) for c in open_index(ZOO / "gpt2_dynamic.onnx").provenance.calls
+             if c.target == "aten::view"}
+    index = stripped("gpt2_dynamic", stripped_dir)
+    g = index.proto.graph
+    reads = Counter(v for n in g.node for v in n.input)
+    concats = {n.output[0] for n in g.node if n.op_type == "Concat"}  # (sizes computed at run time)
+    shared = [nodes for nodes in truth if any(g.node[i].op_type == "Concat" for i in nodes)
+              and reads[next(g.node[i].output[0] for i in nodes if g.node[i].op_type == "Concat")] > 1]
+    assert len(shared) >= 2 and len(truth) >= 7
+    computed = [nodes for nodes in truth if any(
+        g.node[i].op_type == "Reshape" and reads[g.node[i].input[1]] and g.node[i].input[1] in concats for i in nodes)]
+    assert len(computed) >= 5
+    got = {frozenset(int(p[0]) for p in c.node_paths): c for c in recognised(index)}
+    for nodes in computed:
+        assert nodes in got and {"aten::view", "aten::_unsafe_view"} <= set(got[nodes].candidates)

@@ -231,7 +231,7 @@ class Matcher:
                         return None
                     if self.constants.fits(t.constants[ref.a], value):
                         continue
-                    computed = (self.constants.computed(value, reads(t, ref.a))
+                    computed = (self.constants.computed(value, reads(t, ref.a), self._first_reader(value, g) == g)
                                 if computable(t.constants[ref.a]) else None)
                     if computed is None or computed & m.extra:
                         return None
