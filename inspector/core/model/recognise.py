@@ -106,7 +106,7 @@ class Matcher:
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
         prepared = _prepared(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self.attributes, self.written = NodeAttributes(graph, opset), prepared.written
+        self.attributes, self.written, self._leaves = NodeAttributes(graph, opset), prepared.written, prepared.leaves
         self._keys, kinds, full = node_keys(graph, maps, opset)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
@@ -122,6 +122,7 @@ class Matcher:
         self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
+        self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
 
     def run(self) -> list[Recognised]:
@@ -243,7 +244,7 @@ class Matcher:
                             return None
                         m.folded.add(ref.a)
                         continue
-                    if h in self.taken and leaf(t, ref.a) and self._node_fits(t, ref.a, h, m):
+                    if h in self.taken and self._leaves[t.name][ref.a] and self._node_fits(t, ref.a, h, m):
                         m.shared.add(ref.a)  # made by another call from the same operands, and reused here
                         continue
                     if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
@@ -264,16 +265,16 @@ class Matcher:
             if any(r.kind == "x" and r.a in outside and not self.constants.is_constant(outside[r.a])
                    for r in t.nodes[j].inputs):
                 return None
-        return m if _closed(self.maps, t, m) else None
+        return m if _closed(self.maps, t, m, self._leaves[t.name]) else None
 
     def _unshare(self, t: Template, m: _Match) -> None:
         """A node of the body that reads only outside values and is read outside it too is a common subexpression
         (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
         exporter made it there; to the others it is shared."""
         members = set(m.nodes.values())
-        maps = self.maps
+        maps, leaves = self.maps, self._leaves[t.name]
         for j, g in list(m.nodes.items()):
-            if j == len(t.nodes) - 1 or not leaf(t, j):
+            if j == len(t.nodes) - 1 or not leaves[j]:
                 continue
             read = [v for v in maps.outputs[g] if v and v in maps.read_count]
             if any(maps.read_count[v] > sum(maps.reads(c).count(v) for c in members) for v in read) \
@@ -370,6 +371,7 @@ class _Prepared:
     chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
     foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (``foldable``)
     written: dict[str, list[frozenset[str]]]  # template -> the attributes each node writes (before ``with_defaults``)
+    leaves: dict[str, list[bool]]  # template -> which of its nodes read only outside values and constants (``leaf``)
 
 
 _PREPARED: list[tuple[Sequence[Template], int | None, _Prepared]] = []
@@ -403,7 +405,8 @@ def _prepared(templates: Sequence[Template], opset: int | None = None) -> _Prepa
     # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
     # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
     folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
-    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written)
+    leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
+    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
     _PREPARED[:] = [(given, opset, got)]
     return got
 
@@ -424,14 +427,22 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
         templates = as_written(templates, base, first.nodes, matcher.written, matcher._template_keys,
                                matcher.attributes)
         targets = tuple(sorted({t.target for t in templates}))
-    args: tuple[tuple[str, Any], ...] = ()
-    if len(targets) == 1:
+    if len(targets) != 1:
+        return tuple(t.name for t in templates), targets, ()
+    # one verdict for the calls of one body whose masked literals are alike (a constant's code says its canonical
+    # value: ``recognise_nodes``): the 100k Llama replica's 6.2k multi-node calls are 5 verdicts
+    code = matcher._signatures.code
+    key = (tuple(t.name for t in templates), tuple([(k, code.get(v)) for k, v in first.constants.items()]),
+           repr(sorted(first.attributes.items())) if first.attributes else "")
+    got = matcher._verdicts.get(key)
+    if got is None:
         templates = most_specific(templates)
         t = templates[0]
         constants = {k: matcher.constants.value(v) for k, v in first.constants.items()
                      if t.constants[k].masked and matcher.constants.is_constant(v)}
         args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
-    return tuple(t.name for t in templates), targets, args
+        got = matcher._verdicts[key] = (tuple(t.name for t in templates), targets, args)
+    return got
 
 
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False) -> bool:
@@ -458,8 +469,9 @@ def _same_nodes(a: _Match, b: _Match) -> bool:
     return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
 
 
-def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
-    """Values made inside the body are read only inside it (outputs of the template aside)."""
+def _closed(maps: GraphMaps, t: Template, m: _Match, leaves: list[bool]) -> bool:
+    """Values made inside the body are read only inside it (outputs of the template aside); ``leaves``: which nodes
+    of ``t`` are ``leaf`` nodes."""
     uses: dict[tuple[int, int], int] = {}
     for j in m.nodes:
         for r in t.nodes[j].inputs:
@@ -467,7 +479,7 @@ def _closed(maps: GraphMaps, t: Template, m: _Match) -> bool:
                 uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
     outputs = set(t.outputs)
     for j, g in m.nodes.items():
-        if j != len(t.nodes) - 1 and leaf(t, j):
+        if j != len(t.nodes) - 1 and leaves[j]:
             continue  # a common subexpression made here and reused by later calls (``_unshare``)
         for o, value in enumerate(maps.outputs[g]):
             if (j, o) in outputs or not value:
