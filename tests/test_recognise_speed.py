@@ -32,7 +32,8 @@ ZOO = ROOT / "tests" / "zoo"
 
 class EveryTemplate(Matcher):
     """The matcher with no index and no cache: every group of templates is tried at every node (larger ones first,
-    as the index orders them; the multi-node ones in the first pass), and every node's one-node match is made anew."""
+    as the index orders them; the multi-node ones in the first pass, none dropped by the nodes feeding the last one),
+    and every node's one-node match is made anew."""
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         groups = [group for by_key in self.by_sink.values() for group in by_key if single or len(group[0].nodes) > 1]
@@ -40,6 +41,9 @@ class EveryTemplate(Matcher):
 
     def _alike(self, sid: int) -> bool:
         return False
+
+    def _feeders(self, g: int, groups: list[list[Template]]) -> list[list[Template]]:
+        return groups
 
 
 def _stripped(path: Path) -> onnx.ModelProto:

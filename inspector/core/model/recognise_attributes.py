@@ -58,12 +58,12 @@ class NodeAttributes:
         text = self._types.get(node.input[0])
         return text is not None and text.split("[", 1)[0] == dtype_name(to)
 
-    def fixed_fit(self, t: Template, g: int) -> bool:
-        """Whether node ``g`` holds the fixed attributes of the last node of ``t``: a function of its signature (its
-        attributes' bytes), so the matcher drops a group that fails here once per signature instead of trying it at
-        each node of it (the 100k Llama replica's Reshapes and Transposes: 4.7k of 31k tries of multi-node
-        templates, none of which could fit)."""
-        fixed = [(name, slot.value) for name, slot in t.nodes[-1].attributes if not slot.masked]
+    def fixed_fit(self, t: Template, g: int, j: int = -1) -> bool:
+        """Whether node ``g`` holds the fixed attributes of node ``j`` of ``t`` (its last): a function of its
+        signature (its attributes' bytes), so the matcher drops a group that fails here once per signature instead of
+        trying it at each node of it (the 100k Llama replica's Reshapes and Transposes: 4.7k of 31k tries of
+        multi-node templates, none of which could fit)."""
+        fixed = [(name, slot.value) for name, slot in t.nodes[j].attributes if not slot.masked]
         if not fixed:
             return True
         attrs = self.of(g)
