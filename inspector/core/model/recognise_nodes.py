@@ -14,10 +14,12 @@ is coded by the last one, as ``GraphMaps.producer`` says.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import onnx
 
+from inspector.core.aten.templates import SMALL_TENSOR
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.recognise_constants import CONSTANT, GraphConstants
 from inspector.core.model.recognise_templates import Key, attribute_defaults
@@ -93,7 +95,14 @@ class NodeSignatures:
         return got
 
     def _constant(self, value: str, made_by: int) -> int:
-        number = self._values.setdefault(_frozen(self.constants.value(value, keep=False)), len(self._values))
+        t = self.maps.initializers.get(value) if made_by == ABSENT else None
+        if t is not None and (t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) > SMALL_TENSOR):
+            # a weight's canonical value is its type and shape (``canonical_tensor``), frozen as ``_frozen`` would
+            # freeze it, without the dict and the recursion: the 100k replica's 11k weights, 0.05 s of CPU
+            frozen: object = (("s", tuple([int(d) for d in t.dims])), ("t", int(t.data_type)))
+        else:
+            frozen = _frozen(self.constants.value(value, keep=False))
+        number = self._values.setdefault(frozen, len(self._values))
         k = self._constant_codes.setdefault((made_by, number), len(self._constant_codes))
         if k == len(self._made):
             self._made.append(made_by >= 0)
