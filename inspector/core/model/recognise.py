@@ -16,7 +16,11 @@ first, and take their nodes; every node left is matched against the one-node tem
 overloads (a lone ``Reshape``: view, _unsafe_view) keeps them all as candidates and gets no aten target. What the
 exporter or its optimizer does to a body is allowed for: a one-operand node of a constant may be folded away (a
 weight's Transpose), a masked constant may be computed by Cast/Reshape/Concat nodes (export without the optimizer,
-symbolic sizes), a Constant node or a common subexpression belongs to the call of its first reader.
+symbolic sizes), a Constant node, a common subexpression or a size list several views read belongs to the call of its
+first reader, and an attribute left out at its schema default is the attribute written at it
+(``recognise_attributes``; where overloads differ only there, the one whose template writes what the node writes is
+kept). A body that is node for node a chain of lone calls is no evidence of one call (``chain_of_calls``) unless one
+of its nodes is a Cast to its operand's own type, which no lone call lowers to.
 
 Arguments come back (``recognise_args``) only where the template's evidence names the relation that put them into a
 masked slot (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``),
