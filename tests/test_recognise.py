@@ -194,12 +194,13 @@ def test_summary_marks_recognised_calls_in_json_and_text(stripped_dir: Path) -> 
 
 def test_the_templates_explain_part_of_torchscript_exports_when_asked() -> None:
     """Point 5 of the issue: what share of a TorchScript export's nodes the torchlib templates would explain (its
-    symbolic functions lower differently; the convnet's Conv, Relu and pooling nodes match, its Gemm does not)."""
+    symbolic functions lower differently; the convnet's Relu and Identity nodes match, and, with the attributes it
+    leaves out at their defaults filled in, its Conv, MaxPool and Gemm nodes too: 16 of 21, 9 before)."""
     shares = {name: (nodes, unique, ambiguous) for name, nodes, unique, ambiguous in torchscript_share()}
     assert set(shares) == {"ts_functions", "ts_plain", "ts_plain_mixer"}
     for nodes, unique, ambiguous in shares.values():
         assert 0 < unique + ambiguous < nodes
-    assert shares["ts_plain"][0] == 21 and (shares["ts_plain"][1] + shares["ts_plain"][2]) / 21 >= 0.4
+    assert shares["ts_plain"][0] == 21 and (shares["ts_plain"][1] + shares["ts_plain"][2]) / 21 >= 0.76
 
 
 def test_torchscript_exports_are_left_alone() -> None:
