@@ -30,10 +30,21 @@ from strip_metadata import strip, zoo_dynamo
 ZOO = ROOT / "tests" / "zoo"
 
 
+class Forgetful(dict[Any, Any]):
+    """A cache that keeps nothing."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
 class EveryTemplate(Matcher):
     """The matcher with no index and no cache: every group of templates is tried at every node (larger ones first,
     as the index orders them; the multi-node ones in the first pass, none dropped by the nodes feeding the last one),
-    and every node's one-node match is made anew."""
+    every node's one-node match is made anew, and every call's arguments read back anew (no verdict kept)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._verdicts = Forgetful()
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         groups = [group for by_key in self.by_sink.values() for group in by_key if single or len(group[0].nodes) > 1]
