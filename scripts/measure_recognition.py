@@ -233,12 +233,12 @@ def torchscript_share() -> list[tuple[str, int, int, int]]:
     matched as the index would if it looked there (it does not: ``recognise.applies``); main graph only."""
     from inspector.core.aten.templates import load_templates
     from inspector.core.model.graph import GraphMaps
-    from inspector.core.model.recognise import recognise
+    from inspector.core.model.recognise import onnx_opset, recognise
 
     out = []
     for path in sorted((REPO / "tests" / "zoo").glob("ts_*.onnx")):
         model = onnx.load(str(path), load_external_data=False)
-        found = recognise(model.graph, GraphMaps(model.graph), set(), load_templates())
+        found = recognise(model.graph, GraphMaps(model.graph), set(), load_templates(), onnx_opset(model))
         unique = sum(len(r.nodes) for r in found if len(r.candidates) == 1)
         ambiguous = sum(len(r.nodes) for r in found if len(r.candidates) > 1)
         out.append((path.stem, len(model.graph.node), unique, ambiguous))

@@ -83,7 +83,7 @@ class Template:
         return len(self.nodes) - 1
 
 
-def _float(v: float) -> float | str:
+def canonical_float(v: float) -> float | str:
     """``v`` rounded to float32 (without numpy), an infinity or NaN as its text."""
     f = float32(v)
     return f if math.isfinite(f) else repr(f)
@@ -107,7 +107,7 @@ def canonical_tensor(t: onnx.TensorProto) -> Any:
             return out
         values, kind = arr.tolist(), arr.dtype.kind
     if kind == "f":
-        out["v"] = [_float(x) for x in values]
+        out["v"] = [canonical_float(x) for x in values]
     elif kind in "iub":
         out["v"] = [int(x) for x in values]
     else:
@@ -121,13 +121,13 @@ def canonical_attribute(a: onnx.AttributeProto) -> Any:
     if t == AttributeProto.INT:
         return int(a.i)
     if t == AttributeProto.FLOAT:
-        return _float(a.f)
+        return canonical_float(a.f)
     if t == AttributeProto.STRING:
         return a.s.decode("utf-8", "replace")
     if t == AttributeProto.INTS:
         return [int(x) for x in a.ints]
     if t == AttributeProto.FLOATS:
-        return [_float(x) for x in a.floats]
+        return [canonical_float(x) for x in a.floats]
     if t == AttributeProto.STRINGS:
         return [s.decode("utf-8", "replace") for s in a.strings]
     if t == AttributeProto.TENSOR:

@@ -74,16 +74,27 @@ class GraphConstants:
                 out |= got
         return out
 
-    def computed(self, value: str, read_by: int) -> set[int] | None:
+    def computed(self, value: str, read_by: int, first: bool = True) -> set[int] | None:
         """The nodes that compute a masked constant operand in the graph: constant-only nodes (``_folded``), or a
-        Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export)."""
+        Concat of such pieces and outside values (a size list with symbolic sizes, in a dynamic-shape export).
+        ``read_by``: how many times the call reads it; read more often, it is a size computed once and shared (the
+        exporter reuses one Concat for the views of a layer's query, key and value: gpt2_dynamic), which belongs to
+        the call of its first reader, as a Constant node does: computed here where the call is that (``first``),
+        else made by another call (no nodes)."""
         h = self.maps.producer.get(value)
-        if h is None or h in self.taken or self.maps.read_count[value] != read_by or value in self.maps.graph_outputs:
+        if h is None or h in self.taken or value in self.maps.graph_outputs:
             return None
+        node = self.graph.node[h]
+        size_list = node.op_type == "Concat" and node.domain in ("", "ai.onnx") and len(self.maps.outputs[h]) == 1
+        if self.maps.read_count[value] != read_by:
+            if not size_list or self.maps.read_count[value] < read_by \
+                    or self.computed(value, self.maps.read_count[value]) is None:
+                return None
+            if not first:
+                return set()
         budget = [_MAX_COMPUTED]
         inputs = self.maps.inputs[h]
-        node = self.graph.node[h]
-        if node.op_type == "Concat" and node.domain in ("", "ai.onnx") and len(self.maps.outputs[h]) == 1:
+        if size_list:
             out = {h}
             for v in inputs:
                 got = self.folded(v, budget) if v else set()

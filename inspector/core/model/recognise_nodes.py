@@ -14,21 +14,26 @@ is coded by the last one, as ``GraphMaps.producer`` says.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import onnx
 
+from inspector.core.aten.templates import SMALL_TENSOR
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.recognise_constants import CONSTANT, GraphConstants
-from inspector.core.model.recognise_templates import Key
+from inspector.core.model.recognise_templates import Key, attribute_defaults
 
 ABSENT, OUTSIDE = -1, -2  # the codes of an absent operand and of a value that no node makes and no constant holds
 _FIRST_CONSTANT = -3  # constants are coded -3, -4, ...: one code per (maker's key, canonical value)
 
 
-def node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> tuple[list[Key], list[int], list[int]]:
+def node_keys(graph: onnx.GraphProto, maps: GraphMaps,
+              opset: int | None = None) -> tuple[list[Key], list[int], list[int]]:
     """Each node's key (equal keys are one object), its key's number and its key-with-attributes' number, read from
-    protobuf once (a model has few distinct ones: the 100k Llama replica 20 keys, 22 with their attributes)."""
+    protobuf once (a model has few distinct ones: the 100k Llama replica 20 keys, 22 with their attributes). A key
+    names the attributes left out at their default at ``opset`` too (``attribute_defaults``), worked out once per
+    distinct key."""
     numbers: dict[tuple[object, ...], int] = {}
     key_of: list[Key] = []  # by key-with-attributes number
     kind_of: list[int] = []
@@ -49,6 +54,9 @@ def node_keys(graph: onnx.GraphProto, maps: GraphMaps) -> tuple[list[Key], list[
         if number is None:
             number = numbers[f] = len(key_of)
             names = () if not attrs else (attrs[0].name,) if len(attrs) == 1 else tuple(sorted(a.name for a in attrs))
+            defaults = attribute_defaults(node.domain, op, opset) if op != CONSTANT else ()
+            if defaults:
+                names = tuple(sorted({*names, *(name for name, _v in defaults)}))
             k = (node.domain, op, n, len(outs), names)
             key_of.append(interned.setdefault(k, k))
             kind_of.append(kinds.setdefault(k, len(kinds)))
@@ -87,7 +95,14 @@ class NodeSignatures:
         return got
 
     def _constant(self, value: str, made_by: int) -> int:
-        number = self._values.setdefault(_frozen(self.constants.value(value, keep=False)), len(self._values))
+        t = self.maps.initializers.get(value) if made_by == ABSENT else None
+        if t is not None and (t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) > SMALL_TENSOR):
+            # a weight's canonical value is its type and shape (``canonical_tensor``), frozen as ``_frozen`` would
+            # freeze it, without the dict and the recursion: the 100k replica's 11k weights, 0.05 s of CPU
+            frozen: object = (("s", tuple([int(d) for d in t.dims])), ("t", int(t.data_type)))
+        else:
+            frozen = _frozen(self.constants.value(value, keep=False))
+        number = self._values.setdefault(frozen, len(self._values))
         k = self._constant_codes.setdefault((made_by, number), len(self._constant_codes))
         if k == len(self._made):
             self._made.append(made_by >= 0)

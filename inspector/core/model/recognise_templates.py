@@ -6,11 +6,17 @@ shipped catalogue (``core.aten.templates``), which is package data, not model in
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import functools
+from typing import Any
+
 import onnx
 
 from inspector.core.aten.schemas import SchemaCatalogue
-from inspector.core.aten.templates import Slot, Template, TemplateNode
+from inspector.core.aten.templates import Slot, Template, TemplateNode, canonical_float
 from inspector.core.aten.torchlib import torchlib_for
+from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS
 
 Key = tuple[str, str, int, int, tuple[str, ...]]  # domain, op type, operands (trailing absent ones cut), outputs,
 # attribute names
@@ -134,3 +140,60 @@ def connected(t: Template) -> bool:
 
 def reads(t: Template, slot: int) -> int:
     return sum(1 for n in t.nodes for r in n.inputs if r.kind == "c" and r.a == slot)
+
+
+@functools.lru_cache(maxsize=512)
+def attribute_defaults(domain: str, op_type: str, opset: int | None) -> tuple[tuple[str, Any], ...]:
+    """The attributes of ``op_type`` that have a default at ``opset``, with it in the catalogue's canonical form
+    (``canonical_attribute``): an attribute at its default is the same as the attribute left out (llama's Reshapes
+    without ``allowzero``, the one-op exports' with ``allowzero=0``), so both sides of a match are read with the
+    defaults filled in. From onnx's schemas as the package ships them (``onnx_operators``, generated); none for an
+    opset past what they cover (or None), where nothing is filled in, as before."""
+    domain = "" if domain == "ai.onnx" else domain
+    if opset is None or opset > OLDEST_OPSETS.get(domain, 0):
+        return ()
+    found: dict[str, str] = {}
+    for since, keys in ATTRIBUTE_DEFAULTS.get((domain, op_type), ()):
+        if since <= opset:
+            found = keys
+    out = []
+    for name, key in sorted(found.items()):
+        value = _default_value(key)
+        if value is not None:
+            out.append((name, value))
+    return tuple(out)
+
+
+def _default_value(key: str) -> Any:
+    """A default's key as ``literals.attribute_value`` writes it (``i:0``, ``f:9.9999997e-06``, ``s:'NOTSET'``,
+    ``is:[1, 1]``) in the canonical form; None for another kind. Package data, not model input."""
+    kind, _, text = key.partition(":")
+    try:
+        if kind == "i":
+            return int(text)
+        if kind == "f":
+            return canonical_float(float(text))
+        if kind in ("s", "is", "ss"):
+            return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return None
+
+
+def with_defaults(t: Template, opset: int | None) -> Template:
+    """``t`` with each attribute its nodes leave out at its default filled in, as a fixed literal (see
+    ``attribute_defaults``); ``t`` itself when there is none."""
+    nodes = list(t.nodes)
+    changed = False
+    for j, n in enumerate(t.nodes):
+        have = {name for name, _slot in n.attributes}
+        extra = [(name, Slot(value)) for name, value in attribute_defaults(n.domain, n.op_type, opset)
+                 if name not in have]
+        if extra:
+            nodes[j] = dataclasses.replace(n, attributes=tuple(sorted((*n.attributes, *extra), key=_name)))
+            changed = True
+    return dataclasses.replace(t, nodes=tuple(nodes)) if changed else t
+
+
+def _name(item: tuple[str, Slot]) -> str:
+    return item[0]
