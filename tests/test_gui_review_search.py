@@ -73,6 +73,12 @@ def test_review_an_overload_and_a_value_then_reopen(qtbot, make_window, tmp_path
     # click the highlighted perm to target it, then mark it suspicious with the mouse
     window.signature.value_clicked.emit(perm)
     assert "perm" in window.review_bar.target.full_text()
+    # too narrow for the whole label, the value stays whole and the calls it belongs to go (it was cut in the middle)
+    label = window.review_bar.target
+    value_part = label.full_text().split("  — ")[0]
+    assert value_part.endswith("= [0, 2, 3, 1]")
+    label.resize(label.fontMetrics().horizontalAdvance(value_part + "  — o…") + 4, label.height())
+    assert label.text().startswith(value_part) and label.text().endswith("…")
     window.review_bar.note.setText("perm should be [0,2,1,3]?")
     with qtbot.waitSignal(window.review_saved, timeout=5000):
         window.review_bar.buttons["suspicious"].click()

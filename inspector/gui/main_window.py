@@ -195,9 +195,9 @@ class MainWindow(QMainWindow):
         self.reviews_listed.emit(n)
 
     def _target_changed(self) -> None:
-        s = self.session
-        self.review_bar.set_target(s.target_text() if s.target is not None else None, s.target_review(),
-                                   why=s.target_text())
+        s, target = self.session, self.session.target
+        self.review_bar.set_target(s.target_text() if target is not None else None, s.target_review(),
+                                   why=s.target_text(), value=target is not None and target.item.key.kind == "value")
 
     def select_in_tree(self, member: TreeObject) -> bool:
         """Select the tree row of an AtenCall, a FunctionKey's overload, a Family or an Overload (a call's row is

@@ -106,15 +106,18 @@ class ReviewBar(QWidget):
         self._current: str | None = None
         self.set_target(None, None)
 
-    def set_target(self, label: str | None, review: Review | None, why: str = "") -> None:
-        """Name the target (``label``) and its review; with none, the buttons are disabled and say ``why``."""
+    def set_target(self, label: str | None, review: Review | None, why: str = "", value: bool = False) -> None:
+        """Name the target (``label``) and its review; with none, the buttons are disabled and say ``why``. A
+        ``value``'s label (``val_30 (Reshape) = [1, 8, -1, 8]  — 12 calls, e.g. …``) is elided at its end, so that
+        the value stays whole and the calls it belongs to go first; an overload's in the middle."""
         enabled = label is not None
         for status, b in self.buttons.items():
             b.setEnabled(enabled)
             b.setToolTip(tooltip(f"Mark {status} ({SHORTCUTS[status]})" if enabled else
                                  why or "Nothing to review is shown"))
         self.note.setEnabled(enabled)
-        self.target.set_full_text(label or why or "Select an overload or click a highlighted value to review it")
+        self.target.set_full_text(label or why or "Select an overload or click a highlighted value to review it",
+                                  Qt.TextElideMode.ElideRight if value else Qt.TextElideMode.ElideMiddle)
         self._current = review.status if review else None
         self.status.setText(review.status if review else "")
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"

@@ -26,8 +26,11 @@ class ElidedLabel(QLabel):
         self._min_chars = min_chars
         self.set_full_text(text)
 
-    def set_full_text(self, text: str) -> None:
+    def set_full_text(self, text: str, mode: Qt.TextElideMode | None = None) -> None:
+        """Show ``text``, elided by ``mode`` from now on when one is given."""
         self._full = text
+        if mode is not None:
+            self._mode = mode
         self.setToolTip(tooltip(text) if text else "")
         self._elide()
 
