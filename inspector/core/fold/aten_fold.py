@@ -102,7 +102,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     planner = Planner(index, maps, inside_subgraphs)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[Planned] = []
-    claimed: dict[NodePath, set[int]] = {(): set()}  # node indices taken by a group, per graph (by node path)
+    main_claimed: set[int] = set()
+    claimed: dict[NodePath, set[int]] = {(): main_claimed}  # node indices taken by a group, per graph (by node path)
     calls = index.provenance.calls
     for start in range(0, len(calls), _SHAPED):
         chunk = calls[start:start + _SHAPED]
@@ -112,7 +113,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
                 report.left_flat.append((call.name, call.target, plan))
             else:
                 planned.append(plan)
-                claimed.setdefault(plan.maps.prefix, set()).update(plan.indices)
+                prefix = plan.maps.prefix  # (no empty set made per call to find the main graph's: setdefault did)
+                (main_claimed if not prefix else claimed.setdefault(prefix, set())).update(plan.indices)
 
     classes = classes_of(planned)
     keys = overload_keys([Unnamed(c.target, c.plans[0].body, f"{c.fingerprint}|{c.binding()}") for c in classes],
@@ -126,7 +128,7 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     # info carries the parameter's metadata, e.g. original_node_name).
     still_read = set(chain.from_iterable(entries.reads)) | maps.graph_outputs
     used = still_read.union(chain.from_iterable(entries.makes))
-    moved = {name for plan in planned for name in plan.body.constants}
+    moved = {name for body in {id(p.body): p.body for p in planned}.values() for name in body.constants}  # per body
     # The folded model: the index's protobuf itself (``consume``) or a copy; either way its main graph's nodes
     # are those of the index, by position.
     folded = proto if consume and not unknown_fields(proto) else copy_known(proto)
