@@ -33,6 +33,7 @@ from inspector.core.fold.build import (
     keep_only,
     make_call,
     make_function,
+    sort_entries,
     topological,
     unknown_fields,
 )
@@ -204,26 +205,26 @@ def _place(folded: onnx.GraphProto, original: onnx.GraphProto, entries: _Entries
     """Put the folded graph's nodes in their new order: each call is made from its group's first node (which carries
     the metadata the call keeps), kept nodes stay as they are, and one sort puts them in place."""
     nodes = folded.node
-    held = list(nodes)  # held, so that each node's wrapper (and its id, which ``rank`` keys) stays the same
+    held = list(nodes)  # held, so that each node's wrapper (and its id) stays the same
     first_nodes = original.node
-    rank: dict[int, int] = {}  # id of a node of the folded graph -> its place
+    placed: list[onnx.NodeProto] = []  # the nodes of the folded graph, in their order
+    ranks = [len(held)] * len(held)  # per node of ``held``, its place (dropped: after every placed one)
     all_reads, all_at, all_made = entries.reads, entries.at, entries.made
     for k in ordered:
         made = all_made[k]
         if made is None:
-            node = held[all_at[k]]
+            at = all_at[k]
         elif type(made) is Planned:
             at = made.indices[0]  # where the first node sits (the wrapper the call holds is the graph's own)
             if first_nodes[at] is made.call.first_node:  # the call is made of its first node, in place
-                node, maps = held[at], made.maps
-                make_call(node, made, all_reads[k], had=(maps.inputs[at], maps.outputs[at]))
+                maps = made.maps
+                make_call(held[at], made, all_reads[k], had=(maps.inputs[at], maps.outputs[at]))
             else:
-                node = call_node(held, made)
-                make_call(node, made, all_reads[k])
+                at = made.indices[-1]
+                make_call(call_node(held, made), made, all_reads[k])
         else:  # a node whose subgraphs hold folded calls
-            node = held[all_at[k]]
-            node.CopyFrom(made)
-        rank[id(node)] = len(rank)
-    last = len(rank)
-    nodes.sort(key=lambda n: rank.get(id(n), last))
-    del nodes[last:]
+            at = all_at[k]
+            held[at].CopyFrom(made)
+        ranks[at] = len(placed)
+        placed.append(held[at])
+    sort_entries(nodes, held, ranks, placed)

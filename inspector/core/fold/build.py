@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+from functools import partial
+from operator import is_
 from typing import Any
 
 import onnx
@@ -50,6 +52,21 @@ def keep_only(items: Any, keep: Callable[[Any], bool]) -> None:
     if dropped:
         items.sort(key=lambda x: id(x) in dropped)
         del items[len(held) - len(dropped):]
+
+
+def sort_entries(items: Any, held: list[Any], keys: Sequence[Any], first: list[Any]) -> None:
+    """Sort the repeated message field ``items`` (whose entries are ``held``, in order) stably by ``keys`` (one per
+    entry, in that order), then keep its first ``len(first)`` entries, which must be ``first``, in order.
+
+    Each entry's key is the next of ``keys`` (``partial(next, ...)``, in C): CPython's ``list.sort``, which the field's
+    sort uses, computes the keys in list order, and a Python function per entry (``lambda n: rank[id(n)]``) cost 0.04 s
+    of the 100k nodes of a fold. That the sort put ``first`` first is checked (in C) before anything is dropped;
+    otherwise the entries are sorted again by their identity, which holds whatever the order the keys were taken in."""
+    items.sort(key=partial(next, iter(keys)))
+    if len(items) < len(first) or not all(map(is_, items, first)):
+        position = {id(x): k for k, x in enumerate(held)}
+        items.sort(key=lambda x: (keys[position[id(x)]], position[id(x)]))
+    del items[len(first):]
 
 
 def _copy_field(target: Any, desc: Any, value: Any) -> None:
