@@ -66,7 +66,7 @@ class FoldReport:
         return len({k.family for k in self.functions})
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Entries:
     """The new main graph's entries in the original order, by column: what each reads and makes, the original node's
     index, and what replaces that node (None: nothing). Columns, not a tuple per entry: a tuple holding lists stays
