@@ -15,6 +15,7 @@ protobuf is made in ``build.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -23,7 +24,6 @@ from onnx import helper
 
 from inspector.core.bodies.bodykey import group_shapes
 from inspector.core.fold.build import (
-    Call,
     Made,
     call_head,
     call_inputs,
@@ -33,6 +33,7 @@ from inspector.core.fold.build import (
     keep_only,
     make_call,
     make_function,
+    sort_entries,
     topological,
     unknown_fields,
 )
@@ -45,8 +46,11 @@ from inspector.core.model.walk import NodePath
 
 DEFAULT_DOMAIN = "pkg.torch.aten"
 # calls whose group shapes are made in one loop at a time: the shapes of all 80k calls of a 100k-node export, held at
-# once, took 17 MB more peak memory
-_SHAPED = 1024
+# once, took 17 MB more peak memory. Few, so that a chunk's shapes are gone before CPython's cyclic collector moves
+# them to its oldest generation, which counts them towards a full collection: at 100k nodes, in-process with the
+# collector on, 1,024 at a time and lists in the plans made 12 full collections (2.4 s of a 5.9 s fold, CPU under a
+# load of 1.4-2), 64 and tuples 9 (1.25 s of 4.6 s); no difference with the collector off
+_SHAPED = 64
 
 
 @dataclass(slots=True)
@@ -62,7 +66,16 @@ class FoldReport:
         return len({k.family for k in self.functions})
 
 
-_Entry = tuple[list[str], list[str], int, Made]  # what it reads and makes, the original node's index, its replacement
+@dataclass(frozen=True, slots=True)
+class _Entries:
+    """The new main graph's entries in the original order, by column: what each reads and makes, the original node's
+    index, and what replaces that node (None: nothing). Columns, not a tuple per entry: a tuple holding lists stays
+    with the garbage collector, and 100k of them, held through the rest of the fold, made it collect more often."""
+
+    reads: list[Sequence[str]] = field(default_factory=list)
+    makes: list[Sequence[str]] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)
+    made: list[Made] = field(default_factory=list)
 
 
 def fold_model(index: ModelIndex, domain: str = DEFAULT_DOMAIN, inside_subgraphs: bool = False, *,
@@ -90,7 +103,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     planner = Planner(index, maps, inside_subgraphs)
     report = FoldReport(nodes_before=len(graph.node))
     planned: list[Planned] = []
-    claimed: dict[NodePath, set[int]] = {(): set()}  # node indices taken by a group, per graph (by node path)
+    main_claimed: set[int] = set()
+    claimed: dict[NodePath, set[int]] = {(): main_claimed}  # node indices taken by a group, per graph (by node path)
     calls = index.provenance.calls
     for start in range(0, len(calls), _SHAPED):
         chunk = calls[start:start + _SHAPED]
@@ -100,7 +114,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
                 report.left_flat.append((call.name, call.target, plan))
             else:
                 planned.append(plan)
-                claimed.setdefault(plan.maps.prefix, set()).update(plan.indices)
+                prefix = plan.maps.prefix  # (no empty set made per call to find the main graph's: setdefault did)
+                (main_claimed if not prefix else claimed.setdefault(prefix, set())).update(plan.indices)
 
     classes = classes_of(planned)
     keys = overload_keys([Unnamed(c.target, c.plans[0].body, f"{c.fingerprint}|{c.binding()}") for c in classes],
@@ -109,12 +124,12 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
         cls.key = key
     functions, call_at, inner = _functions_and_calls(classes, list(proto.opset_import))
     entries = _entries(graph, maps, call_at, inner, claimed, planner)
-    ordered = topological([(e[0], e[1]) for e in entries], {v.name for v in graph.input} | set(maps.initializers))
+    ordered = topological(entries.reads, entries.makes, {v.name for v in graph.input} | set(maps.initializers))
     # Everything still read anywhere (subgraphs included) keeps its initializer and its value info (the value
     # info carries the parameter's metadata, e.g. original_node_name).
-    still_read = set(chain.from_iterable([e[0] for e in entries])) | maps.graph_outputs
-    used = still_read.union(chain.from_iterable([e[1] for e in entries]))
-    moved = {name for plan in planned for name in plan.body.constants}
+    still_read = set(chain.from_iterable(entries.reads)) | maps.graph_outputs
+    used = still_read.union(chain.from_iterable(entries.makes))
+    moved = {name for body in {id(p.body): p.body for p in planned}.values() for name in body.constants}  # per body
     # The folded model: the index's protobuf itself (``consume``) or a copy; either way its main graph's nodes
     # are those of the index, by position.
     folded = proto if consume and not unknown_fields(proto) else copy_known(proto)
@@ -133,72 +148,83 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
 
 
 def _functions_and_calls(classes: list[FunctionClass], opsets: list[onnx.OperatorSetIdProto],
-                         ) -> tuple[list[onnx.FunctionProto], dict[int, Call], dict[NodePath, dict[int, Call]]]:
-    """One function per class, and the calls to make: the call replaces its group at the group's last node, in the
-    main graph (by node index) or in a branch or loop body (by its node path, then node index)."""
+                         ) -> tuple[list[onnx.FunctionProto], dict[int, Planned], dict[NodePath, dict[int, Planned]]]:
+    """One function per class, and the calls to make (each plan given its head and input order): the call replaces
+    its group at the group's last node, in the main graph (by node index) or in a branch or loop body (by its node
+    path, then node index)."""
     functions: list[onnx.FunctionProto] = []
-    call_at: dict[int, Call] = {}
-    inner: dict[NodePath, dict[int, Call]] = {}  # calls in branch/loop bodies
+    call_at: dict[int, Planned] = {}
+    inner: dict[NodePath, dict[int, Planned]] = {}  # calls in branch/loop bodies
     for cls in classes:
         assert cls.key is not None
         order = cls.order()
         functions.append(make_function(cls.key, cls, order, opsets))
-        as_read = [] if order == list(range(len(order))) else order  # see call_inputs
+        as_read = () if order == list(range(len(order))) else tuple(order)  # see call_inputs
         heads: dict[int, bytes] = {}  # by id of the form (kept alive by the plans)
         for plan in cls.plans:
             head = heads.get(id(plan.form))
             if head is None:
                 head = heads[id(plan.form)] = call_head(cls.key, plan.form)
+            plan.head, plan.order = head, as_read
             where = call_at if not plan.maps.prefix else inner.setdefault(plan.maps.prefix, {})
-            where[plan.indices[-1]] = (head, plan, as_read)
+            where[plan.indices[-1]] = plan
     return functions, call_at, inner
 
 
-def _entries(graph: onnx.GraphProto, maps: GraphMaps, call_at: dict[int, Call], inner: dict[NodePath, dict[int, Call]],
-             claimed: dict[NodePath, set[int]], planner: Planner) -> list[_Entry]:
-    """The new main graph's entries in the original order: per entry, what it reads and makes, the original node's
-    index, and what replaces that node (None: nothing)."""
+def _entries(graph: onnx.GraphProto, maps: GraphMaps, call_at: dict[int, Planned],
+             inner: dict[NodePath, dict[int, Planned]], claimed: dict[NodePath, set[int]],
+             planner: Planner) -> _Entries:
+    """The new main graph's entries in the original order."""
     holders: dict[int, list[NodePath]] = {}  # main-graph node -> its subgraphs in which calls were folded
     for prefix in inner:
         holders.setdefault(int(prefix[0]), []).append(prefix)
     main_claimed = claimed[()]
-    entries: list[_Entry] = []
+    entries = _Entries()
+    reads, makes, at, mades = entries.reads.append, entries.makes.append, entries.at.append, entries.made.append
+    outputs = maps.outputs
     for i in range(len(graph.node)):
-        made = call_at.get(i)
+        made: Made = call_at.get(i)
         if made is not None:
-            entries.append((call_inputs(made[1], made[2]), made[1].outputs, i, made))
+            reads(call_inputs(made))
+            makes(made.outputs)
         elif i in holders:
-            holder = fold_subgraphs(graph.node[i], holders[i], inner, claimed, planner)
-            entries.append((node_reads(holder), maps.outputs[i], i, holder))
+            made = fold_subgraphs(graph.node[i], holders[i], inner, claimed, planner)
+            reads(tuple(node_reads(made)))
+            makes(outputs[i])
         elif i not in main_claimed:
-            entries.append((maps.reads(i), maps.outputs[i], i, None))
+            reads(tuple(maps.reads(i)))
+            makes(outputs[i])
+        else:
+            continue
+        at(i)
+        mades(made)
     return entries
 
 
-def _place(folded: onnx.GraphProto, original: onnx.GraphProto, entries: list[_Entry], ordered: list[int]) -> None:
+def _place(folded: onnx.GraphProto, original: onnx.GraphProto, entries: _Entries, ordered: list[int]) -> None:
     """Put the folded graph's nodes in their new order: each call is made from its group's first node (which carries
     the metadata the call keeps), kept nodes stay as they are, and one sort puts them in place."""
     nodes = folded.node
-    held = list(nodes)  # held, so that each node's wrapper (and its id, which ``rank`` keys) stays the same
+    held = list(nodes)  # held, so that each node's wrapper (and its id) stays the same
     first_nodes = original.node
-    rank: dict[int, int] = {}  # id of a node of the folded graph -> its place
+    placed: list[onnx.NodeProto] = []  # the nodes of the folded graph, in their order
+    ranks = [len(held)] * len(held)  # per node of ``held``, its place (dropped: after every placed one)
+    all_reads, all_at, all_made = entries.reads, entries.at, entries.made
     for k in ordered:
-        reads, _outs, i, made = entries[k]
+        made = all_made[k]
         if made is None:
-            node = held[i]
-        elif type(made) is tuple:
-            plan = made[1]
-            at = plan.indices[0]  # where the first node sits (the wrapper the call holds is the graph's own)
-            if first_nodes[at] is plan.call.first_node:  # the call is made of its first node, in place
-                node, maps = held[at], plan.maps
-                make_call(node, made[0], plan, reads, had=(maps.inputs[at], maps.outputs[at]))
+            at = all_at[k]
+        elif type(made) is Planned:
+            at = made.indices[0]  # where the first node sits (the wrapper the call holds is the graph's own)
+            if first_nodes[at] is made.call.first_node:  # the call is made of its first node, in place
+                maps = made.maps
+                make_call(held[at], made, all_reads[k], had=(maps.inputs[at], maps.outputs[at]))
             else:
-                node = call_node(held, plan)
-                make_call(node, made[0], plan, reads)
+                at = made.indices[-1]
+                make_call(call_node(held, made), made, all_reads[k])
         else:  # a node whose subgraphs hold folded calls
-            node = held[i]
-            node.CopyFrom(made)
-        rank[id(node)] = len(rank)
-    last = len(rank)
-    nodes.sort(key=lambda n: rank.get(id(n), last))
-    del nodes[last:]
+            at = all_at[k]
+            held[at].CopyFrom(made)
+        ranks[at] = len(placed)
+        placed.append(held[at])
+    sort_entries(nodes, held, ranks, placed)

@@ -36,12 +36,20 @@ class Planned:
     call: AtenCall
     body: Body  # shared by the calls of one group key: names are those of the call that built it
     fingerprint: str
-    indices: list[int]
-    reads: list[str]  # what this call's group reads, in body (first-use) order
-    outputs: list[str]  # what this call's group makes that is read outside it
-    roles: list[int | None]  # per read: the tensor argument it is, by position in ``arg_names``
+    # tuples, not lists: a tuple of names or numbers leaves the cyclic collector's lists at its first collection, a
+    # list never does. With the collector on (the API in-process; the console script turns it off), 320k lists held
+    # through a 100k-node fold made CPython walk the whole heap more often (``aten_fold._SHAPED``)
+    indices: tuple[int, ...]
+    reads: tuple[str, ...]  # what this call's group reads, in body (first-use) order
+    outputs: tuple[str, ...]  # what this call's group makes that is read outside it
+    roles: tuple[int | None, ...]  # per read: the tensor argument it is, by position in ``arg_names``
     form: Form
     maps: GraphMaps  # of the graph holding the group: the main graph, or a branch or loop body of one of its nodes
+    # set once the call's function is known (``aten_fold``): what every call of its function and form sets alike
+    # (``build.call_head``), and the order in which it passes its reads (``build.call_inputs``; empty: as read). Held
+    # here, not in a tuple per call beside the plan: one container less per call for the garbage collector
+    head: bytes = b""
+    order: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -67,7 +75,7 @@ class FunctionClass:
     plans: list[Planned]
     key: FunctionKey | None = None
 
-    def accepts(self, roles: list[int | None]) -> bool:
+    def accepts(self, roles: tuple[int | None, ...]) -> bool:
         taken = {r: p for p, r in self.roles.items()}
         for p, r in enumerate(roles):
             if r is None:
@@ -158,13 +166,13 @@ class Planner:
                 body = group_body(call, maps)
                 known = self.bodies[shape.key] = (body, fingerprint(body).full)
             body, fp = known
-            indices, reads, outputs = shape.indices, shape.reads, shape.outputs
+            indices, reads, outputs = tuple(shape.indices), tuple(shape.reads), tuple(shape.outputs)
         else:
             body = group_body(call, maps)
             fp = fingerprint(body).full
-            indices = [int(p[-1]) for p in body.node_paths]
-            reads = list(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
-            outputs = body.outputs
+            indices = tuple([int(p[-1]) for p in body.node_paths])
+            reads = tuple(body.canonical_inputs if body.canonical_inputs is not None else body.inputs)
+            outputs = tuple(body.outputs)
         reason = (_cycle_reason(indices, maps) if len(indices) > 1 else None) or \
             (None if outputs else "no output is used")
         if reason is not None:
@@ -216,7 +224,7 @@ class _Evidence:
         else:
             known.add(fx_name)
 
-    def roles(self, reads: list[str], args: list[str]) -> list[int | None]:
+    def roles(self, reads: tuple[str, ...], args: list[str]) -> tuple[int | None, ...]:
         """Per read, the position of the tensor argument it is; None without evidence or when ambiguous."""
         roles: list[int | None] = []
         used: set[int] = set()
@@ -232,7 +240,7 @@ class _Evidence:
                         used.add(k)
                         break
             roles.append(role)
-        return roles
+        return tuple(roles)
 
 
 def _form(sig: CallSignature, fx: FxNode, shared: bool) -> Form:
@@ -312,7 +320,7 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
     return None
 
 
-def _cycle_reason(indices: list[int], maps: GraphMaps) -> str | None:
+def _cycle_reason(indices: tuple[int, ...], maps: GraphMaps) -> str | None:
     """Folding is safe when no path leaves the group and comes back into it (the group is convex)."""
     group = set(indices)
     lo, hi = min(indices), max(indices)
