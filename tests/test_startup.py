@@ -355,12 +355,12 @@ def test_folder_diff_workers_start_once_not_per_pair(tmp_path):
     out = _fresh(f"""
 import json, os
 from inspector.core.aten import schemas
-real = schemas.SchemaCatalogue.from_lines.__func__
-def counted(cls, lines):
+real = schemas.SchemaCatalogue.from_text.__func__
+def counted(cls, text):
     with open({str(log)!r}, "a") as fh:
         fh.write(f"{{os.getpid()}}\\n")
-    return real(cls, lines)
-schemas.SchemaCatalogue.from_lines = classmethod(counted)
+    return real(cls, text)
+schemas.SchemaCatalogue.from_text = classmethod(counted)
 from inspector.core.diff.folders import diff_dirs
 d = diff_dirs({str(a)!r}, {str(b)!r}, jobs=2)
 print(json.dumps({{"rows": [r.status for r in d.rows], "parent": os.getpid()}}))
