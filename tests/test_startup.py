@@ -69,14 +69,15 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 
 # What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
-# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), and the
-# other commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's
+# code with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), and the other commands'
+# engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
-          "inspector.core.aten.templates", "hashlib")
+          "inspector.core.aten.templates", "hashlib", "dis", "tokenize")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
@@ -92,8 +93,10 @@ out, sys.argv = sys.argv[1], ["onnx-inspector", *sys.argv[2:]]
 real_exit = os._exit
 def _exit(code):
     import onnx
+    from inspector.core.util import deferred
     with open(out, "w") as fh:
-        json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__}, fh)
+        json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__,
+                   "inspect_ran": deferred.is_complete("inspect")}, fh)
     real_exit(code)
 os._exit = _exit
 from inspector.cli import entry
@@ -120,6 +123,7 @@ def test_a_command_imports_only_what_it_uses(argv, exit_code, tmp_path):
     command = argv[0]
     assert got["code"] == exit_code
     assert [m for m in (*_NEVER, *_NOT_FOR[command]) if m in modules] == []
+    assert got["inspect_ran"] is False  # every dataclass the command made has a docstring (dataclasses' one use)
     assert all(m in modules for m in _USED[command])  # (the list above is of a process that did the work)
     # onnx's classes were made on upb without running onnx_ml_pb2 (not in the list above), and read the model as
     # onnx's own do: the same output as the command run here, in a process that imported all of onnx
@@ -387,3 +391,54 @@ def test_the_escapers_written_out_escape_as_the_library_did():
             want = html.escape(printable(text, keep_newlines=keep), quote=True).replace("=", "&#61;") \
                 .replace("://", "&#58;//")
             assert html_text(text, keep_newlines=keep) == want, text
+
+
+def test_a_deferred_module_runs_on_first_use_once_and_is_the_module_every_import_gets():
+    """``core/util/deferred.py``: ``import`` gets the registered module without running its code, a dunder probe
+    does not run it, the first name asked for runs it in place (once, however many threads ask), and the module is
+    then the real one: ``inspect`` works, and ``inspect.signature`` is the function its code defines."""
+    out = _fresh("""
+import json, sys, threading
+from inspector.core.util import deferred
+deferred.defer("inspect")
+module = sys.modules["inspect"]
+import inspect
+imported = inspect is module and not deferred.is_complete("inspect") and "dis" not in sys.modules
+probe = hasattr(inspect, "__wrapped__")
+after_probe = deferred.is_complete("inspect")
+got = []
+threads = [threading.Thread(target=lambda: got.append(inspect.signature)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+from inspect import Parameter
+def f(a, b=2): pass
+print(json.dumps({"imported": imported, "probe": probe, "after_probe": after_probe,
+                  "complete": deferred.is_complete("inspect"), "same": sys.modules["inspect"] is module,
+                  "one": len({id(g) for g in got}) == 1 and len(got) == 4, "dis": "dis" in sys.modules,
+                  "signature": str(inspect.signature(f)), "parameter": Parameter.__module__,
+                  "doc": inspect.getdoc(deferred.defer).split()[0]}))
+""")
+    assert out == {"imported": True, "probe": False, "after_probe": False, "complete": True, "same": True,
+                   "one": True, "dis": True, "signature": "(a, b=2)", "parameter": "inspect", "doc": "Register"}
+
+
+def test_a_dataclass_without_a_docstring_still_gets_its_signature_as_doc_after_inspect_was_deferred():
+    """What dataclasses uses inspect for: the doc of a class without one. With inspect deferred, such a class
+    (none of ours) runs inspect's code and gets the same doc as in a process that imported it."""
+    out = _fresh("""
+import json, sys
+from inspector.core.util import deferred
+deferred.defer("inspect")
+from dataclasses import dataclass
+@dataclass(frozen=True, slots=True)
+class Documented:
+    \"\"\"Has one.\"\"\"
+    a: int
+ran = deferred.is_complete("inspect")
+@dataclass(frozen=True, slots=True)
+class Bare:
+    a: int
+    b: str = "x"
+print(json.dumps({"ran_for_documented": ran, "doc": Bare.__doc__, "complete": deferred.is_complete("inspect")}))
+""")
+    assert out == {"ran_for_documented": False, "doc": "Bare(a: int, b: str = 'x')", "complete": True}

@@ -26,12 +26,12 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-import types
 from typing import Any
+
+from inspector.core.util import deferred
 
 # (_thread, not threading: importing threading is a millisecond of start-up this module does not need)
 _lock = _thread.RLock()
-_completing = _thread._local()
 PB2 = "onnx.onnx_ml_pb2"
 PB2_FILE = b"\n\x12onnx/onnx-ml.proto"  # a FileDescriptorProto's first field: its name
 
@@ -61,7 +61,8 @@ def install() -> None:
                        if isinstance(value, type) and not name.startswith("_")}  # the message classes onnx exports
         for name, value in classes.items():
             setattr(package, name, value)
-        vars(package)["__getattr__"] = _completer(package, spec)  # PEP 562: asked for any name not set
+        # PEP 562: asked for any name not set (``onnx.__version__`` and ``onnx.__all__`` too), onnx's code runs
+        deferred.complete_on_first_use(package, spec, public=("__version__", "__all__"))
 
 
 def _upb_classes(folder: str) -> dict[str, type] | None:
@@ -108,24 +109,4 @@ def _message_class(meta: Any, base: type, desc: Any, prefix: str) -> type:
 def is_complete() -> bool:
     """Whether onnx's own ``__init__`` has run in this process (tests: a command that needs no more than the
     protobuf classes must not have run it)."""
-    package = sys.modules.get("onnx")
-    return package is not None and "__getattr__" not in vars(package)
-
-
-def _completer(package: types.ModuleType, spec: Any) -> Any:
-    def __getattr__(name: str) -> Any:
-        if name.startswith("__") and name not in ("__version__", "__all__"):
-            raise AttributeError(name)  # dunder probes (copy, pickle, inspect) do not need onnx's rest
-        with _lock:
-            if getattr(_completing, "active", False):  # onnx's own __init__ asking for a name it sets later
-                raise AttributeError(f"partially initialized module 'onnx' has no attribute {name!r}")
-            if "__getattr__" in vars(package):
-                _completing.active = True
-                try:
-                    spec.loader.exec_module(package)
-                finally:
-                    _completing.active = False
-                    vars(package).pop("__getattr__", None)
-        return getattr(package, name)
-
-    return __getattr__
+    return deferred.is_complete("onnx")
