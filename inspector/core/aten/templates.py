@@ -60,6 +60,8 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class TemplateNode:
+    """One node of a body template: its operator, where its operands come from, its attributes' slots."""
+
     domain: str
     op_type: str
     inputs: tuple[Ref, ...]

@@ -81,6 +81,8 @@ class FunctionFamily:
 
 @dataclass(slots=True)
 class FunctionIndex:
+    """A model's local functions: by key and family, their call sites and callees, and what was found."""
+
     functions: dict[FunctionKey, onnx.FunctionProto]
     families: dict[tuple[str, str], FunctionFamily]
     calls: dict[FunctionKey, list[CallSite]]

@@ -67,6 +67,8 @@ class Overload:
 
 @dataclass(slots=True)
 class Family:
+    """Overloads sharing (domain, name): a function family, or the aten calls of one target."""
+
     kind: FamilyKind
     domain: str
     name: str
@@ -89,6 +91,8 @@ class Family:
 
 @dataclass(slots=True)
 class ModelFacts:
+    """What a model says about itself: IR version, opsets, producer, graph, counts and sizes."""
+
     ir_version: int
     opsets: dict[str, int]
     producer_name: str
@@ -110,6 +114,8 @@ class ModelFacts:
 
 @dataclass(frozen=True, slots=True)
 class ParameterStats:
+    """The initializers' element count and bytes, and the part stored as external data."""
+
     count: int  # elements
     bytes: int
     external_bytes: int  # the part stored as external data
@@ -135,6 +141,8 @@ def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
 
 @dataclass(slots=True)
 class ModelIndex:
+    """One model indexed: facts, functions, provenance, families, op histogram and findings."""
+
     model: LoadedModel
     facts: ModelFacts
     functions: FunctionIndex

@@ -106,6 +106,8 @@ class ReviewKey:
 
 @dataclass(slots=True)
 class Review:
+    """A reviewer's status and note on one item, with when and at what value it was reviewed."""
+
     status: str
     note: str = ""
     updated: str = ""  # ISO-8601 UTC timestamp of the last change; "" when never reviewed

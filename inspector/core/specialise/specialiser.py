@@ -45,6 +45,8 @@ Member: TypeAlias = FunctionKey | AtenCall
 
 @dataclass(slots=True)
 class SpecialisedValue:
+    """A literal of a body found specialised, with its values across the family and its links."""
+
     literal: Literal
     varies: bool  # differs between bodies of one template in this family
     family_values: list[Any]  # the distinct values this slot takes across the template's bodies
@@ -98,6 +100,8 @@ _Counted: TypeAlias = tuple[Sequence[AtenCall], int, list[tuple[int, int]]]
 
 @dataclass(slots=True)
 class FamilyAnalysis:
+    """A family's bodies, each with its specialised values."""
+
     family: Family
     bodies: list[BodyAnalysis]
 
