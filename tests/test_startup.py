@@ -70,14 +70,15 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 # What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
 # matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's
-# code with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), and the other commands'
-# engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+# code with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), shutil (argparse's help
+# formatter asked it the terminal's width; fileio copies a backup with it), and the other commands' engines. The
+# console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
-          "inspector.core.aten.templates", "hashlib", "dis", "tokenize")
+          "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
@@ -442,3 +443,38 @@ class Bare:
 print(json.dumps({"ran_for_documented": ran, "doc": Bare.__doc__, "complete": deferred.is_complete("inspect")}))
 """)
     assert out == {"ran_for_documented": False, "doc": "Bare(a: int, b: str = 'x')", "complete": True}
+
+
+@pytest.mark.parametrize("command", ["summary", "check", "diff", "fold", "report", "gui"])
+@pytest.mark.parametrize("columns", [None, "40", "80", "200"])
+def test_help_usage_and_errors_are_argparses_own(command, columns, monkeypatch, capsys):
+    """The commands' parsers make their help formatters when they format (``inspector.commands``): the help, the
+    usage and a usage error read exactly as with argparse's own formatter classes, at any terminal width; parsing
+    arguments makes none (argparse made one per ``add_argument``, each asking the terminal's width via shutil)."""
+    import argparse
+    import importlib
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    module = importlib.import_module(f"inspector.commands.{command}")
+    ours = module.build_parser()
+    stock = module.build_parser()
+    stock.formatter_class = next(c for c in ours.formatter_class.__mro__ if c.__module__ == "argparse")
+    assert ours.formatter_class is not stock.formatter_class
+    assert ours.format_help() == stock.format_help() and len(ours.format_help()) > 200
+    assert ours.format_usage() == stock.format_usage()
+    errors = []
+    for parser in (ours, stock):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--no-such-option"])
+        errors.append((exit_info.value.code, capsys.readouterr().err))
+    assert errors[0] == errors[1] and errors[0][0] == 2 and errors[0][1].startswith("usage: onnx-inspector")
+    made = []
+    real_init = argparse.HelpFormatter.__init__
+    monkeypatch.setattr(argparse.HelpFormatter, "__init__", lambda self, *a, **k: made.append(1) or real_init(
+        self, *a, **k))
+    parsed = module.build_parser().parse_args(["model.onnx", *(["other.onnx"] if command == "diff" else []),
+                                               *(["-o", "out"] if command in ("fold", "report") else [])])
+    assert parsed is not None and made == []

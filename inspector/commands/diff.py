@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspector import api
+from inspector.commands import RawDescriptionHelpFormatter
 from inspector.core.diff.folders import MAX_JOBS
 from inspector.core.util.errors import InspectorError
 from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES
@@ -23,7 +24,7 @@ from inspector.report.diff_render import DIFF_FORMATS, DIFF_SUFFIXES
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector diff", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=RawDescriptionHelpFormatter)
     p.add_argument("a", help="the old model (.onnx or ONNX text syntax), or a folder of them")
     p.add_argument("b", help="the new model, or a folder")
     p.add_argument("--format", choices=DIFF_FORMATS,
