@@ -71,14 +71,16 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
 # matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's
 # code with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), shutil (argparse's help
-# formatter asked it the terminal's width; fileio copies a backup with it), and the other commands' engines. The
+# formatter asked it the terminal's width; fileio copies a backup with it), protobuf's well-known types (with
+# calendar: upb's table of their bases is filled when a class maker is imported), and the other commands' engines. The
 # console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
-          "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil")
+          "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil",
+          "google.protobuf.internal.well_known_types", "calendar")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
@@ -478,3 +480,50 @@ def test_help_usage_and_errors_are_argparses_own(command, columns, monkeypatch, 
     parsed = module.build_parser().parse_args(["model.onnx", *(["other.onnx"] if command == "diff" else []),
                                                *(["-o", "out"] if command in ("fold", "report") else [])])
     assert parsed is not None and made == []
+
+
+@pytest.mark.parametrize("maker", ["import google.protobuf.timestamp_pb2",
+                                   "from google.protobuf import message_factory",
+                                   "from google.protobuf import reflection",
+                                   "import onnx; onnx.helper"])
+def test_well_known_types_get_their_python_bases_after_onnxs_classes_were_made_without_them(maker):
+    """onnx's classes are made on upb with an empty table of the well-known types' bases (``onnxpkg``): importing any
+    of protobuf's class makers first fills it from ``well_known_types``, so a Timestamp, Duration or Struct class made
+    later has its Python methods, the very bases a process without the command line gives it."""
+    out = _fresh(f"""
+import json, sys
+import inspector.cli
+from google._upb import _message
+before = dict(_message.__internal_wktbases)
+imported_before = "google.protobuf.internal.well_known_types" in sys.modules
+{maker}
+from google.protobuf import timestamp_pb2, struct_pb2
+from google.protobuf.internal import well_known_types
+import datetime
+ts = timestamp_pb2.Timestamp()
+ts.FromDatetime(datetime.datetime(2020, 1, 2, 3, 4, 5))
+s = struct_pb2.Struct()
+s.update({{"a": 1.5}})
+table = _message.__internal_wktbases
+print(json.dumps({{"before": before, "imported_before": imported_before, "json": ts.ToJsonString(),
+                  "struct": s["a"], "table": sorted(table), "same": all(table[k] is v for k, v in
+                                                                     well_known_types.WKTBASES.items()),
+                  "bases": isinstance(ts, well_known_types.Timestamp),
+                  "finder_left": not any(type(f).__name__ == "_WellKnownBases" for f in sys.meta_path)}}))
+""")
+    assert out == {"before": {}, "imported_before": False, "json": "2020-01-02T03:04:05Z", "struct": 1.5,
+                   "table": ["google.protobuf.Any", "google.protobuf.Duration", "google.protobuf.FieldMask",
+                             "google.protobuf.ListValue", "google.protobuf.Struct", "google.protobuf.Timestamp"],
+                   "same": True, "bases": True, "finder_left": True}
+
+
+def test_a_program_that_imported_a_class_maker_first_gets_the_well_known_types_at_once():
+    out = _fresh("""
+import json, sys
+from google.protobuf import message_factory
+import inspector.cli
+from google._upb import _message
+print(json.dumps({"table": len(_message.__internal_wktbases), "registered": "onnx" in sys.modules,
+                  "imported": "google.protobuf.internal.well_known_types" in sys.modules}))
+""")
+    assert out == {"table": 6, "registered": True, "imported": True}
