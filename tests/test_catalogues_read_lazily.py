@@ -1,13 +1,15 @@
-"""The shipped aten schema catalogue read from its text (``SchemaCatalogue.from_text``): a target's line is found on
-its first look-up instead of keying and checking all 3,880 lines in every process (start-up, issue 34). What
-``from_lines`` checks in every process is checked here once, on the shipped file, and the lazily read catalogue is
-compared with the keyed one on every target, spelling and operator name."""
+"""The shipped catalogues read from their text, a target's lines found on its first look-up, instead of keying,
+checking and making an object of every line in every process (start-up, issue 34): the aten schemas
+(``SchemaCatalogue.from_text``), the torchlib functions (``torchlib_for``) and the link evidence (``evidence_for``).
+What was checked in every process is checked here once, on the shipped files, and what is read lazily is compared
+with the whole file read as before, on every target, spelling and operator name."""
 
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
 
+from inspector.core.aten import evidence, torchlib
 from inspector.core.aten import resources as aten_resources
 from inspector.core.aten import schemas as aten_schema
 from inspector.core.aten.schema_text import is_op_name
@@ -15,6 +17,8 @@ from inspector.core.aten.schemas import SchemaCatalogue, parse_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "resources" / "aten_schemas.txt"
+TORCHLIB = ROOT / "resources" / "torchlib_functions.txt"
+EVIDENCE = ROOT / "resources" / "aten_evidence.txt"
 RELU = "aten::relu(Tensor self) -> Tensor"
 RELU_ = "aten::relu_(Tensor(a!) self) -> Tensor(a!)"
 ADD = "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
@@ -97,3 +101,63 @@ def test_the_default_catalogue_is_the_shipped_text_read_lazily(tmp_path, monkeyp
                                                                                          "aten::add.Tensor"]
     finally:
         aten_schema._default_catalogue.cache_clear()
+
+
+def test_torchlib_for_reads_the_shipped_catalogue_as_the_whole_file_is_read():
+    lines = TORCHLIB.read_text(encoding="utf-8").splitlines()
+    version, table = torchlib._parse(lines)
+    assert len(table) > 400 and sum(map(len, table.values())) > 500
+    targets = {line.split("\t", 1)[0] for line in lines}
+    for target in sorted(targets | set(table)):
+        assert torchlib.torchlib_for(target) == table.get(target, ()), target
+    assert any(len(entries) == 2 for entries in table.values())  # a real and a complex lowering, the real first
+    for missing in ["aten::no_such_op", "", "aten::transpose", "aten::transpose.in", "ten::transpose.int",
+                    "aten::transpose.int\taten_transpose", "#", "x\naten::transpose.int", "aten::abs\n"]:
+        assert torchlib.torchlib_for(missing) == table.get(missing, ()) == (), missing
+    assert torchlib.torchlib_version() == version == "onnxscript 0.7.2"
+
+
+def test_torchlib_for_finds_a_target_only_as_a_whole_first_field(tmp_path, monkeypatch):
+    text = "\n".join(["# onnxscript 9: header", "aten::t.int\tf_real\ttrace_only\tcomplex\ts.py:2",
+                      "aten::t.int\tf\tscript\treal\ts.py:1", "aten::t.intx\tg\tscript\treal\ts.py:3",
+                      "xaten::t.int\th\tscript\treal\ts.py:4", "aten::u\tbroken", "aten::u\tu\tscript\treal\tu.py:9"])
+    (tmp_path / torchlib.CATALOGUE_FILE).write_text(text, encoding="utf-8")
+    monkeypatch.setattr(aten_resources, "resource_roots", lambda: [tmp_path])
+    torchlib._text.cache_clear()
+    torchlib.torchlib_for.cache_clear()
+    try:
+        assert [(e.function, e.complex) for e in torchlib.torchlib_for("aten::t.int")] == [("f", False),
+                                                                                          ("f_real", True)]
+        assert [e.function for e in torchlib.torchlib_for("aten::u")] == ["u"]  # the last line, its damaged one skipped
+        assert torchlib.torchlib_for("aten::t") == () and torchlib.torchlib_version() == "onnxscript 9"
+    finally:
+        torchlib._text.cache_clear()
+        torchlib.torchlib_for.cache_clear()
+
+
+def _evidence_as_the_whole_file_gives_it(by_target, target):
+    """``evidence_for`` as it was: the whole file parsed, the op's overloads grouped by name in target order."""
+    own = by_target.get(target, ())
+    covered, seen, borrowed = {e.parameter for e in own}, {(e.parameter, e.place, e.relation) for e in own}, []
+    for t, entries in sorted(by_target.items()):
+        for e in entries if evidence.op_name(t) == evidence.op_name(target) else ():
+            if e.parameter not in covered and (e.parameter, e.place, e.relation) not in seen:
+                seen.add((e.parameter, e.place, e.relation))
+                borrowed.append(e)
+    return own + tuple(borrowed)
+
+
+def test_evidence_for_reads_the_shipped_catalogue_as_the_whole_file_is_read():
+    lines = EVIDENCE.read_text(encoding="utf-8").splitlines()
+    versions, by_target = evidence.parse_catalogue(lines)
+    assert len(by_target) > 100 and sum(map(len, by_target.values())) > 300
+    names = {evidence.op_name(t) for t in by_target}
+    targets = set(by_target) | {f"aten::{n}.no_such_overload" for n in names} | {f"prims::{n}" for n in names}
+    targets |= {"aten::no_such_op", "", "aten::", "mean", "aten::mean", "dim", "Conv", "aten::conv", "#", "\t"}
+    borrowing = 0
+    for target in sorted(targets):
+        want = _evidence_as_the_whole_file_gives_it(by_target, target)
+        assert evidence.evidence_for(target) == want, target
+        borrowing += len(want) > len(by_target.get(target, ()))
+    assert borrowing > 20  # the overloads that borrow another's evidence were compared too
+    assert evidence.evidence_versions() == versions == "torch 2.13.0+cpu, onnxscript 0.7.2"
