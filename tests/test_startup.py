@@ -87,7 +87,8 @@ _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspect
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
                       "inspector.core.model.scan_like"),
-            "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile")}
+            "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile",
+                     "inspector.core.diff.folders")}
 _USED = {"summary": ("inspector.core.summary", "inspector.core.specialise.specialiser"),
          "check": ("inspector.core.review.check", "inspector.report.check_text"),
          "diff": ("inspector.core.diff.run", "inspector.report.diff_render")}
@@ -469,6 +470,10 @@ def test_help_usage_and_errors_are_argparses_own(command, columns, monkeypatch, 
     assert ours.formatter_class is not stock.formatter_class
     assert ours.format_help() == stock.format_help() and len(ours.format_help()) > 200
     assert ours.format_usage() == stock.format_usage()
+    if command == "diff":  # (the folder diff's default, read from its module when the help is formatted)
+        from inspector.core.diff.folders import MAX_JOBS
+
+        assert f"(default: at most {MAX_JOBS}, never more than the CPUs)" in " ".join(ours.format_help().split())
     errors = []
     for parser in (ours, stock):
         with pytest.raises(SystemExit) as exit_info:
