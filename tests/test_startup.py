@@ -69,12 +69,13 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 
 # What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
-# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's
-# code with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), shutil (argparse's help
-# formatter asked it the terminal's width; fileio copies a backup with it), protobuf's well-known types (with
-# calendar: upb's table of their bases is filled when a class maker is imported), the classes of findings (these
-# exports have none) and of an aten function's first call (they have no local functions), and the other commands'
-# engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's code
+# with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), shutil (argparse's help formatter
+# asked it the terminal's width; fileio copies a backup with it), protobuf's well-known types (with calendar: upb's
+# table of their bases is filled when a class maker is imported), the classes of findings (these exports have none) and
+# of an aten function's first call (they have no local functions), threading and datetime (a deep model's parse, a
+# write, a review's time), and the other commands' engines. The console script's process is inspected as it ends
+# (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
@@ -82,7 +83,7 @@ _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
           "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil",
           "google.protobuf.internal.well_known_types", "calendar", "inspector.core.model.findings",
-          "inspector.core.specialise.function_calls")
+          "inspector.core.specialise.function_calls", "threading", "datetime")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
