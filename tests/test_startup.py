@@ -28,7 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS, ONNX_OPERATORS
 from inspector.core.specialise.onnx_defaults import default_key
-from inspector.core.util.plain_tensors import float32, plain_tensor
+from inspector.core.util.floats import float32
+from inspector.core.util.plain_tensors import plain_tensor
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "zoo"
@@ -74,8 +75,8 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 # asked it the terminal's width; fileio copies a backup with it), protobuf's well-known types (with calendar: upb's
 # table of their bases is filled when a class maker is imported), the classes of findings (these exports have none) and
 # of an aten function's first call (they have no local functions), threading and datetime (a deep model's parse, a
-# write, a review's time), and the other commands' engines. The console script's process is inspected as it ends
-# (``entry`` ends it with ``os._exit``).
+# write, a review's time), the tensor decoder (these exports have no tensor constant in a call), and the other
+# commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
@@ -83,7 +84,7 @@ _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
           "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil",
           "google.protobuf.internal.well_known_types", "calendar", "inspector.core.model.findings",
-          "inspector.core.specialise.function_calls", "threading", "datetime")
+          "inspector.core.specialise.function_calls", "threading", "datetime", "inspector.core.util.plain_tensors")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
