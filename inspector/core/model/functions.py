@@ -7,7 +7,6 @@ those are shown as one family.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -364,6 +363,8 @@ def differing_arguments(values: dict[FunctionKey, dict[str, object]]) -> dict[Fu
 
 
 def _shown(v: object) -> str:
+    import json  # (here: start-up)
+
     text = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else v
     return text if len(text) <= 60 else text[:59] + "…"
 
