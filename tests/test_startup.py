@@ -104,7 +104,7 @@ def _exit(code):
     from inspector.core.util import deferred
     with open(out, "w") as fh:
         json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__,
-                   "inspect_ran": deferred.is_complete("inspect")}, fh)
+                   "inspect_ran": deferred.is_complete("inspect"), "copy_ran": deferred.is_complete("copy")}, fh)
     real_exit(code)
 os._exit = _exit
 from inspector.cli import entry
@@ -132,6 +132,7 @@ def test_a_command_imports_only_what_it_uses(argv, exit_code, tmp_path):
     assert got["code"] == exit_code
     assert [m for m in (*_NEVER, *_NOT_FOR[command]) if m in modules] == []
     assert got["inspect_ran"] is False  # every dataclass the command made has a docstring (dataclasses' one use)
+    assert got["copy_ran"] is False and "weakref" not in modules  # (dataclasses' asdict and astuple: not called)
     assert all(m in modules for m in _USED[command])  # (the list above is of a process that did the work)
     # onnx's classes were made on upb without running onnx_ml_pb2 (not in the list above), and read the model as
     # onnx's own do: the same output as the command run here, in a process that imported all of onnx
@@ -537,3 +538,26 @@ print(json.dumps({"table": len(_message.__internal_wktbases), "registered": "onn
                   "imported": "google.protobuf.internal.well_known_types" in sys.modules}))
 """)
     assert out == {"table": 6, "registered": True, "imported": True}
+
+
+def test_dataclasses_asdict_runs_copy_deferred_by_the_command_line():
+    """The command line defers ``copy`` too (``dataclasses`` imports it for ``asdict`` and ``astuple``): they still
+    deep-copy as before, running copy's code on first use."""
+    out = _fresh("""
+import json, sys
+import inspector.cli
+from inspector.core.util import deferred
+from dataclasses import asdict, astuple, dataclass, field
+@dataclass(frozen=True, slots=True)
+class Box:
+    \"\"\"A test box.\"\"\"
+    items: list = field(default_factory=list)
+before = deferred.is_complete("copy")
+inner = [1, [2, 3]]
+box = Box([inner])
+d = asdict(box)
+print(json.dumps({"before": before, "d": d, "copied": d["items"][0] is not inner, "t": astuple(box),
+                  "after": deferred.is_complete("copy"), "same": sys.modules["copy"].deepcopy.__module__}))
+""")
+    assert out == {"before": False, "d": {"items": [[1, [2, 3]]]}, "copied": True, "t": [[[1, [2, 3]]]],
+                   "after": True, "same": "copy"}

@@ -1,11 +1,11 @@
 """Modules registered now and executed in place on first use of one of their names: start-up of a command.
 
-A command of ``onnx-inspector`` owns its process (``inspector/cli.py``). Two imports it pays for and rarely uses
-are registered here instead of executed: the rest of the ``onnx`` package (``onnxpkg``), and the standard library's
-``inspect``, which ``dataclasses`` imports for a single call that our classes never make (it makes the doc of a
-dataclass without a docstring). The module object is the one every later ``import`` gets; its code runs, in place,
-the first time anything asks it for a name it does not have yet (PEP 562's module ``__getattr__``), so whoever needs
-it gets the real module, complete. ``importlib.util.LazyLoader`` does not serve on Python 3.11: ``import inspect``
+A command of ``onnx-inspector`` owns its process (``inspector/cli.py``). Imports it pays for and rarely uses are
+registered here instead of executed: the rest of the ``onnx`` package (``onnxpkg``), and the standard library's
+``inspect`` and ``copy``, which ``dataclasses`` imports for calls a command never makes (the doc of a dataclass without
+a docstring; ``asdict`` and ``astuple``). The module object is the one every later ``import`` gets; its code runs, in
+place, the first time anything asks it for a name it does not have yet (PEP 562's module ``__getattr__``), so whoever
+needs it gets the real module, complete. ``importlib.util.LazyLoader`` does not serve on Python 3.11: ``import inspect``
 itself reads the module's ``__spec__`` through the lazy module's ``__getattribute__``, which executes it at once.
 """
 
