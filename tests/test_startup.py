@@ -90,7 +90,7 @@ _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspect
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
                       "inspector.core.model.scan_like"),
             "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile",
-                     "inspector.core.diff.folders")}
+                     "inspector.core.diff.folders", "difflib", "heapq")}  # (no bodies or units left to align)
 _USED = {"summary": ("inspector.core.summary", "inspector.core.specialise.specialiser"),
          "check": ("inspector.core.review.check", "inspector.report.check_text"),
          "diff": ("inspector.core.diff.run", "inspector.report.diff_render")}
