@@ -400,10 +400,11 @@ def diff(a: Any, b: Any, jobs: int | None = None) -> Diff | FolderDiff:
     """What changed from ``a`` to ``b`` (models as for ``open``); two folders give a ``FolderDiff`` (their pairs
     diffed in ``jobs`` processes at once; default: at most ``MAX_JOBS``, never more than the CPUs)."""
     if isinstance(a, (str, os.PathLike)) and isinstance(b, (str, os.PathLike)):
-        from inspector.core.diff.folders import diff_dirs, is_dir_pair
+        if Path(a).is_dir() or Path(b).is_dir():  # (the folder diff's module only for folders: start-up)
+            from inspector.core.diff.folders import diff_dirs, is_dir_pair
 
-        if is_dir_pair(a, b):
-            return FolderDiff(diff_dirs(a, b, jobs=jobs))
+            if is_dir_pair(a, b):
+                return FolderDiff(diff_dirs(a, b, jobs=jobs))
         from inspector.core.diff import diff_files
 
         return Diff(diff_files(a, b, keep=kept()))  # B read into A's memory and indexed like A

@@ -13,12 +13,18 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
-from inspector.core.util import onnxpkg
+from inspector.core.util import deferred, onnxpkg
 
 # The command owns its process: onnx's protobuf classes now, the rest of the onnx package when something asks for
 # it. Every command reads models through those classes, and one that needs no more of onnx skips 0.2-0.3 s of its
 # import (core/util/onnxpkg.py). A program that imports the Python API keeps the onnx package as it imports it.
 onnxpkg.install()
+# ... and ``inspect`` and ``copy`` when something uses them: ``dataclasses`` imports ``inspect`` for the doc of a class
+# without a docstring (ours have theirs: tests/test_startup.py), and with ``dis`` and ``tokenize`` it was 20 of the 402
+# million instructions of ``onnx-inspector summary`` on a 15-node export (callgrind, core/util/deferred.py); it imports
+# ``copy`` (with ``weakref``: 3 million) for ``asdict`` and ``astuple``, which a command does not call
+deferred.defer("inspect")
+deferred.defer("copy")
 
 from inspector import __version__  # noqa: E402
 from inspector.core.util.errors import InspectorError  # noqa: E402

@@ -28,7 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS, ONNX_OPERATORS
 from inspector.core.specialise.onnx_defaults import default_key
-from inspector.core.util.plain_tensors import float32, plain_tensor
+from inspector.core.util.floats import float32
+from inspector.core.util.plain_tensors import plain_tensor
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "zoo"
@@ -69,19 +70,27 @@ print(json.dumps({{"code": code, "printed": len(text.getvalue()), "complete": on
 
 # What each command leaves out (it never uses it): onnx's own import work, numpy, protobuf's pure-Python message layer
 # (the classes are made on upb), the app, the layout, the fold, the HTML report, the folder pool, the body template
-# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), and the
-# other commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
+# matcher (every node of these exports has its metadata), hashlib (OpenSSL; BLAKE2b comes from _blake2), inspect's code
+# with dis and tokenize (dataclasses imports it, deferred: core/util/deferred.py), shutil (argparse's help formatter
+# asked it the terminal's width; fileio copies a backup with it), protobuf's well-known types (with calendar: upb's
+# table of their bases is filled when a class maker is imported), the classes of findings (these exports have none) and
+# of an aten function's first call (they have no local functions), threading and datetime (a deep model's parse, a
+# write, a review's time), the tensor decoder (these exports have no tensor constant in a call), and the other
+# commands' engines. The console script's process is inspected as it ends (``entry`` ends it with ``os._exit``).
 _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper", "onnx.numpy_helper",
           "google.protobuf.descriptor_pool", "google.protobuf.internal.python_message", "google.protobuf.text_format",
           "google.protobuf.internal.builder", "importlib.resources", "concurrent.futures.process", "jinja2",
           "PySide6", "inspector.gui", "inspector.render", "inspector.pdf", "inspector.core.fold",
           "inspector.report.build", "inspector.report.html", "inspector.core.model.recognise",
-          "inspector.core.aten.templates", "hashlib")
+          "inspector.core.aten.templates", "hashlib", "dis", "tokenize", "shutil",
+          "google.protobuf.internal.well_known_types", "calendar", "inspector.core.model.findings",
+          "inspector.core.specialise.function_calls", "threading", "datetime", "inspector.core.util.plain_tensors")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
                       "inspector.core.model.scan_like"),
-            "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile")}
+            "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile",
+                     "inspector.core.diff.folders", "difflib", "heapq")}  # (no bodies or units left to align)
 _USED = {"summary": ("inspector.core.summary", "inspector.core.specialise.specialiser"),
          "check": ("inspector.core.review.check", "inspector.report.check_text"),
          "diff": ("inspector.core.diff.run", "inspector.report.diff_render")}
@@ -92,8 +101,10 @@ out, sys.argv = sys.argv[1], ["onnx-inspector", *sys.argv[2:]]
 real_exit = os._exit
 def _exit(code):
     import onnx
+    from inspector.core.util import deferred
     with open(out, "w") as fh:
-        json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__}, fh)
+        json.dump({"code": code, "modules": sorted(sys.modules), "module_of_classes": onnx.ModelProto.__module__,
+                   "inspect_ran": deferred.is_complete("inspect"), "copy_ran": deferred.is_complete("copy")}, fh)
     real_exit(code)
 os._exit = _exit
 from inspector.cli import entry
@@ -120,6 +131,8 @@ def test_a_command_imports_only_what_it_uses(argv, exit_code, tmp_path):
     command = argv[0]
     assert got["code"] == exit_code
     assert [m for m in (*_NEVER, *_NOT_FOR[command]) if m in modules] == []
+    assert got["inspect_ran"] is False  # every dataclass the command made has a docstring (dataclasses' one use)
+    assert got["copy_ran"] is False and "weakref" not in modules  # (dataclasses' asdict and astuple: not called)
     assert all(m in modules for m in _USED[command])  # (the list above is of a process that did the work)
     # onnx's classes were made on upb without running onnx_ml_pb2 (not in the list above), and read the model as
     # onnx's own do: the same output as the command run here, in a process that imported all of onnx
@@ -142,7 +155,8 @@ def test_recognising_calls_reads_constants_without_numpy(tmp_path):
     modules = set(got["modules"])
     assert got["code"] == 0 and len(printed) > 100
     assert "inspector.core.model.recognise" in modules  # the templates were looked for
-    assert [m for m in _NEVER if m in modules] == ["inspector.core.model.recognise", "inspector.core.aten.templates"]
+    assert [m for m in _NEVER if m in modules] == ["inspector.core.model.recognise", "inspector.core.aten.templates",
+                                                   "inspector.core.util.plain_tensors"]  # (constants read: decoder)
 
 
 def test_without_upb_the_classes_come_from_onnx_ml_pb2_as_before(tmp_path):
@@ -355,12 +369,12 @@ def test_folder_diff_workers_start_once_not_per_pair(tmp_path):
     out = _fresh(f"""
 import json, os
 from inspector.core.aten import schemas
-real = schemas.SchemaCatalogue.from_lines.__func__
-def counted(cls, lines):
+real = schemas.SchemaCatalogue.from_text.__func__
+def counted(cls, text):
     with open({str(log)!r}, "a") as fh:
         fh.write(f"{{os.getpid()}}\\n")
-    return real(cls, lines)
-schemas.SchemaCatalogue.from_lines = classmethod(counted)
+    return real(cls, text)
+schemas.SchemaCatalogue.from_text = classmethod(counted)
 from inspector.core.diff.folders import diff_dirs
 d = diff_dirs({str(a)!r}, {str(b)!r}, jobs=2)
 print(json.dumps({{"rows": [r.status for r in d.rows], "parent": os.getpid()}}))
@@ -387,3 +401,163 @@ def test_the_escapers_written_out_escape_as_the_library_did():
             want = html.escape(printable(text, keep_newlines=keep), quote=True).replace("=", "&#61;") \
                 .replace("://", "&#58;//")
             assert html_text(text, keep_newlines=keep) == want, text
+
+
+def test_a_deferred_module_runs_on_first_use_once_and_is_the_module_every_import_gets():
+    """``core/util/deferred.py``: ``import`` gets the registered module without running its code, a dunder probe
+    does not run it, the first name asked for runs it in place (once, however many threads ask), and the module is
+    then the real one: ``inspect`` works, and ``inspect.signature`` is the function its code defines."""
+    out = _fresh("""
+import json, sys, threading
+from inspector.core.util import deferred
+deferred.defer("inspect")
+module = sys.modules["inspect"]
+import inspect
+imported = inspect is module and not deferred.is_complete("inspect") and "dis" not in sys.modules
+probe = hasattr(inspect, "__wrapped__")
+after_probe = deferred.is_complete("inspect")
+got = []
+threads = [threading.Thread(target=lambda: got.append(inspect.signature)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+from inspect import Parameter
+def f(a, b=2): pass
+print(json.dumps({"imported": imported, "probe": probe, "after_probe": after_probe,
+                  "complete": deferred.is_complete("inspect"), "same": sys.modules["inspect"] is module,
+                  "one": len({id(g) for g in got}) == 1 and len(got) == 4, "dis": "dis" in sys.modules,
+                  "signature": str(inspect.signature(f)), "parameter": Parameter.__module__,
+                  "doc": inspect.getdoc(deferred.defer).split()[0]}))
+""")
+    assert out == {"imported": True, "probe": False, "after_probe": False, "complete": True, "same": True,
+                   "one": True, "dis": True, "signature": "(a, b=2)", "parameter": "inspect", "doc": "Register"}
+
+
+def test_a_dataclass_without_a_docstring_still_gets_its_signature_as_doc_after_inspect_was_deferred():
+    """What dataclasses uses inspect for: the doc of a class without one. With inspect deferred, such a class
+    (none of ours) runs inspect's code and gets the same doc as in a process that imported it."""
+    out = _fresh("""
+import json, sys
+from inspector.core.util import deferred
+deferred.defer("inspect")
+from dataclasses import dataclass
+@dataclass(frozen=True, slots=True)
+class Documented:
+    \"\"\"Has one.\"\"\"
+    a: int
+ran = deferred.is_complete("inspect")
+@dataclass(frozen=True, slots=True)
+class Bare:
+    a: int
+    b: str = "x"
+print(json.dumps({"ran_for_documented": ran, "doc": Bare.__doc__, "complete": deferred.is_complete("inspect")}))
+""")
+    assert out == {"ran_for_documented": False, "doc": "Bare(a: int, b: str = 'x')", "complete": True}
+
+
+@pytest.mark.parametrize("command", ["summary", "check", "diff", "fold", "report", "gui"])
+@pytest.mark.parametrize("columns", [None, "40", "80", "200"])
+def test_help_usage_and_errors_are_argparses_own(command, columns, monkeypatch, capsys):
+    """The commands' parsers make their help formatters when they format (``inspector.commands``): the help, the
+    usage and a usage error read exactly as with argparse's own formatter classes, at any terminal width; parsing
+    arguments makes none (argparse made one per ``add_argument``, each asking the terminal's width via shutil)."""
+    import argparse
+    import importlib
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    module = importlib.import_module(f"inspector.commands.{command}")
+    ours = module.build_parser()
+    stock = module.build_parser()
+    stock.formatter_class = next(c for c in ours.formatter_class.__mro__ if c.__module__ == "argparse")
+    assert ours.formatter_class is not stock.formatter_class
+    assert ours.format_help() == stock.format_help() and len(ours.format_help()) > 200
+    assert ours.format_usage() == stock.format_usage()
+    if command == "diff":  # (the folder diff's default, read from its module when the help is formatted)
+        from inspector.core.diff.folders import MAX_JOBS
+
+        assert f"(default: at most {MAX_JOBS}, never more than the CPUs)" in " ".join(ours.format_help().split())
+    errors = []
+    for parser in (ours, stock):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--no-such-option"])
+        errors.append((exit_info.value.code, capsys.readouterr().err))
+    assert errors[0] == errors[1] and errors[0][0] == 2 and errors[0][1].startswith("usage: onnx-inspector")
+    made = []
+    real_init = argparse.HelpFormatter.__init__
+    monkeypatch.setattr(argparse.HelpFormatter, "__init__", lambda self, *a, **k: made.append(1) or real_init(
+        self, *a, **k))
+    parsed = module.build_parser().parse_args(["model.onnx", *(["other.onnx"] if command == "diff" else []),
+                                               *(["-o", "out"] if command in ("fold", "report") else [])])
+    assert parsed is not None and made == []
+
+
+@pytest.mark.parametrize("maker", ["import google.protobuf.timestamp_pb2",
+                                   "from google.protobuf import message_factory",
+                                   "from google.protobuf import reflection",
+                                   "import onnx; onnx.helper"])
+def test_well_known_types_get_their_python_bases_after_onnxs_classes_were_made_without_them(maker):
+    """onnx's classes are made on upb with an empty table of the well-known types' bases (``onnxpkg``): importing any
+    of protobuf's class makers first fills it from ``well_known_types``, so a Timestamp, Duration or Struct class made
+    later has its Python methods, the very bases a process without the command line gives it."""
+    out = _fresh(f"""
+import json, sys
+import inspector.cli
+from google._upb import _message
+before = dict(_message.__internal_wktbases)
+imported_before = "google.protobuf.internal.well_known_types" in sys.modules
+{maker}
+from google.protobuf import timestamp_pb2, struct_pb2
+from google.protobuf.internal import well_known_types
+import datetime
+ts = timestamp_pb2.Timestamp()
+ts.FromDatetime(datetime.datetime(2020, 1, 2, 3, 4, 5))
+s = struct_pb2.Struct()
+s.update({{"a": 1.5}})
+table = _message.__internal_wktbases
+print(json.dumps({{"before": before, "imported_before": imported_before, "json": ts.ToJsonString(),
+                  "struct": s["a"], "table": sorted(table), "same": all(table[k] is v for k, v in
+                                                                     well_known_types.WKTBASES.items()),
+                  "bases": isinstance(ts, well_known_types.Timestamp),
+                  "finder_left": not any(type(f).__name__ == "_WellKnownBases" for f in sys.meta_path)}}))
+""")
+    assert out == {"before": {}, "imported_before": False, "json": "2020-01-02T03:04:05Z", "struct": 1.5,
+                   "table": ["google.protobuf.Any", "google.protobuf.Duration", "google.protobuf.FieldMask",
+                             "google.protobuf.ListValue", "google.protobuf.Struct", "google.protobuf.Timestamp"],
+                   "same": True, "bases": True, "finder_left": True}
+
+
+def test_a_program_that_imported_a_class_maker_first_gets_the_well_known_types_at_once():
+    out = _fresh("""
+import json, sys
+from google.protobuf import message_factory
+import inspector.cli
+from google._upb import _message
+print(json.dumps({"table": len(_message.__internal_wktbases), "registered": "onnx" in sys.modules,
+                  "imported": "google.protobuf.internal.well_known_types" in sys.modules}))
+""")
+    assert out == {"table": 6, "registered": True, "imported": True}
+
+
+def test_dataclasses_asdict_runs_copy_deferred_by_the_command_line():
+    """The command line defers ``copy`` too (``dataclasses`` imports it for ``asdict`` and ``astuple``): they still
+    deep-copy as before, running copy's code on first use."""
+    out = _fresh("""
+import json, sys
+import inspector.cli
+from inspector.core.util import deferred
+from dataclasses import asdict, astuple, dataclass, field
+@dataclass(frozen=True, slots=True)
+class Box:
+    \"\"\"A test box.\"\"\"
+    items: list = field(default_factory=list)
+before = deferred.is_complete("copy")
+inner = [1, [2, 3]]
+box = Box([inner])
+d = asdict(box)
+print(json.dumps({"before": before, "d": d, "copied": d["items"][0] is not inner, "t": astuple(box),
+                  "after": deferred.is_complete("copy"), "same": sys.modules["copy"].deepcopy.__module__}))
+""")
+    assert out == {"before": False, "d": {"items": [[1, [2, 3]]]}, "copied": True, "t": [[[1, [2, 3]]]],
+                   "after": True, "same": "copy"}

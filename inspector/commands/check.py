@@ -13,12 +13,13 @@ import sys
 from collections.abc import Sequence
 
 from inspector import api
+from inspector.commands import RawDescriptionHelpFormatter
 from inspector.report.check_text import CHECK_FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=RawDescriptionHelpFormatter)
     p.add_argument("model", help="an .onnx file or ONNX text syntax file")
     p.add_argument("--reviews", metavar="FILE", help="the review file to check against (default: MODEL.review.json)")
     p.add_argument("--format", choices=CHECK_FORMATS, default="text",

@@ -8,12 +8,13 @@ import sys
 from collections.abc import Sequence
 
 from inspector import api
+from inspector.commands import HelpFormatter
 from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, FoldReport
 from inspector.core.fold.modules import MODULE_DOMAIN
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="onnx-inspector fold", description=__doc__)
+    p = argparse.ArgumentParser(prog="onnx-inspector fold", description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("model", help="a flat dynamo export (.onnx)")
     p.add_argument("-o", "--output", required=True, help="where to write the folded model")
     p.add_argument("--domain", help=f"domain of the functions (default {DEFAULT_DOMAIN}, with --modules "

@@ -6,10 +6,11 @@ import argparse
 from collections.abc import Sequence
 
 from inspector import api
+from inspector.commands import HelpFormatter
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="onnx-inspector", description=__doc__)
+    p = argparse.ArgumentParser(prog="onnx-inspector", description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("model", nargs="?", help="a model to open")
     p.add_argument("other", nargs="?", help="a second model: open both side by side with their differences")
     return p

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspector import api
+from inspector.commands import RawDescriptionHelpFormatter
 from inspector.core.util.errors import InspectorError
 from inspector.report.render import FORMATS, SUFFIXES
 
@@ -23,7 +24,7 @@ __all__ = ["FORMATS", "SUFFIXES", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onnx-inspector report", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=RawDescriptionHelpFormatter)
     p.add_argument("model", help="an .onnx file or ONNX text syntax file")
     p.add_argument("--compare", metavar="OTHER", help="another model to diff against (e.g. the previous export)")
     p.add_argument("--format", choices=FORMATS, help="html (default), md (fits a GitHub comment), json, pdf")

@@ -7,11 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from inspector import api
+from inspector.commands import HelpFormatter
 from inspector.core.util.jsonsafe import json_text
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="onnx-inspector summary", description=__doc__)
+    p = argparse.ArgumentParser(prog="onnx-inspector summary", description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("model", help="an .onnx file or ONNX text syntax file")
     p.add_argument("--json", action="store_true", help="print the versioned JSON summary")
     return p

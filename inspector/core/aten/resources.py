@@ -7,7 +7,6 @@ An installed package reads ``inspector.resources``; a checkout run without insta
 from __future__ import annotations
 
 import contextlib
-import gzip
 import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,12 +36,20 @@ def resource_roots() -> list[Traversable]:
 
 def read_resource_lines(file_name: str) -> list[str] | None:
     """The lines of ``file_name`` (or of ``file_name.gz``, decompressed) from the first root with it; None if none."""
+    text = read_resource_text(file_name)
+    return None if text is None else text.splitlines()
+
+
+def read_resource_text(file_name: str) -> str | None:
+    """The text of ``file_name`` (or of ``file_name.gz``, decompressed) from the first root with it; None if none."""
     for root in resource_roots():
         for name in (file_name, file_name + ".gz"):
             entry = root / name
             if entry.is_file():
                 data = entry.read_bytes()
                 if name.endswith(".gz"):
+                    import gzip  # (a shipped catalogue is plain text: zlib and gzip are not start-up)
+
                     data = gzip.decompress(data)
-                return data.decode("utf-8").splitlines()
+                return data.decode("utf-8")
     return None

@@ -10,6 +10,7 @@ in ``schemas.py`` stays with the data model it builds. The text may come from a 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 __all__ = ["MAX_SNIPPET", "SchemaScanner", "normalize_target", "parse_literal", "split_op_name"]
@@ -20,8 +21,6 @@ _TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _OP_NAME = re.compile(r"(?:([A-Za-z_][A-Za-z0-9_]*)::)?([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z0-9_]+))?")
 _WS = re.compile(r"\s*")
 _LIST_SUFFIX = re.compile(r"\[\s*(\d*)\s*\]")
-# Alias annotations: ``(a)``, ``(a!)``, ``(a -> *)``, ``(b|a)``, ``(*)``.
-_ALIAS_BODY = re.compile(r"[A-Za-z0-9_*|!\s>-]+")
 # Type constructors written with parentheses; any other ``Name(`` is an alias annotation.
 _GENERIC_TYPES = frozenset({"Dict", "Future", "RRef", "Await", "Tuple", "Union", "Optional", "List"})
 _INT = re.compile(r"[+-]?\d+")
@@ -30,6 +29,13 @@ _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _BRACKETS = {"[": "]", "(": ")", "{": "}"}
 MAX_SNIPPET = 80
 _MAX_NESTING = 32
+
+
+@functools.cache
+def _alias_body() -> re.Pattern[str]:
+    """Alias annotations: ``(a)``, ``(a!)``, ``(a -> *)``, ``(b|a)``, ``(*)``; compiled on first use (the schemas a
+    command reads have none, mostly: start-up)."""
+    return re.compile(r"[A-Za-z0-9_*|!\s>-]+")
 
 
 def split_op_name(text: str) -> tuple[str, str] | None:
@@ -153,7 +159,7 @@ class SchemaScanner:
             char = self.peek()
             if char == "(":
                 end = self.text.find(")", self.pos)
-                if end < 0 or not _ALIAS_BODY.fullmatch(self.text, self.pos + 1, end):
+                if end < 0 or not _alias_body().fullmatch(self.text, self.pos + 1, end):
                     raise self.fail("malformed alias annotation")
                 self.pos = end + 1
             elif char == "[":

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from inspector.core.aten.resources import read_resource_lines
+from inspector.core.aten.resources import read_resource_text
 from inspector.core.aten.schema_text import (
     MAX_SNIPPET,
     SchemaScanner,
@@ -264,12 +264,18 @@ def parse_schema(text: str) -> AtenSchema:
 
 
 class SchemaCatalogue:
-    """Schemas keyed by target; lines are parsed on first lookup so loading stays cheap."""
+    """Schemas keyed by target; lines are parsed on first lookup so loading stays cheap.
 
-    __slots__ = ("_by_name", "_parsed", "_texts")
+    The shipped catalogue (``default``) is kept as the file's text and a target's line is found on its first
+    look-up (``from_text``): a command reads a handful of the 3,880 schemas, and keying, checking and grouping every
+    line was 36 of the 439 million instructions of ``onnx-inspector summary`` on a 15-node export (callgrind). The
+    whole map is made only when something asks for all of it (``overloads``, ``len``, iteration)."""
+
+    __slots__ = ("_by_name", "_parsed", "_text", "_texts")
 
     def __init__(self, texts: Mapping[str, str]) -> None:
-        self._texts: dict[str, str] = dict(texts)
+        self._texts: dict[str, str] | None = dict(texts)
+        self._text = ""  # with ``_texts`` None: the catalogue file, each line after a line break (``from_text``)
         self._parsed: dict[str, AtenSchema] = {}
         self._by_name: dict[str, list[str]] | None = None  # op -> its targets, made by the first ``overloads``
 
@@ -282,10 +288,10 @@ class SchemaCatalogue:
     def from_lines(cls, lines: Iterable[str]) -> SchemaCatalogue:
         """Build from schema lines; blank lines and ``#`` comments are skipped.
 
-        Only the operator name of each line is checked here; the rest is parsed on lookup. Every process that
-        reads a signature builds the shipped catalogue (3,880 lines), so the lines are split and checked by C
-        loops (``map``) rather than a Python step per line: 3.7 -> 3.0 ms of CPU in a fresh process (median of
-        six), and the op -> targets map is made by the first ``overloads``, which a summary never asks."""
+        Only the operator name of each line is checked here; the rest is parsed on lookup. The lines are split and
+        checked by C loops (``map``) rather than a Python step per line (3.7 -> 3.0 ms of CPU for the shipped
+        3,880 lines in a fresh process, median of six), and the op -> targets map is made by the first
+        ``overloads``."""
         numbered = [(n, t) for n, t in enumerate(map(str.strip, lines), start=1) if t and t[0] != "#"]
         kept = [t for _n, t in numbered]
         heads = [h.rstrip() for h, _p, _r in map(_partition_paren, kept)]
@@ -296,6 +302,35 @@ class SchemaCatalogue:
         # an operator name as written is its key, ``name.overload`` (a third of the time)
         return cls(dict(zip(heads, kept, strict=True)))
 
+    @classmethod
+    def from_text(cls, text: str) -> SchemaCatalogue:
+        """The shipped catalogue's text, unchecked: a target's schema is the line that starts with the target and
+        ``(`` (found by ``str.find``, parsed and kept on first look-up). That the file is such lines, each target
+        once, and that this reads it as ``from_lines`` does, is checked by its test (``tests/test_aten_schema.py``),
+        not in every process."""
+        catalogue = cls({})
+        catalogue._texts = None
+        catalogue._text = "\n" + text
+        return catalogue
+
+    def _line(self, key: str) -> str | None:
+        """The schema text of catalogue key ``key`` (a normalized target), or None."""
+        if self._texts is not None:
+            return self._texts.get(key)
+        start = self._text.find(f"\n{key}(")
+        if start < 0:
+            return None
+        end = self._text.find("\n", start + 1)
+        return self._text[start + 1 : end if end >= 0 else len(self._text)].strip()
+
+    def _keyed(self) -> dict[str, str]:
+        """Every target's schema text in catalogue order (made once, when something asks for all of them)."""
+        if self._texts is None:
+            self._texts = SchemaCatalogue.from_lines(self._text.splitlines())._texts
+            assert self._texts is not None
+            self._text = ""
+        return self._texts
+
     def get(self, target: str) -> AtenSchema | None:
         """The schema for any spelling :func:`normalize_target` accepts, or None."""
         try:
@@ -304,7 +339,7 @@ class SchemaCatalogue:
             return None
         schema = self._parsed.get(key)
         if schema is None:
-            text = self._texts.get(key)
+            text = self._line(key)
             if text is None:
                 return None
             schema = parse_schema(text)
@@ -319,7 +354,7 @@ class SchemaCatalogue:
             return []
         if self._by_name is None:
             self._by_name = {}
-            for target in self._texts:
+            for target in self._keyed():
                 self._by_name.setdefault(target.partition(".")[0], []).append(target)
         result: list[AtenSchema] = []
         for target in self._by_name.get(base, ()):
@@ -329,19 +364,32 @@ class SchemaCatalogue:
         return result
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._keyed())
+
+    def __bool__(self) -> bool:
+        """Whether it holds any schema, without keying it (``catalogue or SchemaCatalogue.default()`` asks)."""
+        if self._texts is not None:
+            return bool(self._texts)
+        start = 0
+        while start < len(self._text):
+            end = self._text.find("\n", start + 1)
+            line = self._text[start : end if end >= 0 else len(self._text)].strip()
+            if line and line[0] != "#":
+                return True
+            start = len(self._text) if end < 0 else end
+        return False
 
     def __contains__(self, target: object) -> bool:
         if not isinstance(target, str):
             return False
         try:
-            return normalize_target(target) in self._texts
+            return self._line(normalize_target(target)) is not None
         except ValueError:
             return False
 
     def __iter__(self) -> Iterator[str]:
         """Targets in catalogue order."""
-        return iter(self._texts)
+        return iter(self._keyed())
 
 
 def _partition_paren(text: str) -> tuple[str, str, str]:
@@ -349,15 +397,19 @@ def _partition_paren(text: str) -> tuple[str, str, str]:
 
 
 def _read_catalogue_lines() -> list[str]:
-    lines = read_resource_lines(CATALOGUE_FILE)
-    if lines is None:
+    return _read_catalogue_text().splitlines()
+
+
+def _read_catalogue_text() -> str:
+    text = read_resource_text(CATALOGUE_FILE)
+    if text is None:
         raise FileNotFoundError(f"aten schema catalogue {CATALOGUE_FILE} not found in package resources")
-    return lines
+    return text
 
 
 @functools.cache
 def _default_catalogue() -> SchemaCatalogue:
-    return SchemaCatalogue.from_lines(_read_catalogue_lines())
+    return SchemaCatalogue.from_text(_read_catalogue_text())
 
 
 # --------------------------------------------------------------------------------------------

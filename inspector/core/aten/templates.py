@@ -23,7 +23,8 @@ import onnx
 from onnx import AttributeProto
 
 from inspector.core.aten.resources import read_resource_lines
-from inspector.core.util.plain_tensors import float32, plain_tensor
+from inspector.core.util.floats import float32
+from inspector.core.util.plain_tensors import plain_tensor
 
 CATALOGUE_FILE = "aten_templates.txt"
 SMALL_TENSOR = 64  # constants with more elements are compared by type and shape only (weights, tables)
@@ -60,6 +61,8 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class TemplateNode:
+    """One node of a body template: its operator, where its operands come from, its attributes' slots."""
+
     domain: str
     op_type: str
     inputs: tuple[Ref, ...]

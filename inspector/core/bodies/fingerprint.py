@@ -18,6 +18,8 @@ from inspector.core.util.digest import blake2b
 
 @dataclass(frozen=True, slots=True)
 class Fingerprints:
+    """A body's hashes: of all of it, and of its template (specialised values masked); names ignored."""
+
     full: str
     template: str
 

@@ -13,7 +13,7 @@ from onnx import AttributeProto
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.model.tensors import dtype_name
 from inspector.core.util.digest import blake2b
-from inspector.core.util.plain_tensors import float32, plain_tensor
+from inspector.core.util.floats import float32
 
 BodyPath = tuple[int | str, ...]
 LiteralKind = typing.Literal[
@@ -84,6 +84,8 @@ def attribute_value(attr: AttributeProto) -> tuple[Any, str]:
 def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
     """A tensor as a value: small tensors as (nested) lists, larger ones summarised; key from a content digest."""
     dims = [int(d) for d in t.dims]
+    from inspector.core.util.plain_tensors import plain_tensor  # (here: a tensor read; start-up)
+
     plain = plain_tensor(t)  # without numpy (start-up): the same values and bytes
     if plain is not None:
         digest = blake2b(plain.data, digest_size=8).hexdigest()

@@ -4,7 +4,6 @@ node (``align_nodes``, which the compare window uses too)."""
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -178,6 +177,8 @@ def align_nodes(na: Sequence[onnx.NodeProto], nb: Sequence[onnx.NodeProto]
     ``("changed", i, j)`` for aligned nodes whose literal attributes differ (graph attributes are not compared:
     the walk lists the nodes inside them), ``("removed", i, None)`` and ``("added", None, j)`` for the rest."""
     out: list[tuple[EditOp, int | None, int | None]] = []
+    import difflib  # (here: bodies to align; with heapq 3 million instructions of start-up)
+
     sm = difflib.SequenceMatcher(None, [key_of(n) for n in na], [key_of(n) for n in nb], autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
@@ -209,6 +210,8 @@ def node_edits(ba: Body, bb: Body) -> list[NodeEdit]:
     ca = [(tensor_type(t), tensor_value(t)[1]) for t in ba.constants.values()]
     cb = [(tensor_type(t), tensor_value(t)[1]) for t in bb.constants.values()]
     if ca != cb:
+        import difflib
+
         cm = difflib.SequenceMatcher(None, [k for _t, k in ca], [k for _t, k in cb], autojunk=False)
         for tag, i1, i2, j1, j2 in cm.get_opcodes():
             if tag != "equal":

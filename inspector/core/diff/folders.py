@@ -54,6 +54,8 @@ class DirRow:
 
 @dataclass(slots=True)
 class DirDiff:
+    """Two folders compared: a row per relative path, in path order."""
+
     a: str
     b: str
     rows: list[DirRow]

@@ -3,7 +3,6 @@ Matching records only pairs and counts (``MatchCount``); what differs between pa
 
 from __future__ import annotations
 
-import difflib
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
@@ -157,6 +156,8 @@ class Matcher:
 
         ka, kb = [key(A, k) for k in left_a], [key(B, k) for k in left_b]
         pairs: list[tuple[int, int]] = []
+        import difflib  # (here: units left to align; start-up)
+
         sm = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag in ("equal", "replace"):
@@ -253,6 +254,8 @@ class Matcher:
         taken = set(umap.values())
         left_a = array("q", [k for k in left_a if k not in umap])
         left_b = array("q", [k for k in left_b if k not in taken])
+        import difflib
+
         sm = difflib.SequenceMatcher(None, [op(A, k) for k in left_a], [op(B, k) for k in left_b], autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":

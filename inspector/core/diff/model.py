@@ -130,6 +130,8 @@ class FoldRelation:
 
 @dataclass(slots=True)
 class MatchCount:
+    """How the units of one kind (functions, aten calls, ...) were paired between the two models."""
+
     matched: int = 0
     only_a: int = 0
     only_b: int = 0
@@ -141,6 +143,8 @@ class MatchCount:
 
 @dataclass(slots=True)
 class ModelDiff:
+    """What changed between two models: the changes, and a fold relating them when one folds the other."""
+
     a: str
     b: str
     changes: list[Change]

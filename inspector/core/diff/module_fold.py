@@ -17,7 +17,6 @@ the two models are compared function by function, as before.
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -248,6 +247,8 @@ def _in_order(nodes: list[onnx.NodeProto], original: dict[int, str], flat: Model
             users[j].append(i)
     waiting = [len(d) for d in deps]
     ready = [(keys[i], i) for i, w in enumerate(waiting) if w == 0]
+    import heapq  # (here: a module fold's calls inlined; start-up)
+
     heapq.heapify(ready)
     out: list[onnx.NodeProto] = []
     while ready:

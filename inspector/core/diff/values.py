@@ -11,7 +11,6 @@ from onnx import TensorProto
 from inspector.core.bodies.literals import tensor_value
 from inspector.core.model.tensors import dtype_name
 from inspector.core.util.digest import blake2b
-from inspector.core.util.plain_tensors import plain_tensor
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:
@@ -34,6 +33,8 @@ def content_digest(t: TensorProto) -> str:
         return "ext:" + "|".join(f"{k}={info.get(k, '')}" for k in ("location", "offset", "length"))
     if t.raw_data:
         return blake2b(t.raw_data, digest_size=12).hexdigest()
+    from inspector.core.util.plain_tensors import plain_tensor  # (here: a tensor without raw bytes; start-up)
+
     plain = plain_tensor(t)  # without numpy (start-up): the same bytes
     if plain is not None:
         return blake2b(plain.data, digest_size=12).hexdigest()

@@ -7,23 +7,25 @@ those are shown as one family.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 import onnx
 
 from inspector.core.model.aten_functions import Recognised, hash_overload, recognise
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.findings import Finding, FindingKind, Severity
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.onnx_operators import ONNX_OPERATORS
 from inspector.core.model.scan import ScanResult, scan
 from inspector.core.model.signature import function_call_signature, plain
 from inspector.core.model.walk import NodePath, iter_nodes, path_text, resolve_path
+
+if TYPE_CHECKING:
+    from inspector.core.model.findings import Finding, FindingKind, Severity
 
 # Domains whose operators a runtime provides (not local functions).
 OPERATOR_DOMAINS = frozenset({
@@ -81,6 +83,8 @@ class FunctionFamily:
 
 @dataclass(slots=True)
 class FunctionIndex:
+    """A model's local functions: by key and family, their call sites and callees, and what was found."""
+
     functions: dict[FunctionKey, onnx.FunctionProto]
     families: dict[tuple[str, str], FunctionFamily]
     calls: dict[FunctionKey, list[CallSite]]
@@ -137,10 +141,14 @@ class FunctionIndex:
             if found.target is not None or found.conflict is not None:
                 out[k] = found
             if found.conflict is not None:
+                from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
                 self.findings.append(Finding("aten_evidence", "warning",
                                              f"function {k} is not read as an aten overload: {found.conflict}",
                                              (str(k),)))
             elif found.candidates:
+                from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
                 self.findings.append(Finding(
                     "aten_evidence", "info", f"function {k} is not read as an aten overload: it is named after "
                     f"{found.candidates[0].partition('.')[0]}, whose overloads {', '.join(found.candidates)} all fit "
@@ -266,10 +274,14 @@ def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = No
             shown = str(FunctionKey(domain, op))
             name = next((n.name for _p, n, _d in iter_nodes(scope_nodes[scope])
                          if n.op_type == op and n.domain == domain), "") or op
+            from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
             findings.append(Finding("unknown_operator", "warning", f"operator {shown} is not in the ONNX operator set",
                                     (str(scope), name)))
     for key in duplicates:
         message = f"function {key} is defined more than once"
+        from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
         findings.append(Finding("duplicate_function", "error", message, (str(key),)))
     findings.extend(_recursion_findings(callees))
     return FunctionIndex(functions, families, calls, callees, findings, duplicates, model.graph.node)
@@ -314,6 +326,8 @@ def _note_unresolved(findings: list[Finding], seen: set[tuple[str, str, str]], k
         "unknown_operator": ("warning", f"operator {shown} is not in the ONNX operator set"),
     }
     severity, message = messages[kind]
+    from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
     findings.append(Finding(kind, severity, message, (root, node.name or node.op_type)))
 
 
@@ -349,6 +363,8 @@ def differing_arguments(values: dict[FunctionKey, dict[str, object]]) -> dict[Fu
 
 
 def _shown(v: object) -> str:
+    import json  # (here: start-up)
+
     text = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else v
     return text if len(text) <= 60 else text[:59] + "…"
 
@@ -405,5 +421,7 @@ def _recursion_findings(callees: dict[GraphScope, set[FunctionKey]]) -> list[Fin
     for comp in cycles:
         names = sorted(str(k) for k in comp)
         chain = " -> ".join([*names, names[0]])
+        from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
         out.append(Finding("recursion", "error", f"recursive functions: {chain}", tuple(names)))
     return out

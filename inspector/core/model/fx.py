@@ -46,6 +46,8 @@ class Symbol:
 
 @dataclass(frozen=True, slots=True)
 class FxNode:
+    """One ``pkg.torch.onnx.fx_node`` text, read: the FX node's name, op, target and arguments."""
+
     name: str
     op: str  # "call_function", "placeholder", ...
     target: str  # raw target text, e.g. "torch.ops.aten.transpose.int"

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Literal
 import onnx
 
 from inspector.core.model.calls import AtenCall, split_target
-from inspector.core.model.findings import Finding
 from inspector.core.model.functions import FunctionIndex, build_function_index, call_targets, overload_label, scan_model
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN, FunctionKey
@@ -31,6 +30,7 @@ from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import sanitize_text
 
 if TYPE_CHECKING:
+    from inspector.core.model.findings import Finding
     from inspector.core.model.scan_like import Earlier
 
 FamilyKind = Literal["function", "aten_call"]  # local-function overloads, or aten calls of one target
@@ -67,6 +67,8 @@ class Overload:
 
 @dataclass(slots=True)
 class Family:
+    """Overloads sharing (domain, name): a function family, or the aten calls of one target."""
+
     kind: FamilyKind
     domain: str
     name: str
@@ -89,6 +91,8 @@ class Family:
 
 @dataclass(slots=True)
 class ModelFacts:
+    """What a model says about itself: IR version, opsets, producer, graph, counts and sizes."""
+
     ir_version: int
     opsets: dict[str, int]
     producer_name: str
@@ -110,6 +114,8 @@ class ModelFacts:
 
 @dataclass(frozen=True, slots=True)
 class ParameterStats:
+    """The initializers' element count and bytes, and the part stored as external data."""
+
     count: int  # elements
     bytes: int
     external_bytes: int  # the part stored as external data
@@ -135,6 +141,8 @@ def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
 
 @dataclass(slots=True)
 class ModelIndex:
+    """One model indexed: facts, functions, provenance, families, op histogram and findings."""
+
     model: LoadedModel
     facts: ModelFacts
     functions: FunctionIndex
@@ -230,6 +238,8 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
             raise
         index = _build_index(model, modules, like)
     if repaired:
+        from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
         index.findings.append(Finding("invalid_text", "warning", f"{repaired} strings in the model are not valid "
                                       "UTF-8; they are shown with replacement characters"))
     return index
@@ -256,6 +266,8 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     families = functions + _aten_families(prov, _folded_calls(fidx, functions))
     findings = list(fidx.findings)
     if prov.damaged:
+        from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
+
         findings.append(Finding("damaged_metadata", "warning",
                                 f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
     facts = _facts(model, main_nodes, total, len(fidx.functions))

@@ -8,11 +8,11 @@ file with ``seq(`` nested 20,000 deep killed the process (SIGSEGV), so nesting i
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import io
 import os
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,7 @@ _TEXT_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[()\[\]{}]')
 # attribute), so about 21,800 nested If/Loop bodies.
 _DEEP_STACK_BYTES = 512 * 1024 * 1024
 MAX_MESSAGE_DEPTH = 65_535
-_deep_lock = threading.Lock()
+_deep_lock = _thread.allocate_lock()  # (_thread, not threading: 2.4 million instructions of start-up)
 # One protobuf parse of a 167 MB export takes 0.7-2.6 s with no way to report progress or stop it. A caller that
 # asks for progress gets files above PIECEWISE_BYTES parsed _PIECE_BYTES at a time (_parse_in_pieces), with a
 # checkpoint after each piece: 1 MB pieces took up to 12 ms each, 256 KB pieces at most 4 ms, for 0.03 s more in all
@@ -334,6 +334,8 @@ def _parse_deep(data: bytes | memoryview, label: str) -> onnx.ModelProto:
             errors.append(str(e))
         finally:
             upb_message.SetAllowOversizeProtos(False)
+
+    import threading  # (here: the rare deep model; start-up)
 
     with _deep_lock:
         old = threading.stack_size()

@@ -52,6 +52,8 @@ class ModuleNode:
 
 @dataclass(slots=True)
 class ProvenanceIndex:
+    """The aten calls read from the nodes' FX metadata, and how many nodes had none or damaged."""
+
     calls: list[AtenCall]
     nodes_with_metadata: int
     nodes_without_fx: int

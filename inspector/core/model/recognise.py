@@ -92,6 +92,8 @@ def target_of(candidates: tuple[str, ...]) -> str:
 
 @dataclass(slots=True)
 class _Match:
+    """One template matched at one place of a graph: which graph node each template node is, and its values."""
+
     nodes: dict[int, int]  # template node -> graph node
     folded: set[int]
     constants: dict[int, str]  # constant slot -> graph value

@@ -21,6 +21,8 @@ GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
 
 @dataclass(slots=True)
 class ScanResult:
+    """One pass over a model's nodes: op histograms, call candidates and aten call groups per scope."""
+
     # (domain, op_type) -> count, per scope
     histograms: dict[GraphScope, dict[tuple[str, str], int]] = field(default_factory=dict)
     # the first scope in which each (domain, op_type) occurs

@@ -85,6 +85,8 @@ class CheckItem:
 
 @dataclass(slots=True)
 class CheckResult:
+    """A model's review items checked against a review file."""
+
     model: str
     reviews: str  # the review file read
     items: list[CheckItem]

@@ -47,7 +47,6 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +105,8 @@ class ReviewKey:
 
 @dataclass(slots=True)
 class Review:
+    """A reviewer's status and note on one item, with when and at what value it was reviewed."""
+
     status: str
     note: str = ""
     updated: str = ""  # ISO-8601 UTC timestamp of the last change; "" when never reviewed
@@ -124,6 +125,8 @@ def slot_text(literal: Literal) -> str:
 
 
 def _now() -> str:
+    from datetime import datetime, timezone  # (here: a review written; a check only reads, start-up)
+
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 

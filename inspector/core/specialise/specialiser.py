@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from inspector.core.aten.schemas import BoundArgument, SchemaCatalogue
 from inspector.core.aten.torchlib import torchlib_for
@@ -26,7 +26,6 @@ from inspector.core.model.index import Family, ModelIndex
 from inspector.core.model.keys import FunctionKey, MainGraph
 from inspector.core.model.signature import call_signature
 from inspector.core.model.walk import NodePath, resolve_path, subgraphs
-from inspector.core.specialise.function_calls import FunctionCall, function_call
 from inspector.core.specialise.links import (
     ArgLink,
     BodyFlow,
@@ -39,12 +38,17 @@ from inspector.core.specialise.links import (
 from inspector.core.specialise.onnx_defaults import is_default, model_opsets
 from inspector.core.util.progress import Progress
 
+if TYPE_CHECKING:
+    from inspector.core.specialise.function_calls import FunctionCall
+
 Member: TypeAlias = FunctionKey | AtenCall
 """What shares a body in a family: a function overload, or an aten call."""
 
 
 @dataclass(slots=True)
 class SpecialisedValue:
+    """A literal of a body found specialised, with its values across the family and its links."""
+
     literal: Literal
     varies: bool  # differs between bodies of one template in this family
     family_values: list[Any]  # the distinct values this slot takes across the template's bodies
@@ -98,6 +102,8 @@ _Counted: TypeAlias = tuple[Sequence[AtenCall], int, list[tuple[int, int]]]
 
 @dataclass(slots=True)
 class FamilyAnalysis:
+    """A family's bodies, each with its specialised values."""
+
     family: Family
     bodies: list[BodyAnalysis]
 
@@ -197,6 +203,9 @@ class Specialiser:
     def function_call(self, key: FunctionKey) -> FunctionCall | None:
         """An aten function's target, first call's arguments and shapes (``function_calls``), made once."""
         if key not in self._function_calls:
+            # (here: an aten function's first call is read only for a model with local functions; start-up)
+            from inspector.core.specialise.function_calls import function_call
+
             self._function_calls[key] = function_call(self.index.functions, key, self.shapes, self.catalogue)
         return self._function_calls[key]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -38,12 +37,16 @@ def _inert(text: str) -> str:
 
 def json_text(value: Any, indent: int | None = 2) -> str:
     """``value`` as JSON text (UTF-8 safe, no NaN), ending in a newline."""
+    import json  # (here, as every importer of json in a command's process: 5.6 million instructions of start-up)
+
     return _inert(json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 def json_chunks(value: Any, indent: int | None = 2) -> Iterator[str]:
     """``json_text(value)`` in pieces of about 64k characters, encoded as it is written (a 200k-node diff is never
     one string)."""
+    import json
+
     encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
     buffered: list[str] = []
     size = 0

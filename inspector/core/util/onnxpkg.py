@@ -22,6 +22,7 @@ done, not what is parsed.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -29,9 +30,10 @@ import sys
 import types
 from typing import Any
 
+from inspector.core.util import deferred
+
 # (_thread, not threading: importing threading is a millisecond of start-up this module does not need)
 _lock = _thread.RLock()
-_completing = _thread._local()
 PB2 = "onnx.onnx_ml_pb2"
 PB2_FILE = b"\n\x12onnx/onnx-ml.proto"  # a FileDescriptorProto's first field: its name
 
@@ -61,7 +63,8 @@ def install() -> None:
                        if isinstance(value, type) and not name.startswith("_")}  # the message classes onnx exports
         for name, value in classes.items():
             setattr(package, name, value)
-        vars(package)["__getattr__"] = _completer(package, spec)  # PEP 562: asked for any name not set
+        # PEP 562: asked for any name not set (``onnx.__version__`` and ``onnx.__all__`` too), onnx's code runs
+        deferred.complete_on_first_use(package, spec, public=("__version__", "__all__"))
 
 
 def _upb_classes(folder: str) -> dict[str, type] | None:
@@ -91,9 +94,57 @@ def _upb_classes(folder: str) -> dict[str, type] | None:
         if len(files) != 1:
             return None
         messages = upb.default_pool.AddSerializedFile(files[0]).message_types_by_name
-        return {name: _message_class(upb.MessageMeta, Message, desc, "") for name, desc in messages.items()}
+        bases = _well_known_bases_later()
+        try:
+            return {name: _message_class(upb.MessageMeta, Message, desc, "") for name, desc in messages.items()}
+        finally:
+            if bases is not None:
+                del sys.modules[WELL_KNOWN]
+                sys.meta_path.insert(0, _WellKnownBases(bases))
     except Exception:
         return None
+
+
+WELL_KNOWN = "google.protobuf.internal.well_known_types"
+# protobuf's Python modules through which a program makes message classes: a ``*_pb2`` module's builder (with the
+# pure-Python implementation) and the message factory (``reflection`` and ``symbol_database`` import it)
+_CLASS_MAKERS = ("google.protobuf.internal.builder", "google.protobuf.internal.python_message",
+                 "google.protobuf.message_factory")
+
+
+def _well_known_bases_later() -> dict[str, type] | None:
+    """An empty table of the well-known types' Python bases, given to upb for onnx's classes in place of
+    ``well_known_types``'s, and filled from that module before the first class of anyone else is made
+    (``_WellKnownBases``); None, and the module imported as always, when protobuf's class makers are imported already.
+
+    Why: upb imports ``well_known_types`` when it makes its first class of any kind, to give ``Timestamp``,
+    ``Duration``, ``Any``, ``Struct``... their Python methods, and keeps its ``WKTBASES`` table for the process. That
+    import (``datetime``, ``calendar``, ``locale``, protobuf's ``descriptor`` and ``field_mask``) was 20 of the 376
+    million instructions of ``onnx-inspector summary`` on a 15-node export (callgrind), for a table onnx's messages,
+    none of them a well-known type, never read."""
+    if WELL_KNOWN in sys.modules or any(name in sys.modules for name in _CLASS_MAKERS):
+        return None
+    placeholder = types.ModuleType(WELL_KNOWN)
+    bases: dict[str, type] = {}
+    placeholder.WKTBASES = bases  # type: ignore[attr-defined]
+    sys.modules[WELL_KNOWN] = placeholder
+    return bases
+
+
+class _WellKnownBases:
+    """A meta path finder that, on the first import of a class maker (``_CLASS_MAKERS``), imports
+    ``well_known_types`` and fills upb's table with its bases, then leaves ``sys.meta_path``: a well-known type's class
+    made afterwards (``timestamp_pb2``, a message factory) gets its Python methods as it always did."""
+
+    def __init__(self, bases: dict[str, type]) -> None:
+        self.bases = bases
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name in _CLASS_MAKERS:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
+            self.bases.update(importlib.import_module(WELL_KNOWN).WKTBASES)
+        return None  # the module is found by the finders after this one, as always
 
 
 def _message_class(meta: Any, base: type, desc: Any, prefix: str) -> type:
@@ -108,24 +159,4 @@ def _message_class(meta: Any, base: type, desc: Any, prefix: str) -> type:
 def is_complete() -> bool:
     """Whether onnx's own ``__init__`` has run in this process (tests: a command that needs no more than the
     protobuf classes must not have run it)."""
-    package = sys.modules.get("onnx")
-    return package is not None and "__getattr__" not in vars(package)
-
-
-def _completer(package: types.ModuleType, spec: Any) -> Any:
-    def __getattr__(name: str) -> Any:
-        if name.startswith("__") and name not in ("__version__", "__all__"):
-            raise AttributeError(name)  # dunder probes (copy, pickle, inspect) do not need onnx's rest
-        with _lock:
-            if getattr(_completing, "active", False):  # onnx's own __init__ asking for a name it sets later
-                raise AttributeError(f"partially initialized module 'onnx' has no attribute {name!r}")
-            if "__getattr__" in vars(package):
-                _completing.active = True
-                try:
-                    spec.loader.exec_module(package)
-                finally:
-                    _completing.active = False
-                    vars(package).pop("__getattr__", None)
-        return getattr(package, name)
-
-    return __getattr__
+    return deferred.is_complete("onnx")

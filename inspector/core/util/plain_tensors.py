@@ -78,12 +78,3 @@ def _nested(flat: list[int | float | bool], shape: tuple[int, ...]) -> object:
         return flat
     step = math.prod(shape[1:])
     return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-
-def float32(x: float) -> float:
-    """``x`` rounded to float32, as ``float(numpy.float32(x))`` rounds it (the C cast both make): out of its range,
-    an infinity of its sign, where ``struct`` refuses it."""
-    try:
-        return float(struct.unpack("<f", struct.pack("<f", x))[0])
-    except OverflowError:
-        return math.copysign(math.inf, x)

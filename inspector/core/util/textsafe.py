@@ -31,7 +31,6 @@ __all__ = ["github_data", "github_property", "html_text", "md_html", "md_text", 
            "xml_attr", "xml_text"]
 
 WORD_JOINER = "\u2060"
-_LINKABLE = re.compile(r"@|:(?=//)|(?i:www)(?=\.)")
 
 
 def _shown(value: object) -> str:
@@ -95,12 +94,19 @@ def md_text(text: object, width: int = 0) -> str:
 def unlink(text: str) -> str:
     """``text`` with a WORD JOINER after every ``@``, ``:`` of ``://`` and ``www`` before a dot, so that neither
     cmark-gfm's autolinks (``http://``, ``www.``, e-mail) nor GitHub's ``@mentions`` find anything to link."""
-    return _LINKABLE.sub(lambda m: m.group(0) + WORD_JOINER, text)
+    return _linkable().sub(lambda m: m.group(0) + WORD_JOINER, text)
 
 
 def md_html(text: object, width: int = 0) -> str:
     """Model text for an HTML block inside Markdown (``<summary>``), on one line, cut to ``width`` when > 0."""
     return html_text(unlink(one_line(text, width)))
+
+
+@functools.cache
+def _linkable() -> re.Pattern[str]:
+    """What a Markdown renderer would turn into a link, compiled on first use (the Markdown writers) rather than at
+    import (start-up)."""
+    return re.compile(r"@|:(?=//)|(?i:www)(?=\.)")
 
 
 @functools.cache
