@@ -35,8 +35,7 @@ def _summary_dict(index: ModelIndex, specialisation: bool) -> dict[str, Any]:
     if specialisation:
         from inspector.core.specialise.specialiser import Specialiser
 
-        specialiser = Specialiser(index)
-        analyses = {id(fam): specialiser.analyse(fam) for fam in index.families}
+        analyses = dict(zip(map(id, index.families), Specialiser(index).analyse_all()))
     return {
         "format": SUMMARY_FORMAT,
         "version": SUMMARY_VERSION,

@@ -128,6 +128,7 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
             from inspector.core.specialise.specialiser import Specialiser
 
             specialiser = Specialiser(index)
+            specialiser.key_calls(index.families[: lim.families])  # the calls of the families detailed, in graph order
         _detail(index, info, fam, specialiser.analyse(fam), store, lim, scopes)
         detailed += 1
     omitted = len(out) - detailed
