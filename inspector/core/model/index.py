@@ -20,7 +20,7 @@ import onnx
 from inspector.core.model.calls import AtenCall, split_target
 from inspector.core.model.findings import Finding
 from inspector.core.model.functions import FunctionIndex, build_function_index, call_targets, overload_label, scan_model
-from inspector.core.model.graph import GraphMaps
+from inspector.core.model.graph import GraphMaps, declared_names
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
 from inspector.core.model.provenance import ProvenanceIndex, build_provenance
@@ -147,6 +147,7 @@ class ModelIndex:
     unequal: list[int] | None = field(default=None, repr=False)
     _parameters: ParameterStats | None = field(default=None, repr=False)
     _maps: GraphMaps | None = field(default=None, repr=False)
+    _declared: list[str] | None = field(default=None, repr=False)
 
     @property
     def proto(self) -> onnx.ModelProto:
@@ -178,14 +179,24 @@ class ModelIndex:
                      for e in t.external_data if e.key == "location"}
         return model_files(self.path, sorted(locations))
 
-    def graph_maps(self, progress: Progress | None = None) -> GraphMaps:
+    def graph_maps(self, progress: Progress | None = None, declarations: bool = False) -> GraphMaps:
         """The main graph's data flow (each node's inputs and outputs, producers, read counts, initializers), read
         from protobuf once, on first use, and shared by all that need it: specialisation, scenes, fold, diff.
         A 100k-node graph takes ~0.4 s to read; each of those used to read it again. ``progress``: for the first
-        use, as for ``GraphMaps``."""
+        use, as for ``GraphMaps``; ``declarations``: the first use will ask for ``declared_names`` too."""
         if self._maps is None:
-            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main, progress=progress)
+            self._maps = GraphMaps(self.proto.graph, flat=self.flat_main, progress=progress, declarations=declarations)
         return self._maps
+
+    def declared_names(self, progress: Progress | None = None) -> list[str]:
+        """The names the main graph declares (its inputs, value infos and outputs, in that order), read once and
+        shared by what looks types or shapes up by name (the specialiser's shapes, the scenes' value types): from the
+        graph maps when they kept them, else by a pass of their own (``graph.declared_names``, with ``progress``)."""
+        if self._declared is None:
+            maps = self._maps
+            kept = maps.declared if maps is not None else None
+            self._declared = kept if kept is not None else declared_names(self.proto.graph, progress)
+        return self._declared
 
     def user_inputs(self) -> list[str]:
         """Graph inputs that are not initializers (reads every initializer's name, so not done at index time)."""

@@ -159,13 +159,16 @@ class Specialiser:
 
     @property
     def maps(self) -> GraphMaps:
-        return self.index.graph_maps(progress=self.progress)
+        """The main graph's maps, with the names it declares if read now (the shapes look names up in them)."""
+        return self.index.graph_maps(progress=self.progress, declarations=True)
 
     @property
     def shapes(self) -> GraphShapes:
         """Static shapes of the main graph's typed values (each read on first use)."""
         if self._shapes is None:
-            self._shapes = GraphShapes(self.index.proto.graph, progress=self.progress)
+            index, progress = self.index, self.progress
+            self._shapes = GraphShapes(index.proto.graph, progress=progress,
+                                       names=lambda: index.declared_names(progress))
         return self._shapes
 
     def is_onnx_default(self, body: Body, lit: Literal) -> bool:
