@@ -298,7 +298,9 @@ def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter
     maps = GraphMaps(proto.graph, flat=flat)
     from inspector.core.model.recognise import recognised_calls
 
-    prov.calls.extend(recognised_calls(proto, prov.calls, maps))
+    found = recognised_calls(proto, prov.calls, maps)
+    prov.calls.extend(found)
+    prov.recognised = len(found)
     return maps
 
 
