@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -190,22 +190,15 @@ def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAn
             counts["unreviewed"] += 1
     info.review_counts = counts
     info.specialised_count = sum(len(b.specialised) for b in analysis.bodies)
-    # which overload each member belongs to
-    by_function: dict[FunctionKey, int] = {}
-    by_call: dict[int, int] = {}
+    # the overloads each body serves: those whose members use it (``FamilyAnalysis.bodies_counted``: counted per
+    # overload while the analysis bound the calls, so no pass maps each of a family's 80k calls at 100k nodes)
+    at = {id(b): j for j, b in enumerate(analysis.bodies)}
+    owners: list[list[int]] = [[] for _b in analysis.bodies]
     for i, ov in enumerate(fam.overloads):
-        if ov.function is not None:
-            by_function[ov.function] = i
-        by_call.update(zip(map(id, ov.aten_calls), repeat(i)))
-    owners: list[list[int]] = []
-    for j, body in enumerate(analysis.bodies):
-        if by_function:
-            found = {by_function.get(m, -1) if isinstance(m, FunctionKey) else by_call.get(id(m), -1)
-                     for m in body.members}
-        else:  # (the same sets: with no function overloads a function key is -1 either way)
-            found = set(map(by_call.get, map(id, body.members), repeat(-1)))
-        owners.append(sorted(found - {-1}))
-        for i in owners[-1]:
+        for b, _n in analysis.bodies_counted([ov.function] if ov.function is not None else ov.aten_calls):
+            owners[at[id(b)]].append(i)
+    for j, served in enumerate(owners):
+        for i in served:
             info.overloads[i].body_ids.append(f"{info.id}-b{j}")
     templates: dict[str, int] = {}
     for body in analysis.bodies:
