@@ -103,3 +103,82 @@ def test_the_values_nothing_reads_made_in_steps_are_the_same(monkeypatch, name: 
     stepped = graph_module.GraphMaps(graph, progress=lambda done, total: calls.append((done, total))).unread
     assert stepped == plain == truth == {f"dead_{k}" for k in range(40)}
     assert len(calls) >= 2 * len(graph.node) // 16
+
+
+def _declared(graph: onnx.GraphProto) -> list[str]:
+    return [v.name for v in (*graph.input, *graph.value_info, *graph.output)]
+
+
+@pytest.mark.parametrize("name", ["llama_gqa.onnx", "cond.onnx", "whisper.onnx"])
+def test_the_names_declared_are_read_once_and_shared(monkeypatch, name: str) -> None:
+    """The specialiser's maps keep the names the main graph declares (read in the pass over the value infos they make
+    anyway); its shapes and the scenes' value types look names up in those, and read none again."""
+    from inspector.core.model import graph as graph_module
+    from inspector.core.model.index import open_index
+    from inspector.core.specialise import flow
+    from inspector.core.specialise.specialiser import Specialiser
+
+    graph = onnx.load(ZOO / name, load_external_data=False).graph
+    assert graph_module.GraphMaps(graph).declared is None
+    assert graph_module.GraphMaps(graph, declarations=True).declared == _declared(graph)
+    assert graph_module.declared_names(graph) == _declared(graph)
+
+    fresh = open_index(ZOO / name)
+    expected = dict(GraphShapes(fresh.proto.graph))
+    assert fresh.declared_names() == _declared(fresh.proto.graph)  # no maps yet: a pass of its own
+
+    index = open_index(ZOO / name)
+    assert index._maps is None  # (the graph maps of an export whose every node has its metadata: on first use)
+    specialiser = Specialiser(index)
+    maps = specialiser.maps
+    assert maps.declared == _declared(index.proto.graph) and index.declared_names() is maps.declared
+    monkeypatch.setattr(flow, "declared_names", None)  # called, it would fail: the shapes take the maps' names
+    assert dict(specialiser.shapes) == expected and len(expected) > 10
+
+
+def test_maps_made_without_the_names_leave_them_to_a_pass_of_their_own() -> None:
+    """An export with nodes lacking metadata has its maps made while it is indexed (for the template matcher),
+    without the names: the shapes then read them once, by a pass of their own."""
+    from inspector.core.model.index import open_index
+    from inspector.core.specialise.specialiser import Specialiser
+
+    index = open_index(ZOO / "gpt2.onnx")
+    assert index._maps is not None and index._maps.declared is None
+    specialiser = Specialiser(index)
+    assert dict(specialiser.shapes) == dict(GraphShapes(index.proto.graph))
+    assert index.declared_names() == _declared(index.proto.graph)
+    assert index.declared_names() is index.declared_names()
+
+
+def test_shapes_from_names_read_already_are_the_same_in_steps(monkeypatch) -> None:
+    from inspector.core.specialise import flow
+
+    graph = _graph()
+    names = _declared(graph)
+    monkeypatch.setattr(flow, "_STEP", 2)
+    calls: list[tuple[int, int]] = []
+    given = GraphShapes(graph, progress=lambda done, total: calls.append((done, total)), names=lambda: names)
+    assert dict(given) == dict(GraphShapes(graph)) == {"x": [2, 3], "y": [2, None], "w": [5]}
+    assert calls == [(2, 6), (4, 6), (6, 6)]
+    # names that are not this graph's declarations (another graph's) are not taken: the graph's own are read
+    other = GraphShapes(graph, names=lambda: ["x", "y"])
+    assert dict(other) == {"x": [2, 3], "y": [2, None], "w": [5]}
+
+
+def test_scene_types_from_names_read_already_are_the_first_typed_declaration() -> None:
+    """The scenes' value types: the first declaration of a name with a type, among inputs, outputs and value infos
+    in turn, whether the names come from the index or are read by the scenes' own pass."""
+    from inspector.core.model.values import type_text
+    from inspector.render.graph_facts import GraphFacts
+
+    graph = _graph()
+    in_turn = (graph.input, graph.output, graph.value_info)
+    names = [v.name for seq in in_turn for v in seq]
+    shared = GraphFacts(graph.node, [], lambda: in_turn, None, {}, names=lambda: names)
+    own = GraphFacts(graph.node, [], lambda: in_turn, None, {})
+    wanted = {"x", "y", "z", "w", "missing"}
+    expected = {"x": type_text(graph.input[0].type), "y": type_text(graph.output[0].type),
+                "w": type_text(graph.value_info[2].type)}
+    assert shared.types(wanted) == own.types(wanted) == expected
+    assert expected["y"] != type_text(graph.value_info[0].type)  # the output's symbolic dim, declared first here
+    assert shared.types({"y"}) == {"y": expected["y"]}

@@ -172,7 +172,8 @@ class Scenes:
                 g = index.proto.graph
                 facts = GraphFacts(g.node, [v.name for v in g.output],
                                     lambda: (g.input, g.output, g.value_info), g.initializer,
-                                    _function_calls(index, MAIN), lambda: index.graph_maps().read_count)
+                                    _function_calls(index, MAIN), lambda: index.graph_maps().read_count,
+                                    lambda: _inputs_outputs_value_infos(index))
             self._graphs[scope] = facts
         return facts
 
@@ -180,6 +181,14 @@ class Scenes:
 # --------------------------------------------------------------------------------------------
 # graph scenes (main graph, function bodies)
 # --------------------------------------------------------------------------------------------
+
+
+def _inputs_outputs_value_infos(index: ModelIndex) -> list[str]:
+    """The main graph's declared names (``ModelIndex.declared_names``: inputs, value infos, outputs) in the order
+    its scenes look types up in: inputs, outputs, value infos."""
+    names, g = index.declared_names(), index.proto.graph
+    a, v = len(g.input), len(g.value_info)
+    return names[:a] + names[a + v:] + names[a:a + v]
 
 
 def _function_calls(index: ModelIndex, scope: GraphScope) -> dict[int, FunctionKey]:

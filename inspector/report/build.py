@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -128,6 +128,7 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
             from inspector.core.specialise.specialiser import Specialiser
 
             specialiser = Specialiser(index)
+            specialiser.key_calls(index.families[: lim.families])  # the calls of the families detailed, in graph order
         _detail(index, info, fam, specialiser.analyse(fam), store, lim, scopes)
         detailed += 1
     omitted = len(out) - detailed
@@ -189,22 +190,15 @@ def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAn
             counts["unreviewed"] += 1
     info.review_counts = counts
     info.specialised_count = sum(len(b.specialised) for b in analysis.bodies)
-    # which overload each member belongs to
-    by_function: dict[FunctionKey, int] = {}
-    by_call: dict[int, int] = {}
+    # the overloads each body serves: those whose members use it (``FamilyAnalysis.bodies_counted``: counted per
+    # overload while the analysis bound the calls, so no pass maps each of a family's 80k calls at 100k nodes)
+    at = {id(b): j for j, b in enumerate(analysis.bodies)}
+    owners: list[list[int]] = [[] for _b in analysis.bodies]
     for i, ov in enumerate(fam.overloads):
-        if ov.function is not None:
-            by_function[ov.function] = i
-        by_call.update(zip(map(id, ov.aten_calls), repeat(i)))
-    owners: list[list[int]] = []
-    for j, body in enumerate(analysis.bodies):
-        if by_function:
-            found = {by_function.get(m, -1) if isinstance(m, FunctionKey) else by_call.get(id(m), -1)
-                     for m in body.members}
-        else:  # (the same sets: with no function overloads a function key is -1 either way)
-            found = set(map(by_call.get, map(id, body.members), repeat(-1)))
-        owners.append(sorted(found - {-1}))
-        for i in owners[-1]:
+        for b, _n in analysis.bodies_counted([ov.function] if ov.function is not None else ov.aten_calls):
+            owners[at[id(b)]].append(i)
+    for j, served in enumerate(owners):
+        for i in served:
             info.overloads[i].body_ids.append(f"{info.id}-b{j}")
     templates: dict[str, int] = {}
     for body in analysis.bodies:
@@ -235,7 +229,8 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
     from inspector.core.specialise.bodytext import body_lines
 
     members = body.members
-    aten_calls = [m for m in members if isinstance(m, AtenCall)]
+    # (an aten family's members are its calls, a function family's are function keys)
+    aten_calls = [] if fam.kind == "function" else members
     if fam.kind == "function":
         calls = sum(o.calls for o in overloads)
         names = [str(m) for m in members]
@@ -277,6 +272,7 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
             signature = _signature_info(folded, body.specialised, spec_ids)
     target = signature.target if signature is not None else None
     fp = body.fingerprints
+    recognising = index.provenance.recognised > 0
     return BodyInfo(
         id=bid, title=title, overloads=[o.overload for o in overloads], fingerprint=fp.full, template=fp.template,
         calls=calls, node_count=len(body.body.nodes), members=names[: lim.members_listed],
@@ -285,8 +281,9 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
         review=reviewed.get(id(body)) if with_reviews else None,
         left_out=[_spec_info(f"{bid}-l{k}", s) for k, s in enumerate(body.left_out)],
         torchlib=torchlib_info(target), rewritten_by=rewritten,
-        recognised=sorted(set(chain.from_iterable(map(_RECOGNISED, aten_calls)))),
-        candidates=sorted(set(chain.from_iterable(map(_CANDIDATES, aten_calls)))),
+        # (looked for among the calls only when the index recognised any: two passes over 80k calls at 100k nodes)
+        recognised=sorted(set(chain.from_iterable(map(_RECOGNISED, aten_calls)))) if recognising else [],
+        candidates=sorted(set(chain.from_iterable(map(_CANDIDATES, aten_calls)))) if recognising else [],
     )
 
 

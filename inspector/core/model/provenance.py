@@ -59,6 +59,7 @@ class ProvenanceIndex:
     nodes_without_fx: int
     damaged: int  # fx texts that could not be read as FX at all
     damaged_texts: frozenset[str] = frozenset()  # those texts (not read again by a scan made like this one's)
+    recognised: int = 0  # calls recognised by body template (``core.model.recognise``), last in ``calls``
     _modules: ModuleNode | None = field(default=None, repr=False)
 
     @property

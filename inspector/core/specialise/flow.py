@@ -8,17 +8,16 @@ here is bounded (``_MAX_VIA`` steps) and never recurses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
 
 import onnx
 
 from inspector.core.bodies.body import Body
+from inspector.core.model.graph import declared_names
 from inspector.core.util.progress import Progress
 
 _STEP = 4096  # declarations per step of shapes read with progress (as GraphMaps reads nodes)
-_NAME = attrgetter("name")
 
 Shape = list[int | None]
 
@@ -91,12 +90,14 @@ class GraphShapes(Mapping[str, Shape]):
     branch or loop body) answers for names this graph does not type."""
 
     def __init__(self, graph: onnx.GraphProto, outer: GraphShapes | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, names: Callable[[], list[str]] | None = None) -> None:
         """``progress``: a checkpoint (``core.util.progress``), in declarations: they are then read ``_STEP`` at a
-        time, with ``progress(done, total)`` after each step (as ``GraphMaps`` reads nodes)."""
+        time, with ``progress(done, total)`` after each step (as ``GraphMaps`` reads nodes). ``names``: where to get
+        the names ``graph`` declares when they were read already (``ModelIndex.declared_names``), on first look-up."""
         self._graph = graph
         self._outer = outer
         self._progress = progress
+        self._names = names
         # name -> where its last declaration is (inputs, value infos, outputs, counted in turn): positions, not the
         # declarations, so that no wrapper of 100k value infos is kept (0.075 -> 0.05 s at 100k nodes, CPU)
         self._where: dict[str, int] | None = None
@@ -106,22 +107,21 @@ class GraphShapes(Mapping[str, Shape]):
     def _declared(self) -> dict[str, int]:
         """Name -> where its last declaration is; names declared more than once keep all theirs in ``_repeated``."""
         if self._where is None:
-            g = self._graph
-            progress = self._progress
+            g, progress = self._graph, self._progress
+            given = self._names() if self._names is not None else None
             total = len(g.input) + len(g.value_info) + len(g.output)
-            names: list[str] = []
-            where: dict[str, int] = {}  # the last declaration of a name wins; made in the steps the names are read
-            for declared in (g.input, g.value_info, g.output):
-                n = len(declared)
-                step = _STEP if progress is not None else max(n, 1)
-                for start in range(0, n, step):
-                    got = list(map(_NAME, declared[start:start + step] if step < n else declared))
-                    where.update(zip(got, range(len(names), len(names) + len(got))))
-                    names += got
-                    if progress is not None:
-                        progress(len(names), total)
+            if given is not None and len(given) == total:  # read already: only the map is made, in steps too
+                names = given
+            else:
+                names, progress = declared_names(g, progress, _STEP), None
+            where: dict[str, int] = {}  # the last declaration of a name wins
+            step = _STEP if progress is not None else max(total, 1)
+            for start in range(0, total, step):
+                where.update(zip(names[start:start + step] if step < total else names, range(start, start + step)))
+                if progress is not None:
+                    progress(min(start + step, total), total)
             self._where = where
-            if len(self._where) < len(names):
+            if len(where) < len(names):
                 for k, name in enumerate(names):
                     self._repeated.setdefault(name, []).append(k)
         return self._where
