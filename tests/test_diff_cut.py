@@ -1,10 +1,11 @@
-"""The diff cuts its second model with the first one's cut at hand (``GraphCut(..., like=...)``), taking over what
-it read from nodes equal at equal places. Whatever differs, the cut must be the one the model gets on its own:
-the same units, reads (first use first), outputs, baked constants and producers. Checked on the zoo's flat Llama
-export against copies changed in one place each: an attribute, a value renamed, an input rewired, a value
-produced twice (so that unchanged calls read it from elsewhere, or read a node's output where they read a baked
-constant), a baked constant turned into a graph input, optional outputs left empty, a node added, every node
-renamed.
+"""The diff cuts its two models as a pair (``Side.pair``, ``inspector.core.diff.follow``) when the second is
+mostly the first: neither resolves what its units read until it is used, and the pair names the units that may
+differ. Whatever differs, each unit resolved must be what the model's own cut finds: the same units, reads (first
+use first), outputs, baked constants and producers; and every unit the pair does not name must be the same on both
+sides. Checked on the zoo's flat Llama export against copies changed in one place each: an attribute, a value
+renamed, an input rewired, a value produced twice (so that unchanged calls read it from elsewhere, or read a node's
+output where they read a baked constant), a baked constant turned into a graph input, optional outputs left empty,
+a node added, every node renamed.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import onnx
 import pytest
 from onnx import helper
 
-from inspector.core.diff import diff_models
-from inspector.core.diff.cut import GraphCut
+from inspector.core.diff import ModelDiff, diff_models
+from inspector.core.diff.cut import UNREAD, Unit
 from inspector.core.diff.units import Side
-from inspector.core.model.index import open_index
+from inspector.core.model.index import ModelIndex, open_index
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"
@@ -117,15 +118,20 @@ CASES: dict[str, tuple[Change, Change | None, int | None]] = {
 }
 
 
-def _cut_of(cut: GraphCut) -> tuple[Any, ...]:
-    units = [None if u is None else (u.kind, u.nodes, u.label, u.reads, u.outputs, u.callee,
-                                     [(name, t.SerializeToString()) for name, t in u.constants.items()])
-             for u in cut.units]
+def _unit_of(u: Unit) -> tuple[Any, ...]:
+    return (u.kind, u.nodes, u.label, u.reads, u.outputs, u.callee,
+            [(name, t.SerializeToString()) for name, t in u.constants.items()])
+
+
+def _cut_of(side: Side) -> tuple[Any, ...]:
+    """The side's cut, each unit resolved (``Side.unit``)."""
+    cut = side.cut
+    units = [None if u is None else _unit_of(side.unit(k)) for k, u in enumerate(cut.units)]
     return (cut.n_calls, list(cut.unit_of_node), list(cut.node_of_unit), cut.function_call_ids, cut.producer, units)
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_cut_made_like_the_first_is_its_own_cut(tmp_path: Path, case: str):
+def test_cut_made_as_a_pair_is_its_own_cut(tmp_path: Path, case: str):
     change_b, change_both, unequal = CASES[case]
     model = onnx.load(str(LLAMA), load_external_data=False)
     if change_both is not None:
@@ -136,14 +142,31 @@ def test_cut_made_like_the_first_is_its_own_cut(tmp_path: Path, case: str):
     onnx.save(model, str(tmp_path / "a.onnx"))
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
-    A = Side(a)
-    first = A.cut
-    B = Side(b, like=A)
-    assert (B.cut.followed is first) == (unequal is not None)
+    A, B = Side.pair(a, b)
+    assert (B.cut.followed is A.cut) == (unequal is not None)
     if unequal is not None:
         assert B.cut.unequal is not None and len(B.cut.unequal) == unequal
-    assert _cut_of(B.cut) == _cut_of(Side(b).cut)
-    assert first.node_outputs is None  # released once taken over
+        follow = B.follow
+        assert follow is not None and follow is A.follow and B.cut.unequal <= follow.suspect
+        # no unit is resolved before it is used; (below) used, each is what a cut of its own finds
+        assert all(u is None or u.reads is UNREAD for u in (*A.units, *B.units))
+    assert _cut_of(A) == _cut_of(Side(a))
+    assert _cut_of(B) == _cut_of(Side(b))
+    if unequal is not None:  # what the pair does not name is the same on both sides
+        nodes_a, nodes_b = a.proto.graph.node, b.proto.graph.node
+        for k in range(A.n_calls):
+            if k not in follow.suspect:
+                ua, ub = A.unit(k), B.unit(k)
+                assert _unit_of(ua) == _unit_of(ub)
+                assert all(nodes_a[i] == nodes_b[i] for i in ua.nodes)
+
+
+def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:
+    """The diff of ``a`` and ``b`` with each side cut on its own, as if B were not mostly A."""
+    with monkeypatch.context() as m:
+        m.setattr(Side, "pair", classmethod(lambda cls, x, y: (cls(x), cls(y))))
+        own = diff_models(a, b)
+    return own
 
 
 def _swapped_calls(g: onnx.GraphProto) -> None:
@@ -172,7 +195,8 @@ def _rewired_and_attribute(g: onnx.GraphProto) -> None:
 
 @pytest.mark.parametrize("change", [_rewired_and_attribute, _swapped_calls, _made_again_later, _constant_to_input,
                                     _produced_twice_earlier, _weight_to_input, _name_taken_twice])
-def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change):
+def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change,
+                                                        monkeypatch: pytest.MonkeyPatch):
     """The whole diff of a changed copy, with B cut like A (as ``diff_models`` does: the shortcuts of node
     comparison and wiring apply) and on its own."""
     model = onnx.load(str(LLAMA), load_external_data=False)
@@ -183,19 +207,7 @@ def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: C
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
     followed = diff_models(a, b)
-    import inspector.core.diff.run as run
-
-    original = run.Side
-
-    class OwnCut(original):  # type: ignore[misc, valid-type]
-        def __init__(self, index: Any, like: Any = None) -> None:
-            super().__init__(index)
-
-    run.Side = OwnCut  # type: ignore[misc]
-    try:
-        own = diff_models(a, b)
-    finally:
-        run.Side = original  # type: ignore[misc]
+    own = _diff_of_own_cuts(a, b, monkeypatch)
     assert followed.changes  # each change shows
     if change is _swapped_calls:
         rewired = {c.where for c in followed.changes if c.kind == "rewired"}
@@ -270,7 +282,8 @@ def _gpt2_weight_to_input(g: onnx.GraphProto) -> None:
 
 @pytest.mark.parametrize("change", [_split_outputs_swapped, _split_axis, _splits_swap_names,
                                     _gpt2_weight_to_input])
-def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path: Path, change: Change):
+def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path: Path, change: Change,
+                                                                        monkeypatch: pytest.MonkeyPatch):
     """As above, on GPT-2, whose Splits are plain nodes: the wiring of unchanged calls that read a plain node's
     output, or a weight, is worked out without comparing the calls' templates, and must come out as on B's own."""
     model = onnx.load(str(GPT2), load_external_data=False)
@@ -281,19 +294,7 @@ def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
     followed = diff_models(a, b)
-    import inspector.core.diff.run as run
-
-    original = run.Side
-
-    class OwnCut(original):  # type: ignore[misc, valid-type]
-        def __init__(self, index: Any, like: Any = None) -> None:
-            super().__init__(index)
-
-    run.Side = OwnCut  # type: ignore[misc]
-    try:
-        own = diff_models(a, b)
-    finally:
-        run.Side = original  # type: ignore[misc]
+    own = _diff_of_own_cuts(a, b, monkeypatch)
     rewired = sorted((c.where, c.detail) for c in followed.changes if c.kind == "rewired")
     if change is _split_outputs_swapped:
         assert rewired == [("view_3", "input 0: was node node_Split_326 output 1, now node node_Split_326 output 0"),

@@ -113,7 +113,7 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
                 _remake(r, key, paths, nodes, modules)
             touched.discard(fx)
             continue
-        paths = groups[key] = list(call.node_paths)
+        paths = groups[key] = call.node_paths  # (shared: a call's paths are never changed once scanned)
         first_node[key] = nodes[paths[0][0]]
         if call.rule_names:
             rules[key] = list(call.rule_names)
