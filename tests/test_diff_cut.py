@@ -154,11 +154,15 @@ def test_cut_made_as_a_pair_is_its_own_cut(tmp_path: Path, case: str):
     assert _cut_of(B) == _cut_of(Side(b))
     if unequal is not None:  # what the pair does not name is the same on both sides
         nodes_a, nodes_b = a.proto.graph.node, b.proto.graph.node
+        own_b = Side(b)
         for k in range(A.n_calls):
             if k not in follow.suspect:
                 ua, ub = A.unit(k), B.unit(k)
-                assert _unit_of(ua) == _unit_of(ub)
+                assert _unit_of(ua) == _unit_of(ub) == _unit_of(own_b.unit(k))
                 assert all(nodes_a[i] == nodes_b[i] for i in ua.nodes)
+                mine, own = ub.call, own_b.unit(k).call  # (B may stand for its call with A's: the same FX text)
+                assert mine is not None and own is not None
+                assert (mine.fx_text, mine.name, mine.target) == (own.fx_text, own.name, own.target)
 
 
 def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:

@@ -89,10 +89,10 @@ class GraphCut:
     in graph order. A plain node's unit is None here (the Side makes it on access): a million-node graph keeps no
     object per node.
 
-    ``alone=False``: only the aten calls' units are made; ``inspector.core.diff.follow`` finishes the cut as one of
-    a pair, or ``finish`` as a cut of its own."""
+    ``alone=False``: only the aten calls' units are made (none with ``calls=False``: ``cut_calls``);
+    ``inspector.core.diff.follow`` finishes the cut as one of a pair, or ``finish`` as a cut of its own."""
 
-    def __init__(self, index: ModelIndex, alone: bool = True) -> None:
+    def __init__(self, index: ModelIndex, alone: bool = True, calls: bool = True) -> None:
         self.index = index
         self.graph = index.proto.graph
         self.functions = index.functions.functions
@@ -115,9 +115,16 @@ class GraphCut:
         self.followed: GraphCut | None = None
         self.unequal: set[int] | None = None
         self._described: list[onnx.ValueInfoProto] | None = None
-        self._cut_calls(index)
+        if calls or alone:
+            self._cut_calls(index)
         if alone:
             self.finish()
+
+    def cut_calls(self) -> None:
+        """The units of the aten calls, made again (those taken over from another cut are dropped)."""
+        self.units = []
+        self.unit_of_node = array("q", [-1]) * len(self.graph.node)
+        self._cut_calls(self.index)
 
     def finish(self) -> None:
         """Cut on its own: every unit's reads, baked constants and outputs."""

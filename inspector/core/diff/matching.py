@@ -7,10 +7,12 @@ import difflib
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
-from operator import attrgetter, ne
+from itertools import compress
+from operator import attrgetter, is_not, ne
 
 from onnx import TensorProto
 
+from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MatchCount
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest, same_content
@@ -144,10 +146,7 @@ class Matcher:
         unequal = B.cut.unequal
         if B.cut.followed is not A.cut or unequal is None or A.n_calls != B.n_calls:
             return None
-        for side in (A, B):  # (every unit of an aten call has its call)
-            if len(set(map(_CALL_NAME, side.units[:side.n_calls]))) != side.n_calls:
-                return None
-        return unequal
+        return unequal if _names_unique(A.units, B.units, A.n_calls) else None
 
     def _align(self, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
         """Pair left-over calls of one target by position, aligning on (module path, template) when counts differ."""
@@ -319,6 +318,18 @@ class Matcher:
         self.matched["initializers"] = MatchCount(len(tmap), len(inits_a) - len(tmap), len(inits_b) - len(tmap),
                                                   renamed)
         return tmap
+
+
+def _names_unique(units_a: list[Unit | None], units_b: list[Unit | None], n: int) -> bool:
+    """Whether no two of the first ``n`` units (aten calls) of either side share an FX name. (B's names are A's but
+    where B has a unit of its own: a pair's B stands for most of its calls with A's units, ``follow``.)"""
+    names = set(map(_CALL_NAME, units_a[:n]))  # (every unit of an aten call has its call)
+    if len(names) != n:
+        return False
+    own = list(compress(range(n), map(is_not, units_a[:n], units_b[:n])))
+    names_b = [units_b[k].call.name for k in own]  # type: ignore[union-attr]
+    names.difference_update(units_a[k].call.name for k in own)  # type: ignore[union-attr]
+    return len(set(names_b)) == len(names_b) and names.isdisjoint(names_b)
 
 
 def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: list[TensorProto],
