@@ -14,11 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
-from inspector.core.diff import ModelDiff, diff_models
+from inspector.core.diff import ModelDiff, diff_dict, diff_models
 from inspector.core.diff.cut import UNREAD, Unit
 from inspector.core.diff.units import Side
 from inspector.core.model.index import ModelIndex, open_index
@@ -98,6 +99,50 @@ def _same(g: onnx.GraphProto) -> None:
     pass
 
 
+def _constant_changed(g: onnx.GraphProto) -> None:
+    """A baked constant keeps its name and changes its value: no node differs, its readers do."""
+    t = next(t for t in g.initializer if t.name == "val_102")
+    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * 3 + 1, "val_102"))
+
+
+def _constant_encoded_otherwise(g: onnx.GraphProto) -> None:
+    """The same constant stored as float_data instead of raw bytes: other messages, the same content."""
+    t = next(t for t in g.initializer if t.name == "val_102")
+    values = numpy_helper.to_array(t).reshape(-1).tolist()
+    t.ClearField("raw_data")
+    t.float_data.extend(values)
+
+
+def _constant_described_as_parameter(g: onnx.GraphProto) -> None:
+    """Metadata makes a baked constant a parameter: no longer baked into its readers."""
+    info = g.value_info.add()
+    info.name = "val_102"
+    info.metadata_props.add(key="pkg.torch.export.graph_signature.InputSpec.kind", value="PARAMETER")
+
+
+def _value_left_unread(g: onnx.GraphProto) -> None:
+    """rsqrt's only reader reads add_3 instead: whether rsqrt keeps its output differs, and nothing else about it."""
+    _read_instead(g, "mul_3", "rsqrt", "add_3")
+
+
+def _graph_output_renamed(g: onnx.GraphProto) -> None:
+    name = g.output[0].name
+    g.output[0].name = _node(g, name).output[0] = name + "_out"
+
+
+def _graph_output_added(g: onnx.GraphProto) -> None:
+    g.output.append(helper.make_tensor_value_info("rsqrt", onnx.TensorProto.FLOAT, None))
+
+
+def _dangling_read(g: onnx.GraphProto) -> None:
+    _node(g, "mul_3").input.append("ghost")  # a name nothing makes
+
+
+def _dangling_name_made_constant(g: onnx.GraphProto) -> None:
+    """The name an unchanged node reads (made by nothing) becomes a small initializer: baked into it on one side."""
+    g.initializer.append(numpy_helper.from_array(np.array([2.0], np.float32), "ghost"))
+
+
 Change = Callable[[onnx.GraphProto], None]
 # (change to B, change to both, how many aten calls of B have a node unequal to A's when B's cut takes over from
 # A's, else None)
@@ -115,6 +160,13 @@ CASES: dict[str, tuple[Change, Change | None, int | None]] = {
     "first has a value produced twice": (_same, _produced_twice_earlier, None),  # A's producers: not unique
     "node added": (_added, None, None),
     "every node renamed": (_nodes_renamed, None, None),
+    "constant changed under its name": (_constant_changed, None, 0),
+    "constant encoded otherwise": (_constant_encoded_otherwise, None, 0),
+    "constant described as a parameter": (_constant_described_as_parameter, None, 0),
+    "value left unread": (_value_left_unread, None, 1),
+    "graph output renamed": (_graph_output_renamed, None, 1),
+    "graph output added": (_graph_output_added, None, 0),
+    "dangling name made a constant": (_dangling_name_made_constant, _dangling_read, 0),
 }
 
 
@@ -163,6 +215,64 @@ def test_cut_made_as_a_pair_is_its_own_cut(tmp_path: Path, case: str):
                 mine, own = ub.call, own_b.unit(k).call  # (B may stand for its call with A's: the same FX text)
                 assert mine is not None and own is not None
                 assert (mine.fx_text, mine.name, mine.target) == (own.fx_text, own.name, own.target)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_diff_of_a_pair_is_the_diff_of_own_cuts(tmp_path: Path, case: str, order: str,
+                                                monkeypatch: pytest.MonkeyPatch):
+    """Each case's whole diff, both ways round: cut as a pair (what it reads of the units the pair does not name
+    is skipped) and with each side cut on its own."""
+    change_b, change_both, _unequal = CASES[case]
+    model = onnx.load(str(LLAMA), load_external_data=False)
+    if change_both is not None:
+        change_both(model.graph)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change_b(other.graph)
+    first, second = (model, other) if order == "ab" else (other, model)
+    onnx.save(first, str(tmp_path / "a.onnx"))
+    onnx.save(second, str(tmp_path / "b.onnx"))
+    a = open_index(tmp_path / "a.onnx", modules=False)
+    b = open_index(tmp_path / "b.onnx", modules=False, like=a)  # (as diff_files indexes them)
+    paired, own = diff_models(a, b), _diff_of_own_cuts(a, b, monkeypatch)
+    assert diff_dict(paired) == diff_dict(own)
+    if case == "dangling name made a constant":  # (found although only an unchanged node reads it)
+        assert [(c.kind, c.where) for c in paired.changes] == [("body_changed", "mul_3")]
+    if case == "constant changed under its name":
+        assert {c.kind for c in paired.changes} == {"value_changed"}
+
+
+COND = ROOT / "tests" / "zoo" / "cond.onnx"
+
+
+def _then_branch_alpha(g: onnx.GraphProto) -> None:
+    """An attribute of a node inside the If's then branch (torch.cond)."""
+    branch = next(a.g for n in g.node if n.op_type == "If" for a in n.attribute if a.name == "then_branch")
+    next(n for n in branch.node if n.op_type == "Gemm").attribute.append(helper.make_attribute("alpha", 2.0))
+
+
+def _else_branch_reads_another_weight(g: onnx.GraphProto) -> None:
+    """A node inside the else branch reads another outer initializer (a value the If captures)."""
+    branch = next(a.g for n in g.node if n.op_type == "If" for a in n.attribute if a.name == "else_branch")
+    next(n for n in branch.node if n.op_type == "LayerNormalization").input[2] = "pos.bias"
+
+
+@pytest.mark.parametrize("change", [_then_branch_alpha, _else_branch_reads_another_weight])
+def test_a_pair_differing_inside_an_if_branch(tmp_path: Path, change: Change, monkeypatch: pytest.MonkeyPatch):
+    """A graph whose If nodes capture outer values is cut as a pair too (a node's reads include what its branches
+    capture); the diff is the one of own cuts, and it finds the change."""
+    model = onnx.load(str(COND), load_external_data=False)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change(other.graph)
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
+    A, B = Side.pair(a, b)
+    assert B.cut.followed is A.cut and B.cut.unequal is not None and len(B.cut.unequal) == 1
+    paired, own = diff_models(a, b), _diff_of_own_cuts(a, b, monkeypatch)
+    assert paired.changes and diff_dict(paired) == diff_dict(own)
 
 
 def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:
