@@ -3,9 +3,9 @@
 The second model of a diff is mostly the first one again (a re-export: its index is made like the first one's,
 ``inspector.core.model.scan_like``, and knows which of its nodes differ). A unit whose nodes are equal on both sides
 reads, bakes in and keeps the same values on both, unless something it touches stands otherwise on one side. Cut on
-its own, each side resolved every aten call's reads and kept outputs up front (at 100k nodes 0.6 + 0.26 s of a 2.4 s
-diff, for 3 calls that differ); the diff then found the units that are the same by the identity of lists one cut
-had taken over from the other. As a pair, neither cut resolves a unit until it is used, and the pair says which
+its own, each side resolved every aten call's reads and kept outputs up front (at 100k nodes 0.61 + 0.26 s of the
+diff's 2.6 s CPU, for 3 calls that differ); the diff then found the units that are the same by the identity of lists
+one cut had taken over from the other. As a pair, neither cut resolves a unit until it is used, and the pair says which
 units may differ (``Follow.suspect``):
 
 - those with a node that differs; those producing or reading a value whose producer moved (the outputs of a
@@ -21,7 +21,8 @@ the whole side once. Who reads a value is found by one pass over the nodes, only
 (``equal_readers``); a C loop over one side's inputs proves most such sets unread.
 
 Only for what the pair covers exactly: no local functions, one node count, the same aten call groups, at most half
-of the nodes differing, and one producer per value on each side. Anything else is cut on its own (``cut_pair``).
+of the nodes differing, and one producer per value on A's side (B's made twice take the last, as a cut of its own
+does). Anything else is cut on its own (``cut_pair``).
 """
 
 from __future__ import annotations
