@@ -10,7 +10,7 @@ sides cut as a pair only the units whose wiring may differ are looked at (``Wiri
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from itertools import chain, compress
+from itertools import compress
 from typing import Any
 
 from inspector.core.diff.bodies import op_label
@@ -93,8 +93,7 @@ class WiringCheck:
                 names.add(name)
         names.discard("")
         if names:
-            unit_of_node = A.unit_of_node
-            checked.update(unit_of_node[j] for j in chain.from_iterable(follow.equal_readers(names).values()))
+            checked.update(map(A.unit_of_node.__getitem__, follow.readers(names)))
         return checked
 
     def _prepare_sources(self, alike_in_place: set[int]) -> None:
