@@ -89,6 +89,7 @@ class Follow:
         self._readers: dict[str, list[int]] = {}  # value -> the equal nodes that read it (alike on both sides)
         self._counts: dict[int, Counter[str]] = {}  # id of a cut -> how often each value is read on its side
         self._searched: dict[int, int] = {}  # id of a cut -> units whose readers were looked for nearby
+        self._all_suspects: set[int] = set()  # ids of the cuts whose suspect units are resolved
         self._graph_outputs: dict[int, set[str]] = {}
 
     @classmethod
@@ -208,6 +209,16 @@ class Follow:
                 return names.isdisjoint(chain.from_iterable(map(_INPUTS, nodes)))
         return False
 
+    def resolve_on_use(self, cut: GraphCut, uid: int) -> None:
+        """Resolve unit ``uid`` of ``cut``, and with the first suspect one all the suspect ones of its side (the
+        diff uses them all: resolved in one go, not one call each)."""
+        key = id(cut)
+        if uid in self.suspect and key not in self._all_suspects:
+            self._all_suspects.add(key)
+            self.resolve(cut, sorted(k for k in self.suspect if k < cut.n_calls))
+        else:
+            self.resolve(cut, (uid,))
+
     def resolve(self, cut: GraphCut, uids: Iterable[int]) -> None:
         """Resolve units ``uids`` of ``cut`` (one of the pair): reads and baked constants as ``GraphCut._cut``
         finds them, outputs kept when read outside the unit or graph outputs."""
@@ -269,12 +280,15 @@ class Follow:
             if w == -1:
                 mine = 0
             else:
-                read = own.get(w)
-                if read is None:
-                    maker_unit = units[w]
-                    assert maker_unit is not None
-                    read = own[w] = Counter(chain.from_iterable(cut.reads_of(nodes[i]) for i in maker_unit.nodes))
-                mine = read[o]
+                maker_unit = units[w]
+                assert maker_unit is not None
+                if len(maker_unit.nodes) == 1:  # (most calls: no Counter made)
+                    mine = list(cut.reads_of(nodes[maker_unit.nodes[0]])).count(o)
+                else:
+                    read = own.get(w)
+                    if read is None:
+                        read = own[w] = Counter(chain.from_iterable(cut.reads_of(nodes[i]) for i in maker_unit.nodes))
+                    mine = read[o]
             if counts[o] > mine:
                 found.add(o)
         return found

@@ -118,7 +118,7 @@ class Side:
         if u is not None:
             if u.reads is UNREAD:
                 assert self.follow is not None
-                self.follow.resolve(self.cut, (k,))
+                self.follow.resolve_on_use(self.cut, k)
             return u
         i = self._node_of_unit[k - self.n_calls]
         node = self.graph.node[i]
