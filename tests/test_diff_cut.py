@@ -1,10 +1,11 @@
-"""The diff cuts its second model with the first one's cut at hand (``GraphCut(..., like=...)``), taking over what
-it read from nodes equal at equal places. Whatever differs, the cut must be the one the model gets on its own:
-the same units, reads (first use first), outputs, baked constants and producers. Checked on the zoo's flat Llama
-export against copies changed in one place each: an attribute, a value renamed, an input rewired, a value
-produced twice (so that unchanged calls read it from elsewhere, or read a node's output where they read a baked
-constant), a baked constant turned into a graph input, optional outputs left empty, a node added, every node
-renamed.
+"""The diff cuts its two models as a pair (``Side.pair``, ``inspector.core.diff.follow``) when the second is
+mostly the first: neither resolves what its units read until it is used, and the pair names the units that may
+differ. Whatever differs, each unit resolved must be what the model's own cut finds: the same units, reads (first
+use first), outputs, baked constants and producers; and every unit the pair does not name must be the same on both
+sides. Checked on the zoo's flat Llama export against copies changed in one place each: an attribute, a value
+renamed, an input rewired, a value produced twice (so that unchanged calls read it from elsewhere, or read a node's
+output where they read a baked constant), a baked constant turned into a graph input, optional outputs left empty,
+a node added, every node renamed.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
-from inspector.core.diff import diff_models
-from inspector.core.diff.cut import GraphCut
+from inspector.core.diff import ModelDiff, diff_dict, diff_models
+from inspector.core.diff.cut import UNREAD, Unit
 from inspector.core.diff.units import Side
-from inspector.core.model.index import open_index
+from inspector.core.model.index import ModelIndex, open_index
 from tests.conftest import ROOT
 
 LLAMA = ROOT / "tests" / "zoo" / "llama_gqa.onnx"
@@ -97,6 +99,62 @@ def _same(g: onnx.GraphProto) -> None:
     pass
 
 
+def _stack_traces_moved(g: onnx.GraphProto) -> None:
+    """Two nodes in five get another stack trace (an edit above them moved their lines), and one an attribute: the
+    nodes differ, but only the attribute's call may read or do otherwise."""
+    for i, n in enumerate(g.node):
+        if i % 5 < 2:
+            n.doc_string = "moved"
+            for p in n.metadata_props:
+                if p.key == "pkg.torch.onnx.stack_trace":
+                    p.value += "\n(moved)"
+    _attribute(g)
+
+
+def _constant_changed(g: onnx.GraphProto) -> None:
+    """A baked constant keeps its name and changes its value: no node differs, its readers do."""
+    t = next(t for t in g.initializer if t.name == "val_102")
+    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * 3 + 1, "val_102"))
+
+
+def _constant_encoded_otherwise(g: onnx.GraphProto) -> None:
+    """The same constant stored as float_data instead of raw bytes: other messages, the same content."""
+    t = next(t for t in g.initializer if t.name == "val_102")
+    values = numpy_helper.to_array(t).reshape(-1).tolist()
+    t.ClearField("raw_data")
+    t.float_data.extend(values)
+
+
+def _constant_described_as_parameter(g: onnx.GraphProto) -> None:
+    """Metadata makes a baked constant a parameter: no longer baked into its readers."""
+    info = g.value_info.add()
+    info.name = "val_102"
+    info.metadata_props.add(key="pkg.torch.export.graph_signature.InputSpec.kind", value="PARAMETER")
+
+
+def _value_left_unread(g: onnx.GraphProto) -> None:
+    """rsqrt's only reader reads add_3 instead: whether rsqrt keeps its output differs, and nothing else about it."""
+    _read_instead(g, "mul_3", "rsqrt", "add_3")
+
+
+def _graph_output_renamed(g: onnx.GraphProto) -> None:
+    name = g.output[0].name
+    g.output[0].name = _node(g, name).output[0] = name + "_out"
+
+
+def _graph_output_added(g: onnx.GraphProto) -> None:
+    g.output.append(helper.make_tensor_value_info("rsqrt", onnx.TensorProto.FLOAT, None))
+
+
+def _dangling_read(g: onnx.GraphProto) -> None:
+    _node(g, "mul_3").input.append("ghost")  # a name nothing makes
+
+
+def _dangling_name_made_constant(g: onnx.GraphProto) -> None:
+    """The name an unchanged node reads (made by nothing) becomes a small initializer: baked into it on one side."""
+    g.initializer.append(numpy_helper.from_array(np.array([2.0], np.float32), "ghost"))
+
+
 Change = Callable[[onnx.GraphProto], None]
 # (change to B, change to both, how many aten calls of B have a node unequal to A's when B's cut takes over from
 # A's, else None)
@@ -114,18 +172,36 @@ CASES: dict[str, tuple[Change, Change | None, int | None]] = {
     "first has a value produced twice": (_same, _produced_twice_earlier, None),  # A's producers: not unique
     "node added": (_added, None, None),
     "every node renamed": (_nodes_renamed, None, None),
+    "constant changed under its name": (_constant_changed, None, 0),
+    "constant encoded otherwise": (_constant_encoded_otherwise, None, 0),
+    "constant described as a parameter": (_constant_described_as_parameter, None, 0),
+    "value left unread": (_value_left_unread, None, 1),
+    "graph output renamed": (_graph_output_renamed, None, 1),
+    "graph output added": (_graph_output_added, None, 0),
+    "dangling name made a constant": (_dangling_name_made_constant, _dangling_read, 0),
+    "stack traces moved": (_stack_traces_moved, None, 48),
 }
 
 
-def _cut_of(cut: GraphCut) -> tuple[Any, ...]:
-    units = [None if u is None else (u.kind, u.nodes, u.label, u.reads, u.outputs, u.callee,
-                                     [(name, t.SerializeToString()) for name, t in u.constants.items()])
-             for u in cut.units]
+def _structure(node: onnx.NodeProto) -> tuple[Any, ...]:
+    return (node.op_type, node.domain, node.overload, list(node.input), list(node.output),
+            [a.SerializeToString() for a in node.attribute])
+
+
+def _unit_of(u: Unit) -> tuple[Any, ...]:
+    return (u.kind, u.nodes, u.label, u.reads, u.outputs, u.callee,
+            [(name, t.SerializeToString()) for name, t in u.constants.items()])
+
+
+def _cut_of(side: Side) -> tuple[Any, ...]:
+    """The side's cut, each unit resolved (``Side.unit``)."""
+    cut = side.cut
+    units = [None if u is None else _unit_of(side.unit(k)) for k, u in enumerate(cut.units)]
     return (cut.n_calls, list(cut.unit_of_node), list(cut.node_of_unit), cut.function_call_ids, cut.producer, units)
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_cut_made_like_the_first_is_its_own_cut(tmp_path: Path, case: str):
+def test_cut_made_as_a_pair_is_its_own_cut(tmp_path: Path, case: str):
     change_b, change_both, unequal = CASES[case]
     model = onnx.load(str(LLAMA), load_external_data=False)
     if change_both is not None:
@@ -136,14 +212,100 @@ def test_cut_made_like_the_first_is_its_own_cut(tmp_path: Path, case: str):
     onnx.save(model, str(tmp_path / "a.onnx"))
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
-    A = Side(a)
-    first = A.cut
-    B = Side(b, like=A)
-    assert (B.cut.followed is first) == (unequal is not None)
+    A, B = Side.pair(a, b)
+    assert (B.cut.followed is A.cut) == (unequal is not None)
     if unequal is not None:
         assert B.cut.unequal is not None and len(B.cut.unequal) == unequal
-    assert _cut_of(B.cut) == _cut_of(Side(b).cut)
-    assert first.node_outputs is None  # released once taken over
+        follow = B.follow
+        assert follow is not None and follow is A.follow
+        assert {A.unit_of_node[i] for i in follow.reshaped} <= follow.suspect
+        # no unit is resolved before it is used; (below) used, each is what a cut of its own finds
+        assert all(u is None or u.reads is UNREAD for u in (*A.units, *B.units))
+    assert _cut_of(A) == _cut_of(Side(a))
+    assert _cut_of(B) == _cut_of(Side(b))
+    if unequal is not None:  # what the pair does not name is the same on both sides
+        nodes_a, nodes_b = a.proto.graph.node, b.proto.graph.node
+        own_b = Side(b)
+        for k in range(A.n_calls):
+            if k not in follow.suspect:
+                ua, ub = A.unit(k), B.unit(k)
+                assert _unit_of(ub) == _unit_of(own_b.unit(k))
+                assert _unit_of(ua)[3:] == _unit_of(ub)[3:]  # reads, outputs, callee, constants
+                assert all(_structure(nodes_a[i]) == _structure(nodes_b[i]) for i in ua.nodes)
+                if k not in B.cut.unequal:
+                    assert all(nodes_a[i] == nodes_b[i] for i in ua.nodes)
+                mine, own = ub.call, own_b.unit(k).call  # (B may stand for its call with A's: the same FX text)
+                assert mine is not None and own is not None
+                assert (mine.fx_text, mine.name, mine.target) == (own.fx_text, own.name, own.target)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_diff_of_a_pair_is_the_diff_of_own_cuts(tmp_path: Path, case: str, order: str,
+                                                monkeypatch: pytest.MonkeyPatch):
+    """Each case's whole diff, both ways round: cut as a pair (what it reads of the units the pair does not name
+    is skipped) and with each side cut on its own."""
+    change_b, change_both, _unequal = CASES[case]
+    model = onnx.load(str(LLAMA), load_external_data=False)
+    if change_both is not None:
+        change_both(model.graph)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change_b(other.graph)
+    first, second = (model, other) if order == "ab" else (other, model)
+    onnx.save(first, str(tmp_path / "a.onnx"))
+    onnx.save(second, str(tmp_path / "b.onnx"))
+    a = open_index(tmp_path / "a.onnx", modules=False)
+    b = open_index(tmp_path / "b.onnx", modules=False, like=a)  # (as diff_files indexes them)
+    paired, own = diff_models(a, b), _diff_of_own_cuts(a, b, monkeypatch)
+    assert diff_dict(paired) == diff_dict(own)
+    if case == "dangling name made a constant":  # (found although only an unchanged node reads it)
+        assert [(c.kind, c.where) for c in paired.changes] == [("body_changed", "mul_3")]
+    if case == "constant changed under its name":
+        assert {c.kind for c in paired.changes} == {"value_changed"}
+    if case == "stack traces moved":
+        follow = Side.pair(a, b)[1].follow
+        assert follow is not None and len(follow.suspect) == 1 and len(follow.differ) > 50
+
+
+COND = ROOT / "tests" / "zoo" / "cond.onnx"
+
+
+def _then_branch_alpha(g: onnx.GraphProto) -> None:
+    """An attribute of a node inside the If's then branch (torch.cond)."""
+    branch = next(a.g for n in g.node if n.op_type == "If" for a in n.attribute if a.name == "then_branch")
+    next(n for n in branch.node if n.op_type == "Gemm").attribute.append(helper.make_attribute("alpha", 2.0))
+
+
+def _else_branch_reads_another_weight(g: onnx.GraphProto) -> None:
+    """A node inside the else branch reads another outer initializer (a value the If captures)."""
+    branch = next(a.g for n in g.node if n.op_type == "If" for a in n.attribute if a.name == "else_branch")
+    next(n for n in branch.node if n.op_type == "LayerNormalization").input[2] = "pos.bias"
+
+
+@pytest.mark.parametrize("change", [_then_branch_alpha, _else_branch_reads_another_weight])
+def test_a_pair_differing_inside_an_if_branch(tmp_path: Path, change: Change, monkeypatch: pytest.MonkeyPatch):
+    """A graph whose If nodes capture outer values is cut as a pair too (a node's reads include what its branches
+    capture); the diff is the one of own cuts, and it finds the change."""
+    model = onnx.load(str(COND), load_external_data=False)
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    change(other.graph)
+    onnx.save(model, str(tmp_path / "a.onnx"))
+    onnx.save(other, str(tmp_path / "b.onnx"))
+    a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
+    A, B = Side.pair(a, b)
+    assert B.cut.followed is A.cut and B.cut.unequal is not None and len(B.cut.unequal) == 1
+    paired, own = diff_models(a, b), _diff_of_own_cuts(a, b, monkeypatch)
+    assert paired.changes and diff_dict(paired) == diff_dict(own)
+
+
+def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:
+    """The diff of ``a`` and ``b`` with each side cut on its own, as if B were not mostly A."""
+    with monkeypatch.context() as m:
+        m.setattr(Side, "pair", classmethod(lambda cls, x, y: (cls(x), cls(y))))
+        own = diff_models(a, b)
+    return own
 
 
 def _swapped_calls(g: onnx.GraphProto) -> None:
@@ -172,7 +334,8 @@ def _rewired_and_attribute(g: onnx.GraphProto) -> None:
 
 @pytest.mark.parametrize("change", [_rewired_and_attribute, _swapped_calls, _made_again_later, _constant_to_input,
                                     _produced_twice_earlier, _weight_to_input, _name_taken_twice])
-def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change):
+def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: Change,
+                                                        monkeypatch: pytest.MonkeyPatch):
     """The whole diff of a changed copy, with B cut like A (as ``diff_models`` does: the shortcuts of node
     comparison and wiring apply) and on its own."""
     model = onnx.load(str(LLAMA), load_external_data=False)
@@ -183,19 +346,7 @@ def test_diff_of_a_changed_copy_is_the_same_either_way(tmp_path: Path, change: C
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
     followed = diff_models(a, b)
-    import inspector.core.diff.run as run
-
-    original = run.Side
-
-    class OwnCut(original):  # type: ignore[misc, valid-type]
-        def __init__(self, index: Any, like: Any = None) -> None:
-            super().__init__(index)
-
-    run.Side = OwnCut  # type: ignore[misc]
-    try:
-        own = diff_models(a, b)
-    finally:
-        run.Side = original  # type: ignore[misc]
+    own = _diff_of_own_cuts(a, b, monkeypatch)
     assert followed.changes  # each change shows
     if change is _swapped_calls:
         rewired = {c.where for c in followed.changes if c.kind == "rewired"}
@@ -270,7 +421,8 @@ def _gpt2_weight_to_input(g: onnx.GraphProto) -> None:
 
 @pytest.mark.parametrize("change", [_split_outputs_swapped, _split_axis, _splits_swap_names,
                                     _gpt2_weight_to_input])
-def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path: Path, change: Change):
+def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path: Path, change: Change,
+                                                                        monkeypatch: pytest.MonkeyPatch):
     """As above, on GPT-2, whose Splits are plain nodes: the wiring of unchanged calls that read a plain node's
     output, or a weight, is worked out without comparing the calls' templates, and must come out as on B's own."""
     model = onnx.load(str(GPT2), load_external_data=False)
@@ -281,19 +433,7 @@ def test_diff_of_a_changed_copy_with_plain_nodes_is_the_same_either_way(tmp_path
     onnx.save(other, str(tmp_path / "b.onnx"))
     a, b = open_index(tmp_path / "a.onnx"), open_index(tmp_path / "b.onnx")
     followed = diff_models(a, b)
-    import inspector.core.diff.run as run
-
-    original = run.Side
-
-    class OwnCut(original):  # type: ignore[misc, valid-type]
-        def __init__(self, index: Any, like: Any = None) -> None:
-            super().__init__(index)
-
-    run.Side = OwnCut  # type: ignore[misc]
-    try:
-        own = diff_models(a, b)
-    finally:
-        run.Side = original  # type: ignore[misc]
+    own = _diff_of_own_cuts(a, b, monkeypatch)
     rewired = sorted((c.where, c.detail) for c in followed.changes if c.kind == "rewired")
     if change is _split_outputs_swapped:
         assert rewired == [("view_3", "input 0: was node node_Split_326 output 1, now node node_Split_326 output 0"),

@@ -3,6 +3,8 @@ baked constants. Every difference goes to one ``Recorder``, which merges identic
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import filterfalse
 from typing import Any
 
 import onnx
@@ -30,7 +32,7 @@ from inspector.core.diff.bodies import (
 )
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
-from inspector.core.diff.units import Side, UnitPairs, aten_family
+from inspector.core.diff.units import Side, UnitPairs, aten_family, not_in_place
 from inspector.core.diff.values import content_digest, unwrap
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import Family
@@ -151,37 +153,35 @@ class Comparer:
 
     def compare_aten(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
         A, B = self.A, self.B
-        calls_a = [A.unit(k) for k in range(A.n_calls)]
-        calls_b = [B.unit(k) for k in range(B.n_calls)]
-        targets_a = {u.call.target for u in calls_a if u.call is not None}
-        targets_b = {u.call.target for u in calls_b if u.call is not None}
-        matched_b = set(umap.values())
         families: dict[str, str] = {}
-        # a call matched to B's call of the same id whose nodes are equal (known from cutting B like A), with the
-        # same reads and outputs, and baked constants of the same content, is the same call: nothing to compare.
-        # (Shared reads mean B's cut took the call over from A's: the same constants by name.)
-        unequal = B.cut.unequal if B.cut.followed is A.cut else None
-        same_constant = self.pairs.same_constant
-        for k, unit in enumerate(calls_a):
+        targets: dict[int, set[str]] = {}  # id of a side -> the targets of its calls, on first use
+
+        def has_target(side: Side, target: str) -> bool:
+            found = targets.get(id(side))
+            if found is None:
+                found = targets[id(side)] = {u.call.target for u in side.units[:side.n_calls]
+                                             if u is not None and u.call is not None}
+            return target in found
+
+        matched_b = set(umap.values())
+        follow = self.pairs.follow
+        ids_a: Iterable[int] = range(A.n_calls)
+        if follow is not None:
+            # a call that is not suspect, matched to itself, is the same call on both sides (nodes, reads, baked
+            # constants and their content, outputs): nothing to compare
+            ids_a = sorted({k for k in follow.suspect if k < A.n_calls}.union(not_in_place(umap, A.n_calls)))
+        for k in ids_a:
+            unit = A.unit(k)
             kb = umap.get(k)
-            if kb == k and unequal is not None and k not in unequal:
-                ub = calls_b[kb]
-                if unit.reads is ub.reads and unit.callee is None and ub.callee is None \
-                        and unit.outputs == ub.outputs and (
-                            unit.constants is ub.constants  # (NO_CONSTANTS: most)
-                            or (unit.constants.keys() == ub.constants.keys()
-                                and all(same_constant(name, t, ub.constants[name])
-                                        for name, t in unit.constants.items()))):
-                    continue
             call = unit.call
             assert call is not None
             family = families.get(call.target) or families.setdefault(call.target, aten_family(call.target))
             if kb is None:
-                if call.target in targets_b:
+                if has_target(B, call.target):
                     self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
                                     f"{call.target} calls removed"), ("call_removed", call.target), call.name)
                 continue
-            ub = calls_b[kb]
+            ub = B.unit(kb)
             site = call.name
             if unit.callee is not None and ub.callee is not None:
                 if fmap.get(unit.callee) != ub.callee:
@@ -217,13 +217,13 @@ class Comparer:
                 fpb = order_fingerprint(bb)
             if fpa.full != fpb.full:
                 self.report_bodies("aten_call", family, site, ba, fpa, bb, fpb, (A, call), (B, ub.call))
-        for kb, unit in enumerate(calls_b):
-            if kb not in matched_b:
-                call = unit.call
-                assert call is not None
-                if call.target in targets_a:
-                    self.add(Change("call_added", "aten_call", aten_family(call.target), call.name, None,
-                                    call.target, f"{call.target} calls added"), ("call_added", call.target), call.name)
+        for kb in filterfalse(matched_b.__contains__, range(B.n_calls)):
+            added = B.units[kb]
+            call = added.call if added is not None else None
+            assert call is not None
+            if has_target(A, call.target):
+                self.add(Change("call_added", "aten_call", aten_family(call.target), call.name, None,
+                                call.target, f"{call.target} calls added"), ("call_added", call.target), call.name)
 
     def compare_call_attributes(self, family: str, section: Section, site: str, na: onnx.NodeProto,
                                 nb: onnx.NodeProto) -> None:

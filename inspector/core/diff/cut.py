@@ -2,20 +2,19 @@
 nodes and other nodes, with what each group reads, produces and bakes in. Each node is read from the protobuf
 once, in graph order (no FX text is parsed and no Body is built: those are made only for pairs that differ).
 
-The second model of a diff is cut with the first one's cut at hand (``like``): two exports of one model have
-mostly equal nodes at equal places, and where a node equals the first model's node at its place (one comparison
-in C, names and metadata included), what was read from it is taken over instead of being read again, and so is a
-group's resolved inputs when nothing it touches is produced or baked differently. The result is the same as a cut
-of its own (the diff snapshot checks this on every pair of fixture models).
+Two exports of one model (the second indexed like the first: equal nodes at equal places) are cut as a pair
+(``inspector.core.diff.follow``): neither cut reads what its units read up front, a unit is resolved on first use
+(``Side.unit``) to what a cut of its own finds, and the pair tells the diff which units may differ at all. The diff
+snapshot and tests/test_diff_cut.py check both.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from array import array
 from collections.abc import Mapping
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import attrgetter, ne
 from typing import Any, Literal
 
 import onnx
@@ -25,17 +24,39 @@ from inspector.core.bodies.body import Body
 from inspector.core.bodies.fingerprint import Fingerprints
 from inspector.core.diff.bodies import key_of
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.graph import INPUT_KIND, SMALL_CONSTANT_ELEMENTS, captured_names, node_reads
+from inspector.core.model.graph import INPUT_KIND, captured_names, is_small_constant, node_reads
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
-from inspector.core.model.scan_like import unequal_nodes
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, may_have_subgraphs
 
 # What a unit is: an aten call group of a flat export ("aten_call", as the family kind), a node calling a local
 # function ("function_call"), or any other node.
 UnitKind = Literal["aten_call", "function_call", "node"]
 
+_DATA_LOCATION = attrgetter("data_location")
 NO_CONSTANTS: dict[str, TensorProto] = {}  # shared by the units that bake in nothing (most); never mutated
+
+
+def _unresolved(*_args: object) -> Any:
+    raise AssertionError("a unit of a cut made as a pair was read before it was resolved (GraphCut.resolve)")
+
+
+class _Unread(list[str]):
+    """What a unit of a pair's cut reads and keeps until it is resolved (``GraphCut.resolve``): any use is a bug, so
+    it fails instead of reading as empty."""
+
+    __iter__ = __len__ = __getitem__ = __contains__ = __eq__ = __ne__ = __bool__ = _unresolved
+    __hash__ = None
+
+
+class _UnreadConstants(dict[str, TensorProto]):
+    __iter__ = __len__ = __getitem__ = __contains__ = __eq__ = __ne__ = __bool__ = _unresolved
+    keys = values = items = get = _unresolved
+    __hash__ = None
+
+
+UNREAD: list[str] = _Unread()
+UNREAD_CONSTANTS: dict[str, TensorProto] = _UnreadConstants()
 
 
 class Unit:
@@ -51,12 +72,14 @@ class Unit:
         self.kind = kind
         self.nodes = nodes
         self.label = label  # FX node name for aten calls, node name (or op#index) otherwise
-        # values read from outside, first use first (never changed once cut: a second cut may share the list)
-        self.reads: list[str] = reads if reads is not None else []
-        self.outputs: list[str] = outputs if outputs is not None else []
+        # values read from outside, first use first, and outputs kept (never changed once resolved); UNREAD until
+        # the cut resolves them
+        self.reads: list[str] = reads if reads is not None else UNREAD
+        self.outputs: list[str] = outputs if outputs is not None else UNREAD
         self.call = call
         self.callee = callee  # the local function a single call node calls
-        self.constants: dict[str, TensorProto] = NO_CONSTANTS  # small initializers baked into an aten call
+        # small initializers baked into an aten call
+        self.constants: dict[str, TensorProto] = NO_CONSTANTS if reads is not None else UNREAD_CONSTANTS
         self.module: str | None = None  # an aten call's module chain (name scopes without the FX name), on demand
         self.body: Body | None = None
         self.fp: Fingerprints | None = None
@@ -65,13 +88,18 @@ class Unit:
 class GraphCut:
     """The units of ``index``'s main graph. Units: aten calls first (ids 0 .. n_calls-1), then one per other node
     in graph order. A plain node's unit is None here (the Side makes it on access): a million-node graph keeps no
-    object per node."""
+    object per node.
 
-    def __init__(self, index: ModelIndex, input_pos: dict[str, int], like: GraphCut | None = None) -> None:
+    ``alone=False``: only the aten calls' units are made (none with ``calls=False``: ``cut_calls``);
+    ``inspector.core.diff.follow`` finishes the cut as one of a pair, or ``finish`` as a cut of its own."""
+
+    def __init__(self, index: ModelIndex, alone: bool = True, calls: bool = True) -> None:
         self.index = index
         self.graph = index.proto.graph
         self.functions = index.functions.functions
-        self.input_pos = input_pos
+        self.init_pos = {t.name: k for k, t in enumerate(self.graph.initializer)}
+        self.inputs = [v for v in self.graph.input if v.name not in self.init_pos]  # graph inputs, not initializers
+        self.input_pos = {v.name: k for k, v in enumerate(self.inputs)}
         # whether any node of the main graph can hold a subgraph: else each node reads just its inputs, and its
         # domain and op need not be read
         self.nested = not index.flat_main
@@ -82,22 +110,27 @@ class GraphCut:
         self.node_of_unit = array("q")  # the node of each unit from n_calls on
         self.function_call_ids: list[int] = []
         self.producer: dict[str, int] | None = None  # value name -> producing node (kept when there are calls)
-        # what a second cut may take over: each node's outputs, the units of aten calls before the
-        # other nodes got theirs, and whether every value has one producer
-        self.node_outputs: list[list[str]] | None = None
-        self.call_of_node: array[int] | None = None
-        self.unique_producers = False
-        self.small: dict[str, TensorProto] = {}  # small_constants of the graph (when there are aten calls)
-        # in a cut made like another: the units with a node that differs from the other cut's (the rest have the
-        # same unit ids and equal nodes)
+        self._small: dict[str, TensorProto] | None = None
+        # a cut made as the second of a pair (``inspector.core.diff.follow``): the cut it follows, and the units with
+        # a node that differs from that cut's (the rest have the same unit ids and equal nodes)
+        self.followed: GraphCut | None = None
         self.unequal: set[int] | None = None
-        self.followed: GraphCut | None = None  # the cut this one was made like
         self._described: list[onnx.ValueInfoProto] | None = None
-        self._cut_calls(index)
+        if calls or alone:
+            self._cut_calls(index)
+        if alone:
+            self.finish()
+
+    def cut_calls(self) -> None:
+        """The units of the aten calls, made again (those taken over from another cut are dropped)."""
+        self.units = []
+        self.unit_of_node = array("q", [-1]) * len(self.graph.node)
+        self._cut_calls(self.index)
+
+    def finish(self) -> None:
+        """Cut on its own: every unit's reads, baked constants and outputs."""
         if not self.n_calls:
             self._cut_plain()
-        elif like is not None and self._can_follow(like):
-            self._cut_like(like)
         else:
             self._cut()
 
@@ -109,6 +142,17 @@ class GraphCut:
         if self._described is None:
             self._described = [v for v in chain(self.graph.input, self.graph.value_info) if v.metadata_props]
         return self._described
+
+    @property
+    def small(self) -> dict[str, TensorProto]:
+        """``small_constants`` of the graph, on first use."""
+        if self._small is None:
+            self._small = small_constants(self.graph, self.input_pos, self.described_values)
+        return self._small
+
+    def reads_of(self, node: onnx.NodeProto) -> Any:
+        """What ``node`` reads: its inputs, and what its subgraphs capture (``node_reads``) where it may hold any."""
+        return node_reads(node) if self.nested and may_have_subgraphs(node) else node.input
 
     def _cut_calls(self, index: ModelIndex) -> None:
         nodes = self.graph.node
@@ -171,20 +215,15 @@ class GraphCut:
         are interned (one string per name however many read it). A group's inputs are kept as its node's own
         repeated field (no strings made) until they are resolved."""
         nodes = self.graph.node
-        unit_of_node, units, functions = self.unit_of_node, self.units, self.functions
+        units = self.units
         n_calls = self.n_calls
-        self.call_of_node = array("q", unit_of_node)
-        if not self.nested and not functions:
-            producer, n_outputs, raw_reads, other_reads = _read_flat(self)
+        if not self.nested and not self.functions:
+            producer, raw_reads, other_reads = _read_flat(self)
         else:
-            producer, n_outputs, raw_reads, other_reads = _read_nodes(self)
-        node_outputs = self.node_outputs
-        assert node_outputs is not None
+            producer, raw_reads, other_reads = _read_nodes(self)
         if "" in producer:  # an unused optional output produces nothing
             del producer[""]
-            n_outputs -= sum(outputs.count("") for outputs in node_outputs)
-        self.unique_producers = len(producer) == n_outputs
-        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
+        small = self.small
         # values some unit other than their producer's reads
         read_outside: set[str] = {name for name in other_reads if name in producer}
         del other_reads
@@ -195,14 +234,17 @@ class GraphCut:
                 node = nodes[unit.nodes[0]]
                 unit.reads = callee_reads(node, self.functions[unit.callee])
                 unit.outputs = list(node.output)
+                unit.constants = NO_CONSTANTS
                 read_outside.update(name for name in unit.reads if name in producer)
                 continue
-            self._resolve(uid, unit, raw_reads[uid], small, read_outside)
+            self.resolve_reads(uid, unit, raw_reads[uid], small, read_outside)
         del raw_reads
         self._keep_outputs(read_outside)
 
-    def _resolve(self, uid: int, unit: Unit, raw: Any, small: dict[str, TensorProto], read_outside: set[str]) -> None:
-        """A group's reads (first use first, without what it produces itself or bakes in) and baked constants."""
+    def resolve_reads(self, uid: int, unit: Unit, raw: Any, small: dict[str, TensorProto],
+                      read_outside: set[str]) -> None:
+        """A group's reads (first use first, without what it produces itself or bakes in) and baked constants, from
+        ``raw``, what its nodes read in node order; the values it reads from other units go to ``read_outside``."""
         producer, unit_of_node, intern = self.producer, self.unit_of_node, sys.intern
         assert producer is not None
         group_reads: list[str] = []
@@ -242,101 +284,13 @@ class GraphCut:
                     continue
                 unit.outputs = [o for o in outputs if o and (o in read_outside or o in graph_outputs)]
 
-    # -- a second cut, made like a first one ---------------------------------------------------------------------------
-
-    def _can_follow(self, like: GraphCut) -> bool:
-        """Whether this cut can take over from ``like``: flat exports of one layout (the same number of nodes, cut
-        into the same aten call groups), with no local functions, and a first cut that kept what it read."""
-        return (not self.functions and not like.functions and like.node_outputs is not None
-                and like.call_of_node is not None and like.unique_producers and like.producer is not None
-                and self.n_calls == like.n_calls and self.unit_of_node == like.call_of_node)
-
     def same_nodes(self, like: GraphCut, uid: int) -> bool:
         """Whether unit ``uid`` of ``like`` and this cut's unit ``uid`` are the same nodes, node for node equal
-        (known without comparing them again when this cut was made like ``like``)."""
+        (known without comparing them again when this cut was made as the second of a pair with ``like``)."""
         return self.followed is like and self.unequal is not None and uid < self.n_calls and uid not in self.unequal
 
-    def release(self) -> None:
-        """Drop what only a second cut takes over (once it is made)."""
-        self.node_outputs = self.call_of_node = None
 
-    def _cut_like(self, like: GraphCut) -> None:
-        nodes, like_nodes = self.graph.node, like.graph.node
-        like_outputs, like_producer, like_units = like.node_outputs, like.producer, like.units
-        assert like_outputs is not None and like_producer is not None
-        # (known already when this model was indexed like the other: inspector.core.model.scan_like)
-        differ = self.index.unequal if self.index.followed is like.index else unequal_nodes(nodes, like_nodes)
-        if differ is None:  # little to take over: a cut of its own
-            self._cut()
-            return
-        unit_of_node, units, n_calls = self.unit_of_node, self.units, self.n_calls
-        # producers: the first cut's, with the outputs of the nodes that differ in them replaced (each value had
-        # one producer there, so removing a node's outputs removes only its own; the last producer wins, as in
-        # _cut); when none does, the same map (never changed once cut)
-        own_outputs = {i: list(nodes[i].output) for i in differ}
-        moved = [i for i in differ if own_outputs[i] != like_outputs[i]]
-        touched: set[str] = set()  # values whose producer may differ from the first cut's
-        producer = dict(like_producer) if moved else like_producer
-        for i in moved:
-            for name in like_outputs[i]:
-                if name:
-                    del producer[name]
-                    touched.add(name)
-        for i in moved:
-            for name in own_outputs[i]:
-                if name:
-                    p = producer.get(name)
-                    producer[name] = i if p is None or p < i else p
-                    touched.add(name)
-        self.producer = producer
-        small = self.small = small_constants(self.graph, self.input_pos, self.described_values)
-        touched.update(small.keys() ^ like.small.keys())
-        # the other nodes, read as in _cut
-        other_reads: list[str] = []
-        for i in range(len(nodes)):
-            if unit_of_node[i] == -1:
-                node = nodes[i]
-                unit_of_node[i] = len(units)
-                self.node_of_unit.append(i)
-                units.append(None)
-                other_reads.extend(node.input)
-                if self.nested and may_have_subgraphs(node):
-                    other_reads.extend(captured_names(node))
-        read_outside: set[str] = {name for name in other_reads if name in producer}
-        del other_reads
-        unequal = self.unequal = {unit_of_node[i] for i in differ}
-        self.followed = like
-        plain, subgraph_ops = STANDARD_DOMAINS, SUBGRAPH_OPS
-        for uid in range(n_calls):
-            unit, lu = units[uid], like_units[uid]
-            assert unit is not None and lu is not None
-            if uid not in unequal and (not touched or (
-                    touched.isdisjoint(lu.reads) and (lu.constants is NO_CONSTANTS or touched.isdisjoint(lu.constants))
-                    and (touched.isdisjoint(like_outputs[lu.nodes[0]]) if len(lu.nodes) == 1 else
-                         all(touched.isdisjoint(like_outputs[i]) for i in lu.nodes)))):
-                # (reading, baking in or producing a value whose producer or bakedness differs needs resolving)
-                # the same nodes reading and producing the same values: the same reads and baked constants
-                unit.reads = lu.reads
-                unit.constants = lu.constants if lu.constants is NO_CONSTANTS else \
-                    {name: small[name] for name in lu.constants}
-                read_outside.update(unit.reads)  # (values nothing produces never match an output below)
-            else:
-                raw: list[str] = []
-                for i in unit.nodes:
-                    node = nodes[i]
-                    raw.extend(node.input if not self.nested or (node.domain in plain and node.op_type not in
-                               subgraph_ops) else node_reads(node))
-                self._resolve(uid, unit, raw, small, read_outside)
-            top = unit.nodes
-            if len(top) == 1:
-                i = top[0]
-                unit.outputs = own_outputs[i] if i in own_outputs else like_outputs[i]
-            else:
-                unit.outputs = [name for i in top for name in (own_outputs[i] if i in own_outputs else like_outputs[i])]
-        self._keep_outputs(read_outside)
-
-
-def _read_flat(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]]:
+def _read_flat(cut: GraphCut) -> tuple[dict[str, int], list[Any], list[str]]:
     """``_read_nodes`` for a graph where no node holds a subgraph or calls a function: each field of every node
     in one comprehension (what a node reads is its inputs)."""
     nodes = cut.graph.node
@@ -348,7 +302,6 @@ def _read_flat(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]
     for node in nodes:
         add_outputs(list(node.output))
         add_inputs(node.input)
-    cut.node_outputs = node_outputs
     producer = cut.producer = {name: i for i, outputs in enumerate(node_outputs) for name in outputs}
     raw_reads: list[Any] = []
     for uid in range(cut.n_calls):
@@ -368,26 +321,21 @@ def _read_flat(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]
             cut.node_of_unit.append(i)
             units.append(None)
             other_reads.extend(node_inputs[i])
-    return producer, sum(map(len, node_outputs)), raw_reads, other_reads
+    return producer, raw_reads, other_reads
 
 
-def _read_nodes(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str]]:
+def _read_nodes(cut: GraphCut) -> tuple[dict[str, int], list[Any], list[str]]:
     """Each node's outputs (into the producer map), what each group reads (its nodes' inputs, in node order)
     and every other node's unit and reads, in one pass in graph order."""
     nodes = cut.graph.node
     unit_of_node, units, functions = cut.unit_of_node, cut.units, cut.functions
     producer: dict[str, int] = {}
     cut.producer = producer
-    node_outputs: list[list[str]] = []
-    cut.node_outputs = node_outputs
-    n_outputs = 0
     nested, plain, subgraph_ops = cut.nested, STANDARD_DOMAINS, SUBGRAPH_OPS
     raw_reads: list[Any] = [None] * cut.n_calls
     other_reads: list[str] = []  # what the other nodes read
     for i, node in enumerate(nodes):
         outputs = list(node.output)
-        node_outputs.append(outputs)
-        n_outputs += len(outputs)
         for name in outputs:
             producer[name] = i
         uid = unit_of_node[i]
@@ -418,7 +366,7 @@ def _read_nodes(cut: GraphCut) -> tuple[dict[str, int], int, list[Any], list[str
         other_reads.extend(node.input)
         if nested and may_have_subgraphs(node):
             other_reads.extend(captured_names(node))
-    return producer, n_outputs, raw_reads, other_reads
+    return producer, raw_reads, other_reads
 
 
 def _callee(node: onnx.NodeProto, functions: Mapping[FunctionKey, onnx.FunctionProto]) -> FunctionKey | None:
@@ -431,7 +379,11 @@ def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int],
                     described: list[onnx.ValueInfoProto]) -> dict[str, TensorProto]:
     """Small initializers that are neither parameters/buffers nor graph inputs: baked-in constants. ``described``:
     the graph inputs and value infos with metadata (``GraphCut.described_values``)."""
-    small = {t.name: t for t in graph.initializer if t.name not in input_pos and is_small(t)}
+    inits = graph.initializer
+    # (an initializer with external data is never small: most of a large export's, passed over in C without reading
+    # their names, 0.017 -> 0.004 s a side at 100k nodes)
+    inline = compress(inits, map(ne, map(_DATA_LOCATION, inits), repeat(TensorProto.EXTERNAL)))
+    small = {t.name: t for t in inline if is_small_constant(t) and t.name not in input_pos}
     if small:
         for v in described:
             if v.name in small:
@@ -457,7 +409,3 @@ def callee_reads(node: onnx.NodeProto, f: onnx.FunctionProto) -> list[str]:
             out.append(actual[name])
     out.extend(actual[formal] for formal in f.input if formal not in seen)
     return out
-
-
-def is_small(t: TensorProto) -> bool:
-    return t.data_location != TensorProto.EXTERNAL and math.prod(t.dims) <= SMALL_CONSTANT_ELEMENTS

@@ -10,7 +10,7 @@ import onnx
 
 from inspector.core.diff.compare import Recorder
 from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount
-from inspector.core.diff.units import UnitPairs, baked_constants
+from inspector.core.diff.units import UnitPairs
 from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.values import type_text
@@ -68,9 +68,14 @@ class GraphComparer:
     def compare_initializers(self, tmap: dict[int, int]) -> None:
         A, B = self.A, self.B
         inits_a, inits_b = A.graph.initializer, B.graph.initializer
-        baked_a, baked_b = baked_constants(A), baked_constants(B)
-        for ka, t in enumerate(inits_a):
-            kb = tmap.get(ka)
+        # a pair of equal initializers (one comparison in C) is no change, baked into a call or not; only the rest
+        # are asked about (``Side.baked``: constants compared as part of aten call bodies are not listed here)
+        left = [(t, kb) for ka, t in enumerate(inits_a) if (kb := tmap.get(ka)) is None or t != inits_b[kb]]
+        matched_b = set(tmap.values())
+        added = [u for kb, u in enumerate(inits_b) if kb not in matched_b]
+        baked_a = A.baked({t.name for t, _kb in left})
+        baked_b = B.baked({inits_b[kb].name for _t, kb in left if kb is not None} | {u.name for u in added})
+        for t, kb in left:
             if t.name in baked_a:
                 continue
             if kb is None:
@@ -78,7 +83,7 @@ class GraphComparer:
                                 f"{t.name} {tensor_type(t)}", [t.name]))
                 continue
             u = inits_b[kb]
-            if u.name in baked_b or t == u:  # (equal messages: same type, shape and content; one comparison in C)
+            if u.name in baked_b:
                 continue
             if t.data_type != u.data_type or list(t.dims) != list(u.dims):
                 self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
@@ -88,9 +93,8 @@ class GraphComparer:
                 self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
                                 f"{renamed_text(t.name, u.name)} {tensor_type(t)}: {show_value(old)} -> "
                                 f"{show_value(new)}", [t.name]))
-        matched_b = set(tmap.values())
-        for kb, u in enumerate(inits_b):
-            if kb not in matched_b and u.name not in baked_b:
+        for u in added:
+            if u.name not in baked_b:
                 self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),
                                 f"{u.name} {tensor_type(u)}", [u.name]))
 

@@ -16,6 +16,8 @@ from inspector.core.model.keys import FunctionKey
 def detect_fold(A: Side, B: Side, umap: dict[int, int]) -> FoldRelation | None:
     """Whether one side is the other folded: matched aten calls that are flat on one side and function calls on
     the other, all in one direction."""
+    if not A.functions and not B.functions:
+        return None  # no unit calls a function (no look at each matched pair)
     directions: dict[Literal["a", "b"], list[tuple[Unit, Unit]]] = {"a": [], "b": []}
     units_a, units_b = A.units, B.units
     for ka, kb in umap.items():

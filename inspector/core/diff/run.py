@@ -49,8 +49,7 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     protected = [*a.protected_files(), *b.protected_files()]
     flat_a, flat_b = a, b
     a, b, inlined, module_side = inline_module_folds(a, b)  # a module fold is compared with its calls inlined
-    A = Side(a)
-    B = Side(b, like=A)  # cut with A's cut at hand: the nodes they share are read once
+    A, B = Side.pair(a, b)  # cut as a pair when B is mostly A: what they share is not read (diff.follow)
     sides += (A, B)
     pairs = UnitPairs(A, B)
     matcher = Matcher(pairs)

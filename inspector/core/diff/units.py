@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from onnx import TensorProto
@@ -12,7 +14,8 @@ from onnx import TensorProto
 from inspector.core.bodies.body import Body, function_body, function_body_by_use, function_form, group_body
 from inspector.core.bodies.fingerprint import Fingerprints
 from inspector.core.diff.bodies import in_use_order, order_fingerprint
-from inspector.core.diff.cut import NO_CONSTANTS, GraphCut, Unit
+from inspector.core.diff.cut import NO_CONSTANTS, UNREAD, GraphCut, Unit
+from inspector.core.diff.follow import Follow, cut_pair
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
 from inspector.core.model.calls import NAMESPACE, AtenCall, split_target
@@ -24,21 +27,16 @@ from inspector.core.model.walk import may_have_subgraphs
 
 
 class Side:
-    def __init__(self, index: ModelIndex, like: Side | None = None) -> None:
-        """``like``: the other side of the diff, already made; its cut helps cut this one (see ``GraphCut``)."""
+    def __init__(self, index: ModelIndex, cut: GraphCut | None = None, follow: Follow | None = None) -> None:
+        """``cut``: the cut of ``index``'s main graph, by default one of its own; ``follow``: the pair it was cut in,
+        which resolves its units on first use (``Side.pair``)."""
         self.index = index
+        self.follow = follow
         self.graph = index.proto.graph
         self._maps: GraphMaps | None = None
-        self._producer: dict[str, int] | None = None
         self._some_producers: dict[str, int] = {}  # producers of the names given to prepare_sources
         self._asked: set[str] = set()
         self.functions = index.functions.functions
-        initializers = {t.name for t in self.graph.initializer}
-        self.inputs = [v for v in self.graph.input if v.name not in initializers]
-        self.input_pos = {v.name: k for k, v in enumerate(self.inputs)}
-        self.init_pos = {t.name: k for k, t in enumerate(self.graph.initializer)}
-        # Units: aten calls first (ids 0 .. n_calls-1), then one per other node in graph order. A plain node's unit
-        # is None here and made on access (``unit``): a million-node graph keeps no object per node.
         self.family_of_key: dict[FunctionKey, str] = {}
         for fam in index.families:
             if fam.kind == "function":
@@ -49,10 +47,13 @@ class Side:
         self._function_fp_by_use: dict[FunctionKey, Fingerprints] = {}
         self._output_ranks: dict[int, dict[str, int]] = {}
         self._module_keys = ModuleKeys()
-        cut = GraphCut(index, self.input_pos, like.cut if like is not None else None)
+        self._baked: set[str] | None = None
+        if cut is None:
+            cut = GraphCut(index)
         self.cut: GraphCut = cut
-        if like is not None:
-            like.cut.release()
+        self.inputs = cut.inputs  # graph inputs that are not initializers
+        self.input_pos = cut.input_pos
+        self.init_pos = cut.init_pos
         # Units: aten calls first (ids 0 .. n_calls-1), then one per other node in graph order. A plain node's unit
         # is None here and made on access (``unit``): a million-node graph keeps no object per node.
         self.units = cut.units
@@ -63,6 +64,13 @@ class Side:
         self._producer = cut.producer
         self._aten_units = self.units[:self.n_calls]
         self.links = SideLinks(self.graph, self._aten_units, cut)  # what the link rules read (value labels)
+
+    @classmethod
+    def pair(cls, a: ModelIndex, b: ModelIndex) -> tuple[Side, Side]:
+        """The two sides of a diff of ``a`` and ``b``, cut as a pair when ``b`` is mostly ``a``
+        (``inspector.core.diff.follow``)."""
+        cut_a, cut_b, follow = cut_pair(a, b)
+        return cls(a, cut_a, follow), cls(b, cut_b, follow)
 
     @property
     def maps(self) -> GraphMaps:
@@ -104,9 +112,13 @@ class Side:
             self._asked = names
 
     def unit(self, k: int) -> Unit:
-        """Unit ``k`` (a plain node's unit is made on each access; it holds nothing a caller could change)."""
+        """Unit ``k``, resolved (a plain node's unit is made on each access; it holds nothing a caller could
+        change)."""
         u = self.units[k]
         if u is not None:
+            if u.reads is UNREAD:
+                assert self.follow is not None
+                self.follow.resolve_on_use(self.cut, k)
             return u
         i = self._node_of_unit[k - self.n_calls]
         node = self.graph.node[i]
@@ -186,7 +198,7 @@ class Side:
             p = self.producer.get(name)
         if p is not None:
             uid = self.unit_of_node[p]
-            u = self.units[uid]
+            u = self.unit(uid) if self.units[uid] is not None else None
             outputs = u.outputs if u is not None else self.graph.node[p].output
             if len(outputs) > 1 and u is not None:
                 return ("unit", uid, self._output_rank(uid, u).get(name, -1))
@@ -216,6 +228,18 @@ class Side:
                 rank = {o: k for k, o in enumerate(unit.outputs)}
             self._output_ranks[uid] = rank
         return rank
+
+    def baked(self, names: set[str]) -> set[str]:
+        """Those of ``names`` that are initializers compared as part of aten call bodies (small constants baked in
+        at export time)."""
+        if self.follow is not None:  # (a pair's cut: asked about the few names, not every call)
+            return self.follow.baked(self.cut, names)
+        if self._baked is None:
+            self._baked = set()
+            for u in self.units[:self.n_calls]:
+                if u is not None and u.callee is None:
+                    self._baked.update(u.constants)
+        return self._baked & names
 
     def describe(self, src: tuple[Any, ...]) -> str:
         kind = src[0]
@@ -269,19 +293,17 @@ def cut_last(text: str, sep: str) -> str:
     return text[:cut] if cut > 0 else text
 
 
+def not_in_place(umap: dict[int, int], n: int) -> list[int]:
+    """The units below ``n`` that ``umap`` does not match to themselves (C loops: a 100k-unit map in ~3 ms)."""
+    ids = range(n)
+    return list(compress(ids, map(ne, ids, map(umap.get, ids))))
+
+
 def aten_family(target: str) -> str:
     ns, name, _overload = split_target(target)
     return name if ns == "python" else f"{ns}::{name}"
 
 
-
-def baked_constants(side: Side) -> set[str]:
-    """Initializers compared as part of aten call bodies (small constants baked in at export time)."""
-    out: set[str] = set()
-    for u in side.units[:side.n_calls]:
-        if u is not None and u.callee is None:
-            out.update(u.constants)
-    return out
 
 class UnitPairs:
     """Questions about matched unit pairs that several steps ask, answered once."""
@@ -293,6 +315,13 @@ class UnitPairs:
         self._same_constant: dict[str, bool] = {}  # a baked constant's name -> same content on both sides
         # two graphs of plain nodes only, matched in place (``Matcher._unequal_plain``): the units whose nodes differ
         self.plain_unequal: set[int] | None = None
+
+    @property
+    def follow(self) -> Follow | None:
+        """The pair the sides were cut as (``inspector.core.diff.follow``): a unit not in its ``suspect`` set is the
+        same on both sides in all the diff reads of it."""
+        B = self.B
+        return B.follow if B.cut.followed is self.A.cut else None
 
     def in_place_unequal(self) -> set[int] | None:
         """The units whose nodes differ between the sides when B's units are A's, place for place (B cut like A,
@@ -318,7 +347,7 @@ class UnitPairs:
         cached = self._node_match
         if ka in cached:
             return cached[ka]
-        ua, ub = self.A.units[ka] or self.A.unit(ka), self.B.units[kb] or self.B.unit(kb)
+        ua, ub = self.A.unit(ka), self.B.unit(kb)
         hit = cached[ka] = self._compare(ka, ua, kb, ub) if ua.callee is None and ub.callee is None else None
         return hit
 

@@ -3,18 +3,21 @@ likewise. A read that differs is a ``rewired`` change.
 
 Most reads of two exports of one model are wired alike, so the common cases are answered without building either
 side's description of a value: a producer matched to itself that keeps its outputs, a graph input or initializer
-matched by name, and, for graphs of plain nodes matched in place, whole nodes (``wired_alike_in_place``).
+matched by name, and, for graphs of plain nodes matched in place, whole nodes (``wired_alike_in_place``). Of two
+sides cut as a pair only the units whose wiring may differ are looked at (``WiringCheck._checked``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 from inspector.core.diff.bodies import op_label
 from inspector.core.diff.cut import Unit
+from inspector.core.diff.follow import Follow
 from inspector.core.diff.model import Change, Section
-from inspector.core.diff.units import Side, UnitPairs, aten_family
+from inspector.core.diff.units import Side, UnitPairs, aten_family, not_in_place
 from inspector.core.diff.values import same_content
 from inspector.core.model.walk import may_have_subgraphs
 
@@ -29,11 +32,9 @@ class WiringCheck:
         self.A, self.B = pairs.A, pairs.B
         self.add = add
         self.umap, self.tmap, self.imap = umap, tmap, imap
-        self.fast = self.shared = False
+        self.fast = False
         self.prod_a: dict[str, int] = {}
         self.prod_b: dict[str, int] = {}
-        self.kept: dict[int, bool] = {}
-        self.outside: dict[str, bool] = {}  # reads no node produces: wired alike (when B reads the same name)
 
     def run(self, omap: dict[int, int]) -> None:
         """Check every matched unit's reads, then the graph outputs (``omap``: A's output -> B's)."""
@@ -47,40 +48,53 @@ class WiringCheck:
         self.fast = A.keeps_producers and B.keeps_producers
         if self.fast:
             self.prod_a, self.prod_b = A.producer, B.producer
-        # B cut like A with A's producers (no changed node produces other values): a call whose nodes equal A's
-        # reads the same values from the same producers; such a read is wired alike when its producer is matched
-        # to itself and keeps the same outputs (worked out once per producer)
-        self.shared = self.fast and self.prod_a is self.prod_b and B.cut.followed is A.cut
-        units_a, units_b = A.units, B.units
-        in_a, in_b, init_a, init_b = A.input_pos, B.input_pos, A.init_pos, B.init_pos
-        shared = self.shared
-        # ... and when every unit is matched to itself, each call with the same outputs (a plain node's are the
-        # node's own, the same on both sides here), all such calls are wired alike without looking at their reads,
-        # unless they read a graph input or initializer whose name only one graph has (the others are matched by
-        # name, so to each other)
-        unequal = B.cut.unequal if shared and B.cut.unequal is not None else set()
-        n_calls = A.n_calls
-        alike = shared and len(units_a) == len(units_b) \
-            and all(umap.get(u) == u and units_a[u].outputs == units_b[u].outputs  # type: ignore[union-attr]
-                    for u in range(n_calls)) and all(umap.get(u) == u for u in range(n_calls, len(units_a)))
-        one_sided = (in_a.keys() ^ in_b.keys()) | (init_a.keys() ^ init_b.keys()) if alike else set()
-        for ka, kb in umap.items():
+        items: Iterable[tuple[int, int]] = umap.items()
+        follow = self.pairs.follow
+        if follow is not None:  # a pair's cut: the units whose wiring may differ, in the order of the map
+            checked = self._checked(follow)
+            items = compress(items, map(checked.__contains__, umap))
+        for ka, kb in items:
             if ka in alike_in_place:
                 continue
-            if alike and ka == kb and ka < n_calls and ka not in unequal:
-                reads = units_a[ka].reads  # type: ignore[union-attr]
-                if reads is units_b[kb].reads and (not one_sided or one_sided.isdisjoint(reads)):  # type: ignore
-                    continue
-            ua, ub = units_a[ka] or A.unit(ka), units_b[kb] or B.unit(kb)
+            ua, ub = A.unit(ka), B.unit(kb)
             if len(ua.reads) != len(ub.reads):
                 continue
-            # (before the template test, which it makes moot: either way such a call is not looked at further)
-            if shared and ka == kb and ua.reads is ub.reads and B.cut.same_nodes(A.cut, ka) and self._kept(ua):
-                continue  # every read produced by a unit wired alike
             if ua.kind == "aten_call" and not self.pairs.same_template(ka, kb):
                 continue  # body changes already explain different inputs
             self._check_reads(ua, ub)
         self._check_outputs(omap)
+
+    def _checked(self, follow: Follow) -> set[int]:
+        """The units of A whose wiring may differ from B's when the sides are cut as a pair: the suspect ones
+        (``Follow.suspect``), those matched to another unit, and those reading what a unit matched to another makes,
+        or a unit matched to itself that keeps other outputs on each side, or a graph input or initializer matched
+        to B's of another name. Any other unit reads the same names, made by the same units matched to themselves
+        and keeping the same outputs, or by none (``_check_reads`` finds each wired alike)."""
+        A, B, umap = self.A, self.B, self.umap
+        suspect = follow.suspect
+        moved = not_in_place(umap, len(A.units))
+        checked = suspect.union(moved)
+        makers = [k for k in moved if umap.get(k) is not None]
+        makers += [k for k in suspect if k < A.n_calls and umap.get(k) == k and A.unit(k).outputs != B.unit(k).outputs]
+        nodes = A.graph.node
+        names: set[str] = set()
+        for k in makers:
+            unit = A.units[k]
+            for i in unit.nodes if unit is not None else (A.node_of(k),):
+                names.update(nodes[i].output)
+        in_b, init_b, imap, tmap = B.input_pos, B.init_pos, self.imap, self.tmap
+        for name, k in A.input_pos.items():  # (``outside_alike`` of each, inline)
+            want = imap.get(k)
+            if want is not None and in_b.get(name) != want:
+                names.add(name)
+        for name, k in A.init_pos.items():
+            want = tmap.get(k)
+            if want is not None and (name in in_b or init_b.get(name) != want):
+                names.add(name)
+        names.discard("")
+        if names:
+            checked.update(map(A.unit_of_node.__getitem__, follow.readers(names)))
+        return checked
 
     def _prepare_sources(self, alike_in_place: set[int]) -> None:
         for side, keys in ((self.A, self.umap.keys()), (self.B, self.umap.values())):
@@ -90,35 +104,6 @@ class WiringCheck:
                     if k not in alike_in_place:  # (a unit of B wired alike is its A unit's id)
                         names.update(side.unit(k).reads)
                 side.prepare_sources(names)
-
-    def _kept(self, ua: Unit) -> bool:
-        """Whether every read of ``ua`` (a unit whose nodes B shares, producers and all) is wired alike: made by a
-        unit matched to itself that keeps its outputs, or by none and alike as ``outside_alike`` says."""
-        A, umap, prod_a, kept, outside = self.A, self.umap, self.prod_a, self.kept, self.outside
-        node_unit_a, units_a, units_b = A.unit_of_node, A.units, self.B.units
-        for ra in ua.reads:
-            pa = prod_a.get(ra)
-            if pa is None:  # a graph input or initializer (or none): as the inline test below, once
-                same = outside.get(ra)
-                if same is None:
-                    same = outside[ra] = self.outside_alike(ra)
-                if not same:
-                    return False
-                continue
-            u = node_unit_a[pa]
-            same = kept.get(u)
-            if same is None:
-                pu, qu = units_a[u], units_b[u]
-                if pu is None or qu is None:  # a plain node: its outputs (as source() reads them) are
-                    # the node's own, the same on both sides here (B's producers are A's: no node of B
-                    # makes other values than A's)
-                    same = u >= A.n_calls and umap.get(u) == u
-                else:
-                    same = umap.get(u) == u and pu.outputs == qu.outputs
-                kept[u] = same
-            if not same:
-                return False
-        return True
 
     def _check_reads(self, ua: Unit, ub: Unit) -> None:
         """Each read of ``ua`` against the read of ``ub`` at its position; those wired differently are changes."""
@@ -131,19 +116,15 @@ class WiringCheck:
             pa = prod_a.get(ra)
             if pa is not None:
                 ka2 = node_unit_a[pa]
-                pu = units_a[ka2]
-                if pu is not None:
+                if units_a[ka2] is not None:
                     kb2 = umap.get(ka2)
                     if kb2 is None:
                         continue  # its producer is not matched: nothing to compare with
                     pb = prod_b.get(rb)
-                    if pb is not None and node_unit_b[pb] == kb2:
-                        qu = units_b[kb2]
-                        if qu is not None:
-                            outs_a, outs_b = pu.outputs, qu.outputs
-                            if (outs_a.index(ra) if ra in outs_a else -1) == \
-                                    (outs_b.index(rb) if rb in outs_b else -1):
-                                continue
+                    if pb is not None and node_unit_b[pb] == kb2 and units_b[kb2] is not None:
+                        outs_a, outs_b = A.unit(ka2).outputs, B.unit(kb2).outputs
+                        if (outs_a.index(ra) if ra in outs_a else -1) == (outs_b.index(rb) if rb in outs_b else -1):
+                            continue
             elif fast and ra:  # not produced: a graph input or an initializer (weights, mostly)
                 ki = in_a.get(ra)
                 if ki is not None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import compress, islice
+from operator import ne
 
 import onnx
 
@@ -46,10 +47,12 @@ def unequal_nodes(nodes: Sequence[onnx.NodeProto], others: Sequence[onnx.NodePro
     """Where ``nodes`` and ``others`` (of one length) differ; None as soon as more than half of those compared so
     far do (a renamed copy differs everywhere: it is found out within the first few thousand nodes)."""
     out: list[int] = []
-    pairs = enumerate(zip(nodes, others))
-    for start in range(0, len(nodes), step):
-        out.extend(i for i, (x, y) in islice(pairs, step) if x != y)
-        if 2 * len(out) > min(start + step, len(nodes)):
+    n = len(nodes)
+    unequal = map(ne, nodes, others)  # (each pair compared in C: 0.10 -> 0.09 s at 100k nodes)
+    for start in range(0, n, step):
+        end = min(start + step, n)
+        out.extend(compress(range(start, end), islice(unequal, end - start)))
+        if 2 * len(out) > end:
             return None
     return out
 
@@ -113,7 +116,7 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
                 _remake(r, key, paths, nodes, modules)
             touched.discard(fx)
             continue
-        paths = groups[key] = list(call.node_paths)
+        paths = groups[key] = call.node_paths  # (shared: a call's paths are never changed once scanned)
         first_node[key] = nodes[paths[0][0]]
         if call.rule_names:
             rules[key] = list(call.rule_names)
