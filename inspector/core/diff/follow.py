@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 
@@ -39,6 +39,8 @@ from inspector.core.diff.cut import UNREAD, GraphCut, Unit
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.scan_like import unequal_nodes
 
+STEP = 4096  # nodes per C loop over a side: between two, another thread (the app's GUI thread) takes the interpreter;
+# one loop over 100k nodes held it for 165-370 ms (the app's compare at 100k: a 162 ms stall in make bench)
 WINDOW = 256  # nodes after a unit where a reader of its outputs is looked for, before counting the side's reads
 WITNESSED = 32  # units of a side whose outputs are looked for so; past them, the side's reads are counted
 _INPUTS, _OUTPUTS, _NODE_PATHS = attrgetter("input"), attrgetter("output"), attrgetter("node_paths")
@@ -206,7 +208,7 @@ class Follow:
         for cut in (self.a, self.b):
             nodes = cut.graph.node
             if not cut.nested and all(names.isdisjoint(nodes[i].input) for i in self.differ):
-                return names.isdisjoint(chain.from_iterable(map(_INPUTS, nodes)))
+                return all(names.isdisjoint(chain.from_iterable(map(_INPUTS, part))) for part in _parts(nodes))
         return False
 
     def resolve_on_use(self, cut: GraphCut, uid: int) -> None:
@@ -273,7 +275,9 @@ class Follow:
                         if not outputs:
                             return found
             reads_of = _INPUTS if not cut.nested else cut.reads_of
-            counts = self._counts[key] = Counter(chain.from_iterable(map(reads_of, nodes)))
+            counts = self._counts[key] = Counter()
+            for part in _parts(nodes):
+                counts.update(chain.from_iterable(map(reads_of, part)))
         own: dict[int, Counter[str]] = {}  # what the maker's own nodes read
         for o in outputs:
             w = maker[o]
@@ -311,12 +315,24 @@ class Follow:
         return out
 
 
+def _parts(nodes: Sequence[NodeProto]) -> Iterator[Sequence[NodeProto]]:
+    """``nodes`` ``STEP`` at a time, for C loops that leave the interpreter to other threads between steps."""
+    for start in range(0, len(nodes), STEP):
+        yield nodes[start:start + STEP]
+
+
 def _producers(nodes: Sequence[NodeProto]) -> dict[str, int] | None:
     """Value name -> the node that makes it, made in C loops (0.12 s at 100k nodes, against 0.25 for reading each
     node's outputs into lists); None when a value has several producers."""
-    outputs = list(map(_OUTPUTS, nodes))
-    names = list(chain.from_iterable(outputs))
-    producer = dict(zip(names, chain.from_iterable(map(repeat, range(len(outputs)), map(len, outputs)))))
+    outputs: list[Sequence[str]] = []
+    names: list[str] = []
+    producer: dict[str, int] = {}
+    for part in _parts(nodes):
+        first, first_name = len(outputs), len(names)
+        outputs.extend(map(_OUTPUTS, part))
+        names.extend(chain.from_iterable(outputs[first:]))
+        producer.update(zip(names[first_name:], chain.from_iterable(
+            map(repeat, range(first, len(outputs)), map(len, outputs[first:])))))
     empty = names.count("")  # an unused optional output produces nothing
     if empty:
         del producer[""]
