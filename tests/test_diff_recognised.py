@@ -16,7 +16,7 @@ from inspector.core.model.index import open_index
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip
+from strip_metadata import strip  # type: ignore[import-not-found]
 
 ZOO = ROOT / "tests" / "zoo"
 FX_NODE = "pkg.torch.onnx.fx_node"
@@ -27,7 +27,7 @@ def _fx_texts(model: onnx.ModelProto) -> int:
 
 
 @pytest.mark.parametrize("name", ["t5", "gpt2", "llama_gqa"])
-def test_a_stripped_export_against_its_original_names_where_the_calls_come_from(name: str, tmp_path: Path):
+def test_a_stripped_export_against_its_original_names_where_the_calls_come_from(name: str, tmp_path: Path) -> None:
     original = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
     stripped = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
     assert strip(stripped) > 0
@@ -44,6 +44,6 @@ def test_a_stripped_export_against_its_original_names_where_the_calls_come_from(
         ("metadata_removed", f"{_fx_texts(original)} from fx metadata", f"{recognised} recognised by body template")]
 
 
-def test_two_exports_with_their_metadata_have_no_such_line():
+def test_two_exports_with_their_metadata_have_no_such_line() -> None:
     d = diff_models(open_index(ZOO / "pair_scale_a.onnx"), open_index(ZOO / "pair_scale_b.onnx"))
     assert d.changes and not [c for c in d.changes if c.where == "fx metadata"]
