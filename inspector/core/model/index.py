@@ -23,7 +23,7 @@ from inspector.core.model.graph import GraphMaps, declared_names
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
 from inspector.core.model.provenance import ProvenanceIndex, build_provenance
-from inspector.core.model.tensors import TENSOR_BITS, element_count, tensor_size
+from inspector.core.model.tensor_sizes import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 from inspector.core.util.paths import model_files
 from inspector.core.util.progress import Progress
