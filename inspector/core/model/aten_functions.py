@@ -33,7 +33,6 @@ from typing import Literal
 import onnx
 
 from inspector.core.aten.schemas import AtenSchema, SchemaCatalogue
-from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import FX_NODE, split_target
 from inspector.core.model.fx import fx_head, op_target
 from inspector.core.model.walk import as_text
@@ -129,6 +128,8 @@ def recognise(f: onnx.FunctionProto, calls: Sequence[onnx.NodeProto], fx: Iterab
 def _names(op: str, target: str) -> bool:
     """Whether a function named after ``op`` may implement ``target``: the target's op, or a target that the
     torchlib function ``aten_<op>`` lowers (``aten_view`` lowers ``aten::_unsafe_view`` too)."""
+    from inspector.core.aten.torchlib import torchlib_for  # (a model with local functions: start-up)
+
     return split_target(target)[1] == op or any(e.function == f"aten_{op}" for e in torchlib_for(target))
 
 
@@ -142,6 +143,8 @@ def _fitting(op: str, f: onnx.FunctionProto, calls: Iterable[onnx.NodeProto],
              cat: SchemaCatalogue) -> list[AtenSchema]:
     """The catalogued overloads of ``aten::op`` that torchlib lowers and whose parameters take every attribute
     the function declares and its calls pass, each of a kind the parameter accepts."""
+    from inspector.core.aten.torchlib import torchlib_for  # (a model with local functions: start-up)
+
     passed: dict[str, str] = {}
     for node in calls:
         for a in node.attribute:
