@@ -24,7 +24,6 @@ _HEAD = re.compile(
     re.S,
 )
 _OPS_PREFIX = "torch.ops."
-_NAME = re.compile(r"\s*%([^\s:]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +109,15 @@ def fx_head(text: str) -> tuple[str, str] | None:
     return head[1:colon], tail[:end].strip()
 
 
+@lru_cache(maxsize=1)
+def _name() -> re.Pattern[str]:
+    """The FX node's name at the head of a text; compiled on first use, for a text that is not well-formed FX
+    (start-up)."""
+    return re.compile(r"\s*%([^\s:]+)")
+
+
 def fx_name_of(text: str) -> str | None:
-    m = _NAME.match(text)
+    m = _name().match(text)
     return m.group(1) if m else None
 
 
@@ -137,17 +143,17 @@ class _ParseError(Exception):
     pass
 
 
-_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
+FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # a %reference (signature forms and body keys read them too)
 _REF_PREFIX = "__fx_ref__"
 _MAX_TEXT = 1 << 16
 
 
 def _arguments_via_pattern(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Calls differ mostly in the names they reference: parse each argument *pattern* once, then fill in names."""
-    names = _REF.findall(text)
+    names = FX_REF.findall(text)
     if not names:
         return _call_arguments(text)
-    args, kwargs, slots = _pattern(_REF.sub("%_", text))
+    args, kwargs, slots = _pattern(FX_REF.sub("%_", text))
     if slots != len(names):  # a reference inside a Symbol: parse this text directly
         return _call_arguments(text)
     it = iter(names)
@@ -192,7 +198,7 @@ def _call_arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args = (...), kwargs = {...})`` read with Python's own parser; nothing is evaluated."""
     if len(text) > _MAX_TEXT:
         raise _ParseError("too long")
-    source = "f" + _REF.sub(_REF_PREFIX + r"\1", text)
+    source = "f" + FX_REF.sub(_REF_PREFIX + r"\1", text)
     tree = _parse(source)
     call = tree.body
     if not isinstance(call, _ast.Call):
@@ -321,7 +327,7 @@ def _piece(piece: str, unread: list[str]) -> Any:
     """One argument: read by Python when it can; else an unquoted string; else recorded as unread."""
     piece = piece.strip()
     try:
-        source = "f(" + _REF.sub(_REF_PREFIX + r"\1", piece) + ")"
+        source = "f(" + FX_REF.sub(_REF_PREFIX + r"\1", piece) + ")"
         call = _parse(source).body
         if isinstance(call, _ast.Call) and len(call.args) == 1 and not call.keywords:
             return _literal(call.args[0], source)

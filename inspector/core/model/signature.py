@@ -4,7 +4,6 @@ call's arguments bound to parameters."""
 from __future__ import annotations
 
 import math
-import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,6 @@ from inspector.core.model.aten_functions import recognise
 from inspector.core.model.calls import FX_NODE, AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef, parse_fx_node
 from inspector.core.model.walk import as_text
-
-FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # a %reference, as fx.py reads one
 
 
 @dataclass(frozen=True, slots=True)

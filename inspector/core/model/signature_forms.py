@@ -13,8 +13,8 @@ from typing import Any
 
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.fx import FxNode, Symbol, TensorRef, parse_fx_node
-from inspector.core.model.signature import FX_REF, CallSignature, signature_of
+from inspector.core.model.fx import FX_REF, FxNode, Symbol, TensorRef, parse_fx_node
+from inspector.core.model.signature import CallSignature, signature_of
 
 _PLACEHOLDER = "__ref_"
 
