@@ -95,7 +95,7 @@ _WHERE_NEEDED = ("ast", "inspector.core.model.function_sites", "inspector.core.m
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
                         "inspector.core.model.scan_like"),
             "check": ("inspector.core.diff", "inspector.core.summary", "inspector.report.diff_render", "tempfile",
-                      "inspector.core.model.scan_like"),
+                      "inspector.core.model.scan_like", "inspector.core.model.parameters"),
             "diff": ("inspector.core.review", "inspector.core.summary", "inspector.report.check_text", "tempfile",
                      "inspector.core.diff.folders", "difflib", "heapq",  # (no bodies or units left to align)
                      "inspector.core.aten.torchlib")}  # (no local function to recognise, no body to analyse)
