@@ -87,9 +87,10 @@ _NEVER = ("numpy", "onnx.onnx_ml_pb2", "onnx.checker", "onnx.defs", "onnx.helper
           "inspector.core.specialise.function_calls", "threading", "datetime", "inspector.core.util.plain_tensors")
 # Made only where a model needs them (each dataclass about 4 million instructions of start-up, callgrind): a local
 # function's call sites and families, the module tree, fold's signature forms, a tensor's facts and external-data
-# reader, where a constant lands, a check's changed value; and ``ast`` (the fx arguments are parsed with ``_ast`` and
-# ``compile``, a schema's plain string default read between its quotes).
+# reader, where a constant lands, a check's changed value, what a local function implements; and ``ast`` (the fx
+# arguments are parsed with ``_ast`` and ``compile``, a schema's plain string default read between its quotes).
 _WHERE_NEEDED = ("ast", "inspector.core.model.function_sites", "inspector.core.model.module_tree",
+                 "inspector.core.model.aten_functions",
                  "inspector.core.model.signature_forms", "inspector.core.model.tensors",
                  "inspector.core.specialise.constant_uses", "inspector.core.review.value_changes")
 _NOT_FOR = {"summary": ("inspector.core.diff", "inspector.core.review", "inspector.report", "tempfile",
@@ -580,7 +581,7 @@ import json, sys
 import inspector.cli
 from inspector.core.model.index import open_index
 first = {{m: m in sys.modules for m in ("ast", "inspector.core.model.function_sites",
-                                       "inspector.core.model.module_tree")}}
+                                       "inspector.core.model.module_tree", "inspector.core.model.aten_functions")}}
 from inspector.core.model.fx import parse_fx_node
 ast_before = "ast" in sys.modules
 fx = parse_fx_node("%to : [num_users=1] = call_function[target=torch.ops.aten._to_copy.default]"
@@ -591,17 +592,21 @@ sites = "inspector.core.model.function_sites" in sys.modules
 fams = sorted((f.name, [ts.functions.family_of(k).label(k) for k in f.members])
               for f in ts.functions.families.values())[:2]
 calls = sum(len(v) for v in ts.functions.calls.values())
+aten = {{"targets": sorted({{str(ts.functions.aten_target(k)) for k in ts.functions.functions}}),
+        "imported": "inspector.core.model.aten_functions" in sys.modules}}
 flat = open_index({str(SMALL_A)!r})
 tree_before = "inspector.core.model.module_tree" in sys.modules
 root = flat.provenance.module_root
 from inspector.core.aten.schema_text import parse_literal
-print(json.dumps({{"first": first, "sites": sites, "families": fams, "calls": calls, "tree_before": tree_before,
+print(json.dumps({{"first": first, "sites": sites, "families": fams, "calls": calls, "aten": aten,
+                  "tree_before": tree_before,
                   "root": [type(root).__module__, type(root).__name__, root.total_nodes() > 0],
                   "ast_before": ast_before, "kwargs": {{k: [type(v).__name__, repr(v)] for k, v in fx.kwargs.items()}},
                   "ast": ast_after, "plain": parse_literal("'mean'"), "escaped": parse_literal("'a\\tb'")}}))
 """)
     assert out["first"] == {"ast": False, "inspector.core.model.function_sites": False,
-                            "inspector.core.model.module_tree": False}
+                            "inspector.core.model.module_tree": False, "inspector.core.model.aten_functions": False}
+    assert out["aten"] == {"targets": ["None"], "imported": True}  # (module functions: none implements an aten op)
     assert out["sites"] is True and out["calls"] > 0 and len(out["families"]) == 2
     assert out["tree_before"] is False and out["root"] == ["inspector.core.model.module_tree", "ModuleNode", True]
     assert out["ast_before"] is False and out["ast"] is True

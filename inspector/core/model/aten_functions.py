@@ -69,6 +69,9 @@ class Recognised:
     candidates: tuple[str, ...] = ()
 
 
+NOT_RECOGNISED = Recognised(None)  # what a function the evidence names no target for is read as
+
+
 def is_aten_domain(domain: str) -> bool:
     return domain in ATEN_DOMAINS or domain.endswith(".aten")
 

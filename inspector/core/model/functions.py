@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from inspector.core.model.aten_functions import Recognised, hash_overload, recognise
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.onnx_operators import ONNX_OPERATORS
@@ -23,6 +22,7 @@ from inspector.core.model.signature import function_call_signature, plain
 from inspector.core.model.walk import iter_nodes, path_text, resolve_path
 
 if TYPE_CHECKING:
+    from inspector.core.model.aten_functions import Recognised
     from inspector.core.model.findings import Finding, FindingKind, Severity
     from inspector.core.model.function_sites import CallSite, FunctionFamily
 
@@ -33,7 +33,6 @@ OPERATOR_DOMAINS = frozenset({
     "org.pytorch.aten", "com.microsoft.extensions", "ai.onnx.contrib",
 })
 _SITES_READ = 8  # call nodes read for their attributes when recognising a function (a name alone names an op)
-_NOTHING = Recognised(None)
 
 
 @dataclass(slots=True)
@@ -84,9 +83,17 @@ class FunctionIndex:
     def recognised(self, key: FunctionKey) -> Recognised:
         if self._aten is None:
             self._aten = self._recognise_all()
-        return self._aten.get(key, _NOTHING)
+        found = self._aten.get(key)
+        if found is None:
+            # (aten_functions, with its class, is imported where a model's local functions are read: start-up)
+            from inspector.core.model.aten_functions import NOT_RECOGNISED
+
+            return NOT_RECOGNISED
+        return found
 
     def _recognise_all(self) -> dict[FunctionKey, Recognised]:
+        from inspector.core.model.aten_functions import recognise  # (local functions only: start-up)
+
         out: dict[FunctionKey, Recognised] = {}
         for k, f in self.functions.items():
             sites = self.calls.get(k, ())
@@ -114,6 +121,8 @@ class FunctionIndex:
         """What sets overload ``key`` apart, for a reader, when its name is a hash (``default_1b05ea4a``): the
         aten arguments its first call passes that some sibling overload passes otherwise (``size=[1, 8, 32]``);
         "" for readable names and for functions that are not aten functions."""
+        from inspector.core.model.aten_functions import hash_overload  # (local functions only: start-up)
+
         if not hash_overload(key.overload) or self.aten_target(key) is None:
             return ""
         if self._described is None:

@@ -11,7 +11,6 @@ from typing import Any
 import onnx
 
 from inspector.core.aten.schemas import AtenSchema, BoundArgument, Parameter, SchemaCatalogue, bind, format_signature
-from inspector.core.model.aten_functions import recognise
 from inspector.core.model.calls import FX_NODE, AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef, parse_fx_node
 from inspector.core.model.walk import as_text
@@ -90,6 +89,8 @@ def function_call_signature(f: onnx.FunctionProto, call: onnx.NodeProto | None =
     None when the function is not an aten function."""
     cat = catalogue or SchemaCatalogue.default()
     if target is None:
+        from inspector.core.model.aten_functions import recognise  # (a function not indexed yet: start-up)
+
         target = recognise(f, [call] if call is not None else [], None, cat).target
     schema = cat.get(target) if target else None
     if schema is None:
