@@ -20,7 +20,7 @@ from PySide6.QtCore import QModelIndex
 from shiboken6 import isValid
 
 from inspector.core.fold.modules import MODULE_DOMAIN, fold_modules
-from inspector.core.model.functions import CallSite
+from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import open_index
 from inspector.gui.main_window import MainWindow
 from inspector.render.scene import FUNCTION_CALL

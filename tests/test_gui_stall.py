@@ -187,7 +187,7 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
     modules tree made off the GUI thread: walking the subtree on the GUI thread took 18 ms for the root at 100k."""
     import json
 
-    from inspector.core.model.provenance import ModuleNode
+    from inspector.core.model.module_tree import ModuleNode
     from inspector.gui.module_model import object_of
 
     with qtbot.waitSignal(window.model_loaded, timeout=60000):

@@ -10,9 +10,10 @@ import onnx
 import pytest
 from onnx import helper
 
+from inspector.core.model.calls import NAME_SCOPES
 from inspector.core.model.index import build_index, open_index
 from inspector.core.model.loader import load_model
-from inspector.core.model.provenance import NAME_SCOPES, ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from tests.conftest import ROOT
 
 ZOO = sorted((ROOT / "tests" / "zoo").glob("*.onnx"))

@@ -18,7 +18,7 @@ from onnx import numpy_helper
 
 from inspector.cli import main
 from inspector.core.model.index import ModelIndex, open_index
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.summary import summary_dict
 
 ZOO = Path(__file__).resolve().parent / "zoo"

@@ -40,10 +40,10 @@ from typing import Literal, get_args
 import onnx
 
 from inspector.core.bodies.body import walk_body
-from inspector.core.model.calls import CLASS_HIERARCHY, FX_NODE, NAMESPACE, STACK_TRACE, AtenCall
+from inspector.core.model.calls import CLASS_HIERARCHY, FX_NODE, NAME_SCOPES, NAMESPACE, STACK_TRACE, AtenCall
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.model.provenance import NAME_SCOPES, ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.walk import NodePath, as_text, path_text, resolve_path
 from inspector.core.util.progress import Progress
 

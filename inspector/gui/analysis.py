@@ -12,10 +12,10 @@ import onnx
 
 from inspector.core.aten.torchlib import TorchlibEntry, torchlib_for
 from inspector.core.model.calls import AtenCall, Scope
-from inspector.core.model.functions import CallSite
+from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import Family, ModelIndex, Overload
 from inspector.core.model.keys import MAIN, FunctionKey
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.model.walk import NodePath
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Specialiser

@@ -9,10 +9,10 @@ from typing import Any
 from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.functions import CallSite
+from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import Family, ModelIndex, Overload
 from inspector.core.model.keys import MAIN
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.signature import call_signature, function_call_signature
 from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.categories import value_text

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
 from inspector.core.model.calls import AtenCall
-from inspector.core.model.functions import CallSite
+from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import ModelIndex, Overload
 from inspector.gui.text import tooltip
 

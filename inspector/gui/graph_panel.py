@@ -19,7 +19,7 @@ from inspector.core.bodies.body import Body
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.walk import NodePath
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output

@@ -9,7 +9,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.gui.text import tooltip
 
 Index = QModelIndex | QPersistentModelIndex

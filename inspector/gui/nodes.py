@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QTabWidget, QTextBrowser
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.tensors import read_tensor
 from inspector.core.model.walk import resolve_path
 from inspector.core.util.errors import InspectorError

@@ -41,7 +41,7 @@ from inspector.core.diff import show_value
 from inspector.core.diff.bodies import reader
 from inspector.core.diff.values import unwrap
 from inspector.core.model.calls import AtenCall, Scope
-from inspector.core.model.functions import CallSite
+from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import Family, Overload
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.signature import CallSignature

@@ -25,7 +25,7 @@ from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import load_model
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.model.walk import NodePath
 from inspector.core.review.store import Review, ReviewStore, reviewed_value

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHeaderView, QTabWidget, QVBoxLayout, QWidget
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.gui.analysis import TreeObject
 from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree

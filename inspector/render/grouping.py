@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.keys import MAIN
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 
 if TYPE_CHECKING:
     from inspector.core.model.index import ModelIndex

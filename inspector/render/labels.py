@@ -10,7 +10,7 @@ from onnx import numpy_helper
 
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.graph import is_small_constant
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensor_sizes import dtype_name
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 

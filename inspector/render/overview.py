@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.render.layout import CHAR_WIDTH, LABEL_FONT_SIZE, LINE_HEIGHT, node_size
 from inspector.render.scene import MODULE, SceneNode
 

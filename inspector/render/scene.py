@@ -35,7 +35,7 @@ import onnx
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.graph import node_reads
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope, MainGraph
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.walk import NodePath, as_text, may_have_subgraphs, resolve_path, subgraphs
 from inspector.render.graph_facts import GraphFacts
 from inspector.render.grouping import Grouping, main_grouping, unique_id

@@ -17,7 +17,8 @@ from pathlib import PurePath
 from typing import Any
 
 from inspector.core.diff import Change, ModelDiff
-from inspector.core.model.index import ModelFacts, ParameterStats
+from inspector.core.model.index import ModelFacts
+from inspector.core.model.parameters import ParameterStats
 from inspector.core.specialise.categories import Category
 
 STATUSES = ("unreviewed", "ok", "suspicious", "wrong")

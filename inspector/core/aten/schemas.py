@@ -40,11 +40,17 @@ __all__ = [
 CATALOGUE_FILE = "aten_schemas.txt"
 
 _TENSOR_LIKE = re.compile(r"Tensor(?:\([^()]*\)|\?|\[\d*\])*")
-_FIXED_LIST = re.compile(r".*\[(\d+)\](?:\([^()]*\))?\??")
 
 
 # --------------------------------------------------------------------------------------------
 # Data model
+
+
+@functools.cache
+def _fixed_list() -> re.Pattern[str]:
+    """A fixed-size list type (``int[2]``, ``SymInt[3]?``), whose scalar default stands for the repeated value;
+    compiled on first use (start-up)."""
+    return re.compile(r".*\[(\d+)\](?:\([^()]*\))?\??")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +87,7 @@ class Parameter:
         ok, value = parse_literal(self.default)
         if not ok:
             return self.default
-        fixed = _FIXED_LIST.fullmatch(self.type)
+        fixed = _fixed_list().fullmatch(self.type)
         if fixed and isinstance(value, (bool, int, float)):
             return [value] * int(fixed.group(1))
         return value

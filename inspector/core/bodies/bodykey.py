@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 from onnx import AttributeProto
 
 from inspector.core.model.calls import AtenCall
+from inspector.core.model.fx import FX_REF
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
-from inspector.core.model.signature import FX_REF
 
 _serialized = AttributeProto.SerializeToString
 

@@ -11,7 +11,7 @@ import onnx
 from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body, walk_body
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
 from inspector.core.util.floats import float32
 

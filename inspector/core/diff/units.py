@@ -18,11 +18,10 @@ from inspector.core.diff.cut import NO_CONSTANTS, UNREAD, GraphCut, Unit
 from inspector.core.diff.follow import Follow, cut_pair
 from inspector.core.diff.linking import SideLinks
 from inspector.core.diff.values import same_content
-from inspector.core.model.calls import NAMESPACE, AtenCall, split_target
+from inspector.core.model.calls import NAME_SCOPES, NAMESPACE, AtenCall, split_target
 from inspector.core.model.graph import GraphMaps, captured_names
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.model.provenance import NAME_SCOPES
 from inspector.core.model.walk import may_have_subgraphs
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from onnx import TensorProto
 
 from inspector.core.bodies.literals import tensor_value
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
 
 

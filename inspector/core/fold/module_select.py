@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN
-from inspector.core.model.provenance import ModuleNode
+from inspector.core.model.module_tree import ModuleNode
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.textsafe import one_line
 

@@ -37,7 +37,7 @@ from inspector.core.fold.module_hoist import Hoisted, parametrise
 from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
 from inspector.core.fold.names import Unnamed, identifier, overload_keys
-from inspector.core.model.functions import variant_note
+from inspector.core.model.function_sites import variant_note
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey

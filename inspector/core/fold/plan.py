@@ -25,7 +25,8 @@ from inspector.core.model.fx import FxNode, Symbol, TensorRef
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey
-from inspector.core.model.signature import CallSignature, SignatureForm, SignatureForms, call_signature
+from inspector.core.model.signature import CallSignature, call_signature
+from inspector.core.model.signature_forms import SignatureForm, SignatureForms
 from inspector.core.model.walk import NodePath, resolve_path, subgraphs
 
 USER_INPUT = "USER_INPUT"

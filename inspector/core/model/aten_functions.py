@@ -25,6 +25,7 @@ parsed, and the results are only looked up in the shipped catalogues (nothing fr
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,6 @@ from typing import Literal
 import onnx
 
 from inspector.core.aten.schemas import AtenSchema, SchemaCatalogue
-from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.calls import FX_NODE, split_target
 from inspector.core.model.fx import fx_head, op_target
 from inspector.core.model.walk import as_text
@@ -41,8 +41,20 @@ from inspector.core.model.walk import as_text
 EvidenceKind = Literal["doc", "fx", "name"]
 ATEN_DOMAINS = frozenset({"pkg.torch.aten", "pkg.onnxscript.torch_lib", "aten", "pkg.torch.ops.aten"})
 MAX_DOC = 400  # a schema is at most a few hundred characters; longer doc strings are prose, not evidence
-_QUALIFIED = re.compile(r"^(?:torch\.ops\.)?(aten|prims)(?:\.|::)([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?$", re.ASCII)
-_HASHED = re.compile(r"^(?P<base>[A-Za-z0-9_]*?)_?(?P<hash>[0-9a-f]{8,})$")
+
+
+@functools.cache
+def _qualified() -> re.Pattern[str]:
+    """A qualified aten or prims name in a doc string (``aten::add.Tensor``, ``torch.ops.aten.add.Tensor``); compiled
+    on first use, for a model with local functions (start-up)."""
+    return re.compile(r"^(?:torch\.ops\.)?(aten|prims)(?:\.|::)([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?$", re.ASCII)
+
+
+@functools.cache
+def _hashed() -> re.Pattern[str]:
+    """An overload name that is (or ends in) a made-up hash; compiled on first use, for a model with local functions
+    (start-up)."""
+    return re.compile(r"^(?P<base>[A-Za-z0-9_]*?)_?(?P<hash>[0-9a-f]{8,})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +69,9 @@ class Recognised:
     candidates: tuple[str, ...] = ()
 
 
+NOT_RECOGNISED = Recognised(None)  # what a function the evidence names no target for is read as
+
+
 def is_aten_domain(domain: str) -> bool:
     return domain in ATEN_DOMAINS or domain.endswith(".aten")
 
@@ -67,9 +82,9 @@ def doc_target(f: onnx.FunctionProto) -> str | None:
     if not doc or len(doc) > MAX_DOC:
         return None
     if "(" in doc:  # a schema: its head names the target, catalogued or not (then there is no signature)
-        m = _QUALIFIED.match(doc.partition("(")[0].strip())
+        m = _qualified().match(doc.partition("(")[0].strip())
         return op_target(f"{m.group(1)}::{m.group(2)}" + (f".{m.group(3)}" if m.group(3) else "")) if m else None
-    m = _QUALIFIED.match(doc)
+    m = _qualified().match(doc)
     if m is None:
         return None
     return op_target(f"{m.group(1)}::{m.group(2)}" + (f".{m.group(3)}" if m.group(3) else ""))
@@ -129,6 +144,8 @@ def recognise(f: onnx.FunctionProto, calls: Sequence[onnx.NodeProto], fx: Iterab
 def _names(op: str, target: str) -> bool:
     """Whether a function named after ``op`` may implement ``target``: the target's op, or a target that the
     torchlib function ``aten_<op>`` lowers (``aten_view`` lowers ``aten::_unsafe_view`` too)."""
+    from inspector.core.aten.torchlib import torchlib_for  # (a model with local functions: start-up)
+
     return split_target(target)[1] == op or any(e.function == f"aten_{op}" for e in torchlib_for(target))
 
 
@@ -142,6 +159,8 @@ def _fitting(op: str, f: onnx.FunctionProto, calls: Iterable[onnx.NodeProto],
              cat: SchemaCatalogue) -> list[AtenSchema]:
     """The catalogued overloads of ``aten::op`` that torchlib lowers and whose parameters take every attribute
     the function declares and its calls pass, each of a kind the parameter accepts."""
+    from inspector.core.aten.torchlib import torchlib_for  # (a model with local functions: start-up)
+
     passed: dict[str, str] = {}
     for node in calls:
         for a in node.attribute:
@@ -180,4 +199,4 @@ def _accepts(param_type: str, kind: str) -> bool:
 def hash_overload(overload: str) -> bool:
     """Whether an overload name is (or ends in) a hash a producer made up (``default_1b05ea4a``, ``1b05ea4a9c``):
     such names say nothing to a reader, so a description of what differs is shown beside them."""
-    return _HASHED.match(overload) is not None
+    return _hashed().match(overload) is not None

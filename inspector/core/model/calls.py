@@ -7,6 +7,7 @@ signature binder can name an ``AtenCall`` without importing the index that makes
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -113,7 +114,10 @@ Scope: TypeAlias = "MainGraph | FunctionKey | AtenCall"
 """Anything shown, laid out or searched as one body: a graph, or the nodes of one aten call in a graph."""
 
 
-_QUOTED = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*(,|$)""")
+@functools.cache
+def _quoted() -> re.Pattern[str]:
+    """One quoted entry of a list and its comma; compiled on first use, for a list that is not plain (start-up)."""
+    return re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*(,|$)""")
 
 
 def parse_str_list(text: str) -> list[str] | None:
@@ -127,8 +131,9 @@ def parse_str_list(text: str) -> list[str] | None:
     body = s[1:-1]
     out: list[str] = []
     pos = 0
+    quoted = _quoted()
     while pos < len(body):
-        m = _QUOTED.match(body, pos)
+        m = quoted.match(body, pos)
         if not m or m.end() == pos:
             return None
         raw = m.group(1) if m.group(1) is not None else m.group(2)

@@ -7,8 +7,6 @@ those are shown as one family.
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -16,16 +14,17 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from inspector.core.model.aten_functions import Recognised, hash_overload, recognise
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
 from inspector.core.model.onnx_operators import ONNX_OPERATORS
 from inspector.core.model.scan import ScanResult, scan
 from inspector.core.model.signature import function_call_signature, plain
-from inspector.core.model.walk import NodePath, iter_nodes, path_text, resolve_path
+from inspector.core.model.walk import iter_nodes, path_text, resolve_path
 
 if TYPE_CHECKING:
+    from inspector.core.model.aten_functions import Recognised
     from inspector.core.model.findings import Finding, FindingKind, Severity
+    from inspector.core.model.function_sites import CallSite, FunctionFamily
 
 # Domains whose operators a runtime provides (not local functions).
 OPERATOR_DOMAINS = frozenset({
@@ -33,52 +32,7 @@ OPERATOR_DOMAINS = frozenset({
     "com.microsoft", "com.microsoft.nchwc", "com.microsoft.experimental", "com.ms.internal.nhwc",
     "org.pytorch.aten", "com.microsoft.extensions", "ai.onnx.contrib",
 })
-_VARIANT = re.compile(r"^(?P<base>.+)\.(?P<n>\d+)$")
-# How ``fold --modules`` notes, in a variant's doc string, the overload name it would have had (onnxruntime resolves
-# calls inside function bodies without their overload, so a family called there is written as TorchScript-style
-# variants ``T5Attention``, ``T5Attention.1``): written by ``variant_note``, read back as the variant's label.
-_VARIANT_NOTE = re.compile(r"\(overload (?P<name>[A-Za-z0-9_]{1,80}), named as a variant: ")
-
-
-def variant_note(overload: str) -> str:
-    """The doc-string note of a variant that stands for ``overload`` (see ``_VARIANT_NOTE``)."""
-    return (f" (overload {overload}, named as a variant: onnxruntime resolves calls inside function bodies without "
-            "their overload)")
 _SITES_READ = 8  # call nodes read for their attributes when recognising a function (a name alone names an op)
-_NOTHING = Recognised(None)
-
-
-@dataclass(frozen=True, slots=True)
-class CallSite:
-    """A node that resolves to a local function."""
-
-    callee: FunctionKey
-    caller: GraphScope
-    path: NodePath
-    node_name: str
-    where: str  # readable path, e.g. "main/If_0.then_branch/n3"
-
-
-@dataclass(slots=True)
-class FunctionFamily:
-    """All functions sharing ``(domain, name)``; TorchScript variants join their base's family."""
-
-    domain: str
-    name: str
-    members: list[FunctionKey] = field(default_factory=list)
-    torchscript_variants: bool = False
-    noted: dict[FunctionKey, str] = field(default_factory=dict)  # variants' overload names (``variant_note``)
-
-    def label(self, key: FunctionKey) -> str:
-        """The overload as a user reads it: the overload field, the overload name a variant notes, or the
-        TorchScript suffix."""
-        if key.overload:
-            return key.overload
-        if key in self.noted:
-            return self.noted[key]
-        if self.torchscript_variants and key.name != self.name:
-            return key.name[len(self.name) + 1 :]
-        return ""
 
 
 @dataclass(slots=True)
@@ -129,9 +83,17 @@ class FunctionIndex:
     def recognised(self, key: FunctionKey) -> Recognised:
         if self._aten is None:
             self._aten = self._recognise_all()
-        return self._aten.get(key, _NOTHING)
+        found = self._aten.get(key)
+        if found is None:
+            # (aten_functions, with its class, is imported where a model's local functions are read: start-up)
+            from inspector.core.model.aten_functions import NOT_RECOGNISED
+
+            return NOT_RECOGNISED
+        return found
 
     def _recognise_all(self) -> dict[FunctionKey, Recognised]:
+        from inspector.core.model.aten_functions import recognise  # (local functions only: start-up)
+
         out: dict[FunctionKey, Recognised] = {}
         for k, f in self.functions.items():
             sites = self.calls.get(k, ())
@@ -159,6 +121,8 @@ class FunctionIndex:
         """What sets overload ``key`` apart, for a reader, when its name is a hash (``default_1b05ea4a``): the
         aten arguments its first call passes that some sibling overload passes otherwise (``size=[1, 8, 32]``);
         "" for readable names and for functions that are not aten functions."""
+        from inspector.core.model.aten_functions import hash_overload  # (local functions only: start-up)
+
         if not hash_overload(key.overload) or self.aten_target(key) is None:
             return ""
         if self._described is None:
@@ -244,7 +208,11 @@ def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = No
     lookup = operator_known or OperatorLookup()
     functions, duplicates = local_functions(model)
     sr = scanned if scanned is not None else scan_model(model)
-    families = _families(functions)
+    families: dict[tuple[str, str], FunctionFamily] = {}
+    if functions:  # (their sites' and families' classes are made for a model that has local functions: start-up)
+        from inspector.core.model.function_sites import CallSite, function_families
+
+        families = function_families(functions)
     by_family: set[tuple[str, str]] = {k.family for k in functions}
     function_domains = {k.domain for k in functions}
     scope_nodes: dict[GraphScope, Sequence[onnx.NodeProto]] = {MAIN: model.graph.node}
@@ -331,29 +299,6 @@ def _note_unresolved(findings: list[Finding], seen: set[tuple[str, str, str]], k
     findings.append(Finding(kind, severity, message, (root, node.name or node.op_type)))
 
 
-def _families(functions: dict[FunctionKey, onnx.FunctionProto]) -> dict[tuple[str, str], FunctionFamily]:
-    names_by_domain: dict[str, set[str]] = defaultdict(set)
-    for k in functions:
-        names_by_domain[k.domain].add(k.name)
-    families: dict[tuple[str, str], FunctionFamily] = {}
-    for key in functions:
-        fam_name = key.name
-        variant = False
-        m = _VARIANT.match(key.name)
-        if not key.overload and m and m.group("base") in names_by_domain[key.domain]:
-            fam_name = m.group("base")
-            variant = True
-        fam = families.setdefault((key.domain, fam_name), FunctionFamily(key.domain, fam_name))
-        fam.members.append(key)
-        fam.torchscript_variants |= variant
-        note = _VARIANT_NOTE.search(functions[key].doc_string) if not key.overload else None
-        if note is not None:
-            fam.noted[key] = note.group("name")
-    for fam in families.values():
-        fam.members.sort(key=lambda k: (k.overload, _variant_number(k.name)))
-    return families
-
-
 def differing_arguments(values: dict[FunctionKey, dict[str, object]]) -> dict[FunctionKey, str]:
     """Per overload, the arguments whose values differ between the overloads of one family, as text
     (``size=[1, 8, 32]``), in schema order; "" for an overload whose arguments all agree with its siblings'."""
@@ -367,11 +312,6 @@ def _shown(v: object) -> str:
 
     text = json.dumps(v, ensure_ascii=False, default=str) if not isinstance(v, str) else v
     return text if len(text) <= 60 else text[:59] + "…"
-
-
-def _variant_number(name: str) -> int:
-    m = _VARIANT.match(name)
-    return int(m.group("n")) if m else -1
 
 
 def _recursion_findings(callees: dict[GraphScope, set[FunctionKey]]) -> list[Finding]:

@@ -8,20 +8,22 @@ could be read; nothing here raises on model input.
 
 from __future__ import annotations
 
-import ast
+# ``_ast``: the node classes, and the flag ``ast.parse`` compiles with (``_parse`` below is its whole body for a
+# string); the ``ast`` module itself (its unparser's classes and enums) is 14 million instructions of a command's
+# start-up (callgrind) and is imported only where a source segment is cut
+import _ast
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 _HEAD = re.compile(
     r"^\s*%(?P<name>[^\s:]+)\s*:\s*(?:\[[^\]]*\]\s*)?=\s*(?P<op>[A-Za-z_]+)\[target=(?P<target>.*?)\]\s*(?=\(|$)",
     re.S,
 )
 _OPS_PREFIX = "torch.ops."
-_NAME = re.compile(r"\s*%([^\s:]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +109,15 @@ def fx_head(text: str) -> tuple[str, str] | None:
     return head[1:colon], tail[:end].strip()
 
 
+@lru_cache(maxsize=1)
+def _name() -> re.Pattern[str]:
+    """The FX node's name at the head of a text; compiled on first use, for a text that is not well-formed FX
+    (start-up)."""
+    return re.compile(r"\s*%([^\s:]+)")
+
+
 def fx_name_of(text: str) -> str | None:
-    m = _NAME.match(text)
+    m = _name().match(text)
     return m.group(1) if m else None
 
 
@@ -134,17 +143,17 @@ class _ParseError(Exception):
     pass
 
 
-_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
+FX_REF = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")  # a %reference (signature forms and body keys read them too)
 _REF_PREFIX = "__fx_ref__"
 _MAX_TEXT = 1 << 16
 
 
 def _arguments_via_pattern(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Calls differ mostly in the names they reference: parse each argument *pattern* once, then fill in names."""
-    names = _REF.findall(text)
+    names = FX_REF.findall(text)
     if not names:
         return _call_arguments(text)
-    args, kwargs, slots = _pattern(_REF.sub("%_", text))
+    args, kwargs, slots = _pattern(FX_REF.sub("%_", text))
     if slots != len(names):  # a reference inside a Symbol: parse this text directly
         return _call_arguments(text)
     it = iter(names)
@@ -180,14 +189,19 @@ def _fill(value: Any, names: Iterator[str]) -> Any:
     return value
 
 
+def _parse(source: str) -> _ast.Expression:
+    """``ast.parse(source, mode="eval")``: Python's own parser, nothing evaluated."""
+    return cast(_ast.Expression, compile(source, "<unknown>", "eval", _ast.PyCF_ONLY_AST))
+
+
 def _call_arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args = (...), kwargs = {...})`` read with Python's own parser; nothing is evaluated."""
     if len(text) > _MAX_TEXT:
         raise _ParseError("too long")
-    source = "f" + _REF.sub(_REF_PREFIX + r"\1", text)
-    tree = ast.parse(source, mode="eval")
+    source = "f" + FX_REF.sub(_REF_PREFIX + r"\1", text)
+    tree = _parse(source)
     call = tree.body
-    if not isinstance(call, ast.Call):
+    if not isinstance(call, _ast.Call):
         raise _ParseError("not a call")
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
@@ -200,32 +214,34 @@ def _call_arguments(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return args, kwargs
 
 
-def _literal(node: ast.AST, source: str) -> Any:
-    if isinstance(node, ast.Constant):
+def _literal(node: _ast.AST, source: str) -> Any:
+    if isinstance(node, _ast.Constant):
         return node.value
-    if isinstance(node, ast.Name):
+    if isinstance(node, _ast.Name):
         if node.id.startswith(_REF_PREFIX):
             return TensorRef(node.id[len(_REF_PREFIX):])
         if node.id in _NAMES:
             return _NAMES[node.id]
         return Symbol(node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    if isinstance(node, _ast.UnaryOp) and isinstance(node.op, _ast.USub):
         inner = _literal(node.operand, source)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
             return -inner
         return Symbol(f"-{inner!r}")
-    if isinstance(node, ast.Tuple):
+    if isinstance(node, _ast.Tuple):
         return tuple(_literal(e, source) for e in node.elts)
-    if isinstance(node, ast.List):
+    if isinstance(node, _ast.List):
         return [_literal(e, source) for e in node.elts]
-    if isinstance(node, ast.Dict):
+    if isinstance(node, _ast.Dict):
         out: dict[str, Any] = {}
         for k, v in zip(node.keys, node.values):
             if k is None:
                 raise _ParseError("dict unpacking")
-            key = k.id if isinstance(k, ast.Name) else _literal(k, source)
+            key = k.id if isinstance(k, _ast.Name) else _literal(k, source)
             out[str(key)] = _literal(v, source)
         return out
+    import ast  # (a value that is no literal, ``torch.float32``: its text; start-up, see the imports)
+
     segment = ast.get_source_segment(source, node) or type(node).__name__
     return Symbol(segment.replace(_REF_PREFIX, "%"))
 
@@ -311,9 +327,9 @@ def _piece(piece: str, unread: list[str]) -> Any:
     """One argument: read by Python when it can; else an unquoted string; else recorded as unread."""
     piece = piece.strip()
     try:
-        source = "f(" + _REF.sub(_REF_PREFIX + r"\1", piece) + ")"
-        call = ast.parse(source, mode="eval").body
-        if isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords:
+        source = "f(" + FX_REF.sub(_REF_PREFIX + r"\1", piece) + ")"
+        call = _parse(source).body
+        if isinstance(call, _ast.Call) and len(call.args) == 1 and not call.keywords:
             return _literal(call.args[0], source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, _ParseError):
         pass

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple, TypeAlias
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class FunctionKey(NamedTuple):
@@ -43,5 +42,11 @@ def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+@functools.cache
+def _ident() -> re.Pattern[str]:
+    """An identifier as the ONNX text parser reads an overload; compiled on first use (start-up)."""
+    return re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def is_identifier(text: str) -> bool:
-    return bool(_IDENT.match(text))
+    return bool(_ident().match(text))

@@ -29,8 +29,6 @@ TEXT_SUFFIXES = (".onnxtxt", ".onnxtext", ".txt")
 # Brackets nested deeper than this are refused before onnx.parser runs: it crashed at 20,000 and parsed 3,000 (whose
 # model upb then refuses: past ~100 levels of messages, i.e. ~33 nested graphs, no text model loads anyway)
 MAX_TEXT_NESTING = 1_000
-# what can hold a bracket that is not one: a string literal (with escapes) and a comment to the end of its line
-_TEXT_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[()\[\]{}]')
 # upb refuses messages nested deeper than 100 levels; a model with ~33 nested If/Loop bodies already hits that.
 # With oversize protos allowed it reads up to 65,535 levels: each nested subgraph costs three (graph, node,
 # attribute), so about 21,800 nested If/Loop bodies.
@@ -183,7 +181,10 @@ def text_nesting(text: str) -> int:
     if text.count("(") + text.count("[") + text.count("{") <= MAX_TEXT_NESTING:
         return 0  # cannot nest deeper than the bound: nothing to count
     depth = deepest = 0
-    for m in _TEXT_TOKENS.finditer(text):
+    # what can hold a bracket that is not one: a string literal (with escapes) and a comment to the end of its line
+    # (compiled here, for a text model with that many brackets: start-up)
+    tokens = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[()\[\]{}]')
+    for m in tokens.finditer(text):
         c = m.group()
         if c in "([{":
             depth += 1

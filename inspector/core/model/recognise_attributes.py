@@ -13,7 +13,7 @@ import onnx
 
 from inspector.core.aten.templates import Template, canonical_attribute
 from inspector.core.model.recognise_templates import Key, attribute_defaults
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.model.values import ValueTypes
 
 

@@ -1,4 +1,5 @@
-"""Tensor facts from metadata, and tensor values read on demand from inside the model's folder only.
+"""Tensor facts from metadata, and tensor values read on demand from inside the model's folder only (for previews;
+a tensor's type and size alone: ``tensor_sizes``).
 
 Reading external data is the one place a model file makes us open another file, so it is careful: the location
 must be relative and resolve inside the model's folder; the file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a
@@ -11,39 +12,20 @@ array then shares (no second copy for numpy's own types). Every failure is a one
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from onnx import TensorProto
 
+from inspector.core.model.tensor_sizes import TENSOR_BITS, dtype_name, element_count
 from inspector.core.util.errors import InspectorError, UnsafePathError
 from inspector.core.util.paths import open_regular
 
 if TYPE_CHECKING:
     import numpy as np
-
-# Bytes per element; 4-bit and 2-bit types pack two or four values a byte.
-TENSOR_BITS: dict[int, int] = {
-    TensorProto.FLOAT: 32, TensorProto.UINT8: 8, TensorProto.INT8: 8, TensorProto.UINT16: 16,
-    TensorProto.INT16: 16, TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.BOOL: 8,
-    TensorProto.FLOAT16: 16, TensorProto.DOUBLE: 64, TensorProto.UINT32: 32, TensorProto.UINT64: 64,
-    TensorProto.COMPLEX64: 64, TensorProto.COMPLEX128: 128, TensorProto.BFLOAT16: 16,
-    TensorProto.FLOAT8E4M3FN: 8, TensorProto.FLOAT8E4M3FNUZ: 8, TensorProto.FLOAT8E5M2: 8,
-    TensorProto.FLOAT8E5M2FNUZ: 8, TensorProto.UINT4: 4, TensorProto.INT4: 4,
-}
-
-
-def dtype_name(elem_type: int) -> str:
-    """``FLOAT`` style name of an ONNX element type, tolerant of unknown codes."""
-    try:
-        return str(TensorProto.DataType.Name(elem_type))
-    except ValueError:
-        return f"dtype{elem_type}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,18 +43,6 @@ class TensorFacts:
 
 PREVIEW_LIMIT = 256 * 1024 * 1024  # bytes of tensor data a preview reads at most
 _DECIMAL = re.compile(r"[0-9]{1,19}")  # ASCII digits only ("²".isdigit() is True), below 10**19
-
-
-def element_count(dims: Sequence[int]) -> int:
-    """Elements of a tensor with these dims; 0 when any dim is negative (a hostile or damaged file), so that
-    counts and sums are never negative (two negative dims must not multiply to a positive count)."""
-    return math.prod(dims) if min(dims, default=0) >= 0 else 0
-
-
-def tensor_size(t: TensorProto) -> tuple[int, int]:
-    """``(elements, bytes)`` from metadata only; the cheap part of ``tensor_facts`` for whole-model sums."""
-    numel = element_count(t.dims)
-    return numel, (numel * TENSOR_BITS.get(t.data_type, 0) + 7) // 8
 
 
 def parse_decimal(text: str) -> int | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 import onnx
 
-from inspector.core.model.tensors import dtype_name
+from inspector.core.model.tensor_sizes import dtype_name
 
 
 def _dim(d: onnx.TensorShapeProto.Dimension) -> str:

@@ -27,13 +27,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.review.store import Review, ReviewKey, ReviewStore, fold_key_of, review_keys
 from inspector.core.specialise.categories import short_where
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+
+if TYPE_CHECKING:
+    from inspector.core.review.value_changes import ValueChange
 
 CheckStatus = Literal["ok", "suspicious", "wrong", "changed", "unreviewed", "not_review_worthy"]
 CHECK_STATUSES: tuple[CheckStatus, ...] = ("changed", "wrong", "suspicious", "unreviewed", "ok",
@@ -43,15 +46,6 @@ Basis = Literal["fingerprint", "same_value", "earlier_body", "none"]
 CHECK_FORMAT = "onnx-inspector/check"
 CHECK_VERSION = 1
 MAX_CALLS_NAMED = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ValueChange:
-    """One value of a changed body: where it sits, the value recorded by the earlier review, the value now."""
-
-    where: str
-    old: Any
-    new: Any
 
 
 @dataclass(slots=True)
@@ -179,6 +173,8 @@ def _check_body(body: BodyAnalysis, entries: list[tuple[ReviewKey, BodyAnalysis 
         for k, spec in values:
             old = old_values[k].get(paired)
             if old is not None and old.value is not None and old.value != spec.literal.value:
+                from inspector.core.review.value_changes import ValueChange  # (a changed value: start-up)
+
                 changes.append(ValueChange(short_where(spec), old.value, spec.literal.value))
         worthy = bool(values) or not lone
         out.append(_check_overload(key, owner, store.get(key), old_overloads[key].get(paired), changes, worthy))

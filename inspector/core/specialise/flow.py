@@ -9,7 +9,7 @@ here is bounded (``_MAX_VIA`` steps) and never recurses.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -17,19 +17,12 @@ from inspector.core.bodies.body import Body
 from inspector.core.model.graph import declared_names
 from inspector.core.util.progress import Progress
 
+if TYPE_CHECKING:
+    from inspector.core.specialise.constant_uses import Use
+
 _STEP = 4096  # declarations per step of shapes read with progress (as GraphMaps reads nodes)
 
 Shape = list[int | None]
-
-@dataclass(frozen=True, slots=True)
-class Use:
-    """A place a constant reaches: operand ``slot`` of ``node`` (top-level index in the body), through ``via``."""
-
-    node: int
-    op_type: str
-    slot: int
-    via: tuple[str, ...]  # value-preserving ops passed on the way (Cast, CastLike, Identity, Sqrt, Reshape)
-
 
 _PASS_THROUGH = {"Cast": 0, "CastLike": 0, "Identity": 0, "Sqrt": 0, "Reshape": 0}
 _MAX_VIA = 4
@@ -57,6 +50,8 @@ class BodyFlow:
 
     def uses(self, name: str) -> list[Use]:
         """Where the value ``name`` lands, following value-preserving ops (bounded, no cycles in a body)."""
+        from inspector.core.specialise.constant_uses import Use  # (where a constant is followed: start-up)
+
         out: list[Use] = []
         stack: list[tuple[str, tuple[str, ...]]] = [(name, ())]
         while stack:

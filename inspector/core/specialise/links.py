@@ -15,12 +15,12 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.core.aten.evidence import covered_parameters, evidence_for, op_name
 from inspector.core.bodies.body import Body
 from inspector.core.model.fx import Symbol, TensorRef
-from inspector.core.specialise.flow import BodyFlow, GraphShapes, Shape, Use, value_shape
+from inspector.core.specialise.flow import BodyFlow, GraphShapes, Shape, value_shape
 from inspector.core.specialise.relations import (
     Args,
     Ctx,
@@ -39,7 +39,10 @@ from inspector.core.specialise.relations import (
     unwrap,
 )
 
-__all__ = ["ArgLink", "BodyFlow", "GraphShapes", "Place", "Shape", "Use", "explain_shape", "link", "literal_place",
+if TYPE_CHECKING:
+    from inspector.core.specialise.constant_uses import Use
+
+__all__ = ["ArgLink", "BodyFlow", "GraphShapes", "Place", "Shape", "explain_shape", "link", "literal_place",
            "plain_value", "rules_for", "value_shape"]
 
 

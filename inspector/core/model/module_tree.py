@@ -1,0 +1,138 @@
+"""The ``nn.Module`` tree of a flat dynamo export, from its aten calls' metadata, built on first use.
+
+Apart from ``provenance`` for start-up: the commands that read aten calls without their modules (summary, check,
+diff) do not make its class (about 4 million instructions a dataclass, callgrind, ``benchmarks/bench_startup.py
+--instructions``). Module paths and class names come from the model (untrusted): they are kept as text, escaped
+wherever they are shown, and the tree is built without recursion however deep the paths go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from inspector.core.model.calls import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, AtenCall, module_chain
+from inspector.core.model.walk import as_text
+
+
+@dataclass(slots=True)
+class ModuleNode:
+    """One ``nn.Module`` instance in the exported model's hierarchy."""
+
+    path: str  # "layers.0.attn"; "" for the root module
+    class_name: str
+    children: dict[str, ModuleNode] = field(default_factory=dict)
+    calls: list[int] = field(default_factory=list)  # indices into ProvenanceIndex.calls
+    node_count: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1] if self.path else ""
+
+    def total_nodes(self) -> int:
+        total = 0
+        stack: list[ModuleNode] = [self]
+        while stack:
+            m = stack.pop()
+            total += m.node_count
+            stack.extend(m.children.values())
+        return total
+
+
+_MODULE_KEYS = frozenset({NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
+
+
+def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
+    """The ``nn.Module`` tree of ``calls``; each call's module path is recorded on it.
+
+    One pass, linear in the calls: a call whose ``name_scopes`` is the plain repr of a list of names
+    (``['', 'model', 'model.layers.0', 'mul_5']``, what exporters write) reads only that one entry when another
+    call with the same names before its last has already found its module (the module is the path of names),
+    and that entry and ``class_hierarchy`` when it is the first call of its module; other calls read the three
+    module entries and go through ``_module_for``. The long stack trace is never read.
+    """
+    root = ModuleNode("", "")
+    cache: dict[tuple[str, str, str], ModuleNode] = {}
+    by_scopes: dict[str, ModuleNode] = {}  # plain name_scopes text up to its last entry -> module
+    spos = cpos = -1  # where name_scopes and class_hierarchy sit in a node's metadata (exporters keep one order)
+    for i, call in enumerate(calls):
+        node = call.first_node
+        module = None
+        if node is not None and call._meta is None and root.class_name:
+            scopes = call.scopes_text  # read by the scan, while the node was at hand
+            if scopes is None:
+                scopes, spos = _entry(node.metadata_props, NAME_SCOPES, spos)
+            if isinstance(scopes, str) and _is_plain_list(scopes):
+                prefix = scopes[: scopes.rfind("', '")]
+                module = by_scopes.get(prefix)
+                if module is None:  # the first call of its module: the path of names, with their classes
+                    classes, cpos = _entry(node.metadata_props, CLASS_HIERARCHY, cpos)
+                    chain = module_chain({NAME_SCOPES: scopes, CLASS_HIERARCHY: as_text(classes or "")})
+                    module = by_scopes[prefix] = _walk_chain(root, chain)
+        if module is None:
+            if call._meta is not None or node is None:
+                meta = call.metadata
+            else:  # read only the three entries a module needs, not the long stack trace
+                meta = {p.key: as_text(p.value) for p in node.metadata_props if p.key in _MODULE_KEYS}
+            module = _module_for(root, cache, meta)
+            scopes_text = meta.get(NAME_SCOPES, "")
+            if root.class_name and _is_plain_list(scopes_text):
+                by_scopes.setdefault(scopes_text[: scopes_text.rfind("', '")], module)
+        call._module_path = module.path
+        module.calls.append(i)
+        module.node_count += len(call.node_paths)
+    return root
+
+
+def _entry(props: Sequence[onnx.StringStringEntryProto], key: str, pos: int) -> tuple[str | bytes | None, int]:
+    """The value of ``key`` in ``props`` and where it is; ``pos`` (where it was on the last node) is tried first."""
+    if 0 <= pos < len(props):
+        p = props[pos]
+        if p.key == key:
+            return p.value, pos
+    for j, p in enumerate(props):
+        if p.key == key:
+            return p.value, j
+    return None, pos
+
+
+def _is_plain_list(text: str) -> bool:
+    """``['a', 'b', ...]`` with at least two plain entries (no quotes or backslashes inside): split at ``', '``."""
+    return (text.startswith("['") and text.endswith("']") and "', '" in text and "\\" not in text
+            and '"' not in text and "'" not in text[2:-2].replace("', '", ""))
+
+
+def _without_last(text: str, sep: str) -> str:
+    """Cache key for a module: the metadata text with its last (per-call) entry cut off."""
+    cut = text.rfind(sep)
+    return text[:cut] if cut > 0 else text
+
+
+def _module_for(root: ModuleNode, cache: dict[tuple[str, str, str], ModuleNode],
+                meta: dict[str, str]) -> ModuleNode:
+    """The module a call belongs to; calls of one module share a cache entry."""
+    cache_key = (_without_last(meta.get(NAME_SCOPES, ""), ","), _without_last(meta.get(CLASS_HIERARCHY, ""), ","),
+                 _without_last(meta.get(NAMESPACE, ""), "/"))
+    hit = cache.get(cache_key)
+    if hit is not None:
+        return hit
+    node = cache[cache_key] = _walk_chain(root, module_chain(meta))
+    return node
+
+
+def _walk_chain(root: ModuleNode, chain: list[tuple[str, str]]) -> ModuleNode:
+    """The module at the end of ``chain`` (``[(path, class)]`` from the root), made where missing."""
+    node = root
+    for path, cls_name in chain:
+        if path == "" and node is root:
+            if cls_name and not root.class_name:
+                root.class_name = cls_name
+            continue
+        child = node.children.get(path)
+        if child is None:
+            child = ModuleNode(path, cls_name)
+            node.children[path] = child
+        node = child
+    return node
