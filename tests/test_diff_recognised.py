@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 from inspector.core.diff.run import diff_models
-from inspector.core.model.index import open_index
+from inspector.core.model.index import ModelIndex, open_index
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -47,3 +47,27 @@ def test_a_stripped_export_against_its_original_names_where_the_calls_come_from(
 def test_two_exports_with_their_metadata_have_no_such_line() -> None:
     d = diff_models(open_index(ZOO / "pair_scale_a.onnx"), open_index(ZOO / "pair_scale_b.onnx"))
     assert d.changes and not [c for c in d.changes if c.where == "fx metadata"]
+
+
+def test_the_second_side_indexed_like_the_first_keeps_its_calls_recognised(tmp_path: Path) -> None:
+    """B of a diff takes A's calls over where nodes are equal (``scan_like``): a call A's templates recognised stays
+    one on B, as B's own index finds it (it lost its templates and candidates, and B's count said 0: a diff of two
+    stripped exports then reported 'aten calls: 9 recognised by body template -> 9 from fx metadata')."""
+    from inspector.core.model.index import build_index
+    from inspector.core.model.loader import load_model
+
+    paths = []
+    for name in ("pair_eps_a", "pair_eps_b"):
+        model = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
+        assert strip(model) > 0
+        paths.append(tmp_path / f"{name}.onnx")
+        onnx.save(model, str(paths[-1]))
+    a = open_index(paths[0])
+    like, alone = build_index(load_model(paths[1]), like=a), open_index(paths[1])
+    assert like.followed is a
+
+    def calls(index: ModelIndex) -> list[tuple[object, ...]]:
+        return sorted((c.target, c.node_paths, c.recognised, c.candidates) for c in index.provenance.calls)
+
+    assert calls(like) == calls(alone) and like.provenance.recognised == alone.provenance.recognised == 9
+    assert not [c for c in diff_models(a, like).changes if c.where == "fx metadata"]

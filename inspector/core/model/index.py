@@ -272,6 +272,9 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     prov = build_provenance(proto, scanned)
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
     maps = _recognise(proto, prov, histogram)
+    if followed is not None and like is not None and like.provenance.recognised:
+        # calls that ``like``'s templates recognised, taken over where the nodes are equal, are this side's too
+        prov.recognised = sum(1 for c in prov.calls if c.recognised)
     total = sum(scanned.node_counts.values())
     main_nodes = len(proto.graph.node)
     if fidx.functions:

@@ -68,8 +68,9 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
         if before is not None:  # the same nodes as a call of another model, whose head was read (scan_like)
             calls.append(AtenCall(fx_text, before.name, before.raw_target, before.target, scope, paths, first[key],
                                   tuple(rules[key]) if key in rules else (),
-                                  scopes.get(key, "") if scanned.scopes_read else None))
-            continue
+                                  scopes.get(key, "") if scanned.scopes_read else None,
+                                  recognised=before.recognised, candidates=before.candidates))
+            continue  # (a call recognised by template stays one: the same nodes fit the same templates)
         head = fx_head(fx_text)
         if head is None:
             damaged.append(fx_text)
