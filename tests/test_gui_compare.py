@@ -166,7 +166,7 @@ def test_the_compare_menu_exports_the_diff_and_the_report(qtbot, compare: Compar
     _load(qtbot, compare, FIXTURES / "dynamo_block.onnx", FIXTURES / "dynamo_block_h4.onnx")
     menu = compare.menuBar().actions()[0].menu()
     assert [a.text() for a in menu.actions() if a.text()] == [
-        "Export &Diff…", "Export &Report with the Diff…", "&Close"]
+        "Export &Diff…", "Export &Report with the Diff…", "&Close", "&Quit"]
     out = tmp_path / name
     asked = []
     monkeypatch.setattr(QFileDialog, "getSaveFileName",

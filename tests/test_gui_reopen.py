@@ -181,3 +181,16 @@ def test_quit_closes_the_comparisons_it_opened_with_the_main_window(qtbot, windo
     assert not window.isVisible() and not compare.isVisible() and not overload.isVisible()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     assert not shiboken6.isValid(compare) and not shiboken6.isValid(overload)
+
+
+def test_quit_in_a_comparison_closes_every_window(qtbot, window: MainWindow):
+    """File > Quit in the compare window (the only window of ``onnx-inspector A B``) closes it and the main window."""
+    with qtbot.waitSignal(window.model_loaded, timeout=30000):
+        window.open_path(FIXTURES / "dynamo_block.onnx")
+    compare = window.open_compare(FIXTURES / "dynamo_block_h4.onnx")
+    assert compare is not None
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        pass
+    quit_action = next(a for m in compare.menuBar().findChildren(QMenu) for a in m.actions() if a.text() == "&Quit")
+    quit_action.trigger()
+    assert not compare.isVisible() and not window.isVisible()

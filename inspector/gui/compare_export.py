@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QMenuBar, QStatusBar, QWidget
+from PySide6.QtWidgets import QApplication, QMenuBar, QStatusBar, QWidget
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.review.check import load_reviews
@@ -46,12 +46,15 @@ REPORT_FILTER = "HTML (*.html);;Markdown (*.md);;JSON (*.json);;PDF (*.pdf)"
 
 
 def build_compare_menu(window: ExportingWindow) -> None:
-    """File: Export Diff (Ctrl+E), Export Report with the diff (Ctrl+Shift+E), Close (Ctrl+W)."""
+    """File: Export Diff (Ctrl+E), Export Report with the diff (Ctrl+Shift+E), Close (Ctrl+W), Quit (Ctrl+Q: every
+    window of the app, as from the main window; ``onnx-inspector A B`` opens this window alone, and Ctrl+Q did
+    nothing there)."""
     menu = window.menuBar().addMenu("&File")
     add_action(menu, "Export &Diff…", QKeySequence("Ctrl+E"), lambda: _ask(window, "diff"))
     add_action(menu, "Export &Report with the Diff…", QKeySequence("Ctrl+Shift+E"), lambda: _ask(window, "report"))
     menu.addSeparator()
     add_action(menu, "&Close", QKeySequence.StandardKey.Close, window.close)
+    add_action(menu, "&Quit", QKeySequence.StandardKey.Quit, QApplication.closeAllWindows)
 
 
 def _ask(window: ExportingWindow, what: str) -> None:
