@@ -303,7 +303,7 @@ def test_a_pair_differing_inside_an_if_branch(tmp_path: Path, change: Change, mo
 def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:
     """The diff of ``a`` and ``b`` with each side cut on its own, as if B were not mostly A."""
     with monkeypatch.context() as m:
-        m.setattr(Side, "pair", classmethod(lambda cls, x, y: (cls(x), cls(y))))
+        m.setattr(Side, "pair", classmethod(lambda cls, x, y, progress=None: (cls(x), cls(y))))
         own = diff_models(a, b)
     return own
 

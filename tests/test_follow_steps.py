@@ -1,9 +1,11 @@
-"""The pair cut's loops over a whole side run ``STEP`` nodes at a time (so that the app's GUI thread gets the
-interpreter between steps while a diff runs behind it: one C loop over 100k nodes held it 165-370 ms). Stepped or
-not, they give the same: the producer of every value, and the diff of an edited pair."""
+"""With a checkpoint (``core.util.progress``), the pair cut's passes over a whole side run ``STEP`` nodes at a time,
+the checkpoint after each (the app passes its job's: one C loop over 100k nodes held the interpreter 165-370 ms while
+the GUI thread waited). Stepped or not, they give the same: the producer of every value, and the diff of an edited
+pair."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -34,9 +36,12 @@ def _naive_producers(nodes: list[onnx.NodeProto]) -> dict[str, int] | None:
 def test_producers_in_steps_are_every_value_s_producer(monkeypatch, name: str, step: int):
     monkeypatch.setattr(follow, "STEP", step)
     nodes = list(onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False).graph.node)
-    assert follow._producers(nodes) == _naive_producers(nodes)
+    steps: list[int] = []
+    assert follow._producers(nodes, lambda done, total: steps.append(done)) == _naive_producers(nodes)
+    assert steps == [min(k + step, len(nodes)) for k in range(0, len(nodes), step)]
+    assert follow._producers(nodes) == _naive_producers(nodes)  # without a checkpoint: one loop
     twice = [*nodes, nodes[len(nodes) // 2]]  # a value made twice: no map
-    assert follow._producers(twice) is None
+    assert follow._producers(twice, lambda done, total: None) is None and follow._producers(twice) is None
 
 
 def test_an_edited_pair_diffs_the_same_in_steps_of_three(monkeypatch, tmp_path: Path):
@@ -50,13 +55,16 @@ def test_an_edited_pair_diffs_the_same_in_steps_of_three(monkeypatch, tmp_path: 
     b = tmp_path / "b.onnx"
     onnx.save(model, str(b))
 
-    def diff() -> str:
+    checked: list[int] = []
+
+    def diff(progress: Callable[[int, int], None] | None) -> str:
         ia = build_index(load_model(ZOO / "llama_gqa.onnx"))
         ib = build_index(load_model(b), like=ia)
         assert follow.cut_pair(ia, ib)[2] is not None  # cut as a pair, the loops above run
-        return render_diff(diff_models(ia, ib), "json")
+        return render_diff(diff_models(ia, ib, progress=progress), "json")
 
-    whole = diff()
+    whole = diff(None)
     monkeypatch.setattr(follow, "STEP", 3)
-    assert diff() == whole
+    assert diff(lambda done, total: checked.append(done)) == whole
+    assert len(checked) > 30
     assert "\"equal\": false" in whole and "value_changed" in whole

@@ -68,7 +68,7 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
     kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
     maps = {id(ia): ia.graph_maps(progress=checkpoint), id(ib): ib.graph_maps(progress=checkpoint)}
-    return Pair(ia, ib, diff_models(ia, ib, keep=kept), maps,
+    return Pair(ia, ib, diff_models(ia, ib, keep=kept, progress=checkpoint), maps,
                 {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept,
                 (graph_values(ia.proto.graph), graph_values(ib.proto.graph)))  # a box's details: off the GUI thread
 

@@ -38,22 +38,25 @@ from onnx import NodeProto
 from inspector.core.diff.cut import UNREAD, GraphCut, Unit
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.scan_like import unequal_nodes
+from inspector.core.util.progress import Progress
 
-STEP = 4096  # nodes per C loop over a side: between two, another thread (the app's GUI thread) takes the interpreter;
-# one loop over 100k nodes held it for 165-370 ms (the app's compare at 100k: a 162 ms stall in make bench)
+STEP = 4096  # nodes per step of a pass over a whole side with a checkpoint (``core.util.progress``): one C loop over
+# 100k nodes held the interpreter for 165-370 ms while the app's GUI thread waited (its compare at 100k, make bench)
 WINDOW = 256  # nodes after a unit where a reader of its outputs is looked for, before counting the side's reads
 WITNESSED = 32  # units of a side whose outputs are looked for so; past them, the side's reads are counted
 _INPUTS, _OUTPUTS, _NODE_PATHS = attrgetter("input"), attrgetter("output"), attrgetter("node_paths")
 
 
-def cut_pair(a: ModelIndex, b: ModelIndex) -> tuple[GraphCut, GraphCut, Follow | None]:
+def cut_pair(a: ModelIndex, b: ModelIndex,
+             progress: Progress | None = None) -> tuple[GraphCut, GraphCut, Follow | None]:
     """The cuts of a diff's two sides: as a pair when ``b`` is mostly ``a`` at equal places (see the module doc),
-    with the pair; else each a cut of its own, and None."""
+    with the pair; else each a cut of its own, and None. ``progress``: a checkpoint (``core.util.progress``), in
+    nodes: the pair's passes over a whole side then read ``STEP`` nodes at a time, with ``progress`` after each."""
     ca, cb = GraphCut(a, alone=False), GraphCut(b, alone=False, calls=False)
     shared = _share_units(ca, cb)
     if not shared:
         cb.cut_calls()
-    follow = Follow.make(ca, cb, shared)
+    follow = Follow.make(ca, cb, shared, progress)
     if follow is None:
         if shared:
             cb.cut_calls()
@@ -82,8 +85,9 @@ def _share_units(a: GraphCut, b: GraphCut) -> bool:
 class Follow:
     """Two cuts of one layout (``a`` and ``b``, whose main-graph nodes differ at ``differ`` only)."""
 
-    def __init__(self, a: GraphCut, b: GraphCut, differ: list[int]) -> None:
+    def __init__(self, a: GraphCut, b: GraphCut, differ: list[int], progress: Progress | None = None) -> None:
         self.a, self.b = a, b
+        self._progress = progress  # (also for the passes made later, when a unit is first used)
         self.differ = differ
         self._differ_set = set(differ)
         self.suspect: set[int] = set()  # units that may differ between the sides (see the module doc)
@@ -95,7 +99,7 @@ class Follow:
         self._graph_outputs: dict[int, set[str]] = {}
 
     @classmethod
-    def make(cls, a: GraphCut, b: GraphCut, shared: bool = False) -> Follow | None:
+    def make(cls, a: GraphCut, b: GraphCut, shared: bool = False, progress: Progress | None = None) -> Follow | None:
         """Finish ``a`` and ``b`` (cut with their calls' units only; ``shared``: b's are a's, ``_share_units``) as a
         pair; None when the pair does not cover them (they are left as they were)."""
         if a.functions or b.functions or not a.n_calls or a.n_calls != b.n_calls \
@@ -106,7 +110,7 @@ class Follow:
         differ = b.index.unequal if b.index.followed is a.index else unequal_nodes(nodes_b, nodes_a)
         if differ is None:
             return None
-        follow = cls(a, b, differ)
+        follow = cls(a, b, differ, progress)
         # the differing nodes that differ in more than names, metadata and doc strings: only these can make a unit
         # read, bake in or keep other values (a re-export after an edit moves the stack traces of many nodes)
         reshaped = follow.reshaped = [i for i in differ if not _same_structure(nodes_a[i], nodes_b[i])]
@@ -114,7 +118,7 @@ class Follow:
         outs_b = {i: list(nodes_b[i].output) for i in reshaped}
         moved = [i for i in reshaped if outs_a[i] != outs_b[i]]
         touched, standing = follow._standing(outs_a, outs_b, moved)
-        producer_a = _producers(nodes_a)
+        producer_a = _producers(nodes_a, progress)
         if producer_a is None:
             return None
         # b's producers: a's, with the outputs of the differing nodes that changed replaced (a's have one producer
@@ -208,7 +212,8 @@ class Follow:
         for cut in (self.a, self.b):
             nodes = cut.graph.node
             if not cut.nested and all(names.isdisjoint(nodes[i].input) for i in self.differ):
-                return all(names.isdisjoint(chain.from_iterable(map(_INPUTS, part))) for part in _parts(nodes))
+                return all(names.isdisjoint(chain.from_iterable(map(_INPUTS, part)))
+                           for part in _parts(nodes, self._progress))
         return False
 
     def resolve_on_use(self, cut: GraphCut, uid: int) -> None:
@@ -276,7 +281,7 @@ class Follow:
                             return found
             reads_of = _INPUTS if not cut.nested else cut.reads_of
             counts = self._counts[key] = Counter()
-            for part in _parts(nodes):
+            for part in _parts(nodes, self._progress):
                 counts.update(chain.from_iterable(map(reads_of, part)))
         own: dict[int, Counter[str]] = {}  # what the maker's own nodes read
         for o in outputs:
@@ -315,19 +320,24 @@ class Follow:
         return out
 
 
-def _parts(nodes: Sequence[NodeProto]) -> Iterator[Sequence[NodeProto]]:
-    """``nodes`` ``STEP`` at a time, for C loops that leave the interpreter to other threads between steps."""
-    for start in range(0, len(nodes), STEP):
+def _parts(nodes: Sequence[NodeProto], progress: Progress | None) -> Iterator[Sequence[NodeProto]]:
+    """``nodes`` whole (one C loop each), or with a checkpoint ``STEP`` at a time, ``progress`` after each step."""
+    if progress is None:
+        yield nodes
+        return
+    total = len(nodes)
+    for start in range(0, total, STEP):
         yield nodes[start:start + STEP]
+        progress(min(start + STEP, total), total)
 
 
-def _producers(nodes: Sequence[NodeProto]) -> dict[str, int] | None:
+def _producers(nodes: Sequence[NodeProto], progress: Progress | None = None) -> dict[str, int] | None:
     """Value name -> the node that makes it, made in C loops (0.12 s at 100k nodes, against 0.25 for reading each
     node's outputs into lists); None when a value has several producers."""
     outputs: list[Sequence[str]] = []
     names: list[str] = []
     producer: dict[str, int] = {}
-    for part in _parts(nodes):
+    for part in _parts(nodes, progress):
         first, first_name = len(outputs), len(names)
         outputs.extend(map(_OUTPUTS, part))
         names.extend(chain.from_iterable(outputs[first:]))

@@ -15,6 +15,7 @@ from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.loader import ReadBuffer, load_model
+from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import retry_repaired
 
 
@@ -34,22 +35,24 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
 
 
 def diff_models(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None = None,
-                keep: list[object] | None = None) -> ModelDiff:
+                keep: list[object] | None = None, progress: Progress | None = None) -> ModelDiff:
     """The structural diff of two indexed models. ``keep``: a list that takes what the diff built (each side's
-    units) instead of freeing it, for a process that ends next (``inspector.commands``)."""
+    units) instead of freeing it, for a process that ends next (``inspector.commands``). ``progress``: a checkpoint
+    (``core.util.progress``) between the steps of the passes over a whole model (``diff.follow``)."""
     sides: list[Side] = []
     try:
-        return retry_repaired(lambda: _run(a, b, catalogue, sides), a.proto, b.proto)
+        return retry_repaired(lambda: _run(a, b, catalogue, sides, progress), a.proto, b.proto)
     finally:
         if keep is not None:
             keep += sides
 
 
-def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides: list[Side]) -> ModelDiff:
+def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides: list[Side],
+         progress: Progress | None = None) -> ModelDiff:
     protected = [*a.protected_files(), *b.protected_files()]
     flat_a, flat_b = a, b
     a, b, inlined, module_side = inline_module_folds(a, b)  # a module fold is compared with its calls inlined
-    A, B = Side.pair(a, b)  # cut as a pair when B is mostly A: what they share is not read (diff.follow)
+    A, B = Side.pair(a, b, progress)  # cut as a pair when B is mostly A: what they share is not read (diff.follow)
     sides += (A, B)
     pairs = UnitPairs(A, B)
     matcher = Matcher(pairs)

@@ -23,6 +23,7 @@ from inspector.core.model.graph import GraphMaps, captured_names
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import may_have_subgraphs
+from inspector.core.util.progress import Progress
 
 
 class Side:
@@ -65,10 +66,10 @@ class Side:
         self.links = SideLinks(self.graph, self._aten_units, cut)  # what the link rules read (value labels)
 
     @classmethod
-    def pair(cls, a: ModelIndex, b: ModelIndex) -> tuple[Side, Side]:
+    def pair(cls, a: ModelIndex, b: ModelIndex, progress: Progress | None = None) -> tuple[Side, Side]:
         """The two sides of a diff of ``a`` and ``b``, cut as a pair when ``b`` is mostly ``a``
-        (``inspector.core.diff.follow``)."""
-        cut_a, cut_b, follow = cut_pair(a, b)
+        (``inspector.core.diff.follow``; ``progress``: its checkpoint)."""
+        cut_a, cut_b, follow = cut_pair(a, b, progress)
         return cls(a, cut_a, follow), cls(b, cut_b, follow)
 
     @property
