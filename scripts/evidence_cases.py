@@ -72,6 +72,7 @@ STRINGS: dict[str, list[str]] = {
     "interpolation": ["linear", "lower", "higher", "midpoint", "nearest"],
 }
 DTYPES = [torch.float64, torch.float16, torch.int32]
+NUMBER_TYPES = ("Scalar", "number", "float")  # parameters that torchlib may compare with their default
 ENUMS = ("layout", "memory_format", "device", "pin_memory", "generator", "non_blocking")
 
 _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4,), "running_var": (4,)}
@@ -380,6 +381,13 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: None})))
                 out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: None, q: v}))
                                  for q, options in choices.items() if q != p.name for v in options[1:]]
+        for p in params:  # a number at its default (alpha=1): torchlib's trace_only code tests the value against it
+            # and leaves the Mul out (``add.Tensor`` of two tensors is one Add), so that body is a template of its own
+            if p.base_type in NUMBER_TYPES and p.has_default and p.default is not None \
+                    and values.get(p.name) is not None and values[p.name] != p.default:
+                out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: p.default})))
+                out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: p.default, q: v}))
+                                 for q, options in choices.items() if q != p.name for v in options[1:]]
         for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
             out.variants.append((f"#with_{k}", Call(fn, kind, params,
                                                     {**values, **{q: _tensor(spec) for q, spec in given.items()}})))
@@ -388,13 +396,15 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
                 for given in [{}, *rec.get("with", ())]:
                     tensors = {r: _tensor(spec) for r, spec in given.items()}
                     out.variants.append((f"#value_{q}", Call(fn, kind, params, {**values, q: v, **tensors})))
-    first = next((p for p in params if isinstance(values.get(p.name), torch.Tensor)), None)
-    if first is not None:
-        t = values[first.name]
+    # an input dimension changed: the first tensor's, and for the templates each other tensor's (a convolution's
+    # kernel_shape is its weight's shape: without this, a template of a 3x3 convolution matched no other kernel)
+    shaped = [p for p in params if isinstance(values.get(p.name), torch.Tensor)][: None if templates else 1]
+    for p in shaped:
+        t = values[p.name]
         if t.dim() >= 1 and t.dtype.is_floating_point:
             bigger = list(t.shape)
             bigger[-1] += 2
-            out.variants.append(("#shape", Call(fn, kind, params, {**values, first.name: _tensor(tuple(bigger))})))
+            out.variants.append(("#shape", Call(fn, kind, params, {**values, p.name: _tensor(tuple(bigger))})))
     try:  # the base must run eagerly, or the export cannot
         with torch.no_grad():
             base.invoke(base.tensors)
