@@ -192,6 +192,19 @@ class Call:
                 out.extend(v)
         return out
 
+    @property
+    def tensor_params(self) -> list[str]:
+        """The parameter of each of ``tensors``, in their order (the export's graph inputs ``tensors_0``, ...): what
+        the body template catalogue names each outside tensor by."""
+        out: list[str] = []
+        for p in self.params:
+            v = self.values.get(p.name)
+            if isinstance(v, torch.Tensor):
+                out.append(p.name)
+            elif isinstance(v, list) and v and all(isinstance(x, torch.Tensor) for x in v):
+                out.extend([p.name] * len(v))
+        return out
+
     def invoke(self, tensors: Sequence[torch.Tensor]) -> Any:
         it = iter(tensors)
         args: list[Any] = []

@@ -137,9 +137,16 @@ def export_unoptimised(target: str, work: Path) -> int:
                     break
         if (work / "base.onnx").is_file():
             (work / "variants.json").write_text(json.dumps({"optimize": False, "variants": {
-                f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}}), encoding="utf-8")
+                f"v{k}": what for k, (what, _call) in enumerate(plan.variants)},
+                "tensors": tensor_params(plan)}), encoding="utf-8")
         keep_exports(target, work, folder)
     return done
+
+
+def tensor_params(plan: cases.Plan) -> dict[str, list[str]]:
+    """Per export of ``plan`` (``base``, ``v0``, ...), the parameter of each graph input ``tensors_<k>``."""
+    return {"base": plan.base.tensor_params,
+            **{f"v{k}": call.tensor_params for k, (_what, call) in enumerate(plan.variants)}}
 
 
 def run_both(target: str, work: Path) -> dict[str, Any]:
@@ -221,7 +228,8 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
     variants: dict[str, list[Observation]] = {}
     failed: dict[str, str] = {}
     (work / "variants.json").write_text(json.dumps({"optimize": optimize, "variants": {
-        f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}}), encoding="utf-8")
+        f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}, "tensors": tensor_params(plan)}),
+        encoding="utf-8")
     for k, (what, call) in enumerate(plan.variants):
         path = work / f"v{k}.onnx"
         try:
