@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,6 +60,7 @@ class Cut:
     constants: list[Any]
     outputs: list[tuple[int, int]]
     places: dict[tuple[str, int | str], str] = field(default_factory=dict)  # slot -> "Op.attr" / "Op[k]"
+    outside: list[str] = field(default_factory=list)  # the value of each outside tensor (``x`` operand), in order
 
     def structure(self) -> str:
         return json.dumps([[n.domain, n.op_type, [[r.kind, r.a, r.b] for r in n.inputs], [k for k, _ in n.attributes],
@@ -113,6 +115,8 @@ def cut(path: Path, target: str) -> Cut | None:
                 out.places.setdefault(("c", slot_of[v]), f"{n.op_type}[{k}]")
                 refs.append(Ref("c", slot_of[v]))
             else:
+                if v not in outside:
+                    out.outside.append(v)
                 refs.append(Ref("x", outside.setdefault(v, len(outside))))
         j = len(out.nodes)
         attrs = tuple(sorted((a.name, Slot(canonical_attribute(a))) for a in n.attribute))
@@ -231,6 +235,7 @@ def _parameter(what: str) -> str:
 def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     target = ""
     cuts: list[tuple[str, Cut]] = []
+    names: dict[int, tuple[str, ...]] = {}  # per cut: the parameter of each outside tensor
     # the optimised exports first (the base call's structure is the first group: its masks are inherited), then the
     # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
     for plan in sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: (p.name.startswith("noopt"), p.name)):
@@ -244,6 +249,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
             got = cut(path, target)
             if got is not None:
                 cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
+                names[id(got)] = parameters_of(got, info.get("tensors", {}).get(f, []))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))
@@ -262,8 +268,32 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                                                  for name, s in n.attributes))
                      for j, n in enumerate(nodes)]
         out.append(Template(f"{observed}#{k}", observed, tuple(nodes), tuple(consts),
-                            tuple(group[0][1].outputs)))
+                            tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group])))
     return out
+
+
+TENSOR_INPUT = re.compile(r"tensors_(\d+)")  # the one-op module's graph inputs: forward(*tensors)
+
+
+def parameters_of(c: Cut, given: list[str]) -> tuple[str, ...]:
+    """The parameter each outside tensor of ``c`` was passed as: graph input ``tensors_<k>`` is the k-th tensor the
+    generator passed (``given``, from ``variants.json``); "" for any other value."""
+    out: list[str] = []
+    for v in c.outside:
+        m = TENSOR_INPUT.fullmatch(v)
+        k = int(m.group(1)) if m else -1
+        out.append(given[k] if 0 <= k < len(given) else "")
+    return tuple(out)
+
+
+def agreed(per_export: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The parameters of a template's outside tensors where every export of its group agrees ("" elsewhere)."""
+    known = [p for p in per_export if p]
+    if not known:
+        return ()
+    width = max(map(len, known))
+    return tuple(p if all(len(q) == width and q[k] == p for q in known) else ""
+                 for k, p in enumerate(known[0] + ("",) * (width - len(known[0]))))
 
 
 def functional_copy(target: str) -> bool:

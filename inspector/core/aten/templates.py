@@ -79,6 +79,9 @@ class Template:
     nodes: tuple[TemplateNode, ...]
     constants: tuple[Slot, ...]
     outputs: tuple[tuple[int, int], ...]  # (node, output) pairs the body hands out, in order
+    # the aten parameter each outside tensor (``x`` operand) was passed as in the one-op export ("" where not known):
+    # what a recognised call binds its tensors to (``aten::add.Tensor(self=mean, other=...)``)
+    tensors: tuple[str, ...] = ()
 
     @property
     def sink(self) -> int:
@@ -176,15 +179,20 @@ def parse_template(line: str) -> Template:
     for j, node in enumerate(nodes):
         if any(r.kind == "n" and not 0 <= r.a < j for r in node.inputs):
             raise ValueError("not in topological order")
+    tensors = raw.get("xp", [])
+    if not isinstance(tensors, list) or not all(isinstance(p, str) for p in tensors):
+        raise ValueError("bad tensor parameters")
     return Template(str(raw["name"]), str(raw["target"]), tuple(nodes),
-                    tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]))
+                    tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]),
+                    tuple(tensors))
 
 
 def template_json(t: Template) -> str:
     nodes = [[n.domain, n.op_type, [[r.kind, r.a, r.b] for r in n.inputs],
               {k: slot_json(s) for k, s in n.attributes}, n.outputs] for n in t.nodes]
     return json.dumps({"name": t.name, "target": t.target, "nodes": nodes,
-                       "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs]},
+                       "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs],
+                       **({"xp": list(t.tensors)} if any(t.tensors) else {})},
                       sort_keys=True, separators=(",", ":"))
 
 
