@@ -196,6 +196,16 @@ def template_json(t: Template) -> str:
                       sort_keys=True, separators=(",", ":"))
 
 
+def template_named(name: str) -> Template | None:
+    """The shipped template called ``name`` (``aten::add.Tensor#2``), None if there is none."""
+    return _by_name().get(name)
+
+
+@functools.lru_cache(maxsize=1)
+def _by_name() -> dict[str, Template]:
+    return {t.name: t for t in load_templates()}
+
+
 @functools.lru_cache(maxsize=1)
 def load_templates() -> tuple[Template, ...]:
     """The shipped catalogue (empty when the file is missing)."""

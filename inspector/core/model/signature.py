@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import onnx
@@ -36,7 +36,41 @@ class CallSignature:
 
 
 def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> CallSignature:
-    return signature_of(call.target, call.fx, catalogue or SchemaCatalogue.default())
+    fx = call.fx
+    if call.recognised and len(call.candidates) == 1 and fx is not None:
+        tensors = recognised_tensors(call)
+        if tensors:
+            fx = replace(fx, kwargs={**tensors, **fx.kwargs})
+    return signature_of(call.target, fx, catalogue or SchemaCatalogue.default())
+
+
+def recognised_tensors(call: AtenCall) -> dict[str, Any]:
+    """The tensor arguments of a call recognised by body template, by parameter: each outside tensor of its template
+    named by the parameter the generator passed it as (``Template.tensors``), read from the call's first node. Only
+    where that is certain: the template's first node is the call's first node (same operator and operand count) and
+    reads every outside tensor; otherwise none (the signature shows those parameters as missing, as before)."""
+    from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
+
+    node = call.first_node
+    t = next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
+    if t is None or node is None or not t.nodes:
+        return {}
+    head = t.nodes[0]
+    outside = {r.a for n in t.nodes for r in n.inputs if r.kind == "x"}
+    if (node.op_type, node.domain) != (head.op_type, head.domain) or len(node.input) != len(head.inputs) \
+            or outside != {r.a for r in head.inputs if r.kind == "x"}:
+        return {}
+    out: dict[str, Any] = {}
+    for ref, value in zip(head.inputs, node.input):
+        param = t.tensors[ref.a] if ref.kind == "x" and ref.a < len(t.tensors) else ""
+        if not param or not value:
+            continue
+        got = out.get(param)
+        if got is None:
+            out[param] = TensorRef(as_text(value))
+        else:  # a list parameter (``cat``'s tensors): each tensor in order
+            out[param] = [*(got if isinstance(got, list) else [got]), TensorRef(as_text(value))]
+    return out
 
 
 def signature_of(target: str, fx: FxNode | None, cat: SchemaCatalogue) -> CallSignature:
