@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, filterfalse
 from operator import attrgetter
 from typing import TypeVar
 
@@ -126,15 +126,18 @@ class GraphMaps:
 
     @property
     def unread(self) -> frozenset[str]:
-        """Values some node makes that nothing reads and that are not graph outputs, made in C on first use (0.03 s
+        """Values some node makes that nothing reads and that are not graph outputs, made in C on first use (0.013 s
         at 100k nodes): a group key tests a node's outputs against it once (0.2 us) instead of each output's read
         count (1.0 us a call; CPU, the 73k one-node calls of the Llama replica)."""
         if self._unread is None:
             # a pass over every node, so in the steps of the maps' checkpoint, as the maps were read: a caller's
-            # checkpoint runs between two steps, never after one call over 100k outputs (15-30 ms in C)
+            # checkpoint runs between two steps, never after one call over 100k outputs (15-30 ms in C). Only the
+            # outputs nothing reads are kept: one pass, where every output taken and every read name taken out again
+            # (a copy of the 111k read names, in steps too) cost 0.022 s at 100k, this 0.013 s (CPU, best of 9)
             made: set[str] = set()
-            _in_steps(self.outputs, lambda piece: made.update(chain.from_iterable(piece)), self._progress)
-            _in_steps(list(self.read_count), made.difference_update, self._progress)
+            read = self.read_count.__contains__
+            _in_steps(self.outputs, lambda piece: made.update(filterfalse(read, chain.from_iterable(piece))),
+                      self._progress)
             made.difference_update(self.graph_outputs)
             made.discard("")
             self._unread = frozenset(made)
