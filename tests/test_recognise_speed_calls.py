@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from inspector.core.aten.templates import Template, load_templates
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import open_index
 from inspector.core.model.keys import MAIN
-from inspector.core.model.recognise import onnx_opset, recognised_calls
+from inspector.core.model.recognise import Matcher, onnx_opset, recognised_calls
 from inspector.core.model.recognise_attributes import NodeAttributes
 from inspector.core.model.recognise_call import RecognisedCall
 from inspector.core.model.recognise_constants import CONSTANT
@@ -94,3 +96,26 @@ def test_constant_nodes_of_one_number_keep_their_own_values() -> None:
     attributes = NodeAttributes(graph, 18, full, keys)
     assert attributes.of(0) != attributes.of(1)
     assert attributes.of(0) == NodeAttributes(graph, 18).of(0) and attributes.of(1) == NodeAttributes(graph, 18).of(1)
+
+
+def test_on_the_llama_replica_every_multi_node_template_tried_fits() -> None:
+    """The stripped 8x Llama replica (``benchmarks/replicate.py``, 64 layers): the nodes feeding a multi-node
+    template's last node are judged with their constants before a try (``Matcher._feeders``), so each try there is a
+    call found (add.Tensor with alpha, tried at each rotary Add whose Mul reads a cos table, no longer is)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from replicate import replicate
+
+    model = replicate(onnx.load(str(ZOO / "llama_gqa.onnx"), load_external_data=False), 64)
+    strip(model)
+    tried: list[str] = []
+
+    class Trying(Matcher):
+        def _match(self, t: Template, anchor: int, least: int = 2) -> Any:
+            if least > 1:
+                tried.append(t.name)
+            return super()._match(t, anchor, least)
+
+    found = Trying(model.graph, GraphMaps(model.graph), set(), load_templates(), onnx_opset(model)).run()
+    multi = [r for r in found if len(r.nodes) > 1]
+    assert len(tried) == len(multi) > 0
+    assert "aten::add.Tensor#2" not in tried and sorted(set(tried)) == sorted({r.templates[0] for r in multi})

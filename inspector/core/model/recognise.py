@@ -55,16 +55,11 @@ from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphCon
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
-    chain_of_calls,
     computable,
-    connected,
     foldable,
-    leaf,
-    matched_as,
     most_specific,
+    prepare,
     reads,
-    template_key,
-    with_defaults,
     without_aliases,
 )
 
@@ -114,7 +109,7 @@ class Matcher:
         """``opset``: the graph's ONNX opset, whose attribute defaults are filled in on both sides of a match
         (``recognise_templates.attribute_defaults``; None: none are)."""
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
-        prepared = _prepared(templates, opset)
+        prepared = prepare(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
         self.written, self._leaves = prepared.written, prepared.leaves
         self._keys, kinds, full = node_keys(graph, maps, opset)
@@ -134,7 +129,7 @@ class Matcher:
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
-        self._deep: dict[tuple[int, tuple[int, ...]], list[list[Template]]] = {}  # (``_feeders``)
+        self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
 
     def run(self) -> list[Recognised]:
@@ -335,30 +330,34 @@ class Matcher:
 
     def _feeders(self, g: int, groups: list[list[Template]]) -> list[list[Template]]:
         """Of the multi-node groups plausible at node ``g`` (``_groups``), those whose nodes feeding the last one could
-        be the nodes making ``g``'s operands: their key and fixed attributes, and what makes their own operands where
-        they read another node's (``_plausible`` one node up). A function of the signatures of ``g`` and of the nodes
-        making its operands, so worked out once per such tuple (the 100k Llama replica's rotary Adds: 15.6k tries of
-        five templates, none of which could fit, out of 21.9k)."""
-        producer, nodes, sids = self.maps.producer, self.constants.nodes, self._sids
-        makers = tuple([sids[h] if (h := producer.get(v)) is not None and v not in nodes else -1
-                        for v in self.maps.inputs[g]])
+        be the nodes making ``g``'s operands: their key and fixed attributes, what makes their own operands and their
+        constants (``_plausible`` one node up). A function of the signatures of ``g`` and of the nodes making its
+        operands, worked out once per such tuple (the 100k Llama replica's rotary Adds: 15.6k tries of five templates
+        that could not fit, out of 21.9k); a leaf that cannot fit may be another call's, shared, so its group is tried
+        where it is taken (add.Tensor with alpha at those Adds, whose Mul reads a cos table: 3.1k tries fewer)."""
+        producer, nodes, sids, ins = self.maps.producer, self.constants.nodes, self._sids, self.maps.inputs[g]
+        makers = tuple([sids[h] if (h := producer.get(v)) is not None and v not in nodes else -1 for v in ins])
         key = (sids[g], makers)
         got = self._deep.get(key)
         if got is None:
-            got = self._deep[key] = [group for group in groups if self._feeders_fit(group[0], g)]
-        return got
+            got = self._deep[key] = [(gr, n) for gr in groups if (n := self._feeders_fit(gr[0], g)) is not None]
+        return [group for group, need in got if all(producer[ins[k]] in self.taken for k in need)]
 
-    def _feeders_fit(self, t: Template, g: int) -> bool:
-        keys, leaves = self._template_keys[t.name], self._leaves[t.name]
-        for ref, value in zip(t.nodes[-1].inputs, self.maps.inputs[g]):
+    def _feeders_fit(self, t: Template, g: int) -> tuple[int, ...] | None:
+        """None if ``t`` cannot fit at ``g``, else the operands whose makers must be taken (shared) for it to fit."""
+        keys, leaves, need = self._template_keys[t.name], self._leaves[t.name], []
+        for k, (ref, value) in enumerate(zip(t.nodes[-1].inputs, self.maps.inputs[g])):
             h = self.maps.producer.get(value) if ref.kind == "n" else None
             if h is None or value in self.constants.nodes:
                 continue  # (not a node's: folded, or no match, as ``_match`` decides)
             if self._keys[h] != keys[ref.a] or not self.attributes.fixed_fit(t, h, ref.a):
-                return False
-            if not leaves[ref.a] and not _plausible(t, keys, list(self._context(self._sids[h])), node=ref.a):
-                return False  # (a leaf may be another call's, shared: its operands are not walked)
-        return True
+                return None
+            if not _plausible(t, keys, list(self._context(self._sids[h])), node=ref.a) \
+                    or not _constants_fit(t, ref.a, self.maps.inputs[h], self.constants):
+                need.append(k)  # (where a leaf: it must be taken)
+                if not leaves[ref.a]:
+                    return None
+        return tuple(need)
 
     def _context(self, sid: int) -> tuple[object, ...]:
         """What makes each operand of the nodes of signature ``sid``: the producer's key, a constant ``c``, an
@@ -389,10 +388,6 @@ class Matcher:
             self._one_node[sid] = got
         return got
 
-    def key(self, g: int) -> Key:
-        """Node ``g``'s key."""
-        return self._keys[g]
-
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
         if self._keys[g] != self._template_keys[t.name][j]:
             return False
@@ -406,55 +401,6 @@ class Matcher:
             elif attrs[name] != slot.value:
                 return False
         return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """What the matcher reads of a catalogue, worked out once per catalogue (not per model)."""
-
-    by_sink: dict[Key, list[list[Template]]]  # groups of one structure, by their last node's key, larger first
-    keys: dict[str, list[Key]]  # template -> its nodes' keys
-    chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
-    foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (``foldable``)
-    written: dict[str, list[frozenset[str]]]  # template -> the attributes each node writes (before ``with_defaults``)
-    leaves: dict[str, list[bool]]  # template -> which of its nodes read only outside values and constants (``leaf``)
-
-
-_PREPARED: list[tuple[Sequence[Template], int | None, _Prepared]] = []
-
-
-def _prepared(templates: Sequence[Template], opset: int | None = None) -> _Prepared:
-    """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
-    last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
-    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
-    one is one object, ``load_templates``)."""
-    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset:
-        return _PREPARED[0][2]
-    given = templates
-    written = {t.name: [frozenset(name for name, _s in n.attributes) for n in t.nodes] for t in templates}
-    templates = [with_defaults(t, opset) for t in templates]  # (the attributes left out at their defaults)
-    by_sink: dict[Key, list[list[Template]]] = {}
-    keys: dict[str, list[Key]] = {}
-    groups: dict[str, list[Template]] = {}
-    alone: dict[Key, list[Template]] = {}
-    for t in templates:
-        if len(t.nodes) == 1:
-            alone.setdefault(template_key(t.nodes[0]), []).append(t)
-    for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-        if connected(t):
-            keys[t.name] = [template_key(n) for n in t.nodes]
-            shape = matched_as(t)
-            if shape not in groups:
-                groups[shape] = []
-                by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
-            groups[shape].append(t)
-    # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
-    # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
-    folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
-    leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
-    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
-    _PREPARED[:] = [(given, opset, got)]
-    return got
 
 
 _Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
@@ -509,6 +455,12 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
                 what[1] == CONSTANT or (computable(t.constants[ref.a]) and what[1] in SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
     return made
+
+
+def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConstants) -> bool:
+    """Whether node ``j`` of ``t`` could read ``values`` where it reads a constant: it fits, or may be computed."""
+    return all(r.kind != "c" or computable(t.constants[r.a]) or constants.fits(t.constants[r.a], v)
+               for r, v in zip(t.nodes[j].inputs, values))
 
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
