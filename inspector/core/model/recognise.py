@@ -32,10 +32,9 @@ from the catalogue.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -284,14 +283,11 @@ class Matcher:
         exporter made it there; to the others it is shared."""
         members = set(m.nodes.values())
         maps, leaves = self.maps, self._leaves[t.name]
-        inside: Counter[str] | None = None  # what the body's nodes read, counted once (not per output and node)
         for j, g in list(m.nodes.items()):
             if j == len(t.nodes) - 1 or not leaves[j]:
                 continue
             read = [v for v in maps.outputs[g] if v and v in maps.read_count]
-            if inside is None and read:
-                inside = Counter(chain.from_iterable(map(maps.reads, members)))
-            if inside is not None and any(maps.read_count[v] > inside[v] for v in read) \
+            if any(maps.read_count[v] > _reads_of(maps, members, v) for v in read) \
                     and min(self._first_reader(v, g) for v in read) not in members:
                 del m.nodes[j]
                 m.shared.add(j)
@@ -455,6 +451,12 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
                 what[1] == CONSTANT or (computable(t.constants[ref.a]) and what[1] in SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
     return made
+
+
+def _reads_of(maps: GraphMaps, members: set[int], value: str) -> int:
+    """How often the nodes ``members`` read ``value`` (not absent: ``GraphMaps.reads`` of each, counted in C)."""
+    n = sum(map(list.count, map(maps.inputs.__getitem__, members), repeat(value)))
+    return n + sum(maps.captured[c].count(value) for c in members if c in maps.captured) if maps.captured else n
 
 
 def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConstants) -> bool:
