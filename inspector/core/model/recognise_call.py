@@ -2,9 +2,10 @@
 from the graph when asked instead of held.
 
 Why: a 100k-node export without fx metadata has some 73k recognised calls, and a protobuf node object held by each
-kept 73k more objects alive for the collector to walk while the matcher made them (its full collections: 0.17 s ->
-0.06 s of the matcher's CPU on the stripped 100k Llama replica, the summary 2.13 -> 2.0 s; best of 3). Nothing from
-the model is read here: the node is the graph's own object, as a scan's call holds it.
+kept 73k more objects alive for the collector to walk while the matcher made them (on the stripped 100k Llama
+replica, the matcher alone: its full collections 0.18 -> 0.06 s; in the summary's process, the summary 2.13-2.16 ->
+1.99-2.0 s of CPU, best of 3). Nothing from the model is read here: the node is the graph's own object, as a scan's
+call holds it.
 """
 
 from __future__ import annotations
