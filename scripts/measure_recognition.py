@@ -16,9 +16,15 @@ call's first input before comparing, where the model records it).
 ``--misses`` counts the missed multi-node calls by target, form (optimised export or ``_noopt``), body and what was
 found there instead (an ambiguous body and its candidates, other calls, nothing): the classes of misses to fix.
 
+``--speed FILE`` times the matcher in this process instead (CPU, best of ``--runs``) on an export (its torch metadata
+stripped first, as ``make bench`` strips the replica: ``benchmarks/_generated/llama_gqa_100000_stripped.onnx``), against
+``onnx.load`` of the file, with what its time is made of: the nodes' keys, their signatures, the multi-node and
+one-node passes, making the calls, and the collector's share of the whole (read off ``gc.callbacks``, not changed).
+
 Usage::
 
     .venv/bin/python scripts/measure_recognition.py [--wrong] [--misses]
+    .venv/bin/python scripts/measure_recognition.py --speed FILE [--runs 5]
 """
 
 from __future__ import annotations
@@ -245,12 +251,88 @@ def torchscript_share() -> list[tuple[str, int, int, int]]:
     return out
 
 
+def speed(path: Path, runs: int = 5) -> list[tuple[str, float]]:
+    """The matcher's CPU seconds on ``path`` (stripped first), each part the least of ``runs``."""
+    import gc
+    import time
+
+    from inspector.core.model.graph import GraphMaps
+    from inspector.core.model.recognise import Matcher, onnx_opset, recognised_calls
+    from inspector.core.model.recognise_constants import GraphConstants
+    from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
+
+    def least(fn: Any) -> float:
+        times = []
+        for _ in range(runs):
+            c = time.process_time()
+            fn()
+            times.append(time.process_time() - c)
+        return min(times)
+
+    load = least(lambda: onnx.load(str(path), load_external_data=False))
+    model = onnx.load(str(path), load_external_data=False)
+    strip(model)
+    graph, opset, templates = model.graph, onnx_opset(model), load_templates()
+    maps = GraphMaps(graph, flat=True)
+    recognised_calls(model, [], maps)  # (the catalogue read and prepared, the producers mapped: once per process)
+    collected: list[float] = []
+    started = [0.0]
+
+    def collector(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.process_time()
+        else:
+            collected[-1] += time.process_time() - started[0]
+
+    gc.callbacks.append(collector)
+    whole = []
+    try:
+        for _ in range(runs):
+            collected.append(0.0)
+            c = time.process_time()
+            recognised_calls(model, [], maps)
+            whole.append((time.process_time() - c, collected[-1]))
+    finally:
+        gc.callbacks.remove(collector)
+    total, in_gc = min(whole)
+    keys = least(lambda: node_keys(graph, maps, opset))
+    k, kinds, full = node_keys(graph, maps, opset)
+    signatures = least(lambda: NodeSignatures(maps, kinds, full, GraphConstants(graph, maps, set(), k)))
+    start = least(lambda: Matcher(graph, maps, set(), templates, opset))
+    one_node: list[float] = []
+
+    class Timed(Matcher):
+        def _one_node_calls(self, *args: Any) -> None:
+            c = time.process_time()
+            super()._one_node_calls(*args)
+            one_node.append(time.process_time() - c)
+
+    passes = []
+    for m in [Timed(graph, maps, set(), templates, opset) for _ in range(runs)]:
+        c = time.process_time()
+        m.calls()
+        passes.append(time.process_time() - c)
+    both, single = min(passes), min(one_node)
+    return [("onnx.load", load), ("matcher", total), ("  of which the collector", in_gc),
+            ("  node keys", keys), ("  node signatures (constants included)", signatures),
+            ("  the matcher's other set-up", start - keys - signatures), ("  multi-node pass", both - single),
+            ("  one-node pass", single), ("  making the calls", total - start - both)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wrong", action="store_true", help="list every wrong call and argument")
     parser.add_argument("--misses", action="store_true",
                         help="count the missed multi-node calls by target, body and form (optimised or not)")
+    parser.add_argument("--speed", type=Path, metavar="FILE", help="time the matcher on FILE instead (see above)")
+    parser.add_argument("--runs", type=int, default=5, help="with --speed: runs of each part, the least is shown")
     args = parser.parse_args(argv)
+    if args.speed:
+        parts = speed(args.speed, args.runs)
+        load = parts[0][1]
+        for name, seconds in parts:
+            print(f"{name:<40} {seconds:7.3f} s  {seconds / load:5.2f}x onnx.load")
+        return 0
     rows = measure_zoo()
     print(table(rows))
     print("\n| TorchScript export | main-graph nodes | in calls of one target | in ambiguous calls | explained |")

@@ -1,15 +1,19 @@
 """One graph's maps: which node produces each value, which read it and how often, its initializers, and the
 torch.export names of its parameters. Built once per graph and shared by every body cut from it.
 
-Each node's inputs and outputs are read from protobuf once, here: reaching a node of a 100k-node export costs
-more than reading its fields, so every later pass reads these lists instead.
+Each node's inputs and outputs are read from protobuf once, here, and every later pass reads these lists instead.
+What such a pass costs is making the names' strings and lists, not reaching the nodes: at 100k nodes (the Llama
+replica, CPU, best of 7) a node's first field costs 0.034 s a pass, its inputs and outputs 0.08 s more. So taking the
+lists in the index's scan, which reaches every node anyway, saved nothing: the scan took 0.12-0.13 s more and these
+maps 0.12 s less, and ``summary --json`` was 1.409 s against 1.386 s without (the least of four benchmark runs each;
+benchmarks/README.md, "One pass for scan and maps").
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, filterfalse
 from operator import attrgetter
 from typing import TypeVar
 
@@ -44,8 +48,8 @@ class GraphMaps:
         self._progress = progress  # also read by what is made on first use over every node (``unread``)
         self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
         self.initializers.update((t.name, t) for t in graph.initializer)
-        # as declared ("" = omitted); both in one pass over the nodes: 40 ms less than two at 100k, where reaching
-        # a node costs more than reading its fields
+        # as declared ("" = omitted); both in one pass over the nodes: 40 ms less than two at 100k (a node's first
+        # field costs 0.034 s a pass there; its inputs 0.04 s more, its outputs 0.03 s: CPU, best of 7)
         self.inputs: list[list[str]] = []
         self.outputs: list[list[str]] = []
         # how many times each value is read (a node reading it twice counts twice), counted in C; consumers on demand
@@ -122,15 +126,18 @@ class GraphMaps:
 
     @property
     def unread(self) -> frozenset[str]:
-        """Values some node makes that nothing reads and that are not graph outputs, made in C on first use (0.03 s
+        """Values some node makes that nothing reads and that are not graph outputs, made in C on first use (0.013 s
         at 100k nodes): a group key tests a node's outputs against it once (0.2 us) instead of each output's read
         count (1.0 us a call; CPU, the 73k one-node calls of the Llama replica)."""
         if self._unread is None:
             # a pass over every node, so in the steps of the maps' checkpoint, as the maps were read: a caller's
-            # checkpoint runs between two steps, never after one call over 100k outputs (15-30 ms in C)
+            # checkpoint runs between two steps, never after one call over 100k outputs (15-30 ms in C). Only the
+            # outputs nothing reads are kept: one pass, where every output taken and every read name taken out again
+            # (a copy of the 111k read names, in steps too) cost 0.022 s at 100k, this 0.013 s (CPU, best of 9)
             made: set[str] = set()
-            _in_steps(self.outputs, lambda piece: made.update(chain.from_iterable(piece)), self._progress)
-            _in_steps(list(self.read_count), made.difference_update, self._progress)
+            read = self.read_count.__contains__
+            _in_steps(self.outputs, lambda piece: made.update(filterfalse(read, chain.from_iterable(piece))),
+                      self._progress)
             made.difference_update(self.graph_outputs)
             made.discard("")
             self._unread = frozenset(made)

@@ -119,7 +119,10 @@ def parameter_stats(g: onnx.GraphProto) -> ParameterStats:
 
 def _initializer_facts(g: onnx.GraphProto) -> tuple[ParameterStats, list[str]]:
     """Parameter count and bytes, and the external-data locations the initializers name (sorted, distinct), in one
-    pass: a report asks for both, and each pass over the 11k initializers of a 100k-node export cost 0.015-0.02 s."""
+    pass: a report asks for both, and each pass over the 11k initializers of a 100k-node export cost 0.015-0.02 s.
+    Each tensor's dims are taken as a list made in C (``min`` and ``prod`` then iterate a list, not the repeated
+    field) and its external-data entries without a generator: 0.034 -> 0.0255 s for the 10,956 initializers (10,940
+    external) of the Llama replica at 100k nodes (CPU, best of 11)."""
     from inspector.core.model.parameters import ParameterStats  # (made where asked for: a check never asks)
 
     params = nbytes = external = 0
@@ -127,13 +130,15 @@ def _initializer_facts(g: onnx.GraphProto) -> tuple[ParameterStats, list[str]]:
     bits = TENSOR_BITS
     locations: set[str] = set()
     for t in g.initializer:
-        numel = element_count(t.dims)
+        numel = element_count(t.dims[:])
         size = (numel * bits.get(t.data_type, 0) + 7) // 8
         params += numel
         nbytes += size
         if t.data_location == external_code:
             external += size
-            locations.update(e.value for e in t.external_data if e.key == "location")
+            for e in t.external_data:  # (every entry: a location named twice protects both files)
+                if e.key == "location":
+                    locations.add(e.value)
     for sp in g.sparse_initializer:
         numel, size = tensor_size(sp.values)
         params += numel

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import Any
 
 import onnx
@@ -47,20 +49,16 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
+from inspector.core.model.recognise_call import RecognisedCall
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
-    chain_of_calls,
     computable,
-    connected,
     foldable,
-    leaf,
-    matched_as,
     most_specific,
+    prepare,
     reads,
-    template_key,
-    with_defaults,
     without_aliases,
 )
 
@@ -110,10 +108,11 @@ class Matcher:
         """``opset``: the graph's ONNX opset, whose attribute defaults are filled in on both sides of a match
         (``recognise_templates.attribute_defaults``; None: none are)."""
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
-        prepared = _prepared(templates, opset)
+        prepared = prepare(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self.attributes, self.written, self._leaves = NodeAttributes(graph, opset), prepared.written, prepared.leaves
+        self.written, self._leaves = prepared.written, prepared.leaves
         self._keys, kinds, full = node_keys(graph, maps, opset)
+        self.attributes = NodeAttributes(graph, opset, full, self._keys)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
         self._sids = self._signatures.of  # each node's signature as a number (``recognise_nodes``)
@@ -129,7 +128,7 @@ class Matcher:
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
-        self._deep: dict[tuple[int, tuple[int, ...]], list[list[Template]]] = {}  # (``_feeders``)
+        self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
 
     def run(self) -> list[Recognised]:
@@ -141,14 +140,17 @@ class Matcher:
         signature): ``run`` without an object per call (``recognised_calls`` makes the AtenCall)."""
         found_nodes: list[tuple[int, ...] | None] = [None] * len(self.graph.node)  # by a call's first node
         found: list[_Verdict | None] = [None] * len(self.graph.node)
-        sids, plausible = self._sids, self._plausible[False]
-        for i in range(len(found) - 1, -1, -1):
-            groups = plausible[sids[i]]
-            if groups is None:
-                groups = self._groups(i)
-            if not groups or i in self.taken:  # (most nodes: no multi-node template could end there)
+        sids = self._sids
+        # where a multi-node template could end, per signature (``_groups`` of its last node, which the backward pass
+        # meets first), picked out in C: 9.4k of the 100k Llama replica's nodes, not a Python loop over each
+        last = dict(zip(sids, range(len(sids))))
+        ending: list[list[list[Template]]] = [[]] * len(self._signatures.first)
+        for sid, g in sorted(last.items(), key=itemgetter(1), reverse=True):
+            ending[sid] = self._groups(g)
+        for i in reversed(list(compress(range(len(sids)), map(ending.__getitem__, sids)))):
+            if i in self.taken:
                 continue
-            groups = self._feeders(i, groups)
+            groups = self._feeders(i, ending[sids[i]])
             fits: list[tuple[Template, _Match]] = []
             for group in groups:
                 t = group[0]
@@ -285,7 +287,7 @@ class Matcher:
             if j == len(t.nodes) - 1 or not leaves[j]:
                 continue
             read = [v for v in maps.outputs[g] if v and v in maps.read_count]
-            if any(maps.read_count[v] > sum(maps.reads(c).count(v) for c in members) for v in read) \
+            if any(maps.read_count[v] > _reads_of(maps, members, v) for v in read) \
                     and min(self._first_reader(v, g) for v in read) not in members:
                 del m.nodes[j]
                 m.shared.add(j)
@@ -324,30 +326,34 @@ class Matcher:
 
     def _feeders(self, g: int, groups: list[list[Template]]) -> list[list[Template]]:
         """Of the multi-node groups plausible at node ``g`` (``_groups``), those whose nodes feeding the last one could
-        be the nodes making ``g``'s operands: their key and fixed attributes, and what makes their own operands where
-        they read another node's (``_plausible`` one node up). A function of the signatures of ``g`` and of the nodes
-        making its operands, so worked out once per such tuple (the 100k Llama replica's rotary Adds: 15.6k tries of
-        five templates, none of which could fit, out of 21.9k)."""
-        producer, nodes, sids = self.maps.producer, self.constants.nodes, self._sids
-        makers = tuple([sids[h] if (h := producer.get(v)) is not None and v not in nodes else -1
-                        for v in self.maps.inputs[g]])
+        be the nodes making ``g``'s operands: their key and fixed attributes, what makes their own operands and their
+        constants (``_plausible`` one node up). A function of the signatures of ``g`` and of the nodes making its
+        operands, worked out once per such tuple (the 100k Llama replica's rotary Adds: 15.6k tries of five templates
+        that could not fit, out of 21.9k); a leaf that cannot fit may be another call's, shared, so its group is tried
+        where it is taken (add.Tensor with alpha at those Adds, whose Mul reads a cos table: 3.1k tries fewer)."""
+        producer, nodes, sids, ins = self.maps.producer, self.constants.nodes, self._sids, self.maps.inputs[g]
+        makers = tuple([sids[h] if (h := producer.get(v)) is not None and v not in nodes else -1 for v in ins])
         key = (sids[g], makers)
         got = self._deep.get(key)
         if got is None:
-            got = self._deep[key] = [group for group in groups if self._feeders_fit(group[0], g)]
-        return got
+            got = self._deep[key] = [(gr, n) for gr in groups if (n := self._feeders_fit(gr[0], g)) is not None]
+        return [group for group, need in got if all(producer[ins[k]] in self.taken for k in need)]
 
-    def _feeders_fit(self, t: Template, g: int) -> bool:
-        keys, leaves = self._template_keys[t.name], self._leaves[t.name]
-        for ref, value in zip(t.nodes[-1].inputs, self.maps.inputs[g]):
+    def _feeders_fit(self, t: Template, g: int) -> tuple[int, ...] | None:
+        """None if ``t`` cannot fit at ``g``, else the operands whose makers must be taken (shared) for it to fit."""
+        keys, leaves, need = self._template_keys[t.name], self._leaves[t.name], []
+        for k, (ref, value) in enumerate(zip(t.nodes[-1].inputs, self.maps.inputs[g])):
             h = self.maps.producer.get(value) if ref.kind == "n" else None
             if h is None or value in self.constants.nodes:
                 continue  # (not a node's: folded, or no match, as ``_match`` decides)
             if self._keys[h] != keys[ref.a] or not self.attributes.fixed_fit(t, h, ref.a):
-                return False
-            if not leaves[ref.a] and not _plausible(t, keys, list(self._context(self._sids[h])), node=ref.a):
-                return False  # (a leaf may be another call's, shared: its operands are not walked)
-        return True
+                return None
+            if not _plausible(t, keys, list(self._context(self._sids[h])), node=ref.a) \
+                    or not _constants_fit(t, ref.a, self.maps.inputs[h], self.constants):
+                need.append(k)  # (where a leaf: it must be taken)
+                if not leaves[ref.a]:
+                    return None
+        return tuple(need)
 
     def _context(self, sid: int) -> tuple[object, ...]:
         """What makes each operand of the nodes of signature ``sid``: the producer's key, a constant ``c``, an
@@ -378,10 +384,6 @@ class Matcher:
             self._one_node[sid] = got
         return got
 
-    def key(self, g: int) -> Key:
-        """Node ``g``'s key."""
-        return self._keys[g]
-
     def _node_fits(self, t: Template, j: int, g: int, m: _Match) -> bool:
         if self._keys[g] != self._template_keys[t.name][j]:
             return False
@@ -395,55 +397,6 @@ class Matcher:
             elif attrs[name] != slot.value:
                 return False
         return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """What the matcher reads of a catalogue, worked out once per catalogue (not per model)."""
-
-    by_sink: dict[Key, list[list[Template]]]  # groups of one structure, by their last node's key, larger first
-    keys: dict[str, list[Key]]  # template -> its nodes' keys
-    chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
-    foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (``foldable``)
-    written: dict[str, list[frozenset[str]]]  # template -> the attributes each node writes (before ``with_defaults``)
-    leaves: dict[str, list[bool]]  # template -> which of its nodes read only outside values and constants (``leaf``)
-
-
-_PREPARED: list[tuple[Sequence[Template], int | None, _Prepared]] = []
-
-
-def _prepared(templates: Sequence[Template], opset: int | None = None) -> _Prepared:
-    """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
-    last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
-    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
-    one is one object, ``load_templates``)."""
-    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset:
-        return _PREPARED[0][2]
-    given = templates
-    written = {t.name: [frozenset(name for name, _s in n.attributes) for n in t.nodes] for t in templates}
-    templates = [with_defaults(t, opset) for t in templates]  # (the attributes left out at their defaults)
-    by_sink: dict[Key, list[list[Template]]] = {}
-    keys: dict[str, list[Key]] = {}
-    groups: dict[str, list[Template]] = {}
-    alone: dict[Key, list[Template]] = {}
-    for t in templates:
-        if len(t.nodes) == 1:
-            alone.setdefault(template_key(t.nodes[0]), []).append(t)
-    for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
-        if connected(t):
-            keys[t.name] = [template_key(n) for n in t.nodes]
-            shape = matched_as(t)
-            if shape not in groups:
-                groups[shape] = []
-                by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
-            groups[shape].append(t)
-    # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
-    # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
-    folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
-    leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
-    got = _Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
-    _PREPARED[:] = [(given, opset, got)]
-    return got
 
 
 _Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
@@ -500,6 +453,18 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
     return made
 
 
+def _reads_of(maps: GraphMaps, members: set[int], value: str) -> int:
+    """How often the nodes ``members`` read ``value`` (not absent: ``GraphMaps.reads`` of each, counted in C)."""
+    n = sum(map(list.count, map(maps.inputs.__getitem__, members), repeat(value)))
+    return n + sum(maps.captured[c].count(value) for c in members if c in maps.captured) if maps.captured else n
+
+
+def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConstants) -> bool:
+    """Whether node ``j`` of ``t`` could read ``values`` where it reads a constant: it fits, or may be computed."""
+    return all(r.kind != "c" or computable(t.constants[r.a]) or constants.fits(t.constants[r.a], v)
+               for r, v in zip(t.nodes[j].inputs, values))
+
+
 def _same_nodes(a: _Match, b: _Match) -> bool:
     return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
 
@@ -550,7 +515,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
     nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto)).calls()
     protos = graph.node
-    make = AtenCall
+    make = RecognisedCall
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
         name = RECOGNISED_PREFIX + str(k)
         got = texts.get(id(verdict))
@@ -568,9 +533,10 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         target, raw, tail, names, candidates = got
         # a path is a tuple of one index: a one-node call's path is its nodes' tuple. The fields in order, none by
         # keyword (the 100k replica's 84k calls: 0.17 s with the last three by keyword, 0.13 s so; CPU, best of 5)
-        out.append(make("%" + name + tail, name, raw, target, MAIN, [members] if len(members) == 1
-                        else list(zip(members)), protos[members[0]], (), "", None, False, None, None, names,
-                        candidates))
+        call = make("%" + name + tail, name, raw, target, MAIN, [members] if len(members) == 1
+                    else list(zip(members)), None, (), "", None, False, None, None, names, candidates)
+        call._graph_nodes = protos
+        out.append(call)
     return out
 
 

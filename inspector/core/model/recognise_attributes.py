@@ -12,6 +12,7 @@ from typing import Any
 import onnx
 
 from inspector.core.aten.templates import Template, canonical_attribute
+from inspector.core.model.recognise_constants import CONSTANT
 from inspector.core.model.recognise_templates import Key, attribute_defaults
 from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.model.values import ValueTypes
@@ -20,9 +21,17 @@ from inspector.core.model.values import ValueTypes
 class NodeAttributes:
     """The attributes of the nodes of one graph whose ONNX opset is ``opset`` (None: no default is filled in)."""
 
-    def __init__(self, graph: onnx.GraphProto, opset: int | None) -> None:
-        self.graph, self.opset = graph, opset
+    def __init__(self, graph: onnx.GraphProto, opset: int | None, full: list[int] | None = None,
+                 keys: list[Key] | None = None) -> None:
+        """``full`` and ``keys``: each node's number of (domain, op type, arity, attribute bytes) and its key
+        (``recognise_nodes.node_keys``): the nodes of one number have one set of attributes, read once per number
+        (the 6.3k nodes that multi-node matches read in the 100k Llama replica), but for Constant nodes, whose
+        number holds their attributes' names alone (each one's value is read from it)."""
+        self.graph, self.opset, self._full = graph, opset, full
+        numbered = dict(zip(full, keys)) if full is not None and keys is not None else {}  # (in C: a key per number)
+        self._constants = frozenset(f for f, k in numbered.items() if k[1] == CONSTANT)
         self._of: dict[int, dict[str, Any]] = {}
+        self._by_number: dict[int, dict[str, Any]] = {}
         self._written: dict[int, frozenset[str]] = {}
         self._types: ValueTypes | None = None  # (read on first use: only a match of a chain of calls needs them)
 
@@ -30,9 +39,15 @@ class NodeAttributes:
         """Node ``g``'s attributes by name in the catalogue's form, those it leaves out at their default filled in."""
         got = self._of.get(g)
         if got is None:
-            node = self.graph.node[g]
-            got = self._of[g] = {**dict(attribute_defaults(node.domain, node.op_type, self.opset)),
-                                 **{a.name: canonical_attribute(a) for a in node.attribute}}
+            number = self._full[g] if self._full is not None else -1
+            got = self._by_number.get(number) if number not in self._constants else None
+            if got is None:
+                node = self.graph.node[g]
+                got = {**dict(attribute_defaults(node.domain, node.op_type, self.opset)),
+                       **{a.name: canonical_attribute(a) for a in node.attribute}}
+                if number >= 0 and number not in self._constants:
+                    self._by_number[number] = got  # (one dict for the nodes of one number: read, never written)
+            self._of[g] = got
         return got
 
     def written(self, g: int) -> frozenset[str]:

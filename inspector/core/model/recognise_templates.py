@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import onnx
@@ -197,3 +199,52 @@ def with_defaults(t: Template, opset: int | None) -> Template:
 
 def _name(item: tuple[str, Slot]) -> str:
     return item[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What the matcher reads of a catalogue, worked out once per catalogue (not per model)."""
+
+    by_sink: dict[Key, list[list[Template]]]  # groups of one structure, by their last node's key, larger first
+    keys: dict[str, list[Key]]  # template -> its nodes' keys
+    chains: set[str]  # templates that are no evidence of one call (``chain_of_calls``)
+    foldable: dict[str, list[bool]]  # template -> which of its nodes the optimizer may fold (``foldable``)
+    written: dict[str, list[frozenset[str]]]  # template -> the attributes each node writes (before ``with_defaults``)
+    leaves: dict[str, list[bool]]  # template -> which of its nodes read only outside values and constants (``leaf``)
+
+
+_PREPARED: list[tuple[Sequence[Template], int | None, Prepared]] = []
+
+
+def prepare(templates: Sequence[Template], opset: int | None = None) -> Prepared:
+    """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
+    last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
+    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
+    one is one object, ``load_templates``)."""
+    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset:
+        return _PREPARED[0][2]
+    given = templates
+    written = {t.name: [frozenset(name for name, _s in n.attributes) for n in t.nodes] for t in templates}
+    templates = [with_defaults(t, opset) for t in templates]  # (the attributes left out at their defaults)
+    by_sink: dict[Key, list[list[Template]]] = {}
+    keys: dict[str, list[Key]] = {}
+    groups: dict[str, list[Template]] = {}
+    alone: dict[Key, list[Template]] = {}
+    for t in templates:
+        if len(t.nodes) == 1:
+            alone.setdefault(template_key(t.nodes[0]), []).append(t)
+    for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
+        if connected(t):
+            keys[t.name] = [template_key(n) for n in t.nodes]
+            shape = matched_as(t)
+            if shape not in groups:
+                groups[shape] = []
+                by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
+            groups[shape].append(t)
+    # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
+    # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
+    folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
+    leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
+    got = Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
+    _PREPARED[:] = [(given, opset, got)]
+    return got
