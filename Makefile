@@ -85,13 +85,15 @@ zoo: $(ZOO_VENV)/.installed
 torchlib: $(ZOO_VENV)/.installed
 	$(ZOO_VENV)/bin/python scripts/gen_torchlib.py
 
-# resources/aten_evidence.txt and resources/evidence_coverage.md, learned from one-op exports (in .venv-zoo; about
+# resources/aten_evidence.txt, evidence_coverage.md and aten_templates.txt, learned from one-op exports (in .venv-zoo; about
 # 10 s per overload on 2 shared cores, resumable: results are kept in build/evidence); `make test` never runs it.
 # EVIDENCE_ARGS="--budget 600" or "--only aten::roll --redo" or "--pairs" (the test pairs of tests/evidence).
 EVIDENCE_ARGS ?= --budget 3600
 evidence: $(ZOO_VENV)/.installed
 	@# a segfault in torch ends the run: it resumes, and the overload that crashed is recorded as such
 	for try in 1 2 3 4 5 6 7 8 9 10; do $(ZOO_VENV)/bin/python scripts/gen_evidence.py $(EVIDENCE_ARGS) && break; done
+	@# the body template catalogue, from the same exports (no torch needed)
+	$(ZOO_VENV)/bin/python scripts/gen_templates.py
 
 clean:
 	rm -rf $(VENV) $(ZOO_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache benchmarks/_generated screenshots
