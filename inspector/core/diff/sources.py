@@ -103,19 +103,26 @@ class Sources:
         self.nested_a: set[str] = set()  # targets of calls nested in main-graph nodes equal on the other side
         self.nested_b: set[str] = set()
         self._same: dict[int, bool] = {}
+        self._places: tuple[dict[int, int | None], dict[int, int | None]] = ({}, {})  # A's nodes in B, B's in A
         self._targets: tuple[set[str], set[str]] | None = None
 
     def _place(self, side: Side, other: Side, i: int, strict: bool = True) -> int | None:
-        """The node of ``other`` equal to node ``i`` of ``side`` but for metadata (not ``strict``: of one operator
-        making the same outputs, so an edited value still finds its place): at its index, else the one making its
-        first output."""
-        node = side.graph.node[i]
-        nodes = other.graph.node
-        same = same_node if strict else same_place
-        if i < len(nodes) and same(node, nodes[i]):
-            return i
-        j = other.producer.get(node.output[0]) if node.output else None
-        return j if j is not None and same(node, nodes[j]) else None
+        """The node of ``other`` at the place of node ``i`` of ``side``: of one operator making the same outputs, at
+        its index, else the one making its first output (kept: matching, comparing and covering ask again); when
+        ``strict``, only if equal to it but for metadata."""
+        places = self._places[0 if side is self.A else 1]
+        j = places.get(i, -1)
+        if j == -1:
+            node, nodes = side.graph.node[i], other.graph.node
+            if i < len(nodes) and same_place(node, nodes[i]):
+                j = i
+            else:
+                j = other.producer.get(node.output[0]) if node.output else None
+                j = j if j is not None and same_place(node, nodes[j]) else None
+            places[i] = j
+        if j is None or not strict:
+            return j
+        return j if same_node(side.graph.node[i], other.graph.node[j]) else None
 
     def match(self, rest_a: dict[str, list[int]], rest_b: dict[str, list[int]], umap: dict[int, int]) -> None:
         """Match the calls left after the key step (per target, in order) to the other side's call over the same
@@ -141,7 +148,8 @@ class Sources:
     def _partner(self, ka: int, left_b: set[int]) -> int | None:
         """B's call over the nodes of A's call ``ka`` (Constants apart), when the two come from different sources."""
         A, B = self.A, self.B
-        ua = A.unit(ka)
+        ua = A.units[ka]  # (nodes and call: known before the unit is resolved)
+        assert ua is not None
         hit: set[int] = set()
         for i in ua.nodes:
             j = self._place(A, B, i, strict=False)
@@ -155,7 +163,8 @@ class Sources:
         if len(hit) != 1:
             return None
         kb = hit.pop()
-        ub = B.unit(kb)
+        ub = B.units[kb]
+        assert ub is not None
         if kb not in left_b or ua.call is None or ub.call is None or not other_source(ua.call, ub.call):
             return None
         for j in ub.nodes:
@@ -179,16 +188,21 @@ class Sources:
         for side, other, calls, nodes, skip in ((A, B, self.calls_a, self.nodes_b, umap.keys()),
                                                 (B, A, self.calls_b, self.nodes_a, matched_b)):
             units, unit_of_node, n_calls = other.units, other.unit_of_node, other.n_calls
+            place = self._place
             for k in range(side.n_calls):
+                matched = k in skip  # (its nodes in the other side's calls need no closer look)
                 inside = True  # every node of the call is on the other side, bare or in a call
-                for i in side.unit(k).nodes:
-                    j = self._place(side, other, i)
+                for i in side.units[k].nodes:  # type: ignore[union-attr]
+                    j = place(side, other, i, False)
                     uid = unit_of_node[j] if j is not None else -1
-                    if uid >= 0 and units[uid] is None:
-                        nodes.add(uid)
-                    elif uid < 0 or uid >= n_calls:
+                    if uid < 0 or (uid >= n_calls and units[uid] is not None):
                         inside = False  # not there, or a function call of the other side
-                if inside and k not in skip:
+                    elif units[uid] is None or not matched:
+                        if place(side, other, i) is None:
+                            inside = False  # edited
+                        elif units[uid] is None:
+                            nodes.add(uid)
+                if inside and not matched:
                     calls.add(k)
         for side, other, nested in ((A, B, self.nested_a), (B, A, self.nested_b)):
             for call in side.index.provenance.calls:  # calls in the subgraphs of a main-graph node equal on the other
@@ -229,7 +243,7 @@ class Sources:
         for side, ids, targets in ((A, [*self.pairs, *self.calls_a], out[0]),
                                    (B, [*self.pairs.values(), *self.calls_b], out[1])):
             for k in ids:
-                call = side.unit(k).call
+                call = side.units[k].call  # type: ignore[union-attr]
                 assert call is not None
                 targets.add(call.target)
         self._targets = out
