@@ -151,10 +151,12 @@ class Sources:
         ua = A.units[ka]  # (nodes and call: known before the unit is resolved)
         assert ua is not None
         hit: set[int] = set()
+        places = []
         for i in ua.nodes:
             j = self._place(A, B, i, strict=False)
             if j is None:
                 return None
+            places.append(j)
             kb = B.unit_of_node[j]
             if kb < B.n_calls:
                 hit.add(kb)
@@ -167,6 +169,8 @@ class Sources:
         assert ub is not None
         if kb not in left_b or ua.call is None or ub.call is None or not other_source(ua.call, ub.call):
             return None
+        if places == ub.nodes:
+            return kb  # B's call is at the places of A's nodes and has no other
         for j in ub.nodes:
             at = self._place(B, A, j, strict=False)
             if at is None:
@@ -222,15 +226,17 @@ class Sources:
         A, B = self.A, self.B
         ua, ub = A.unit(ka), B.unit(kb)
         place = self._place
-        own_a = [i for i in ua.nodes if (j := place(A, B, i, False)) is not None and B.unit_of_node[j] == kb]
-        own_b = [j for j in ub.nodes if (i := place(B, A, j, False)) is not None and A.unit_of_node[i] == ka]
-        if len(own_a) != len(ua.nodes) and len(own_b) != len(ub.nodes):
-            return False  # each claims a Constant the other leaves outside: not one call
+        own_a, own_b = ua.nodes, ub.nodes
+        if [place(A, B, i, False) for i in own_a] != own_b:  # (the common case: the same nodes, in order)
+            own_a = [i for i in ua.nodes if (j := place(A, B, i, False)) is not None and B.unit_of_node[j] == kb]
+            own_b = [j for j in ub.nodes if (i := place(B, A, j, False)) is not None and A.unit_of_node[i] == ka]
+            if len(own_a) != len(ua.nodes) and len(own_b) != len(ub.nodes):
+                return False  # each claims a Constant the other leaves outside: not one call
         nodes_a, nodes_b = A.graph.node, B.graph.node
         if len(own_a) != len(own_b) or not all(same_node(nodes_a[i], nodes_b[j]) for i, j in zip(own_a, own_b)):
             return False
         ca, cb = dict(ua.constants), dict(ub.constants)
-        return list(ca) == list(cb) and all(same_content(t, cb[name]) for name, t in ca.items())
+        return list(ca) == list(cb) and all(t == cb[name] or same_content(t, cb[name]) for name, t in ca.items())
 
     def covered_targets(self) -> tuple[set[str], set[str]]:
         """The targets of A's and B's calls matched across sources or covered: a family or overload of them that
