@@ -3,8 +3,10 @@
 Matching, in this order (names are only ever one of several keys, so a consistently renamed copy matches):
 
 - local functions by key ``(domain, name, overload)``; left-overs within one family by template fingerprint;
-- aten calls of flat exports by (target, FX node name, module path), then per target by position in module
-  order (aligned on module path and body template, so an inserted call does not shift the others);
+- aten calls of flat exports by (target, FX node name, module path), then, where one side's calls are recognised
+  by body template and the other's come from fx metadata, by the same nodes at the same place (``diff.sources``),
+  then per target by position in module order (aligned on module path and body template, so an inserted call does
+  not shift the others);
 - calls of local functions in the main graph by callee and position among that callee's calls;
 - the other main-graph nodes by neighbourhood hashes (op, domain, attribute names, the same of producers and
   consumers; two rounds, no recursion), unique hashes first, then by node name, then by op and position;

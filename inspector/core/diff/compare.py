@@ -32,6 +32,7 @@ from inspector.core.diff.bodies import (
 )
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
+from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs, aten_family, not_in_place
 from inspector.core.diff.values import content_digest, unwrap
 from inspector.core.model.calls import AtenCall
@@ -98,8 +99,12 @@ class Comparer:
             self.report_bodies("function", family, str(ka), ba, fpa, bb, fpb,
                                (A, call_a) if call_a is not None else None, (B, call_b))
 
-    def compare_families(self, fmap: dict[FunctionKey, FunctionKey], explained: set[FunctionKey]) -> None:
+    def compare_families(self, fmap: dict[FunctionKey, FunctionKey], explained: set[FunctionKey],
+                         sources: Sources) -> None:
         A, B = self.A, self.B
+        # families and overloads whose calls are the other side's nodes under another source (``diff.sources``)
+        targets_a, targets_b = sources.covered_targets()
+        same_a, same_b = sources.families()
         fams_a = {(f.kind, f.domain, f.name): f for f in A.index.families}
         fams_b = {(f.kind, f.domain, f.name): f for f in B.index.families}
         mapped_b = set(fmap.values())
@@ -110,7 +115,7 @@ class Comparer:
             if key not in fams_b:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
                     continue
-                if fam.kind == "aten_call" and fam.label in folded_labels:
+                if fam.kind == "aten_call" and (fam.label in folded_labels or fam.label in same_a):
                     continue
                 self.add(Change("family_removed", fam.kind, fam.label, fam.label, _family_json(fam), None,
                                 _family_detail(fam), [fam.label]))
@@ -118,7 +123,7 @@ class Comparer:
             if key not in fams_a:
                 if fam.kind == "function" and all(o.function in explained for o in fam.overloads):
                     continue
-                if fam.kind == "aten_call" and fam.label in folded_labels:
+                if fam.kind == "aten_call" and (fam.label in folded_labels or fam.label in same_b):
                     continue
                 self.add(Change("family_added", fam.kind, fam.label, fam.label, None, _family_json(fam),
                                 _family_detail(fam), [fam.label]))
@@ -141,20 +146,24 @@ class Comparer:
                 ovs_a = {o.overload: o for o in fam_a.overloads}
                 ovs_b = {o.overload: o for o in fam_b.overloads}
                 for name, ov in ovs_a.items():
-                    if name not in ovs_b:
+                    if name not in ovs_b and ov.target not in targets_a:
                         self.add(Change("overload_removed", "aten_call", fam_a.label, ov.label, ov.label, None,
                                         f"{ov.label} ({ov.call_count} calls)", [ov.label]))
                 for name, ov in ovs_b.items():
-                    if name not in ovs_a:
+                    if name not in ovs_a and ov.target not in targets_b:
                         self.add(Change("overload_added", "aten_call", fam_b.label, ov.label, None, ov.label,
                                         f"{ov.label} ({ov.call_count} calls)", [ov.label]))
 
     # -- aten calls ---------------------------------------------------------------------------------------------------
 
-    def compare_aten(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey]) -> None:
+    def compare_aten(self, umap: dict[int, int], fmap: dict[FunctionKey, FunctionKey],
+                     sources: Sources) -> None:
         A, B = self.A, self.B
         families: dict[str, str] = {}
         targets: dict[int, set[str]] = {}  # id of a side -> the targets of its calls, on first use
+        # families of calls matched across sources or covered (``diff.sources``): not reported added or removed
+        across_a, across_b = sources.families()
+        covered_a, covered_b = sources.calls_a, sources.calls_b  # whose nodes are all on the other side
 
         def has_target(side: Side, target: str) -> bool:
             found = targets.get(id(side))
@@ -177,7 +186,7 @@ class Comparer:
             assert call is not None
             family = families.get(call.target) or families.setdefault(call.target, aten_family(call.target))
             if kb is None:
-                if has_target(B, call.target):
+                if k not in covered_a and (has_target(B, call.target) or family in across_a):
                     self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
                                     f"{call.target} calls removed"), ("call_removed", call.target), call.name)
                 continue
@@ -192,6 +201,8 @@ class Comparer:
                                              B.graph.node[ub.nodes[0]])
                 continue
             if unit.callee is None and ub.callee is None:
+                if k in sources.pairs and sources.same_body(k, kb):
+                    continue  # one call from two sources over the same nodes
                 changed = self.pairs.node_match(k, kb)
                 if changed is not None:  # same nodes: only baked constants can differ
                     for name in changed:
@@ -221,7 +232,7 @@ class Comparer:
             added = B.units[kb]
             call = added.call if added is not None else None
             assert call is not None
-            if has_target(A, call.target):
+            if kb not in covered_b and (has_target(A, call.target) or aten_family(call.target) in across_b):
                 self.add(Change("call_added", "aten_call", aten_family(call.target), call.name, None,
                                 call.target, f"{call.target} calls added"), ("call_added", call.target), call.name)
 
@@ -321,9 +332,12 @@ class Comparer:
                  ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key, repr(hit.arguments)), site)
 
 
-def compare_nodes(pairs: UnitPairs, recorder: Recorder, umap: dict[int, int]) -> None:
-    """Plain nodes: removed, added, or changed (attributes, number of inputs or outputs) when matched."""
+def compare_nodes(pairs: UnitPairs, recorder: Recorder, umap: dict[int, int], sources: Sources) -> None:
+    """Plain nodes: removed, added, or changed (attributes, number of inputs or outputs) when matched. A node that
+    is in a call of the other side (``diff.sources``: recognised there by template or named by fx metadata) is
+    neither removed nor added."""
     A, B = pairs.A, pairs.B
+    covered_a, covered_b = sources.nodes_a, sources.nodes_b
     add = recorder.add
     matched_b = set(umap.values())
     labels: dict[tuple[str, str, str], str] = {}  # one op label string per operator (a model may hold millions)
@@ -346,6 +360,8 @@ def compare_nodes(pairs: UnitPairs, recorder: Recorder, umap: dict[int, int]) ->
         label = label_of(node)
         name = node.name or f"{node.op_type}#{i}"
         if kb is None:
+            if k in covered_a:
+                continue
             add(Change("node_removed", "node", label, name, label, None, f"{label} node {name}", [name]))
             continue
         other = nodes_b[B.node_of(kb)]
@@ -362,7 +378,7 @@ def compare_nodes(pairs: UnitPairs, recorder: Recorder, umap: dict[int, int]) ->
                             {k: v[0] for k, v in attrs_b.items()}, "; ".join(parts), [name],
                             edits[:MAX_EDITS]))
     for kb in B.node_ids():
-        if kb not in matched_b:
+        if kb not in matched_b and kb not in covered_b:
             i = B.node_of(kb)
             node = nodes_b[i]
             label = label_of(node)

@@ -13,6 +13,7 @@ from onnx import TensorProto
 
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MatchCount
+from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest, same_content
 from inspector.core.model.graph import node_reads
@@ -60,10 +61,11 @@ class Matcher:
                                                sum(1 for k, v in fmap.items() if k != v))
         return fmap
 
-    def match_aten(self, umap: dict[int, int]) -> None:
+    def match_aten(self, umap: dict[int, int], sources: Sources) -> None:
         """Aten calls by (target, FX name, module chain), in A's order, each taking B's first untaken call with
-        that key; the rest per target by position (``_align``). Module chains are read only where first nodes
-        differ (``UnitPairs.same_module``) or several calls of B share a target and name."""
+        that key; then B's call over the same nodes from another source (``diff.sources``); the rest per target by
+        position (``_align``). Module chains are read only where first nodes differ (``UnitPairs.same_module``) or
+        several calls of B share a target and name."""
         A, B = self.A, self.B
         pairs = self.pairs
         units_a, units_b = A.units, B.units
@@ -126,6 +128,7 @@ class Matcher:
                 call = units_b[k].call  # type: ignore[union-attr]
                 assert call is not None
                 rest_b[call.target].append(k)
+        sources.match(rest_a, rest_b, umap)
         for target, left_a in rest_a.items():
             left_b = rest_b.get(target, [])
             if left_b:

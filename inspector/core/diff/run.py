@@ -11,6 +11,7 @@ from inspector.core.diff.fold import detect_fold, explained_functions
 from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, FoldRelation, ModelDiff
 from inspector.core.diff.module_fold import inline_module_folds, module_relation
+from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
@@ -61,19 +62,21 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     graph = GraphComparer(pairs, recorder, matcher.matched)
     fmap = matcher.match_functions()
     umap: dict[int, int] = {}  # unit of A -> unit of B
-    matcher.match_aten(umap)
+    sources = Sources(A, B)  # calls recognised by template on one side, from fx metadata on the other
+    matcher.match_aten(umap, sources)
     matcher.match_calls(fmap, umap)
     matcher.match_nodes(umap)
+    sources.cover(umap)
     fold = detect_fold(A, B, umap)
     explained = explained_functions(A, B, fold, umap)
     if fold is not None:
         recorder.add(_folded(fold))
     graph.compare_model_facts(fold, explained)
-    comparer.compare_families(fmap, explained)
+    comparer.compare_families(fmap, explained, sources)
     comparer.compare_functions(fmap)
-    comparer.compare_aten(umap, fmap)
+    comparer.compare_aten(umap, fmap, sources)
     comparer.compare_calls(umap, fmap)
-    compare_nodes(pairs, recorder, umap)
+    compare_nodes(pairs, recorder, umap, sources)
     tmap = matcher.match_initializers(umap)
     graph.compare_initializers(tmap)
     imap = graph.compare_values("input", A.inputs, B.inputs)

@@ -1,0 +1,204 @@
+"""A stripped export diffed against its original says what really differs (``inspector.core.diff.sources``): the
+calls recognised by body template are the original's calls over the same nodes, and the bare nodes no template
+recognised are the original's calls, so the one change left is where the calls come from; an edit still shows.
+
+Ground truth comes from the original's fx metadata: which fx node each node of a recognised call belonged to, and
+the target that node names; never from the diff itself."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from inspector.core.diff.run import diff_models
+from inspector.core.model.index import open_index
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from strip_metadata import strip, zoo_dynamo  # type: ignore[import-not-found]
+
+ZOO = ROOT / "tests" / "zoo"
+FX_NODE = "pkg.torch.onnx.fx_node"
+_TARGET = re.compile(r"call_function\[target=torch\.ops\.(\w+)\.(\w+)\.(\w+)\]")
+
+
+def _stripped(name: str, tmp_path: Path) -> tuple[onnx.ModelProto, Path]:
+    model = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
+    assert strip(model) > 0
+    path = tmp_path / f"{name}_stripped.onnx"
+    onnx.save(model, str(path))
+    return model, path
+
+
+def _fx(node: onnx.NodeProto) -> str | None:
+    return next((p.value for p in node.metadata_props if p.key == FX_NODE), None)
+
+
+def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes of a graph and of its subgraphs at any depth."""
+    out = []
+    for n in graph.node:
+        out.append(n)
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                out += _all_nodes(g)
+    return out
+
+
+def _target(fx_text: str) -> str:
+    ns, op, overload = _TARGET.search(fx_text).groups()  # type: ignore[union-attr]
+    return f"{ns}::{op}" + ("" if overload == "default" else f".{overload}")
+
+
+def _truth(name: str, stripped: Path) -> tuple[int, int, int]:
+    """From the original's metadata: the stripped copy's recognised calls whose nodes (Constants apart, which a
+    template may claim where fx leaves them outside) belong to one fx node whose target is among the candidates;
+    the original's fx calls; the stripped copy's recognised calls."""
+    original = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
+    nodes = original.graph.node
+    calls = open_index(stripped).provenance.calls
+    recognised = [c for c in calls if c.recognised]
+    right = 0
+    for c in recognised:
+        texts = {_fx(nodes[p[0]]) for p in c.node_paths if nodes[p[0]].op_type != "Constant"}
+        if len(texts) == 1 and None not in texts and _target(texts.pop()) in (c.candidates or (c.target,)):  # type: ignore[arg-type]
+            right += 1
+    fx_calls = len({t for n in _all_nodes(original.graph) if (t := _fx(n)) is not None})
+    return right, fx_calls, len(recognised)
+
+
+@pytest.mark.parametrize("name", ["t5", "gpt2", "llama_gqa"])
+def test_a_stripped_export_against_its_original_differs_only_in_where_its_calls_come_from(
+        name: str, tmp_path: Path) -> None:
+    _, path = _stripped(name, tmp_path)
+    right, fx_calls, recognised = _truth(name, path)
+    assert right == recognised > 0  # every recognised call is one of the original's calls (the truth of the test)
+    stripped, original = open_index(path), open_index(ZOO / f"{name}.onnx")
+    forward = diff_models(stripped, original)
+    assert [(c.kind, c.section, c.detail) for c in forward.changes] == [
+        ("metadata_added", "model",
+         f"aten calls: {recognised} recognised by body template -> {fx_calls} from fx metadata")]
+    m = forward.matched["aten_calls"]
+    assert (m.matched, m.only_a, m.only_b) == (recognised, 0, fx_calls - recognised)
+    back = diff_models(original, stripped)
+    assert [(c.kind, c.old, c.new) for c in back.changes] == [
+        ("metadata_removed", f"{fx_calls} from fx metadata", f"{recognised} recognised by body template")]
+    m = back.matched["aten_calls"]
+    assert (m.matched, m.only_a, m.only_b) == (recognised, fx_calls - recognised, 0)
+    assert diff_models(stripped, open_index(path)).equal
+
+
+def _parts(name: str, stripped: Path) -> tuple[int, int]:
+    """From the original's metadata: the stripped copy's recognised calls whose nodes are a part of one fx call of
+    a target not among their candidates (the templates grouped them otherwise: SDPA's matmuls, a batch norm folded
+    into a Conv), and the fx calls nested in subgraphs of main-graph nodes (a cond's branches)."""
+    original = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
+    nodes = original.graph.node
+    parts = 0
+    for c in open_index(stripped).provenance.calls:
+        texts = {_fx(nodes[p[0]]) for p in c.node_paths if nodes[p[0]].op_type != "Constant"}
+        if c.recognised and len(texts) == 1 and None not in texts:
+            parts += _target(texts.pop()) not in (c.candidates or (c.target,))  # type: ignore[arg-type]
+    nested = sum(1 for y in _all_nodes(original.graph) if _fx(y)) - sum(1 for y in nodes if _fx(y))
+    return parts, nested
+
+
+@pytest.mark.parametrize(("name", "parts", "nested"), [("gpt2_dynamic", 28, 0), ("llama_gqa_noopt", 27, 0),
+                                                       ("bert_noopt", 8, 0), ("convnet", 5, 0), ("cond", 0, 7)])
+def test_calls_the_templates_group_otherwise_are_the_same_nodes(name: str, parts: int, nested: int,
+                                                                 tmp_path: Path) -> None:
+    """Recognised calls that are parts of one fx call (or fx calls in an If's branches, which no template
+    recognises) are the same nodes: no family, call or node is added or removed, either way."""
+    _, path = _stripped(name, tmp_path)
+    assert _parts(name, path) == (parts, nested)
+    _, fx_calls, recognised = _truth(name, path)
+    stripped, original = open_index(path), open_index(ZOO / f"{name}.onnx")
+    detail = f"aten calls: {recognised} recognised by body template -> {fx_calls} from fx metadata"
+    assert [(c.kind, c.detail) for c in diff_models(stripped, original).changes] == [("metadata_added", detail)]
+    assert [c.kind for c in diff_models(original, stripped).changes] == ["metadata_removed"]
+
+
+@pytest.mark.parametrize("path", zoo_dynamo(), ids=lambda p: p.stem)
+def test_every_dynamo_export_of_the_zoo_stripped_differs_from_itself_only_in_its_metadata(
+        path: Path, tmp_path: Path) -> None:
+    _, stripped_path = _stripped(path.stem, tmp_path)
+    stripped, original = open_index(stripped_path), open_index(path)
+    assert [c.kind for c in diff_models(stripped, original).changes] == ["metadata_added"]
+    assert [c.kind for c in diff_models(original, stripped).changes] == ["metadata_removed"]
+    assert diff_models(stripped, open_index(stripped_path)).equal
+
+
+def test_an_edit_inside_a_call_the_templates_group_otherwise_still_shows(tmp_path: Path) -> None:
+    """GPT-2 (dynamic)'s first matmul recognised inside an SDPA, its MatMul's inputs swapped: that call and the SDPA
+    it is part of (named by the original's metadata) are the change, each way."""
+    model, path = _stripped("gpt2_dynamic", tmp_path)
+    call = next(c for c in open_index(path).provenance.calls if c.target == "aten::matmul")
+    i = next(p[0] for p in call.node_paths if model.graph.node[p[0]].op_type == "MatMul")
+    node = model.graph.node[i]
+    node.input[0], node.input[1] = node.input[1], node.input[0]
+    onnx.save(model, str(path))
+    original = onnx.load(str(ZOO / "gpt2_dynamic.onnx"), load_external_data=False)
+    fx_text = _fx(original.graph.node[i])
+    assert fx_text is not None and _target(fx_text) == "aten::scaled_dot_product_attention"
+    sdpa = fx_text.split(" ", 1)[0].lstrip("%")
+    edited, orig = open_index(path), open_index(ZOO / "gpt2_dynamic.onnx")
+    assert [(c.kind, c.family, c.sites) for c in diff_models(edited, orig).changes[1:]] == [
+        ("call_removed", "aten::matmul", [call.name]),
+        ("call_added", "aten::scaled_dot_product_attention", [sdpa])]
+    assert [(c.kind, c.family, c.sites) for c in diff_models(orig, edited).changes[1:]] == [
+        ("call_removed", "aten::scaled_dot_product_attention", [sdpa]),
+        ("call_added", "aten::matmul", [call.name])]
+
+
+def test_an_edit_of_a_recognised_call_still_shows_against_the_original(tmp_path: Path) -> None:
+    """The Transpose of T5's first ambiguous transpose call (``permute_or_transpose_int``) given another perm: the
+    one call pair reports its perm, under each side's own family, and nothing else changes but the metadata line."""
+    model, path = _stripped("t5", tmp_path)
+    calls = open_index(path).provenance.calls
+    call = next(c for c in calls if len(c.candidates) > 1 and "aten::transpose.int" in c.candidates)
+    i = next(p[0] for p in call.node_paths if model.graph.node[p[0]].op_type == "Transpose")
+    perm = model.graph.node[i].attribute[0]
+    assert perm.name == "perm"
+    before = list(perm.ints)
+    perm.ints[0], perm.ints[1] = perm.ints[1], perm.ints[0]
+    after = list(perm.ints)
+    onnx.save(model, str(path))
+    original = onnx.load(str(ZOO / "t5.onnx"), load_external_data=False)
+    fx_text = _fx(original.graph.node[i])
+    assert fx_text is not None and _target(fx_text) == "aten::transpose.int"
+    fx_name = fx_text.split(" ", 1)[0].lstrip("%")
+    edited, orig = open_index(path), open_index(ZOO / "t5.onnx")
+    forward = [c for c in diff_models(edited, orig).changes if c.kind != "metadata_added"]
+    assert [(c.kind, c.family, c.sites, c.old, c.new) for c in forward] == [
+        ("value_changed", "recognised::permute_or_transpose_int", [call.name], after, before)]
+    back = [c for c in diff_models(orig, edited).changes if c.kind != "metadata_removed"]
+    assert [(c.kind, c.family, c.sites, c.old, c.new) for c in back] == [
+        ("value_changed", "aten::transpose", [fx_name], before, after)]
+
+
+@pytest.mark.parametrize("stripped_side", ["a", "b"])
+def test_an_edited_pair_stripped_on_one_side_still_shows_its_eps(stripped_side: str, tmp_path: Path) -> None:
+    """pair_eps_a/_b differ in the LayerNorm eps alone; with either side stripped, that eps (read from the files)
+    at each LayerNormalization is the one change besides the metadata line (the two Add nodes no template
+    recognised, calls in the original, are neither removed nor added)."""
+    names = ["pair_eps_a", "pair_eps_b"]
+    paths = [ZOO / f"{n}.onnx" for n in names]
+    k = 0 if stripped_side == "a" else 1
+    paths[k] = _stripped(names[k], tmp_path)[1]
+    eps = []
+    for n in names:
+        model = onnx.load(str(ZOO / f"{n}.onnx"), load_external_data=False)
+        eps.append([a.f for x in model.graph.node if x.op_type == "LayerNormalization" for a in x.attribute
+                    if a.name == "epsilon"])
+    assert len(eps[0]) == len(eps[1]) == 3 and len(set(eps[0])) == len(set(eps[1])) == 1 and eps[0] != eps[1]
+    changes = diff_models(open_index(paths[0]), open_index(paths[1])).changes
+    assert [c.kind for c in changes] == ["metadata_added" if k == 0 else "metadata_removed", "value_changed"]
+    value = changes[1]
+    assert (value.family, len(value.sites)) == ("aten::layer_norm", 3)
+    # (shown as float32: the attribute's value, not its double)
+    assert (np.float32(value.old), np.float32(value.new)) == (np.float32(eps[0][0]), np.float32(eps[1][0]))
