@@ -70,5 +70,6 @@ def test_the_second_side_indexed_like_the_first_keeps_its_calls_recognised(tmp_p
     def calls(index: ModelIndex) -> list[tuple[object, ...]]:
         return sorted((c.target, c.node_paths, c.recognised, c.candidates) for c in index.provenance.calls)
 
-    assert calls(like) == calls(alone) and like.provenance.recognised == alone.provenance.recognised == 9
+    # 9 calls, and the 2 residual Adds (add.Tensor of two tensors)
+    assert calls(like) == calls(alone) and like.provenance.recognised == alone.provenance.recognised == 11
     assert not [c for c in diff_models(a, like).changes if c.where == "fx metadata"]

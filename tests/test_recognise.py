@@ -70,7 +70,9 @@ def test_measured_on_the_stripped_zoo() -> None:
     all_rows = rows()
     print("\n" + table(list(all_rows)))
     t = total(list(all_rows))
-    assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right >= 237
+    # (237 arguments before whisper's Conv fitted conv1d and convolution alike: its conv1d template had kernel_shape
+    # fixed at the generator's 3, which whisper's kernel happened to be; both mask it now, so no argument is given)
+    assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right >= 231
     # the targets: precision >= 0.99 on every model (met: 250/250, no wrong call), recall >= 0.9 on
     # multi-node bodies (not met: floors at what the shipped catalogue reaches, 0.767; 0.985 counting the ambiguous
     # calls whose candidates hold the truth; the misses are counted by `scripts/measure_recognition.py --misses`:
@@ -80,7 +82,9 @@ def test_measured_on_the_stripped_zoo() -> None:
     assert t.precision >= 0.99
     assert t.recall >= 0.766 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.984
     assert t.args_wrong == 0
-    assert t.coverage >= 0.848  # single-node calls whose target is among the candidates
+    # single-node calls whose target is among the candidates: 0.848 before the catalogue had add.Tensor of two
+    # tensors (alpha at its default: one Add) and a convolution of any kernel
+    assert t.coverage >= 0.967
 
 
 def test_a_chain_of_lone_calls_is_no_evidence_of_one_call(stripped_dir: Path) -> None:

@@ -26,7 +26,8 @@ from strip_metadata import strip
 ZOO = ROOT / "tests" / "zoo"
 SCHEMA = json.loads((ROOT / "resources" / "report.schema.json").read_text())
 MUL = "Recognised by template aten::mul.Tensor#0 (no fx metadata)"
-VIEW = ("Recognised by templates aten::_unsafe_view#0, aten::view#0, aten::view#1, aten::view#2 (no fx metadata); "
+VIEW = ("Recognised by templates aten::_unsafe_view#0, aten::view#0, aten::view#1, aten::view#2, aten::view#3 "
+        "(no fx metadata); "
         "ambiguous body, candidates: aten::_unsafe_view, aten::view")
 
 
