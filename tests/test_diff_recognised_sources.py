@@ -16,6 +16,7 @@ import onnx
 import pytest
 
 from inspector.core.diff.run import diff_models
+from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import open_index
 from tests.conftest import ROOT
 
@@ -141,19 +142,28 @@ def test_every_dynamo_export_of_the_zoo_stripped_differs_from_itself_only_in_its
     assert diff_models(stripped, open_index(stripped_path)).equal
 
 
+def _node_of(model: onnx.ModelProto, call: AtenCall, op_type: str) -> int:
+    """The index of the node of ``call`` with operator ``op_type``."""
+    return next(int(p[0]) for p in call.node_paths if model.graph.node[int(p[0])].op_type == op_type)
+
+
+def _truth_name(name: str, i: int, target: str) -> str:
+    """The FX name of the call node ``i`` of the original export belongs to, checked to be a call of ``target``."""
+    fx_text = _fx(onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False).graph.node[i])
+    assert fx_text is not None and _target(fx_text) == target
+    return fx_text.split(" ", 1)[0].lstrip("%")
+
+
 def test_an_edit_inside_a_call_the_templates_group_otherwise_still_shows(tmp_path: Path) -> None:
     """GPT-2 (dynamic)'s first matmul recognised inside an SDPA, its MatMul's inputs swapped: that call and the SDPA
     it is part of (named by the original's metadata) are the change, each way."""
     model, path = _stripped("gpt2_dynamic", tmp_path)
     call = next(c for c in open_index(path).provenance.calls if c.target == "aten::matmul")
-    i = next(p[0] for p in call.node_paths if model.graph.node[p[0]].op_type == "MatMul")
+    i = _node_of(model, call, "MatMul")
     node = model.graph.node[i]
     node.input[0], node.input[1] = node.input[1], node.input[0]
     onnx.save(model, str(path))
-    original = onnx.load(str(ZOO / "gpt2_dynamic.onnx"), load_external_data=False)
-    fx_text = _fx(original.graph.node[i])
-    assert fx_text is not None and _target(fx_text) == "aten::scaled_dot_product_attention"
-    sdpa = fx_text.split(" ", 1)[0].lstrip("%")
+    sdpa = _truth_name("gpt2_dynamic", i, "aten::scaled_dot_product_attention")
     edited, orig = open_index(path), open_index(ZOO / "gpt2_dynamic.onnx")
     assert [(c.kind, c.family, c.sites) for c in diff_models(edited, orig).changes[1:]] == [
         ("call_removed", "aten::matmul", [call.name]),
@@ -169,17 +179,14 @@ def test_an_edit_of_a_recognised_call_still_shows_against_the_original(tmp_path:
     model, path = _stripped("t5", tmp_path)
     calls = open_index(path).provenance.calls
     call = next(c for c in calls if len(c.candidates) > 1 and "aten::transpose.int" in c.candidates)
-    i = next(p[0] for p in call.node_paths if model.graph.node[p[0]].op_type == "Transpose")
+    i = _node_of(model, call, "Transpose")
     perm = model.graph.node[i].attribute[0]
     assert perm.name == "perm"
     before = list(perm.ints)
     perm.ints[0], perm.ints[1] = perm.ints[1], perm.ints[0]
     after = list(perm.ints)
     onnx.save(model, str(path))
-    original = onnx.load(str(ZOO / "t5.onnx"), load_external_data=False)
-    fx_text = _fx(original.graph.node[i])
-    assert fx_text is not None and _target(fx_text) == "aten::transpose.int"
-    fx_name = fx_text.split(" ", 1)[0].lstrip("%")
+    fx_name = _truth_name("t5", i, "aten::transpose.int")
     edited, orig = open_index(path), open_index(ZOO / "t5.onnx")
     forward = [c for c in diff_models(edited, orig).changes if c.kind != "metadata_added"]
     assert [(c.kind, c.family, c.sites, c.old, c.new) for c in forward] == [
