@@ -131,7 +131,9 @@ RECIPES: dict[str, dict[str, Any]] = {
                                      "with": [{"attn_mask": (1, 2, 4, 4)}, {"attn_mask": ("bool", (1, 2, 4, 4))}],
                                      # scale=1.0: the optimizer drops the Muls by sqrt(1) (t5, which does not scale)
                                      "template_values": {"scale": [1.0]}},
-    "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)}, "with": [{"input": (4, 8)}]},
+    # a 2-D input lowers to Gemm, with its bias and without (a pooler's or a head's dense layer without bias)
+    "linear": {"shapes": {"input": (2, 4, 8), "weight": (6, 8), "bias": (6,)},
+               "with": [{"input": (4, 8)}, {"input": (4, 8), "bias": None}]},
     "matmul": {"shapes": {"self": (2, 4, 8), "other": (8, 6)}},
     "embedding": {"shapes": {"weight": (10, 4), "indices": ("long", (2, 3), 10)},
                   "values": {"padding_idx": [-1, 1]}},
@@ -402,12 +404,12 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
                 out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: p.default, q: v}))
                                  for q, options in choices.items() if q != p.name for v in options[1:]]
         for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
-            out.variants.append((f"#with_{k}", Call(fn, kind, params,
-                                                    {**values, **{q: _tensor(spec) for q, spec in given.items()}})))
+            out.variants.append((f"#with_{k}", Call(fn, kind, params, {**values, **{
+                q: None if spec is None else _tensor(spec) for q, spec in given.items()}})))  # None: left out
         for q, options in rec.get("template_values", {}).items():  # values whose body has a structure of its own,
             for v in options:  # alone and with each set of optional tensors (not evidence: the slot is gone)
                 for given in [{}, *rec.get("with", ())]:
-                    tensors = {r: _tensor(spec) for r, spec in given.items()}
+                    tensors = {r: None if spec is None else _tensor(spec) for r, spec in given.items()}
                     out.variants.append((f"#value_{q}", Call(fn, kind, params, {**values, q: v, **tensors})))
     # an input dimension changed: the first tensor's, and for the templates each other tensor's (a convolution's
     # kernel_shape is its weight's shape: without this, a template of a 3x3 convolution matched no other kernel)

@@ -84,7 +84,7 @@ def test_measured_on_the_stripped_zoo() -> None:
     assert t.args_wrong == 0
     # single-node calls whose target is among the candidates: 0.848 before the catalogue had add.Tensor of two
     # tensors (alpha at its default: one Add) and a convolution of any kernel
-    assert t.coverage >= 0.967
+    assert t.coverage >= 0.969  # 0.970 (959 of 989)
 
 
 def test_a_chain_of_lone_calls_is_no_evidence_of_one_call(stripped_dir: Path) -> None:
