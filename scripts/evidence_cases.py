@@ -83,7 +83,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "conv_transpose": {"shapes": {"input": (1, 4, 5, 5, 5), "weight": (4, 2, 3, 3, 3)},
                        "values": {"stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
                                   "padding": lambda n: ([1] * n, [0] * n)}},
-    "conv": {"shapes": {"input": (1, 4, 8, 8, 8), "weight": (4, 4, 3, 3, 3)}},
+    # with a bias too: a Conv of three operands is conv2d's as much as convolution's (mixer's patch embedding)
+    "conv": {"shapes": {"input": (1, 4, 8, 8, 8), "weight": (4, 4, 3, 3, 3)}, "with": [{"bias": (4,)}]},
     "convolution": {"shapes": {"input": (1, 4, 8, 8), "weight": (4, 4, 3, 3), "bias": (4,)},
                     "values": {"stride": [[1, 1], [2, 2]], "padding": [[1, 1], [0, 0]], "dilation": [[1, 1], [2, 2]],
                                "transposed": [False], "output_padding": [[0, 0]], "groups": [1]}},
