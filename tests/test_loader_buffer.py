@@ -1,9 +1,15 @@
 """ReadBuffer: the files of a diff read one after the other into one memory. A model parsed from it stays intact
-when the next file is read there; files larger than the memory, text syntax and bad input load as without it."""
+when the next file is read there; files larger than the memory, text syntax and bad input load as without it.
+
+Only a file that is read takes the buffer: one the kernel grants a read lease for is mapped instead
+(``core.util.mapped``, tests/test_loader_mapped.py). Here every file is read, as where no lease is granted (another
+user's file, a file system without leases)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -14,6 +20,15 @@ from inspector.core.model.index import open_index
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.util.errors import ModelLoadError
 from tests.conftest import ZOO
+
+
+@pytest.fixture(autouse=True)
+def _no_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    @contextlib.contextmanager
+    def refused(fd: int, size: int) -> Iterator[None]:
+        yield None
+
+    monkeypatch.setattr("inspector.core.model.loader.mapped", refused)
 
 
 def _proto(path: Path) -> onnx.ModelProto:
@@ -97,7 +112,7 @@ def test_a_file_larger_than_any_protobuf_is_refused_unread(tmp_path: Path, capsy
         fh.truncate(3 << 30)
     assert huge.stat().st_size > MAX_MODEL_BYTES
     buffer = ReadBuffer((huge, ZOO / "pair_eps_a.onnx"))
-    assert len(buffer._memory) == (ZOO / "pair_eps_a.onnx").stat().st_size  # sized without the refused file
+    assert buffer._size == (ZOO / "pair_eps_a.onnx").stat().st_size  # sized without the refused file
     for buf in (None, buffer):
         with pytest.raises(ModelLoadError, match=r"huge\.onnx: 3\.0 GiB, larger than any ONNX protobuf can be"):
             load_model(huge, buffer=buf)

@@ -21,6 +21,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from inspector.core.util.errors import InspectorError, ModelLoadError
+from inspector.core.util.mapped import mapped
 from inspector.core.util.paths import named, open_regular
 from inspector.core.util.progress import Progress
 from inspector.core.util.textsafe import one_line
@@ -66,8 +67,9 @@ class LoadedModel:
 
 def load_model(path: str | os.PathLike[str], buffer: ReadBuffer | None = None,
                progress: Progress | None = None) -> LoadedModel:
-    """Read and parse ``path``; raise ``ModelLoadError`` with a one-line reason on any bad input. ``buffer``: read
-    the file into that memory (``ReadBuffer``: the files of a diff, one after the other).
+    """Read and parse ``path``; raise ``ModelLoadError`` with a one-line reason on any bad input. The file is parsed
+    where it lies, mapped, where a read lease keeps it from changing meanwhile (``util.mapped``), else read; ``buffer``:
+    read it into that memory (``ReadBuffer``: the files of a diff, one after the other).
 
     ``progress``: a checkpoint (``core.util.progress``), in bytes. A binary file above ``PIECEWISE_BYTES`` is then
     parsed ``_PIECE_BYTES`` at a time and ``progress(done, total)`` is called after each piece, so the caller can
@@ -75,21 +77,24 @@ def load_model(path: str | os.PathLike[str], buffer: ReadBuffer | None = None,
     Parsing in pieces costs a little: 0.26 s for 167 MB in 639 pieces, against 0.17 s whole; without ``progress``
     the file is parsed whole. The model is the same either way."""
     p = Path(path)
-    data = _read_file(p, buffer)
-    if _looks_like_text_syntax(p, data):
-        proto = parse_text_model(bytes(data), str(p))
-        fmt = "text"
-    else:
-        proto = parse_binary_model(data, str(p), progress)
-        fmt = "binary"
-    return LoadedModel(path=named(p), proto=proto, format=fmt, file_size=len(data))
+    with _file_bytes(p, buffer) as data:
+        if _looks_like_text_syntax(p, data):
+            proto = parse_text_model(bytes(data), str(p))
+            fmt = "text"
+        else:
+            proto = parse_binary_model(data, str(p), progress)
+            fmt = "binary"
+        size = len(data)
+    return LoadedModel(path=named(p), proto=proto, format=fmt, file_size=size)
 
 
 class ReadBuffer:
     """Memory that model files are read into one after the other, for the two files of a diff. Protobuf copies
     what it parses (nothing of a parsed model points into the file's bytes), so the second file may be read into
     the pages the first one was read into. Fresh memory for it costs this VM 0.23-0.45 s at 168 MB (a fresh 168 MB
-    is a 41k page faults while the first model's 300 MB are held); the reused pages take 0.18 s, every time."""
+    is a 41k page faults while the first model's 300 MB are held); the reused pages take 0.18 s, every time. Only a
+    file that is read takes it (one that is mapped, ``util.mapped``, is parsed where it lies): the memory is asked for
+    at the first read."""
 
     def __init__(self, paths: Sequence[str | os.PathLike[str]] = ()) -> None:
         """``paths``: the files it will read, to be sized for the largest at once (a larger file later is read into
@@ -100,10 +105,13 @@ class ReadBuffer:
                 st_size = os.stat(path).st_size
                 if st_size <= MAX_MODEL_BYTES:  # (a larger file is refused unread)
                     size = max(size, st_size)
-        self._memory = bytearray(size)
+        self._size = size
+        self._memory: bytearray | None = None
 
     def read(self, fh: io.FileIO) -> memoryview:
         """The rest of ``fh`` (an unbuffered file), in this buffer's memory while it fits."""
+        if self._memory is None:
+            self._memory = bytearray(self._size)
         view = memoryview(self._memory)
         n = 0
         while n < len(view):
@@ -115,37 +123,47 @@ class ReadBuffer:
         return memoryview(bytes(view) + more) if more else view
 
 
-def _read_file(p: Path, buffer: ReadBuffer | None = None) -> bytes | memoryview:
-    """The file's bytes: opened once, without blocking, and checked on the open descriptor (``paths.open_regular``:
-    a FIFO swapped in after a check by name blocked forever); refused by its size, and a binary file by its first
-    byte, before memory is asked for."""
-    data: bytes | memoryview
+@contextlib.contextmanager
+def _file_bytes(p: Path, buffer: ReadBuffer | None = None) -> Iterator[bytes | memoryview]:
+    """The file's bytes for the ``with`` block: opened once, without blocking, and checked on the open descriptor
+    (``paths.open_regular``: a FIFO swapped in after a check by name blocked forever); refused by its size, and a
+    binary file by its first byte, before memory is asked for. Mapped where the kernel keeps them from changing
+    (``util.mapped``: no copy of the file), else read (into ``buffer`` where given)."""
     try:
         fd = open_regular(p, what="an ONNX file")
     except FileNotFoundError:
         raise ModelLoadError(f"{p}: no such file") from None
     except InspectorError as e:
         raise ModelLoadError(str(e)) from None
-    try:
-        with open(fd, "rb", buffering=0, closefd=True) as fh:
+    with open(fd, "rb", buffering=0, closefd=True) as fh:
+        try:
             size = os.fstat(fd).st_size
-            if size > MAX_MODEL_BYTES:
-                raise ModelLoadError(f"{p}: {size / (1 << 30):.1f} GiB, larger than any ONNX protobuf can be (2 GiB; "
-                                     "larger models keep their weights as external data)")
-            head = os.pread(fd, 1, 0)
-            if head and (head[0] & 7 in (6, 7) or head == b"\x00") and p.suffix.lower() not in TEXT_SUFFIXES:
-                # what protobuf would refuse after reading it all (field 0, or wire type 6 or 7): a 2 GiB sparse
-                # file took 2.1 GB of memory and 13 s to be refused that way
-                raise ModelLoadError(f"{p}: not an ONNX file (byte 0 is 0x{head[0]:02x}: neither a protobuf field "
-                                     "nor text syntax)")
+            _check_head(p, fd, size)
+        except OSError as e:
+            raise ModelLoadError(f"{p}: cannot read: {e.strerror or e}") from None
+        with mapped(fd, size) as view:
+            if view is not None:
+                yield view
+                return
+        try:
             data = buffer.read(fh) if buffer is not None else fh.read()
-    except ModelLoadError:
-        raise
-    except OSError as e:
-        raise ModelLoadError(f"{p}: cannot read: {e.strerror or e}") from None
-    if not data:
-        raise ModelLoadError(f"{p}: empty file")
-    return data
+        except OSError as e:
+            raise ModelLoadError(f"{p}: cannot read: {e.strerror or e}") from None
+        if not data:
+            raise ModelLoadError(f"{p}: empty file")
+        yield data
+
+
+def _check_head(p: Path, fd: int, size: int) -> None:
+    """Refuse a file by its size, and a binary file by its first byte: what protobuf would refuse after reading it
+    all (field 0, or wire type 6 or 7): a 2 GiB sparse file took 2.1 GB of memory and 13 s to be refused that way."""
+    if size > MAX_MODEL_BYTES:
+        raise ModelLoadError(f"{p}: {size / (1 << 30):.1f} GiB, larger than any ONNX protobuf can be (2 GiB; "
+                             "larger models keep their weights as external data)")
+    head = os.pread(fd, 1, 0)
+    if head and (head[0] & 7 in (6, 7) or head == b"\x00") and p.suffix.lower() not in TEXT_SUFFIXES:
+        raise ModelLoadError(f"{p}: not an ONNX file (byte 0 is 0x{head[0]:02x}: neither a protobuf field "
+                             "nor text syntax)")
 
 
 def _looks_like_text_syntax(p: Path, data: bytes | memoryview) -> bool:
