@@ -8,10 +8,11 @@ A call counts as *multi-node* when the body torchlib made for it has at least tw
 one node: ``view``, ``_unsafe_view``, ``expand``, ``zeros``) made more nodes only where the exporter lowered a list
 of symbolic sizes to a ``Concat`` (its size operand, computed as a Constant node is given): single-node, as the
 issue counts "a lone Reshape" (before this rule the measure counted the zoo's 68 such calls, 54 views and 14
-Concat+Expand, as multi-node: strict recall 0.767 (250/326) instead of 0.922 (238/258)). Multi-node: recall = truth calls found with the same
-target and exactly the same nodes; precision = recognised multi-node calls given one target that equal a truth call
-in both; a body that fits several overloads is no guess: it is counted apart (ambiguous), with the truth calls found
-with the right nodes and their target among the candidates.
+Concat+Expand, as multi-node: strict recall 0.767 (250/326) instead of 0.922 (238/258)).
+Multi-node: recall = truth calls found with the same target and exactly the same nodes; precision = recognised
+multi-node calls given one target that equal a truth call in both; a body that fits several overloads is no guess:
+it is counted apart (ambiguous), with the truth calls found with the right nodes and their target among the
+candidates.
 Single-node: coverage = truth calls with a recognised call of the same nodes whose candidates include the target.
 Arguments: each argument given back for a call whose target and nodes are right is compared with the argument the
 FX text had (a ``dim`` is given back as a non-negative axis: a negative truth is normalised by the rank of the
