@@ -239,25 +239,10 @@ def _in_order(nodes: list[onnx.NodeProto], original: dict[int, str], flat: Model
         k = position.get(original.get(id(n), n.name))
         last = float(k) if k is not None else last + 1e-6
         keys.append(last)
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    deps = [{producer[r] for r in _reads(n) if r in producer and producer[r] != i} for i, n in enumerate(nodes)]
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, d in enumerate(deps):
-        for j in d:
-            users[j].append(i)
-    waiting = [len(d) for d in deps]
-    ready = [(keys[i], i) for i, w in enumerate(waiting) if w == 0]
-    import heapq  # (here: a module fold's calls inlined; start-up)
+    from inspector.core.util.order import dependencies, kahn  # (here: a module fold's calls inlined; start-up)
 
-    heapq.heapify(ready)
-    out: list[onnx.NodeProto] = []
-    while ready:
-        _k, i = heapq.heappop(ready)
-        out.append(nodes[i])
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, (keys[u], u))
+    order = kahn(dependencies([_reads(n) for n in nodes], [n.output for n in nodes]), keys).order
+    out = [nodes[i] for i in order]
     return out if len(out) == len(nodes) else nodes  # (a cycle: keep the order as it was)
 
 

@@ -7,7 +7,6 @@ nothing of the model is copied that the fold does not change (a 100k-node export
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from functools import partial
 from operator import is_
@@ -22,6 +21,7 @@ from inspector.core.fold.names import identifier
 from inspector.core.fold.plan import Form, FunctionClass, Planned, Planner, aten_attribute
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import NodePath, subgraphs
+from inspector.core.util.order import dependencies, kahn
 
 Made = None | onnx.NodeProto | Planned  # what replaces a node of the graph: nothing, a node, or a call
 
@@ -129,25 +129,8 @@ def topological(reads_of: Sequence[Sequence[str]], makes_of: Sequence[Sequence[s
         have.update(outs)
     if ok:
         return list(range(len(reads_of)))
-    producer = {o: i for i, outs in enumerate(makes_of) for o in outs if o}
-    deps = [{producer[r] for r in reads if r in producer and producer[r] != i} for i, reads in enumerate(reads_of)]
-    nodes = reads_of
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, d in enumerate(deps):
-        for j in d:
-            users[j].append(i)
-    waiting = [len(d) for d in deps]
-    ready = [i for i, w in enumerate(waiting) if w == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        i = heapq.heappop(ready)
-        out.append(i)
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, u)
-    return out if len(out) == len(nodes) else list(range(len(nodes)))
+    order = kahn(dependencies(reads_of, makes_of)).order
+    return order if len(order) == len(reads_of) else list(range(len(reads_of)))
 
 
 def _formal_names(cls: FunctionClass, order: list[int], internal: set[str]) -> list[str]:

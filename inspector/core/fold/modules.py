@@ -21,7 +21,6 @@ and is listed. Each pass is linear in the nodes times the nesting depth of the s
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from inspector.core.model.function_sites import variant_note
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
+from inspector.core.util.order import dependencies, kahn
 from inspector.core.util.textsafe import one_line
 
 MODULE_DOMAIN = "pkg.torch.module"  # beside pkg.torch.aten (the aten fold) and pkg.torch.onnx (the metadata keys)
@@ -413,22 +413,7 @@ def _sorted(units: list[_Unit]) -> list[_Unit] | set[int]:
     producer = {o: i for i, u in enumerate(units) for o in u.outputs if o}
     if all(producer.get(r, -1) < i for i, u in enumerate(units) for r in u.reads):
         return units
-    deps = [{producer[r] for r in u.reads if r in producer and producer[r] != i} for i, u in enumerate(units)]
-    users: list[list[int]] = [[] for _ in units]
-    for i, d in enumerate(deps):
-        for j in d:
-            users[j].append(i)
-    waiting = [len(d) for d in deps]
-    ready = [i for i, w in enumerate(waiting) if w == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        i = heapq.heappop(ready)
-        out.append(i)
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, u)
+    out, waiting, users, deps = kahn(dependencies([u.reads for u in units], [u.outputs for u in units]))
     if len(out) == len(units):
         return [units[i] for i in out]
     # what is stuck is on a cycle or downstream of one: peel off the stuck units nothing stuck reads
