@@ -17,7 +17,7 @@ from inspector.core.model.index import open_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.gui.compare import ADDED, CHANGED, REMOVED, CompareWindow
 from inspector.gui.main_window import MainWindow
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ZOO
 
 
 @pytest.fixture
@@ -190,9 +190,6 @@ def test_the_compare_window_refuses_to_overwrite_an_input(qtbot, compare: Compar
     export(compare, "diff", a)
     QThreadPool.globalInstance().waitForDone(30000)
     assert a.read_bytes() == before and "refusing" in compare.statusBar().currentMessage()
-
-
-ZOO = Path(__file__).resolve().parent / "zoo"
 
 
 def test_a_click_selects_the_aligned_node_on_the_other_side_and_both_panels_describe_it(
@@ -397,3 +394,22 @@ def test_the_report_with_the_diff_carries_a_s_reviews(qtbot, compare: CompareWin
     assert "head count &lt;b&gt;8&lt;/b&gt; baked in" in text
     command = report(str(a), compare=str(ZOO / "pair_heads_b.onnx")).text
     assert "head count &lt;b&gt;8&lt;/b&gt; baked in" in command
+
+
+def test_a_call_one_side_lacks_shows_what_stands_in_for_it_there(qtbot, compare: CompareWindow):
+    """bert against its unoptimised export: ``aten::add.Tensor`` calls added in B (the position ids' Add). A has no
+    such call: its side shows the family's first call, and says that it stands in, not that it is the counterpart."""
+    _load(qtbot, compare, ZOO / "bert.onnx", ZOO / "bert_noopt.onnx")
+    added = next(row for g, row in _rows(compare) if g.startswith("aten::add") and row.text(0).startswith("call added"))
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(added)
+    info_a, info_b = compare.twin.a.info.toPlainText(), compare.twin.b.info.toPlainText()
+    scope_a = compare.side_a.current_scope()
+    assert isinstance(scope_a, AtenCall) and scope_a.target == "aten::add.Tensor"
+    assert info_a.startswith("A: not in A; shown for comparison: ") and "of the same family" in info_a
+    assert "not in" not in info_b and info_b.startswith("B: ")
+    # a change both sides have keeps its plain heads
+    rewired = next(row for g, row in _rows(compare) if g.startswith("aten::add") and row.text(0).startswith("rewired"))
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(rewired)
+    assert "not in" not in compare.twin.a.info.toPlainText() + compare.twin.b.info.toPlainText()

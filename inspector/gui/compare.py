@@ -33,7 +33,7 @@ from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.gui.compare_export import build_compare_menu
-from inspector.gui.graph_panel import GraphPanel
+from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, plural, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
@@ -275,7 +275,7 @@ class CompareWindow(QMainWindow):
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
-        self.twin.show_pair(scope_a, scope_b, pairing)
+        self.twin.show_pair(scope_a, scope_b, pairing, stand_in("A", change, scope_a), stand_in("B", change, scope_b))
         self.details.setHtml(change_html(change))
 
     def _graph_maps(self, index: ModelIndex) -> GraphMaps:
@@ -302,6 +302,20 @@ class CompareWindow(QMainWindow):
         for side in (self.side_a, self.side_b):
             side.drop_pending()
         super().closeEvent(event)
+
+
+# kinds of change whose call, overload or family one side does not have: that side shows what stands in for it
+_ONLY_IN_B = frozenset({"call_added", "overload_added", "family_added"})
+_ONLY_IN_A = frozenset({"call_removed", "overload_removed", "family_removed"})
+
+
+def stand_in(side: str, c: Change, scope: Scope) -> Rich:
+    """The head of the side a change's call is not on (a call added: A): what is shown there instead, so a sibling
+    of the family is not taken for the changed call's counterpart. Empty for the side that has it (its default)."""
+    if c.kind not in (_ONLY_IN_B if side == "A" else _ONLY_IN_A):
+        return Rich()
+    shown = "the main graph" if scope == MAIN else scope_label(scope) + ", of the same family"
+    return tag("p", tag("b", side), ": ", tag("i", f"not in {side}"), "; shown for comparison: ", shown)
 
 
 def change_line(c: Change) -> str:
