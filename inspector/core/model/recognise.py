@@ -51,6 +51,7 @@ from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import RecognisedCall
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
+from inspector.core.model.recognise_lengths import ListLengths
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
     Key,
@@ -127,6 +128,7 @@ class Matcher:
         self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
+        self._lengths = ListLengths()  # the list lengths each template's schema asks for (``recognise_lengths``)
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
         self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
@@ -158,7 +160,8 @@ class Matcher:
                     break
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
-                    fits += [(u, m) for u in group]  # other overloads with this body: candidates, not more calls
+                    # other overloads with this body: candidates, not more calls (those whose lists it fits)
+                    fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]
             if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
                          or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
                 first = fits[0][1]
@@ -186,7 +189,8 @@ class Matcher:
             verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True)
-                        for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
+                        for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group
+                        if self._lengths.fit(u, m.attributes)]
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
                 if alike:
                     seen[sid] = verdict
