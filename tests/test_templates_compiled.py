@@ -27,8 +27,8 @@ def test_the_shipped_compiled_templates_are_not_stale() -> None:
     shipped = json.loads(SHIPPED.read_text("utf-8"))
     fresh = compile_templates()
     assert sorted(shipped["templates"]) == sorted(fresh["templates"]) == [
-        "diff.html.j2", "diff_page.html.j2", "family.html.j2", "macros.html.j2", "print.css", "report.css",
-        "report.html.j2"]
+        "diff.html.j2", "diff_page.html.j2", "family.html.j2", "macros.html.j2", "paged.css", "print.css",
+        "report.css", "report.html.j2"]
     assert shipped == fresh
 
 

@@ -61,7 +61,9 @@ def html_to_pdf_bytes(html: str) -> bytes:
         if not renderer.isValid():
             return "<p><i>(graph could not be drawn)</i></p>"
         size = renderer.defaultSize()
-        scale = min(1.0, 700 / max(size.width(), 1))
+        # inside one page: A4 less its 15 mm margins and the document's 4 px margin is 671 x 1000 px at 96 dpi (at
+        # 700 px wide whisper's graphs were cut at the right edge; ts_functions' 1140 px tall one lost its middle)
+        scale = min(1.0, 670 / max(size.width(), 1), 960 / max(size.height(), 1))
         w, h = max(int(size.width() * scale), 1), max(int(size.height() * scale), 1)
         image = QImage(w * 2, h * 2, QImage.Format.Format_ARGB32)
         image.fill(0xFFFFFFFF)
