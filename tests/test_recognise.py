@@ -449,3 +449,18 @@ def test_a_list_length_the_schema_fixes_narrows_the_candidates(stripped_dir: Pat
     got = next(c for c in recognised(index) if c.node_paths == pool.node_paths)
     assert got.candidates == ("aten::max_pool2d",) and got.fx is not None and pool.fx is not None
     assert (got.fx.kwargs["kernel_size"], got.fx.kwargs["stride"]) == tuple(pool.fx.args[1:3]) == ([2, 2], [2, 2])
+
+
+def test_an_ambiguous_call_shows_each_candidates_schema_and_binds_none(stripped_dir: Path) -> None:
+    """A body two overloads share binds no schema (that would be a guess); its signature names each candidate's
+    schema, one a line, as the schema catalogue (generated from torch) writes it: what tells them apart is in view."""
+    index = stripped("convnet", stripped_dir)
+    conv = next(c for c in recognised(index) if c.candidates == ("aten::conv2d", "aten::convolution"))
+    sig = call_signature(conv)
+    assert sig.schema is None and not sig.bound and sig.problem is not None
+    head, *lines = sig.problem.splitlines()
+    assert head.startswith("a body 2 overloads share") and len(lines) == 2
+    assert lines[0].startswith("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1]")
+    assert lines[1].startswith("aten::convolution(") and "bool transposed" in lines[1]
+    text = summary_text(summary_dict(index))  # (the summary names the candidates as before)
+    assert "candidates: aten::conv2d, aten::convolution" in text

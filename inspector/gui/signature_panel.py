@@ -11,7 +11,7 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
-from inspector.core.aten.torchlib import torchlib_version
+from inspector.core.aten.torchlib import torchlib_for, torchlib_version
 from inspector.core.specialise.bodytext import Line, body_lines, signature_line
 from inspector.core.specialise.categories import (
     TEXT_COLOUR,
@@ -238,6 +238,8 @@ def _lowering(sel: Selection) -> Rich:
     entry = sel.torchlib
     if sel.target is None:
         return Rich()
+    if entry is None and len(sel.candidates) > 1:  # an ambiguous body: each candidate's lowering
+        return tag("p", *(rich(BR if k else "", _candidate_lowering(c)) for k, c in enumerate(sel.candidates)))
     if entry is None:
         return tag("p", f"{sel.target} → ", tag("i", "no torchlib function in the catalogue"))
     kind = "trace_only" if entry.trace_only else "script"
@@ -247,6 +249,15 @@ def _lowering(sel: Selection) -> Rich:
                                       "values are not attributed to torchlib's code.")) if sel.rewritten else ""
     return tag("p", f"{sel.target} → torchlib ", tag("code", entry.function), f", {kind} ",
                tag("small", f"({source})"), rewritten)
+
+
+def _candidate_lowering(target: str) -> Rich:
+    """``aten::conv2d → torchlib aten_conv2d, trace_only``: one candidate of an ambiguous body."""
+    entry = next((e for e in torchlib_for(target) if not e.complex), None)
+    if entry is None:
+        return rich(f"{target} → ", tag("i", "no torchlib function in the catalogue"))
+    kind = "trace_only" if entry.trace_only else "script"
+    return rich(f"{target} → torchlib ", tag("code", entry.function), f", {kind}")
 
 
 def _recognised(sel: Selection) -> Rich:

@@ -239,7 +239,7 @@ def _body(b: BodyInfo) -> str:
     if b.signature is not None:
         out += ["**Aten signature** (this call's values bound to parameter names)", "",
                 fence(printable(b.signature.text, keep_newlines=True)), ""]
-        if b.signature.problem:
+        if b.signature.problem and b.signature.target is not None:  # (without a schema, the problem is the text)
             out += [f"_{md(b.signature.problem, 300)}_", ""]
     lines = ["".join(s.text for s in line) for line in b.lines]
     cut = len(lines) - MAX_BODY_LINES + b.lines_omitted if len(lines) > MAX_BODY_LINES else b.lines_omitted

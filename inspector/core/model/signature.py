@@ -36,6 +36,16 @@ class CallSignature:
 
 
 def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> CallSignature:
+    """``call``'s schema with its arguments bound; for a recognised call whose body several overloads share, no
+    schema: which would be a guess. Its ``problem`` names each candidate's schema instead, one a line, so a reader
+    sees what tells them apart (``conv2d``'s ``SymInt[2] stride=[1, 1]``, ``convolution``'s ``bool transposed``)."""
+    if call.recognised and len(call.candidates) > 1:
+        cat = catalogue or SchemaCatalogue.default()
+        schemas = [(c, cat.get(c)) for c in call.candidates]
+        lines = [format_signature(schema, None) if schema is not None else f"{c} (no catalogued schema)"
+                 for c, schema in schemas]
+        return CallSignature(None, (), "\n".join([f"a body {len(lines)} overloads share, so no one schema binds "
+                                                  "this call's values; the candidates:", *lines]))
     fx = call.fx
     if call.recognised and len(call.candidates) == 1 and fx is not None:
         tensors = recognised_tensors(call)
