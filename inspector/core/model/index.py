@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import attrgetter
@@ -276,7 +277,7 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     fidx = build_function_index(proto, scanned)
     prov = build_provenance(proto, scanned)
     histogram: Counter[tuple[str, str]] = Counter(scanned.histograms.get(MAIN, {}))
-    maps = _recognise(proto, prov, histogram)
+    maps = _recognise(proto, prov, histogram, scanned.bare)
     if followed is not None and like is not None and like.provenance.recognised:
         # calls that ``like``'s templates recognised, taken over where the nodes are equal, are this side's too
         prov.recognised = sum(1 for c in prov.calls if c.recognised)
@@ -299,9 +300,11 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
     return index
 
 
-def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter[tuple[str, str]]) -> GraphMaps | None:
+def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter[tuple[str, str]],
+               bare: Sequence[object]) -> GraphMaps | None:
     """Calls recognised by body template among main-graph nodes without fx metadata, added to ``prov.calls``; the
-    graph maps this reads are the index's (built here once instead of on first use)."""
+    graph maps this reads are the index's (built here once instead of on first use); ``bare``: the nodes as the scan
+    read them (``ScanResult.bare``)."""
     flat = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in histogram)
     if flat and not proto.functions:  # every call is of main-graph nodes, one path step each: counted in C
         covered = sum(map(len, map(_NODE_PATHS, prov.calls)))  # (0.012 s less at 100k nodes than the loop below)
@@ -312,7 +315,7 @@ def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter
     maps = GraphMaps(proto.graph, flat=flat)
     from inspector.core.model.recognise import recognised_calls
 
-    found = recognised_calls(proto, prov.calls, maps)
+    found = recognised_calls(proto, prov.calls, maps, bare)
     prov.calls.extend(found)
     prov.recognised = len(found)
     return maps

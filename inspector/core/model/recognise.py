@@ -104,14 +104,15 @@ class Matcher:
     """Templates matched against one graph; ``taken`` are the nodes that belong to calls already (fx metadata)."""
 
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
-                 templates: Sequence[Template], opset: int | None = None) -> None:
+                 templates: Sequence[Template], opset: int | None = None, bare: Sequence[object] = ()) -> None:
         """``opset``: the graph's ONNX opset, whose attribute defaults are filled in on both sides of a match
-        (``recognise_templates.attribute_defaults``; None: none are)."""
+        (``recognise_templates.attribute_defaults``; None: none are); ``bare``: the nodes as the scan read them
+        (``ScanResult.bare``, ``node_keys``)."""
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
         prepared = prepare(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
         self.written, self._leaves = prepared.written, prepared.leaves
-        self._keys, kinds, full = node_keys(graph, maps, opset)
+        self._keys, kinds, full = node_keys(graph, maps, opset, bare)
         self.attributes = NodeAttributes(graph, opset, full, self._keys)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
@@ -501,8 +502,10 @@ def applies(proto: onnx.ModelProto) -> bool:
     return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
 
 
-def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps) -> list[AtenCall]:
-    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds."""
+def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps,
+                     bare: Sequence[object] = ()) -> list[AtenCall]:
+    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds; ``bare``: the
+    nodes as the index's scan read them (``ScanResult.bare``), so that they are not read again."""
     taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
     graph = proto.graph
     out: list[AtenCall] = []
@@ -513,7 +516,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
     texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
-    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto)).calls()
+    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
     make = RecognisedCall
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
