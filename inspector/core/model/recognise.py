@@ -49,7 +49,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
-from inspector.core.model.recognise_call import RecognisedCall
+from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
@@ -62,7 +62,6 @@ from inspector.core.model.recognise_templates import (
     without_aliases,
 )
 
-RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 
 
@@ -518,9 +517,8 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
     nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
-    make = RecognisedCall
+    make = recognised_call
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
-        name = RECOGNISED_PREFIX + str(k)
         got = texts.get(id(verdict))
         if got is None:
             templates_, candidates, arguments = verdict
@@ -534,12 +532,10 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                                                    f"kwargs = {{{kwargs}}})")
             got = texts[id(verdict)] = (*text, templates_, candidates)
         target, raw, tail, names, candidates = got
-        # a path is a tuple of one index: a one-node call's path is its nodes' tuple. The fields in order, none by
-        # keyword (the 100k replica's 84k calls: 0.17 s with the last three by keyword, 0.13 s so; CPU, best of 5)
-        call = make("%" + name + tail, name, raw, target, MAIN, [members] if len(members) == 1
-                    else list(zip(members)), None, (), "", None, False, None, None, names, candidates)
-        call._graph_nodes = protos
-        out.append(call)
+        # a path is a tuple of one index: a one-node call's path is its nodes' tuple; its name and FX text made when
+        # read (``RecognisedCall``)
+        out.append(make(k, [members] if len(members) == 1 else list(zip(members)), raw, target, names, candidates,
+                        tail, protos))
     return out
 
 
