@@ -143,22 +143,29 @@ class NodeSignatures:
         of: list[int] = []
         first: list[int] = []
         add = of.append
-        for g, (f, ins, outs) in enumerate(zip(full, maps.inputs, maps.outputs)):
-            try:
-                codes = tuple(map(known, ins))  # (map in C: 30 ms less than a comprehension at 100k nodes)
-            except KeyError:
-                codes = tuple([code[v] if v in code else missing(v) for v in ins])
-            repeats = _repeats(ins, codes) if len(ins) > 1 and len(set(ins)) < len(ins) else None
+        # a signature is one flat tuple (key number, unread outputs, repeats, each operand's code), each operand's code
+        # made once, and an operand repeating another looked for by a comparison where there are two (most nodes):
+        # 0.094 -> 0.072 s at 100k nodes against a tuple of the codes inside one of four and a set of every node's
+        # operands (CPU, best of 7)
+        for f, ins, outs in zip(full, maps.inputs, maps.outputs):
             if len(outs) == 1:
                 v = outs[0]
                 unread: object = not v or (v not in read_count and v not in graph_outputs)
             else:
                 unread = tuple([not v or (v not in read_count and v not in graph_outputs) for v in outs])
-            s = (f, codes, repeats, unread)
+            n = len(ins)
+            if (n == 2 and ins[0] != ins[1]) or n < 2 or len(set(ins)) == n:  # (no operand repeats another)
+                try:
+                    s = (f, unread, None, *map(known, ins))  # (map in C: 30 ms less than a comprehension)
+                except KeyError:
+                    s = (f, unread, None, *[code[v] if v in code else missing(v) for v in ins])
+            else:
+                codes = tuple([code[v] if v in code else missing(v) for v in ins])
+                s = (f, unread, _repeats(ins, codes), *codes)
             number = numbers.get(s)
             if number is None:
                 number = numbers[s] = len(first)
-                first.append(g)
+                first.append(len(of))  # (this node's index)
             add(number)
         return of, first
 
