@@ -41,3 +41,26 @@ def test_a_recognised_call_reads_as_a_call_made_with_every_field() -> None:
     assert (other.name, other.fx_text, other.target, other.node_paths) == ("renamed", "%renamed : text", one.target,
                                                                            one.node_paths)
     assert other.first_node is one.first_node and other != one
+
+
+def test_a_one_node_call_makes_its_paths_when_read_and_a_longer_one_holds_them() -> None:
+    """Paths equal at every read, in graph order, each node one call's; a one-node call's a list a reader may keep or
+    change without changing the call's."""
+    model = onnx.load(str(ROOT / "tests" / "zoo" / "llama_gqa.onnx"), load_external_data=False)
+    strip(model)
+    calls = recognised_calls(model, [], GraphMaps(model.graph, flat=True))
+    ones = [c for c in calls if len(c.node_paths) == 1]
+    longer = [c for c in calls if len(c.node_paths) > 1]
+    assert len(ones) > 50 and len(longer) > 5
+    taken = sorted(p[0] for c in calls for p in c.node_paths)
+    assert len(taken) == len(set(taken))  # (a node is one call's)
+    for call in ones:
+        paths = call.node_paths
+        assert paths == call.node_paths and isinstance(paths, list)
+        assert len(paths[0]) == 1 and call.first_node is model.graph.node[paths[0][0]]
+        paths.append((0,))
+        assert len(call.node_paths) == 1
+    for call in longer:
+        assert call.node_paths == call.node_paths and [p[0] for p in call.node_paths] == sorted(
+            p[0] for p in call.node_paths) and all(len(p) == 1 for p in call.node_paths)
+        assert call.first_node is model.graph.node[call.node_paths[0][0]]

@@ -532,10 +532,8 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                                                    f"kwargs = {{{kwargs}}})")
             got = texts[id(verdict)] = (*text, templates_, candidates)
         target, raw, tail, names, candidates = got
-        # a path is a tuple of one index: a one-node call's path is its nodes' tuple; its name and FX text made when
-        # read (``RecognisedCall``)
-        out.append(make(k, [members] if len(members) == 1 else list(zip(members)), raw, target, names, candidates,
-                        tail, protos))
+        # its name, FX text and (one node) paths made when read (``RecognisedCall``)
+        out.append(make(k, members, raw, target, names, candidates, tail, protos))
     return out
 
 
