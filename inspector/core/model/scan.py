@@ -18,7 +18,7 @@ from inspector.core.model.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
 GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
 _SERIALISE = onnx.AttributeProto.SerializeToString
-_CONSTANT = "Constant"  # (a Constant's tensor, maybe large, is not copied into its key: ``ScanResult.bare``)
+_CONSTANT = "Constant"
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class ScanResult:
     # the main graph's own nodes that carry no fx metadata, in order, as the template matcher keys them
     # (``recognise_nodes.node_keys``): the node's op type (a domain's: (domain, op type)), with the bytes of its
     # attributes where it has some (a Constant's: their names). Read here, where the scan reaches the node anyway: the
-    # stripped 100k Llama replica's scan 0.154 -> 0.206 s, the matcher's keys 0.118 -> 0.022 s (CPU, best of 9 and 5:
+    # stripped 100k Llama replica's scan 0.158 -> 0.216 s, the matcher's keys 0.122 -> 0.022 s (CPU, best of 9 and 5:
     # reaching each node again cost more than reading its fields). Complete (one per main-graph node) only when no
     # main-graph node has fx metadata; a scan that meets such a node keeps no more.
     bare: list[object] = field(default_factory=list)
@@ -126,15 +126,19 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
                         continue
                     without_fx += 1
                 if bare is not None:  # (a main-graph node of no aten call: as the template matcher keys it)
-                    attrs = node.attribute
-                    bare.append(hk if not attrs else (hk, tuple(map(_SERIALISE, attrs)) if op != _CONSTANT
-                                                      else tuple([a.name for a in attrs])))
+                    bare.append((hk, attribute_bytes(op, attrs)) if (attrs := node.attribute) else hk)
         r.node_counts[scope] = count
         r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
         for op_key in r.histograms[scope]:
             r.first_seen.setdefault(op_key, scope)
     r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
     return r
+
+
+def attribute_bytes(op: str, attrs: Sequence[onnx.AttributeProto]) -> tuple[bytes | str, ...]:
+    """A node's attributes as the template matcher keys them (``ScanResult.bare``): each one's bytes, a Constant's
+    names alone (its tensor, maybe large, is not copied)."""
+    return tuple(map(_SERIALISE, attrs)) if op != _CONSTANT else tuple([a.name for a in attrs])
 
 
 def _read_all(r: ScanResult, scope: GraphScope, path: NodePath, node: onnx.NodeProto,
