@@ -99,7 +99,9 @@ class NodeSignatures:
             code[v] = self._constant(v, code[v])
         for v in maps.initializers:  # a value made by a node and also an initializer is a constant too
             made_by = code.get(v)
-            if made_by is not None and made_by >= 0:
+            if made_by is None:  # (coded here, not on a KeyError at its first reader's)
+                code[v] = self._constant(v, ABSENT)
+            elif made_by >= 0:
                 code[v] = self._constant(v, made_by)
         self.of, self.first = self._number(full)
 
