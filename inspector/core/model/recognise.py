@@ -171,9 +171,18 @@ class Matcher:
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
         seen: dict[int, _Verdict | None] = {}
+        # the signatures whose every node is a call of that verdict, of the node alone (it reads no Constant node:
+        # ``_take``), known after their first node: one look-up for each other node (the 100k replica's 73k such calls:
+        # ~0.01 s less than the steps below, CPU)
+        alone: dict[int, _Verdict] = {}
         sids, signatures, keys, taken, one_node = self._sids, self._signatures, self._keys, self.taken, self._one_node
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
+                continue
+            verdict = alone.get(sids[i])
+            if verdict is not None:
+                taken.add(i)
+                found_nodes[i], found[i] = (i,), verdict
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
@@ -190,12 +199,10 @@ class Matcher:
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
                 if alike:
                     seen[sid] = verdict
+                    if verdict is not None and not signatures.reads_constant_node(sid):
+                        alone[sid] = verdict
                 extra = fits[0][1].extra if fits else set()
-            elif verdict is not None and not signatures.reads_constant_node(sid):
-                taken.add(i)  # (``_take`` of a node reading no Constant node: the node alone)
-                found_nodes[i], found[i] = (i,), verdict
-                continue
-            else:
+            else:  # (a signature's verdict read again: none, or one whose nodes read a Constant node)
                 extra = set()
             if verdict is not None:
                 nodes = self._take({i} | extra)
