@@ -275,8 +275,8 @@ def speed(path: Path, runs: int = 5) -> list[tuple[str, float]]:
     strip(model)
     graph, opset, templates = model.graph, onnx_opset(model), load_templates()
     maps = GraphMaps(graph, flat=True)
-    scanning = least(lambda: scan_model(model))
-    bare = scan_model(model).bare  # (the nodes' keys as the index's scan reads them for the matcher)
+    scanning = least(lambda: scan_model(model, bare=True))
+    bare = scan_model(model, bare=True).bare  # (the nodes' keys as the index's scan reads them for the matcher)
     recognised_calls(model, [], maps, bare)  # (the catalogue read and prepared, the producers mapped: once per process)
     collected: list[float] = []
     started = [0.0]

@@ -49,7 +49,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
-from inspector.core.model.recognise_call import recognised_call
+from inspector.core.model.recognise_call import applies, recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
@@ -171,11 +171,10 @@ class Matcher:
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
         seen: dict[int, _Verdict | None] = {}
-        # the signatures whose every node is a call of that verdict, of the node alone (it reads no Constant node:
-        # ``_take``), known after their first node: one look-up for each other node (the 100k replica's 73k such calls:
-        # ~0.01 s less than the steps below, CPU)
+        # signatures whose every node is a call of their verdict, of the node alone (no Constant node read: ``_take``),
+        # known after their first node: one look-up each other node (0.026 -> 0.017 s at 100k nodes, CPU, best of 5)
         alone: dict[int, _Verdict] = {}
-        sids, signatures, keys, taken, one_node = self._sids, self._signatures, self._keys, self.taken, self._one_node
+        sids, signatures, keys, taken = self._sids, self._signatures, self._keys, self.taken
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
                 continue
@@ -189,10 +188,9 @@ class Matcher:
             # What fits depends on the node's signature alone where no operand is computed (``_alike``): found once
             # per signature (the 100k Llama replica: 79,669 one-node calls, of 46 signatures in all)
             sid = sids[i]
-            alike = one_node[sid]
-            if alike is None:
-                alike = self._alike(sid)
+            alike = self._alike(sid)
             verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
+            fits: list[tuple[Template, _Match]] = []  # (none where the verdict is read again: it computes nothing)
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True)
                         for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group]
@@ -201,11 +199,8 @@ class Matcher:
                     seen[sid] = verdict
                     if verdict is not None and not signatures.reads_constant_node(sid):
                         alone[sid] = verdict
-                extra = fits[0][1].extra if fits else set()
-            else:  # (a signature's verdict read again: none, or one whose nodes read a Constant node)
-                extra = set()
             if verdict is not None:
-                nodes = self._take({i} | extra)
+                nodes = self._take({i} | (fits[0][1].extra if fits else set()))
                 found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict
 
     def _take(self, members: set[int]) -> tuple[int, ...]:
@@ -496,18 +491,6 @@ def _closed(maps: GraphMaps, t: Template, m: _Match, leaves: list[bool]) -> bool
     return True
 
 
-TORCH_PRODUCER = "pytorch"
-DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
-
-
-def applies(proto: onnx.ModelProto) -> bool:
-    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
-    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
-    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
-    measures what share of them the templates explain (``recognise`` works on any graph)."""
-    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
-
-
 def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps,
                      bare: Sequence[object] = ()) -> list[AtenCall]:
     """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds; ``bare``: the
@@ -542,6 +525,9 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)
         out.append(make(k, members, raw, target, names, candidates, tail, protos))
     return out
+
+
+__all__ = ["applies"]  # (``recognise_call.applies``: the index asks it of every model, without importing this module)
 
 
 def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],

@@ -55,9 +55,10 @@ class ScanResult:
 
 
 def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str],
-         modules: bool = True) -> ScanResult:
+         modules: bool = True, keys: bool = False) -> ScanResult:
     """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators. ``modules``: also
-    record each call's name_scopes text (``ScanResult.name_scopes``)."""
+    record each call's name_scopes text (``ScanResult.name_scopes``); ``keys``: each main-graph node without fx
+    metadata as the template matcher keys it (``ScanResult.bare``)."""
     r = ScanResult(scopes_read=modules)
     groups, first_node = r.groups, r.first_node
     # Exporters write the same metadata keys in the same order on every node; once the position of
@@ -77,7 +78,7 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
         while stack:
             seq, prefix = stack.pop()
             top = not prefix
-            bare = r.bare if top and isinstance(scope, MainGraph) else None
+            bare = r.bare if keys and top and isinstance(scope, MainGraph) else None
             count += len(seq)
             for i, node in enumerate(seq):
                 domain = node.domain
