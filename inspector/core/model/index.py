@@ -24,6 +24,7 @@ from inspector.core.model.graph import GraphMaps, declared_names
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import LoadedModel, load_model
 from inspector.core.model.provenance import ProvenanceIndex, build_provenance
+from inspector.core.model.scan import applies
 from inspector.core.model.tensor_sizes import TENSOR_BITS, element_count, tensor_size
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 from inspector.core.util.paths import model_files
@@ -322,11 +323,9 @@ def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter
 
 
 def recognition_applies(proto: onnx.ModelProto) -> bool:
-    """Whether body templates are looked for in ``proto`` (``recognise_call.applies``); the scan then also reads each
+    """Whether body templates are looked for in ``proto`` (``scan.applies``); the scan then also reads each
     node without fx metadata as the matcher keys it (``ScanResult.bare``), which a model the matcher never looks at
     does not pay for (0.06 s at 100k nodes)."""
-    from inspector.core.model.recognise_call import applies
-
     return applies(proto)
 
 

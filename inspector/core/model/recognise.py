@@ -49,7 +49,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
-from inspector.core.model.recognise_call import applies, recognised_call
+from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_templates import (
@@ -61,6 +61,7 @@ from inspector.core.model.recognise_templates import (
     reads,
     without_aliases,
 )
+from inspector.core.model.scan import applies
 
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 
@@ -527,7 +528,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     return out
 
 
-__all__ = ["applies"]  # (``recognise_call.applies``: the index asks it of every model, without importing this module)
+__all__ = ["applies"]  # (``scan.applies``: the index asks it of every model, without importing this module)
 
 
 def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],

@@ -9,10 +9,6 @@ made from the call's number; a one-node call's paths (read four times per call t
 node's index, a list the reader drops, not one held per call: in the summary's process the matcher's full collections
 3 -> 2, its CPU 0.76-0.77 -> 0.66-0.70 s, the stripped summary 1.71-1.79 -> 1.65-1.74 s (CPU, best of 5, alternated
 processes). Nothing from the model is read here: the node is the graph's own object, as a scan's call holds it.
-
-Whether the matcher looks at a model at all (``applies``) is here too: the index asks it of every model before its
-scan (which then reads each node as the matcher keys it, ``ScanResult.bare``), and this module imports nothing the
-index has not, where ``recognise`` imports the template catalogue's code.
 """
 
 from __future__ import annotations
@@ -27,8 +23,6 @@ from inspector.core.model.fx import FxNode
 from inspector.core.model.keys import MAIN, GraphScope
 from inspector.core.model.walk import NodePath
 
-TORCH_PRODUCER = "pytorch"
-DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 _FIRST_NODE: Any = AtenCall.__dict__["first_node"]  # the field's own slot (``RecognisedCall`` reads and writes it)
 
@@ -115,10 +109,3 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
     _FIRST_NODE.__set__(c, None)
     return c
 
-
-def applies(proto: onnx.ModelProto) -> bool:
-    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
-    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
-    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
-    measures what share of them the templates explain (``recognise`` works on any graph)."""
-    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
