@@ -61,7 +61,7 @@ from inspector.core.model.recognise_templates import (
     reads,
     without_aliases,
 )
-from inspector.core.model.scan import applies
+from inspector.core.model.scan import applies as applies  # (its home: the index asks it of every model)
 
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 
@@ -526,9 +526,6 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)
         out.append(make(k, members, raw, target, names, candidates, tail, protos))
     return out
-
-
-__all__ = ["applies"]  # (``scan.applies``: the index asks it of every model, without importing this module)
 
 
 def recognise(graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],

@@ -94,8 +94,8 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
     """The matcher's call numbered ``number`` (its FX name's), of the main-graph nodes ``nodes`` (in order) of
     ``graph_nodes``; ``tail``: its FX text after the name. Every field set here, none through a property, and no name,
     FX text or one-node path list made (the dataclass's ``__init__`` with every field, ``first_node`` through its
-    setter, both strings and the paths made for each of the replica's 80k calls: 0.210 -> 0.122 s for making them, the
-    collector's share included; CPU, best of 5)."""
+    setter, both strings and the paths made for each of the replica's 80k calls: 0.21-0.24 -> 0.08-0.09 s for making
+    them, the collector's share included; CPU, best of 5)."""
     c = _new(RecognisedCall)
     c._number, c._tail, c._graph_nodes = number, tail, graph_nodes
     if len(nodes) == 1:
@@ -108,4 +108,3 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
     c._parsed = False
     _FIRST_NODE.__set__(c, None)
     return c
-
