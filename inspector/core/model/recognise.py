@@ -49,7 +49,7 @@ from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
 from inspector.core.model.recognise_attributes import NodeAttributes, as_written
-from inspector.core.model.recognise_call import RecognisedCall
+from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
@@ -62,8 +62,8 @@ from inspector.core.model.recognise_templates import (
     reads,
     without_aliases,
 )
+from inspector.core.model.scan import applies as applies  # (its home: the index asks it of every model)
 
-RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits several overloads
 
 
@@ -105,14 +105,15 @@ class Matcher:
     """Templates matched against one graph; ``taken`` are the nodes that belong to calls already (fx metadata)."""
 
     def __init__(self, graph: onnx.GraphProto, maps: GraphMaps, taken: set[int],
-                 templates: Sequence[Template], opset: int | None = None) -> None:
+                 templates: Sequence[Template], opset: int | None = None, bare: Sequence[object] = ()) -> None:
         """``opset``: the graph's ONNX opset, whose attribute defaults are filled in on both sides of a match
-        (``recognise_templates.attribute_defaults``; None: none are)."""
+        (``recognise_templates.attribute_defaults``; None: none are); ``bare``: the nodes as the scan read them
+        (``ScanResult.bare``, ``node_keys``)."""
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
         prepared = prepare(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
         self.written, self._leaves = prepared.written, prepared.leaves
-        self._keys, kinds, full = node_keys(graph, maps, opset)
+        self._keys, kinds, full = node_keys(graph, maps, opset, bare)
         self.attributes = NodeAttributes(graph, opset, full, self._keys)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
@@ -174,19 +175,26 @@ class Matcher:
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
         seen: dict[int, _Verdict | None] = {}
-        sids, signatures, keys, taken, one_node = self._sids, self._signatures, self._keys, self.taken, self._one_node
+        # signatures whose every node is a call of their verdict, of the node alone (no Constant node read: ``_take``),
+        # known after their first node: one look-up each other node (0.026 -> 0.017 s at 100k nodes, CPU, best of 5)
+        alone: dict[int, _Verdict] = {}
+        sids, signatures, keys, taken = self._sids, self._signatures, self._keys, self.taken
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
+                continue
+            verdict = alone.get(sids[i])
+            if verdict is not None:
+                taken.add(i)
+                found_nodes[i], found[i] = (i,), verdict
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
             # What fits depends on the node's signature alone where no operand is computed (``_alike``): found once
             # per signature (the 100k Llama replica: 79,669 one-node calls, of 46 signatures in all)
             sid = sids[i]
-            alike = one_node[sid]
-            if alike is None:
-                alike = self._alike(sid)
+            alike = self._alike(sid)
             verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
+            fits: list[tuple[Template, _Match]] = []  # (none where the verdict is read again: it computes nothing)
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True)
                         for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group
@@ -194,15 +202,10 @@ class Matcher:
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
                 if alike:
                     seen[sid] = verdict
-                extra = fits[0][1].extra if fits else set()
-            elif verdict is not None and not signatures.reads_constant_node(sid):
-                taken.add(i)  # (``_take`` of a node reading no Constant node: the node alone)
-                found_nodes[i], found[i] = (i,), verdict
-                continue
-            else:
-                extra = set()
+                    if verdict is not None and not signatures.reads_constant_node(sid):
+                        alone[sid] = verdict
             if verdict is not None:
-                nodes = self._take({i} | extra)
+                nodes = self._take({i} | (fits[0][1].extra if fits else set()))
                 found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict
 
     def _take(self, members: set[int]) -> tuple[int, ...]:
@@ -493,20 +496,10 @@ def _closed(maps: GraphMaps, t: Template, m: _Match, leaves: list[bool]) -> bool
     return True
 
 
-TORCH_PRODUCER = "pytorch"
-DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
-
-
-def applies(proto: onnx.ModelProto) -> bool:
-    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
-    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
-    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
-    measures what share of them the templates explain (``recognise`` works on any graph)."""
-    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
-
-
-def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps) -> list[AtenCall]:
-    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds."""
+def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: GraphMaps,
+                     bare: Sequence[object] = ()) -> list[AtenCall]:
+    """Aten calls recovered from the main-graph nodes that no call of ``calls`` (fx metadata) holds; ``bare``: the
+    nodes as the index's scan read them (``ScanResult.bare``), so that they are not read again."""
     taken = {int(p[0]) for c in calls if c.scope == MAIN for p in c.node_paths if len(p) == 1}
     graph = proto.graph
     out: list[AtenCall] = []
@@ -517,11 +510,10 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
     texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
-    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto)).calls()
+    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
-    make = RecognisedCall
+    make = recognised_call
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
-        name = RECOGNISED_PREFIX + str(k)
         got = texts.get(id(verdict))
         if got is None:
             templates_, candidates, arguments = verdict
@@ -535,12 +527,8 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                                                    f"kwargs = {{{kwargs}}})")
             got = texts[id(verdict)] = (*text, templates_, candidates)
         target, raw, tail, names, candidates = got
-        # a path is a tuple of one index: a one-node call's path is its nodes' tuple. The fields in order, none by
-        # keyword (the 100k replica's 84k calls: 0.17 s with the last three by keyword, 0.13 s so; CPU, best of 5)
-        call = make("%" + name + tail, name, raw, target, MAIN, [members] if len(members) == 1
-                    else list(zip(members)), None, (), "", None, False, None, None, names, candidates)
-        call._graph_nodes = protos
-        out.append(call)
+        # its name, FX text and (one node) paths made when read (``RecognisedCall``)
+        out.append(make(k, members, raw, target, names, candidates, tail, protos))
     return out
 
 

@@ -1,11 +1,14 @@
-"""The AtenCall of a call that the template matcher (``recognise``) recovered: the same fields, its first node read
-from the graph when asked instead of held.
+"""The AtenCall of a call that the template matcher (``recognise``) recovered: the same fields, with what is cheap to
+make again made when read instead of held by every call.
 
-Why: a 100k-node export without fx metadata has some 73k recognised calls, and a protobuf node object held by each
-kept 73k more objects alive for the collector to walk while the matcher made them (on the stripped 100k Llama
-replica, the matcher alone: its full collections 0.18 -> 0.06 s; in the summary's process, the summary 2.13-2.16 ->
-1.99-2.0 s of CPU, best of 3). Nothing from the model is read here: the node is the graph's own object, as a scan's
-call holds it.
+Why: a 100k-node export without fx metadata has some 80k recognised calls, made in one go, and each object they hold
+is one more for the collector to walk while they are made. A protobuf node object held by each (the matcher alone:
+its full collections 0.18 -> 0.06 s; the summary 2.13-2.16 -> 1.99-2.0 s of CPU, best of 3) is read from the graph
+when asked; the FX name and text (the stripped 100k Llama replica's summary reads 20 names and 31k of 80k texts) are
+made from the call's number; a one-node call's paths (read four times per call there) are made at each read from its
+node's index, a list the reader drops, not one held per call: in the summary's process the matcher's full collections
+3 -> 2, its CPU 0.76-0.77 -> 0.66-0.70 s, the stripped summary 1.71-1.79 -> 1.65-1.74 s (CPU, best of 5, alternated
+processes). Nothing from the model is read here: the node is the graph's own object, as a scan's call holds it.
 """
 
 from __future__ import annotations
@@ -16,24 +19,92 @@ from typing import Any
 import onnx
 
 from inspector.core.model.calls import AtenCall
+from inspector.core.model.fx import FxNode
+from inspector.core.model.keys import MAIN, GraphScope
+from inspector.core.model.walk import NodePath
 
+RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
 _FIRST_NODE: Any = AtenCall.__dict__["first_node"]  # the field's own slot (``RecognisedCall`` reads and writes it)
 
 
 class RecognisedCall(AtenCall):
     """A recognised call: every field an AtenCall's; ``first_node``, unless one is given, is the graph's node at the
-    first path each time it is read (protobuf hands out one object per live node: an ``is`` test still holds)."""
+    first path each time it is read (protobuf hands out one object per live node: an ``is`` test still holds); the
+    matcher's calls (``recognised_call``) make ``name`` (``recognised_<number>``) and ``fx_text`` when read, and a
+    one-node call's ``node_paths`` (a new list at each read: equal, never the same object). Made with AtenCall's
+    fields (``dataclasses.replace``), it holds them as given."""
 
-    __slots__ = ("_graph_nodes",)
+    __slots__ = ("_graph_nodes", "_name", "_node", "_number", "_paths", "_tail")
     _graph_nodes: Sequence[onnx.NodeProto]  # the main graph's nodes
+    _number: int | None  # the call's number (None: ``_name`` and ``_tail`` hold its name and FX text)
+    _tail: str  # its FX text after its name
+    _name: str
+    _node: int | None  # a one-node call's node (None: ``_paths`` holds its paths)
+    _paths: list[NodePath]
+
+    def __init__(self, fx_text: str, name: str, raw_target: str, target: str, scope: GraphScope,
+                 node_paths: list[NodePath], first_node: onnx.NodeProto | None = None, rule_names: tuple[str, ...] = (),
+                 scopes_text: str | bytes | None = None, _fx: FxNode | None = None, _parsed: bool = False,
+                 _meta: dict[str, str] | None = None, _module_path: str | None = None, recognised: tuple[str, ...] = (),
+                 candidates: tuple[str, ...] = ()) -> None:
+        self._number, self._name, self._tail, self._graph_nodes = None, name, fx_text, ()
+        self.raw_target, self.target, self.scope, self._node, self._paths = raw_target, target, scope, None, node_paths
+        self.rule_names, self.scopes_text, self._fx, self._parsed = rule_names, scopes_text, _fx, _parsed
+        self._meta, self._module_path, self.recognised, self.candidates = _meta, _module_path, recognised, candidates
+        _FIRST_NODE.__set__(self, first_node)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]  # (read-only: nothing sets a recognised call's name)
+        n = self._number
+        return RECOGNISED_PREFIX + str(n) if n is not None else self._name
+
+    @property
+    def fx_text(self) -> str:  # type: ignore[override]  # (nor its FX text)
+        n = self._number
+        return "%" + RECOGNISED_PREFIX + str(n) + self._tail if n is not None else self._tail
+
+    @property
+    def node_paths(self) -> list[NodePath]:  # type: ignore[override]  # (nor its paths)
+        i = self._node
+        return [(i,)] if i is not None else self._paths
 
     @property
     def first_node(self) -> onnx.NodeProto | None:
         node = _FIRST_NODE.__get__(self)
-        if node is None and self.node_paths:
-            return self._graph_nodes[self.node_paths[0][0]]  # type: ignore[index]  # (a main-graph path)
+        if node is None and self._graph_nodes:
+            i = self._node
+            paths = self._paths if i is None else None
+            if i is None and paths:
+                i = paths[0][0]  # type: ignore[assignment]  # (a main-graph path)
+            if i is not None:
+                return self._graph_nodes[i]
         return node
 
     @first_node.setter
     def first_node(self, node: onnx.NodeProto | None) -> None:
         _FIRST_NODE.__set__(self, node)
+
+
+_new = RecognisedCall.__new__
+
+
+def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target: str,
+                    recognised: tuple[str, ...], candidates: tuple[str, ...], tail: str,
+                    graph_nodes: Sequence[onnx.NodeProto]) -> RecognisedCall:
+    """The matcher's call numbered ``number`` (its FX name's), of the main-graph nodes ``nodes`` (in order) of
+    ``graph_nodes``; ``tail``: its FX text after the name. Every field set here, none through a property, and no name,
+    FX text or one-node path list made (the dataclass's ``__init__`` with every field, ``first_node`` through its
+    setter, both strings and the paths made for each of the replica's 80k calls: 0.21-0.24 -> 0.08-0.09 s for making
+    them, the collector's share included; CPU, best of 5)."""
+    c = _new(RecognisedCall)
+    c._number, c._tail, c._graph_nodes = number, tail, graph_nodes
+    if len(nodes) == 1:
+        c._node = nodes[0]
+    else:
+        c._node, c._paths = None, list(zip(nodes))
+    c.raw_target, c.target, c.recognised, c.candidates = raw_target, target, recognised, candidates
+    c.scope, c.rule_names, c.scopes_text = MAIN, (), ""
+    c._fx = c._meta = c._module_path = None
+    c._parsed = False
+    _FIRST_NODE.__set__(c, None)
+    return c

@@ -1,4 +1,5 @@
-"""One pass over every node of a model, collecting what the function index and provenance need.
+"""One pass over every node of a model, collecting what the function index and provenance need, and, in a model
+the body template matcher will look at (``applies``), each node without fx metadata as the matcher keys it.
 
 This is the hot path of opening a model: a 100k-node export must index in a few times the time protobuf
 takes to parse it. So the pass reads each node's fields once, creates no object per node, and leaves all
@@ -13,10 +14,14 @@ from dataclasses import dataclass, field
 import onnx
 
 from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall
-from inspector.core.model.keys import GraphScope
+from inspector.core.model.keys import GraphScope, MainGraph
 from inspector.core.model.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
 GroupKey = tuple[GraphScope, str]  # (scope, fx_node text)
+_SERIALISE = onnx.AttributeProto.SerializeToString
+_CONSTANT = "Constant"
+TORCH_PRODUCER = "pytorch"
+DYNAMO_IR = 10  # torch's dynamo exporter writes IR 10 (torch >= 2.5, tests/zoo); the TorchScript exporter IR <= 9
 
 
 @dataclass(slots=True)
@@ -43,12 +48,20 @@ class ScanResult:
     same_calls: dict[GroupKey, AtenCall] = field(default_factory=dict)
     nodes_with_metadata: int = 0
     nodes_without_fx: int = 0
+    # the main graph's own nodes that carry no fx metadata, in order, as the template matcher keys them
+    # (``recognise_nodes.node_keys``): the node's op type (a domain's: (domain, op type)), with the bytes of its
+    # attributes where it has some (a Constant's: their names). Read here, where the scan reaches the node anyway: the
+    # stripped 100k Llama replica's scan 0.158 -> 0.216 s, the matcher's keys 0.122 -> 0.022 s (CPU, best of 9 and 5:
+    # reaching each node again cost more than reading its fields). Complete (one per main-graph node) only when no
+    # main-graph node has fx metadata; a scan that meets such a node keeps no more.
+    bare: list[object] = field(default_factory=list)
 
 
 def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str],
-         modules: bool = True) -> ScanResult:
+         modules: bool = True, keys: bool = False) -> ScanResult:
     """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators. ``modules``: also
-    record each call's name_scopes text (``ScanResult.name_scopes``)."""
+    record each call's name_scopes text (``ScanResult.name_scopes``); ``keys``: each main-graph node without fx
+    metadata as the template matcher keys it (``ScanResult.bare``)."""
     r = ScanResult(scopes_read=modules)
     groups, first_node = r.groups, r.first_node
     # Exporters write the same metadata keys in the same order on every node; once the position of
@@ -68,6 +81,7 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
         while stack:
             seq, prefix = stack.pop()
             top = not prefix
+            bare = r.bare if keys and top and isinstance(scope, MainGraph) else None
             count += len(seq)
             for i, node in enumerate(seq):
                 domain = node.domain
@@ -83,43 +97,52 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
                     stack.extend((g.node, (*path, step)) for step, g in subgraphs(node))
                 props = node.metadata_props
                 n = len(props)
-                if not n:
-                    continue
-                with_meta += 1
-                if n == fast_len:
-                    p = props[fast_pos]
-                    if p.key == FX_NODE:
-                        value = p.value
-                        if value == last_value:  # the nodes of one aten call are usually adjacent
-                            last_paths.append(path)
+                if n:
+                    with_meta += 1
+                    if n == fast_len:
+                        p = props[fast_pos]
+                        if p.key == FX_NODE:
+                            value = p.value
+                            if value == last_value:  # the nodes of one aten call are usually adjacent
+                                last_paths.append(path)
+                                continue
+                            key = (scope, value)
+                            paths = groups_get(key)
+                            if paths is None:
+                                paths = groups[key] = [path]
+                                first_node[key] = node
+                                if modules:
+                                    if 0 <= scopes_pos < n and (p := props[scopes_pos]).key == NAME_SCOPES:
+                                        name_scopes[key] = p.value
+                                    else:
+                                        scopes_pos = _read_scopes(props, key, name_scopes)
+                            else:
+                                paths.append(path)
+                            last_value, last_paths = value, paths
                             continue
-                        key = (scope, value)
-                        paths = groups_get(key)
-                        if paths is None:
-                            paths = groups[key] = [path]
-                            first_node[key] = node
-                            if modules:
-                                if 0 <= scopes_pos < n and (p := props[scopes_pos]).key == NAME_SCOPES:
-                                    name_scopes[key] = p.value
-                                else:
-                                    scopes_pos = _read_scopes(props, key, name_scopes)
+                    full = _read_all(r, scope, path, node, props, modules, scopes_pos)
+                    if full is not None:
+                        bare = None  # (a node of an aten call: the list cannot be complete; not kept up)
+                        if full[0] >= 0:
+                            fast_len, (fast_pos, scopes_pos) = n, full
                         else:
-                            paths.append(path)
-                        last_value, last_paths = value, paths
+                            scopes_pos = full[1]
                         continue
-                full = _read_all(r, scope, path, node, props, modules, scopes_pos)
-                if full is None:
                     without_fx += 1
-                elif full[0] >= 0:
-                    fast_len, (fast_pos, scopes_pos) = n, full
-                else:
-                    scopes_pos = full[1]
+                if bare is not None:  # (a main-graph node of no aten call: as the template matcher keys it)
+                    bare.append((hk, attribute_bytes(op, attrs)) if (attrs := node.attribute) else hk)
         r.node_counts[scope] = count
         r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
         for op_key in r.histograms[scope]:
             r.first_seen.setdefault(op_key, scope)
     r.nodes_with_metadata, r.nodes_without_fx = with_meta, without_fx
     return r
+
+
+def attribute_bytes(op: str, attrs: Sequence[onnx.AttributeProto]) -> tuple[bytes | str, ...]:
+    """A node's attributes as the template matcher keys them (``ScanResult.bare``): each one's bytes, a Constant's
+    names alone (its tensor, maybe large, is not copied)."""
+    return tuple(map(_SERIALISE, attrs)) if op != _CONSTANT else tuple([a.name for a in attrs])
 
 
 def _read_all(r: ScanResult, scope: GraphScope, path: NodePath, node: onnx.NodeProto,
@@ -162,3 +185,13 @@ def _read_scopes(props: Sequence[onnx.StringStringEntryProto], key: GroupKey,
             name_scopes[key] = p.value
             return j
     return -1
+
+
+def applies(proto: onnx.ModelProto) -> bool:
+    """Whether the index looks for templates in this model: one that torch's dynamo exporter wrote (producer
+    ``pytorch``, IR >= 10), whose bodies are torchlib's. TorchScript's symbolic functions and other producers lower
+    differently, so a match there would pass a guess off as an aten call; ``scripts/measure_recognition.py``
+    measures what share of them the templates explain (``recognise`` works on any graph). Here, not with the matcher:
+    the index asks it of every model before its scan, which then keys each node for the matcher (``ScanResult.bare``),
+    and importing the matcher's code to ask cost a model with its metadata 0.17 ms of start-up."""
+    return proto.producer_name == TORCH_PRODUCER and proto.ir_version >= DYNAMO_IR
