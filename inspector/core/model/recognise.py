@@ -112,7 +112,7 @@ class Matcher:
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
         prepared = prepare(templates, opset)
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
-        self.written, self._leaves = prepared.written, prepared.leaves
+        self.written, self._leaves, self._lengths = prepared.written, prepared.leaves, ListLengths()
         self._keys, kinds, full = node_keys(graph, maps, opset, bare)
         self.attributes = NodeAttributes(graph, opset, full, self._keys)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
@@ -129,7 +129,6 @@ class Matcher:
         self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
-        self._lengths = ListLengths()  # the list lengths each template's schema asks for (``recognise_lengths``)
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
         self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
@@ -161,8 +160,7 @@ class Matcher:
                     break
                 m = self._match(t, i)
                 if m is not None and (not fits or _same_nodes(m, fits[0][1])):
-                    # other overloads with this body: candidates, not more calls (those whose lists it fits)
-                    fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]
+                    fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]  # (same body: candidates)
             if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
                          or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
                 first = fits[0][1]
@@ -196,9 +194,8 @@ class Matcher:
             verdict = seen.get(sid, _UNSEEN) if alike else _UNSEEN
             fits: list[tuple[Template, _Match]] = []  # (none where the verdict is read again: it computes nothing)
             if verdict is _UNSEEN:
-                fits = [(u, m) for group in self._groups(i, single=True)
-                        for m in [self._match(group[0], i, 1)] if m is not None and len(m.nodes) == 1 for u in group
-                        if self._lengths.fit(u, m.attributes)]
+                fits = [(u, m) for group in self._groups(i, single=True) for m in [self._match(group[0], i, 1)]
+                        if m is not None and len(m.nodes) == 1 for u in group if self._lengths.fit(u, m.attributes)]
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
                 if alike:
                     seen[sid] = verdict
