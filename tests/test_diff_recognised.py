@@ -6,7 +6,6 @@ fx_node texts of the original's nodes, the nodes the stripped copy's templates c
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import onnx
@@ -15,9 +14,7 @@ import pytest
 from inspector.core.diff.run import diff_models
 from inspector.core.model.index import ModelIndex, open_index
 from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip  # type: ignore[import-not-found]
+from tests.stripping import strip, stripped_file
 
 ZOO = ROOT / "tests" / "zoo"
 FX_NODE = "pkg.torch.onnx.fx_node"
@@ -57,12 +54,7 @@ def test_the_second_side_indexed_like_the_first_keeps_its_calls_recognised(tmp_p
     from inspector.core.model.index import build_index
     from inspector.core.model.loader import load_model
 
-    paths = []
-    for name in ("pair_eps_a", "pair_eps_b"):
-        model = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
-        assert strip(model) > 0
-        paths.append(tmp_path / f"{name}.onnx")
-        onnx.save(model, str(paths[-1]))
+    paths = [stripped_file(ZOO / f"{name}.onnx", tmp_path) for name in ("pair_eps_a", "pair_eps_b")]
     a = open_index(paths[0])
     like, alone = build_index(load_model(paths[1]), like=a), open_index(paths[1])
     assert like.followed is a

@@ -246,15 +246,9 @@ def test_values_in_a_narrow_panel_wrap_only_between_list_items(qtbot, model: str
 def test_an_ambiguous_recognised_call_shows_each_candidates_lowering_and_schema(qtbot, tmp_path: Path):
     """mixer's patch embedding with its metadata stripped: a Conv conv2d and convolution share. The panel binds no
     schema (a guess) and shows, for each candidate, the torchlib function that lowers it and its schema."""
-    import sys
+    from tests.stripping import stripped_file
 
-    sys.path.insert(0, str(ZOO.parent.parent / "scripts"))
-    from strip_metadata import strip
-
-    model = onnx.load(str(ZOO / "mixer.onnx"), load_external_data=False)
-    strip(model)
-    onnx.save(model, tmp_path / "mixer.onnx")
-    index = open_index(tmp_path / "mixer.onnx")
+    index = open_index(stripped_file(ZOO / "mixer.onnx", tmp_path))
     conv = next(c for c in index.provenance.calls if c.candidates == ("aten::conv2d", "aten::convolution"))
     _p, sel, text = _panel(qtbot, index, conv)
     assert sel.signature is not None and sel.signature.schema is None

@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from measure_recognition import Row, measure_zoo, table, torchscript_share, total
 from strip_metadata import strip, zoo_dynamo
 
+from tests.stripping import stripped_file
+
 ZOO = ROOT / "tests" / "zoo"
 SCHEMA = json.loads((ROOT / "resources" / "summary.schema.json").read_text())
 
@@ -41,11 +43,7 @@ def stripped_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def stripped(name: str, folder: Path) -> ModelIndex:
-    model = onnx.load(str(ZOO / f"{name}.onnx"), load_external_data=False)
-    assert strip(model) > 0
-    path = folder / f"{name}.onnx"
-    onnx.save(model, str(path))
-    return open_index(path)
+    return open_index(stripped_file(ZOO / f"{name}.onnx", folder))
 
 
 @cache

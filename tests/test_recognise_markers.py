@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 
 import jsonschema
-import onnx
 import pytest
 
 from inspector.core.model.index import ModelIndex, open_index
@@ -19,9 +17,7 @@ from inspector.report.html import render_html
 from inspector.report.jsonreport import render_json
 from inspector.report.markdown import render_markdown
 from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip
+from tests.stripping import stripped_file
 
 ZOO = ROOT / "tests" / "zoo"
 SCHEMA = json.loads((ROOT / "resources" / "report.schema.json").read_text())
@@ -33,11 +29,7 @@ VIEW = ("Recognised by templates aten::_unsafe_view#0, aten::view#0, aten::view#
 
 @pytest.fixture(scope="module")
 def gpt2_stripped(tmp_path_factory: pytest.TempPathFactory) -> ModelIndex:
-    model = onnx.load(str(ZOO / "gpt2.onnx"), load_external_data=False)
-    assert strip(model) > 0
-    path = tmp_path_factory.mktemp("stripped") / "gpt2.onnx"
-    onnx.save(model, str(path))
-    return open_index(path)
+    return open_index(stripped_file(ZOO / "gpt2.onnx", tmp_path_factory.mktemp("stripped")))
 
 
 def _bodies(data: dict) -> dict[str, list[dict]]:

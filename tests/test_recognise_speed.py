@@ -23,9 +23,7 @@ from inspector.core.model.recognise_constants import GraphConstants
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from tests.builders import count_calls
 from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip, zoo_dynamo
+from tests.stripping import strip, stripped_model, zoo_dynamo
 
 ZOO = ROOT / "tests" / "zoo"
 
@@ -58,9 +56,7 @@ class EveryTemplate(Matcher):
 
 
 def _stripped(path: Path) -> onnx.ModelProto:
-    model = onnx.load(str(path), load_external_data=False)
-    strip(model)
-    return model
+    return stripped_model(path)
 
 
 def _found(matcher: Matcher) -> list[tuple[object, ...]]:

@@ -25,17 +25,13 @@ from inspector.core.model.recognise_call import RecognisedCall
 from inspector.core.model.recognise_constants import CONSTANT
 from inspector.core.model.recognise_nodes import node_keys
 from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip, zoo_dynamo
+from tests.stripping import strip, stripped_model, zoo_dynamo
 
 ZOO = ROOT / "tests" / "zoo"
 
 
 def _stripped(path: Path) -> onnx.ModelProto:
-    model = onnx.load(str(path), load_external_data=False)
-    strip(model)
-    return model
+    return stripped_model(path)
 
 
 def test_a_recognised_call_reads_its_first_node_from_the_graph(tmp_path: Path) -> None:

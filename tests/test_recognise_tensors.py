@@ -8,28 +8,19 @@ nothing to compare with). A tensor the templates cannot place stays unbound: nev
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
-
-import onnx
 
 from inspector.core.model.fx import TensorRef
 from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.model.keys import MAIN
 from inspector.core.model.signature import call_signature, recognised_tensors
 from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip, zoo_dynamo
+from tests.stripping import stripped_file, zoo_dynamo
 
 
 def _stripped(path: Path, folder: Path) -> ModelIndex:
-    model = onnx.load(str(path), load_external_data=False)
-    strip(model)
-    out = folder / path.name
-    onnx.save(model, str(out))
-    return open_index(out)
+    return open_index(stripped_file(path, folder))
 
 
 def _nodes(call) -> frozenset[int]:

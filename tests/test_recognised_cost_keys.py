@@ -8,7 +8,6 @@ recognised calls whose nodes differ in an attribute alone get two keys.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import onnx
@@ -20,18 +19,11 @@ from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import open_index
 from inspector.core.model.recognise_call import RecognisedCall
 from inspector.core.specialise.specialiser import Specialiser
-from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from strip_metadata import strip, zoo_dynamo
+from tests.stripping import stripped_file, zoo_dynamo
 
 
 def _stripped(path: Path, tmp_path: Path) -> Path:
-    model = onnx.load(str(path), load_external_data=False)
-    strip(model)
-    out = tmp_path / path.name
-    onnx.save(model, str(out))
-    return out
+    return stripped_file(path, tmp_path)
 
 
 def _held(call: AtenCall) -> AtenCall:
