@@ -15,6 +15,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -360,3 +361,18 @@ def test_the_diff_page_prints_the_same_way() -> None:
             assert style.get(cell, "overflow-wrap") == "anywhere"
     details = [n for n in root.walk() if n.tag == "details"]
     assert details and all(style.get(d, "content-visibility", "details-content") == "visible" for d in details)
+
+
+def test_the_reports_comparison_lays_out_its_sides_as_the_diff_page_does(tmp_path: Path) -> None:
+    """A, B and what was matched: a two-column list, labels bold, in the report's comparison section as on the
+    diff page (the report's section had no rule for them: three bare lines of label and path)."""
+    from inspector.cli import main
+
+    out = tmp_path / "report.html"
+    assert main(["report", str(ZOO / "pair_eps_a.onnx"), "--compare", str(ZOO / "pair_eps_b.onnx"), "-o",
+                 str(out)]) == 0
+    for html in (out.read_text(), inspector.diff(ZOO / "pair_eps_a.onnx", ZOO / "pair_eps_b.onnx").render("html")):
+        root, style = _page(html)
+        lists = [n for n in root.walk() if n.tag == "dl"]
+        assert lists and all(style.get(d, "display") == "grid" for d in lists)
+        assert all(style.get(t, "font-weight") == "600" for d in lists for t in d.children if t.tag == "dt")

@@ -56,6 +56,8 @@ DIFF_CSS = """
 .diff .equal { color: var(--ok); } .diff .equivalent { color: var(--chg); } .diff .different { color: var(--del); }
 .diff .k-add { color: var(--add); } .diff .k-del { color: var(--del); } .diff .k-chg { color: var(--chg); }
 .diff ul.edits { margin: 0.2rem 0; padding-left: 1.2rem; }
+.diff dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
+.diff dt { font-weight: 600; } .diff dd { margin: 0; }
 """
 
 
