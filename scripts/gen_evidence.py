@@ -17,10 +17,18 @@ optimizer folds a cast. ``--unoptimised`` exports each call of the template plan
 learned from them: the evidence catalogue stays the optimised exports'): by default for the priority overloads and
 the zoo's targets, the overloads real unoptimised models call (99 of 428; it about doubles their time).
 
+It also wants the bodies of exports with dynamic shapes (``dynamic_shapes``, as most exports of real models are made:
+a batch or sequence length left symbolic): the optimizer can no longer fold what torchlib computes from an input's
+shape, so the body holds it (SDPA reshapes its key with sizes that ``Shape``, ``Slice`` and ``Concat`` compute, where
+a static export holds two constant shapes: gpt2_dynamic's attention was recognised as lone calls). ``--dynamic``
+exports each call of the template plan once more with every input dimension ``Dim.AUTO`` (the exporter keeps a
+dimension static where the op needs it to be), kept under ``dynamic``; the same overloads as ``--unoptimised`` by
+default.
+
 Usage (in ``.venv-zoo``, with torch and onnxscript)::
 
     .venv-zoo/bin/python scripts/gen_evidence.py [--budget SECONDS] [--only aten::roll ...] [--pairs]
-                                                 [--unoptimised zoo|all|none]
+                                                 [--unoptimised zoo|all|none] [--dynamic zoo|all|none]
 
 Resumable: each overload's result is one line of ``build/evidence/results.jsonl``, kept across runs (``--redo``
 forgets them); the catalogue and the coverage table are rewritten from all results after every overload. The
@@ -95,34 +103,44 @@ def registry_targets() -> list[str]:
     return sorted({t for t, _o in registration.default_registry.items() if t.startswith("aten::")})
 
 
-def export(call: cases.Call, path: Path, optimize: bool = True) -> None:
-    """Export ``call`` as a one-op module to ``path`` (quietly: the exporter prints its steps)."""
+def export(call: cases.Call, path: Path, optimize: bool = True, dynamic: bool = False) -> None:
+    """Export ``call`` as a one-op module to ``path`` (quietly: the exporter prints its steps); ``dynamic``: every
+    dimension of every input ``Dim.AUTO`` (symbolic unless the op needs it static)."""
     import torch
 
     module = cases.OneOp(call)
+    tensors = tuple(call.tensors)
+    # ``forward(*tensors)`` takes one argument, the tuple: its shapes are given as one tuple too
+    shapes = (tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in tensors),) if dynamic else None
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()), time_limit(EXPORT_SECONDS):
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(module.eval(), tuple(call.tensors), dynamo=True, verbose=False,
-                                    optimize=optimize)
+        program = torch.onnx.export(module.eval(), tensors, dynamo=True, verbose=False, optimize=optimize,
+                                    dynamic_shapes=shapes)
         program.save(str(path))
 
 
-def run_target(target: str, work: Path, unoptimised: bool = True) -> dict[str, Any]:
-    """``run_both`` and, with ``unoptimised``, the same calls exported without the optimizer (``export_unoptimised``)
-    for the body template catalogue; the evidence row is the optimised exports' alone."""
+def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool = False) -> dict[str, Any]:
+    """``run_both`` and, with ``unoptimised``, the same calls exported without the optimizer, with ``dynamic``, with
+    dynamic shapes (``export_more``), for the body template catalogue; the evidence row is the static optimised
+    exports' alone."""
     row = run_both(target, work)
-    if unoptimised and row.get("status") in ("no_parameters", "exported") and row.get("optimize", True):
-        row["unoptimised"] = export_unoptimised(target, work)
+    if row.get("status") in ("no_parameters", "exported") and row.get("optimize", True):
+        if unoptimised:
+            row["unoptimised"] = export_more(target, work, "noopt")
+        if dynamic:
+            row["dynamic"] = export_more(target, work, "dynamic")
     return row
 
 
-def export_unoptimised(target: str, work: Path) -> int:
-    """Export the template plan's base call and variants with ``optimize=False``, as models exported that way hold
-    them (the zoo's ``*_noopt``: unfolded Concat/Cast of constants, the SDPA scale as Sqrt, CastLike): kept under
-    ``noopt`` (``noopt_number_other``) for ``gen_templates.py``, no evidence learned. Returns how many exported."""
+def export_more(target: str, work: Path, kind: str) -> int:
+    """Export the template plan's base call and variants once more, as models exported another way hold them:
+    ``noopt`` with ``optimize=False`` (the zoo's ``*_noopt``: unfolded Concat/Cast of constants, the SDPA scale as
+    Sqrt, CastLike), ``dynamic`` with dynamic shapes (sizes computed from ``Shape``); kept under ``kind`` (and
+    ``kind_number_other``) for ``gen_templates.py``, no evidence learned. Returns how many exported."""
     done = 0
-    kinds = [("noopt", False)] + ([("noopt_number_other", True)] if cases.takes_number_other(target) else [])
+    optimize, dynamic = kind != "noopt", kind == "dynamic"
+    kinds = [(kind, False)] + ([(f"{kind}_number_other", True)] if cases.takes_number_other(target) else [])
     for folder, number_other in kinds:
         plan = cases.plan(target, number_other=number_other, templates=True)
         if isinstance(plan, str):
@@ -130,13 +148,13 @@ def export_unoptimised(target: str, work: Path) -> int:
         calls = [("base", "", plan.base)] + [(f"v{k}", what, c) for k, (what, c) in enumerate(plan.variants)]
         for name, _what, call in calls:
             try:
-                export(call, work / f"{name}.onnx", optimize=False)
+                export(call, work / f"{name}.onnx", optimize=optimize, dynamic=dynamic)
                 done += 1
             except Exception:  # a variant that does not export is left out, as in run_plan
                 if name == "base":
                     break
         if (work / "base.onnx").is_file():
-            (work / "variants.json").write_text(json.dumps({"optimize": False, "variants": {
+            (work / "variants.json").write_text(json.dumps({"optimize": optimize, "dynamic": dynamic, "variants": {
                 f"v{k}": what for k, (what, _call) in enumerate(plan.variants)},
                 "tensors": tensor_params(plan)}), encoding="utf-8")
         keep_exports(target, work, folder)
@@ -287,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unoptimised", choices=("zoo", "all", "none"), default="zoo",
                         help="which overloads are also exported without the optimizer, for the template catalogue: "
                              "the priority ones and the zoo's targets (default), all, or none")
+    parser.add_argument("--dynamic", choices=("zoo", "all", "none"), default="zoo",
+                        help="which overloads are also exported with dynamic shapes, for the template catalogue "
+                             "(as --unoptimised)")
     args = parser.parse_args(argv)
 
     import onnxscript
@@ -301,8 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         cases.write_pairs(PAIRS_DIR, export)
     zoo = zoo_targets()
     order = args.only if args.only is not None else cases.ordered(registry, zoo)
-    unoptimised = set(cases.PRIORITY + zoo) if args.unoptimised == "zoo" else set(order) \
-        if args.unoptimised == "all" else set()
+    chosen = {"zoo": set(cases.PRIORITY + zoo), "all": set(order), "none": set()}
+    unoptimised, dynamic = chosen[args.unoptimised], chosen[args.dynamic]
     if args.redo:
         for t in order:
             state.pop(t, None)
@@ -327,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             PENDING.write_text(target, encoding="utf-8")
             with tempfile.TemporaryDirectory(prefix="evidence-") as tmp:
                 try:
-                    row = run_target(target, Path(tmp), target in unoptimised)
+                    row = run_target(target, Path(tmp), target in unoptimised, target in dynamic)
                 except Timeout as e:
                     row = {"target": target, "status": "not_exportable", "reason": f"Timeout: {e}"}
             row["seconds"] = round(time.monotonic() - t0, 1)

@@ -10,13 +10,23 @@ variant moved it (``#shape`` for an input dimension), and with the relation the 
 parameter at that place (``build/evidence/results.jsonl``), so the matcher can read the argument back. A variant
 whose structure differs (``add.Tensor`` with a number ``other``, ``is_causal=True``) is a template of its own.
 
+Exports made with dynamic shapes (``dynamic``) are read after the optimised ones, as the unoptimised ones are: a body
+of the same structure joins its group, another (sizes computed from ``Shape`` where a static export holds constants)
+is a template of its own.
+
 Usage::
 
     .venv/bin/python scripts/gen_templates.py      # after gen_evidence.py has run (any venv with the inspector)
+    .venv/bin/python scripts/gen_templates.py --only aten::scaled_dot_product_attention ...
+
+``--only`` adds to the shipped catalogue the bodies that these overloads' exports hold and it lacks, and leaves every
+other line as it is (each template keeps its name; a new one is numbered after its overload's last): for a
+``build/evidence`` that holds these overloads' exports alone (``gen_evidence.py --only ...``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -38,6 +48,7 @@ from inspector.core.aten.templates import (  # noqa: E402
     canonical_attribute,
     canonical_tensor,
     constant_node_value,
+    parse_template,
     template_json,
 )
 from inspector.core.aten.torchlib import torchlib_for  # noqa: E402
@@ -239,7 +250,8 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     names: dict[int, tuple[str, ...]] = {}  # per cut: the parameter of each outside tensor
     # the optimised exports first (the base call's structure is the first group: its masks are inherited), then the
     # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
-    for plan in sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: (p.name.startswith("noopt"), p.name)):
+    for plan in sorted((p for p in folder.iterdir() if p.is_dir()),
+                       key=lambda p: (p.name.startswith(("noopt", "dynamic")), p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
             else {"variants": {}}
@@ -294,6 +306,11 @@ def degenerate(group: list[tuple[str, Cut]]) -> bool:
                for what, _c in group)
 
 
+def _folder_name(target: str) -> str:
+    """The folder of ``target``'s exports (as ``gen_evidence.keep_exports`` names it)."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", target)
+
+
 TENSOR_INPUT = re.compile(r"tensors_(\d+)")  # the one-op module's graph inputs: forward(*tensors)
 
 
@@ -328,7 +345,11 @@ def functional_copy(target: str) -> bool:
     return op.endswith("_copy") and bool(torchlib_for(view) or torchlib_for(view.split(".", 1)[0]))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", default=None, metavar="TARGET",
+                        help="add the bodies these overloads' exports hold that the catalogue lacks; keep the rest")
+    args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     if RESULTS.is_file():
         for line in RESULTS.read_text(encoding="utf-8").splitlines():
@@ -337,7 +358,8 @@ def main() -> int:
     # an overload's own exports first, then those of overloads that decompose into it (narrow into slice.Tensor);
     # templates are numbered per overload in that order, a body already seen is not repeated
     found: list[tuple[bool, str, Template]] = []
-    for folder in sorted(EXPORTS.iterdir()):
+    folders = sorted(EXPORTS.iterdir()) if args.only is None else [EXPORTS / _folder_name(t) for t in args.only]
+    for folder in folders:
         try:
             made = templates_of(folder, results)
         except (OSError, ValueError) as e:
@@ -349,6 +371,13 @@ def main() -> int:
     lines: list[str] = []
     count: dict[str, int] = {}
     bodies: set[str] = set()
+    if args.only is not None:  # the shipped lines first, as they are; what is new after its overload's last
+        for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
+            if line and not line.startswith("#"):
+                t = parse_template(line)
+                bodies.add(template_json(replace(t, name="")))
+                count[t.target] = count.get(t.target, -1) + 1
+                lines.append(line)
     for _other, _folder, t in sorted(found, key=lambda x: (x[2].target, x[0], x[1], x[2].name)):
         if functional_copy(t.target):
             continue
@@ -358,6 +387,8 @@ def main() -> int:
         bodies.add(body)
         k = count[t.target] = count.get(t.target, -1) + 1
         lines.append(template_json(replace(t, name=f"{t.target}#{k}")))
+    if args.only is not None:  # (a stable sort: each overload's lines in the order numbered)
+        lines.sort(key=lambda line: json.loads(line)["target"])
     CATALOGUE.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} templates of {len({json.loads(s)['target'] for s in lines})} overloads", file=sys.stderr)
     return 0
