@@ -103,15 +103,22 @@ def registry_targets() -> list[str]:
     return sorted({t for t, _o in registration.default_registry.items() if t.startswith("aten::")})
 
 
+# Tensors a model holds as a module's parameters or buffers (the names aten's schemas give them): their shapes stay
+# static in a dynamic export, as a real model's weights do. Made dynamic, they gave bodies no model has (a Conv
+# without kernel_shape, a default bias expanded to the weight's runtime shape), which fitted every Conv.
+WEIGHTS = frozenset({"weight", "bias", "running_mean", "running_var", "weight_ih", "weight_hh", "bias_ih", "bias_hh"})
+
+
 def export(call: cases.Call, path: Path, optimize: bool = True, dynamic: bool = False) -> None:
     """Export ``call`` as a one-op module to ``path`` (quietly: the exporter prints its steps); ``dynamic``: every
-    dimension of every input ``Dim.AUTO`` (symbolic unless the op needs it static)."""
+    dimension of every input ``Dim.AUTO`` (symbolic unless the op needs it static), but for the weights'."""
     import torch
 
     module = cases.OneOp(call)
     tensors = tuple(call.tensors)
     # ``forward(*tensors)`` takes one argument, the tuple: its shapes are given as one tuple too
-    shapes = (tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in tensors),) if dynamic else None
+    shapes = (tuple(None if name in WEIGHTS else {d: torch.export.Dim.AUTO for d in range(t.dim())}
+                    for t, name in zip(tensors, call.tensor_params, strict=True)),) if dynamic else None
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()), time_limit(EXPORT_SECONDS):
         warnings.simplefilter("ignore")

@@ -17,6 +17,10 @@ Single-node: coverage = truth calls with a recognised call of the same nodes who
 Arguments: each argument given back for a call whose target and nodes are right is compared with the argument the
 FX text had (a ``dim`` is given back as a non-negative axis: a negative truth is normalised by the rank of the
 call's first input before comparing, where the model records it).
+Recognised calls that are truth calls: of every recognised call, the share whose nodes are exactly a truth call's and
+whose candidates include its target. The multi-node precision counts only the calls recognised as multi-node; where
+a truth body went unfound, its nodes may have been taken as lone calls of their own (an IsNaN as ``isnan``), which
+only this column counts.
 
 ``--misses`` counts the missed multi-node calls by target, form (optimised export or ``_noopt``), body and what was
 found there instead (an ambiguous body and its candidates, other calls, nothing): the classes of misses to fix.
@@ -73,6 +77,10 @@ class Row:
     args_right: int = 0
     args_wrong: int = 0
     nodes_explained: int = 0
+    recognised: int = 0  # every recognised call
+    # recognised calls whose nodes are no truth call's, or whose candidates miss its target: a part of a call, or
+    # several (what the multi-node precision above cannot see where the truth's body went unfound)
+    not_calls: int = 0
     wrong: list[str] = field(default_factory=list)
     misses: list[tuple[str, str, str]] = field(default_factory=list)  # (target, body's op types, what was found)
 
@@ -87,6 +95,11 @@ class Row:
     @property
     def coverage(self) -> float:
         return self.single_covered / self.single_truth if self.single_truth else 1.0
+
+    @property
+    def calls_right(self) -> float:
+        """The share of recognised calls that are a truth call, with its target among the candidates."""
+        return 1 - self.not_calls / self.recognised if self.recognised else 1.0
 
 
 def template_sizes() -> tuple[dict[str, int], dict[str, int]]:
@@ -151,7 +164,8 @@ def measure(path: Path, work: Path) -> Row:
     found = {k: c for k, c in _calls(index).items() if c.recognised}
     ranks = _ranks(model)
     g = model.graph
-    row = Row(path.stem, len(g.node), nodes_explained=sum(len(k) for k in found))
+    row = Row(path.stem, len(g.node), nodes_explained=sum(len(k) for k in found), recognised=len(found))
+    row.not_calls = sum(1 for k, c in found.items() if k not in truth or truth[k].target not in c.candidates)
     for nodes, call in truth.items():
         got = found.get(nodes)
         if call.target not in sizes:
@@ -205,14 +219,15 @@ def measure_zoo() -> list[Row]:
 def table(rows: list[Row]) -> str:
     head = ("| model | nodes | multi-node truth | recall | ambiguous, truth among candidates | precision "
             "| ambiguous | single-node truth | in candidates | unique | no template | args right/wrong "
-            "| nodes explained |")
-    lines = [head, "|" + " --- |" * 13]
+            "| nodes explained | recognised calls that are truth calls |")
+    lines = [head, "|" + " --- |" * 14]
     for r in [*rows, total(rows)]:
         lines.append(f"| {r.model} | {r.nodes} | {r.multi_truth} | {r.recall:.3f} ({r.multi_found}) | "
                      f"{r.multi_in_candidates} | {r.precision:.3f} ({r.multi_right}/{r.multi_predicted}) | "
                      f"{r.multi_ambiguous} | {r.single_truth} | "
                      f"{r.coverage:.3f} ({r.single_covered}) | {r.single_unique} | {r.no_template} | "
-                     f"{r.args_right}/{r.args_wrong} | {r.nodes_explained / max(r.nodes, 1):.2f} |")
+                     f"{r.args_right}/{r.args_wrong} | {r.nodes_explained / max(r.nodes, 1):.2f} | "
+                     f"{r.calls_right:.3f} ({r.recognised - r.not_calls}/{r.recognised}) |")
     return "\n".join(lines)
 
 
@@ -220,7 +235,8 @@ def total(rows: list[Row]) -> Row:
     t = Row("all", sum(r.nodes for r in rows))
     for name in ("multi_truth", "multi_found", "multi_predicted", "multi_right", "multi_ambiguous",
                  "multi_in_candidates", "single_truth", "single_covered",
-                 "single_unique", "no_template", "args_right", "args_wrong", "nodes_explained"):
+                 "single_unique", "no_template", "args_right", "args_wrong", "nodes_explained", "recognised",
+                 "not_calls"):
         setattr(t, name, sum(getattr(r, name) for r in rows))
     return t
 
