@@ -243,6 +243,22 @@ def test_dynamic_shape_exports_are_recognised_by_their_own_templates(stripped_di
         assert ops[:5] == ["Shape", "Slice", "Slice", "Slice", "Concat"] and "Sqrt" not in ops  # (optimised: no Sqrt)
         assert c.fx is not None and c.fx.kwargs == {"scale": 0.25}
     assert not [c for c in recognised(index) if c.target in ("aten::isnan", "aten::matmul")]
+    # the call whose nodes are its template's node for node (the first: the second's mask Where is the first's) has
+    # its query, key, value and mask bound as the metadata binds them, read where its Mul, Reshape, MatMul and Where
+    # read them (not by its first node, a Shape of the key)
+    want = next(c for c in open_index(ZOO / "gpt2_dynamic.onnx").provenance.calls
+                if c.target == "aten::scaled_dot_product_attention" and len(c.node_paths) == 18)
+    names = {b.parameter.name: b.value.name for b in call_signature(want).bound
+             if b.provided and hasattr(b.value, "name")}
+    first = next(c for c in got if len(c.node_paths) == 18)
+    bound = {b.parameter.name: b.value.name for b in call_signature(first).bound
+             if b.provided and hasattr(b.value, "name")}
+    assert set(bound) == {"query", "key", "value", "attn_mask"}
+    g = index.proto.graph
+    values = {v for n in g.node for v in n.output} | {v.name for v in g.input}
+    assert {p: v for p, v in bound.items() if p != "attn_mask"} == {p: names[p] for p in ("query", "key", "value")}
+    # the mask's FX value names no ONNX value (the optimized graph has none of that name): nothing to compare with
+    assert names["attn_mask"] not in values and bound["attn_mask"] in values
 
 
 @pytest.mark.parametrize("name", ["gpt2", "gpt2_dynamic", "llama_gqa", "bert"])

@@ -84,6 +84,13 @@ class RecognisedCall(AtenCall):
     def first_node(self, node: onnx.NodeProto | None) -> None:
         _FIRST_NODE.__set__(self, node)
 
+    def nodes(self) -> list[onnx.NodeProto] | None:
+        """The call's nodes, in graph order (None for a call made with AtenCall's fields, which holds no graph)."""
+        graph = self._graph_nodes
+        if not graph:
+            return None
+        return [graph[p[0]] for p in self.node_paths]  # type: ignore[index]  # (main-graph paths: one index each)
+
 
 _new = RecognisedCall.__new__
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,23 +57,24 @@ def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> 
 
 def recognised_tensors(call: AtenCall) -> dict[str, Any]:
     """The tensor arguments of a call recognised by body template, by parameter: each outside tensor of its template
-    named by the parameter the generator passed it as (``Template.tensors``), read from the call's first node. Only
-    where that is certain: the template's first node is the call's first node (same operator and operand count) and
-    reads every outside tensor; otherwise none (the signature shows those parameters as missing, as before)."""
+    named by the parameter the generator passed it as (``Template.tensors``). Only where that is certain: the call's
+    nodes (its Constant feeders aside) are the template's, node for node in graph order, with every operand the
+    template takes from one of its own nodes read from that node (``_by_wiring``: SDPA's query, key and value, read by
+    its Mul, Reshape and last MatMul); else, the template's first node is the call's first node (same operator and
+    operand count) and reads every outside tensor. Otherwise none (the signature shows those parameters as missing)."""
     from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
+    from inspector.core.model.recognise_call import RecognisedCall  # (the matcher's module: start-up)
 
-    node = call.first_node
     t = next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
-    if t is None or node is None or not t.nodes:
+    if t is None or not t.nodes:
         return {}
-    head = t.nodes[0]
-    outside = {r.a for n in t.nodes for r in n.inputs if r.kind == "x"}
-    if (node.op_type, node.domain) != (head.op_type, head.domain) or len(node.input) != len(head.inputs) \
-            or outside != {r.a for r in head.inputs if r.kind == "x"}:
-        return {}
+    nodes = call.nodes() if isinstance(call, RecognisedCall) else None
+    values = _by_wiring(t.nodes, nodes) if nodes else None
+    if values is None:
+        values = _by_first_node(t.nodes, call.first_node)
     out: dict[str, Any] = {}
-    for ref, value in zip(head.inputs, node.input):
-        param = t.tensors[ref.a] if ref.kind == "x" and ref.a < len(t.tensors) else ""
+    for a, value in sorted(values.items()):
+        param = t.tensors[a] if a < len(t.tensors) else ""
         if not param or not value:
             continue
         got = out.get(param)
@@ -81,6 +83,43 @@ def recognised_tensors(call: AtenCall) -> dict[str, Any]:
         else:  # a list parameter (``cat``'s tensors): each tensor in order
             out[param] = [*(got if isinstance(got, list) else [got]), TensorRef(as_text(value))]
     return out
+
+
+def _by_wiring(template: Sequence[Any], nodes: list[onnx.NodeProto]) -> dict[int, str] | None:
+    """Each outside tensor of ``template`` (its ``x`` operands, by number) as the graph value the call's ``nodes``
+    read there, if the nodes (Constant nodes aside: a template holds their values as constants) are the template's
+    node for node, with the same operators and operand counts, and every operand the template wires from one of its
+    nodes is that node's output here: the order is then the body's, not a guess. None otherwise."""
+    body = [n for n in nodes if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx"))]
+    if len(body) != len(template):
+        return None
+    values: dict[int, str] = {}
+    for tn, node in zip(template, body):
+        if (node.op_type, node.domain) != (tn.op_type, tn.domain) or len(node.input) != len(tn.inputs):
+            return None
+        for ref, value in zip(tn.inputs, node.input):
+            if ref.kind == "n":
+                made = body[ref.a].output if 0 <= ref.a < len(body) else ()
+                if ref.b >= len(made) or made[ref.b] != value:
+                    return None
+            elif ref.kind == "x" and values.setdefault(ref.a, value) != value:
+                return None
+    return values
+
+
+def _by_first_node(template: Sequence[Any], node: onnx.NodeProto | None) -> dict[int, str]:
+    """Each outside tensor of ``template`` as the call's first node reads it, where that node is the template's first
+    (same operator and operand count) and reads every one; else none."""
+    head = template[0]
+    outside = {r.a for n in template for r in n.inputs if r.kind == "x"}
+    if node is None or (node.op_type, node.domain) != (head.op_type, head.domain) \
+            or len(node.input) != len(head.inputs) or outside != {r.a for r in head.inputs if r.kind == "x"}:
+        return {}
+    values: dict[int, str] = {}
+    for ref, value in zip(head.inputs, node.input):
+        if ref.kind == "x":
+            values.setdefault(ref.a, value)
+    return values
 
 
 def signature_of(target: str, fx: FxNode | None, cat: SchemaCatalogue) -> CallSignature:
