@@ -259,6 +259,12 @@ def test_dynamic_shape_exports_are_recognised_by_their_own_templates(stripped_di
     assert {p: v for p, v in bound.items() if p != "attn_mask"} == {p: names[p] for p in ("query", "key", "value")}
     # the mask's FX value names no ONNX value (the optimized graph has none of that name): nothing to compare with
     assert names["attn_mask"] not in values and bound["attn_mask"] in values
+    # the second call's nodes are its template's less the mask's Where (the first call's): its tensors are not
+    # recovered, and its signature says so, never that it passed no mask (``attn_mask=None``, the default)
+    second = next(c for c in got if len(c.node_paths) == 17)
+    unbound = {b.parameter.name: b for b in call_signature(second).bound}
+    assert all(not unbound[p].provided and not unbound[p].is_default for p in ("query", "key", "value", "attn_mask"))
+    assert "attn_mask=<missing>" in call_signature(second).text
 
 
 @pytest.mark.parametrize("name", ["gpt2", "gpt2_dynamic", "llama_gqa", "bert"])

@@ -48,11 +48,29 @@ def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> 
         return CallSignature(None, (), "\n".join([f"a body {len(lines)} overloads share, so no one schema binds "
                                                   "this call's values; the candidates:", *lines]))
     fx = call.fx
-    if call.recognised and len(call.candidates) == 1 and fx is not None:
-        tensors = recognised_tensors(call)
-        if tensors:
-            fx = replace(fx, kwargs={**tensors, **fx.kwargs})
-    return signature_of(call.target, fx, catalogue or SchemaCatalogue.default())
+    if not (call.recognised and len(call.candidates) == 1 and fx is not None):
+        return signature_of(call.target, fx, catalogue or SchemaCatalogue.default())
+    tensors = recognised_tensors(call)
+    if tensors:
+        fx = replace(fx, kwargs={**tensors, **fx.kwargs})
+    sig = signature_of(call.target, fx, catalogue or SchemaCatalogue.default())
+    # a tensor the template takes but this call's nodes do not show (read by a node another call holds, a mask's
+    # Where made once for every layer) is not recovered: shown missing, never as its default (``attn_mask=None``
+    # would say no mask was passed)
+    unbound = _template_tensors(call).difference(tensors)
+    if unbound and sig.bound:
+        sig = replace(sig, bound=tuple(
+            replace(b, value=None, is_default=False, provided=False) if b.parameter.name in unbound else b
+            for b in sig.bound))
+    return sig
+
+
+def _template_tensors(call: AtenCall) -> set[str]:
+    """The parameters of the outside tensors of ``call``'s template (its first that names them)."""
+    from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
+
+    t = next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
+    return {p for p in t.tensors if p} if t is not None else set()
 
 
 def recognised_tensors(call: AtenCall) -> dict[str, Any]:
