@@ -93,3 +93,20 @@ def test_no_tensor_is_bound_where_the_template_cannot_place_it(tmp_path: Path) -
     other = next(n for n in index.proto.graph.node if n.op_type not in ("Add", "Constant"))
     assert recognised_tensors(replace(add, first_node=other)) == {}
     assert recognised_tensors(replace(add, recognised=("aten::no_such_op#0",))) == {}
+
+
+def test_the_other_side_of_a_diff_binds_what_the_first_binds(tmp_path: Path) -> None:
+    """A diff indexes its second model like its first (``open_index(..., like=)``: calls whose nodes are equal are
+    taken over): a recognised call taken over reads its own model's nodes, so its tensors are bound as on the first
+    side (GPT-2 with dynamic shapes, stripped, against a copy of itself: its SDPA's query, key, value and mask were
+    bound on one side only)."""
+    first = _stripped(ROOT / "tests" / "zoo" / "gpt2_dynamic.onnx", tmp_path)
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes((tmp_path / "gpt2_dynamic.onnx").read_bytes())
+    second = open_index(copy, like=first)
+    one = {_nodes(c): recognised_tensors(c) for c in first.provenance.calls if c.recognised}
+    other = {_nodes(c): recognised_tensors(c) for c in second.provenance.calls if c.recognised}
+    assert one == other and sum(map(len, one.values())) > 100
+    sdpa = next(c for c in second.provenance.calls if c.target == "aten::scaled_dot_product_attention")
+    assert set(recognised_tensors(sdpa)) == {"query", "key", "value", "attn_mask"}
+    assert sdpa.first_node is second.proto.graph.node[int(sdpa.node_paths[0][0])]

@@ -65,6 +65,9 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
     for key, paths in scanned.groups.items():
         scope, fx_text = key
         before = same.get(key) if same else None
+        if before is not None and before.recognised and hasattr(before, "in_graph"):
+            calls.append(before.in_graph(model.graph.node))  # (a matcher's call: it reads this model's nodes)
+            continue
         if before is not None:  # the same nodes as a call of another model, whose head was read (scan_like)
             calls.append(AtenCall(fx_text, before.name, before.raw_target, before.target, scope, paths, first[key],
                                   tuple(rules[key]) if key in rules else (),

@@ -84,6 +84,18 @@ class RecognisedCall(AtenCall):
     def first_node(self, node: onnx.NodeProto | None) -> None:
         _FIRST_NODE.__set__(self, node)
 
+    def in_graph(self, graph_nodes: Sequence[onnx.NodeProto]) -> RecognisedCall:
+        """This call in another model whose nodes at its paths equal its own (the other side of a diff,
+        ``scan_like``): the same fields, reading that model's nodes."""
+        c = _new(RecognisedCall)
+        for name in _STORED:  # (each slot that holds a value: a matcher's call leaves some unset)
+            value = getattr(self, name, _UNSET)
+            if value is not _UNSET:
+                setattr(c, name, value)
+        c._graph_nodes = graph_nodes
+        _FIRST_NODE.__set__(c, None)
+        return c
+
     def nodes(self) -> list[onnx.NodeProto] | None:
         """The call's nodes, in graph order (None for a call made with AtenCall's fields, which holds no graph)."""
         graph = self._graph_nodes
@@ -93,6 +105,10 @@ class RecognisedCall(AtenCall):
 
 
 _new = RecognisedCall.__new__
+_UNSET: Any = object()
+# what a recognised call holds: its own slots and AtenCall's fields that no property of it stands in for
+_STORED = ("_number", "_tail", "_name", "_node", "_paths", "raw_target", "target", "scope", "rule_names",
+           "scopes_text", "_fx", "_parsed", "_meta", "_module_path", "recognised", "candidates")
 
 
 def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target: str,
