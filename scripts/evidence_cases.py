@@ -141,6 +141,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     "full": {"values": {"size": [[2, 3], [3, 4]]}},
     "arange": {},
     "index_select": {"shapes": {"index": ("long", (2,), 4)}},
+    # ``x[rows, cols]`` with index tensors that broadcast, as transformers builds its attention masks (a (batch,
+    # seq) mask indexed by (batch, 1, 1, 1) and (1, 1, seq, 1) positions, gpt2_dynamic's and llama_gqa's): called as
+    # the aten op (``Tensor.index`` is another method), and no other op's recipe (``index_add``, ``index_put``, ...)
+    "index": {"op": True, "exact": True,
+              "shapes": {"self": (2, 8), "indices": [("long", (2, 1, 1, 1), 2), ("long", (1, 1, 8, 1), 8)]}},
     "masked_fill": {"shapes": {"mask": ("bool", SHAPE)}},
     "_to_copy": {"values": {"dtype": DTYPES}},
     "topk": {"values": {"k": [2, 3], "dim": [1, -1], "largest": [True, False], "sorted": [True]}},
@@ -153,7 +158,7 @@ def recipe(name: str) -> dict[str, Any]:
     """The recipe of an op name: its own, else the longest recipe name it starts with (``conv_transpose2d``)."""
     if name in RECIPES:
         return RECIPES[name]
-    best = max((k for k in RECIPES if name.startswith(k)), key=len, default=None)
+    best = max((k for k in RECIPES if name.startswith(k) and not RECIPES[k].get("exact")), key=len, default=None)
     return RECIPES[best] if best is not None else {}
 
 
@@ -354,7 +359,7 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
         return "no_parameters: only tensor parameters"
     rec = recipe(name)
     spatial = next((n for suffix, n in SPATIAL.items() if suffix in name), None)
-    fn, kind = resolve(name, op)
+    fn, kind = (op, "op") if rec.get("op") else resolve(name, op)
     values: dict[str, Any] = {}
     choices: dict[str, list[Any]] = {}
     not_varied: dict[str, str] = {}

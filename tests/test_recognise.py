@@ -74,8 +74,9 @@ def test_measured_on_the_stripped_zoo() -> None:
     # 238 with gpt2_dynamic's two attention scales, once the catalogue held SDPA's dynamic-shape form)
     assert t.multi_predicted > 100 and t.single_truth > 500 and t.args_right >= 238
     # the targets: precision >= 0.99 on every model (met: 238/238, no wrong call), recall >= 0.9 on
-    # multi-node bodies (met: 0.930, 240 of 258; 0.988 counting the ambiguous calls whose candidates hold the truth;
-    # 0.922 before the catalogue held the bodies of dynamic-shape exports, gen_evidence.py's ``--dynamic``).
+    # multi-node bodies (met: 0.925, 245 of 265; 0.981 counting the ambiguous calls whose candidates hold the truth;
+    # 0.922 (238 of 258) before the catalogue held the bodies of dynamic-shape exports, gen_evidence.py's
+    # ``--dynamic``, and of ``index.Tensor``, which had no template: 7 more truth calls, 5 of them found).
     # A view's Concat+Reshape where the exporter lowered a list of symbolic sizes is a one-node torchlib body (every
     # view template is one Reshape; the "lone Reshape"), counted with the single-node calls since the measure
     # asks the catalogue what torchlib makes (0.767 when they counted as multi-node). The misses left
@@ -83,16 +84,20 @@ def test_measured_on_the_stripped_zoo() -> None:
     # arange.start with start 0 share their bodies by construction, so they keep both candidates
     assert all(r.precision >= 0.99 for r in all_rows), [(r.model, r.wrong) for r in all_rows if r.precision < 0.99]
     assert t.precision >= 0.99
-    assert t.multi_truth == 258 and t.recall >= 0.9 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
+    assert t.multi_truth == 265 and t.recall >= 0.9 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
     assert t.args_wrong == 0
     # single-node calls whose target is among the candidates: 0.848 before the catalogue had add.Tensor of two
     # tensors (alpha at its default: one Add) and a convolution of any kernel
-    assert t.coverage >= 0.972  # 0.973 (1028 of 1057)
+    # (1028 of 1057 before ``index.Tensor`` had templates: its 3 lone GatherNd calls, reading index positions another
+    # call computed, counted as "no template" then; they are single-node calls not found now)
+    assert t.coverage >= 0.969  # 0.970 (1028 of 1060)
     # of every recognised call, the share that is a truth call (its nodes, its target among the candidates): what the
     # multi-node precision cannot see where a truth body went unfound and its nodes were taken as lone calls. 0.947
     # (1281 of 1353) before SDPA's dynamic-shape form: gpt2_dynamic's attention was 6 lone isnan and matmul calls,
     # and more; the rest are convnet's Conv fused with its batch norm, and noopt's size computations
-    assert t.calls_right >= 0.96  # 0.960 (1283 of 1336)
+    # (0.960, 1283 of 1336, before ``index.Tensor``'s templates took transformers' mask indexing whole, where its
+    # Transpose, Max, Unsqueeze and Concat nodes were lone calls)
+    assert t.calls_right >= 0.98  # 0.982 (1288 of 1311)
     assert next(r for r in all_rows if r.model == "gpt2_dynamic").calls_right >= 0.86  # 0.864 (76 of 88)
 
 
