@@ -66,11 +66,16 @@ def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> 
 
 
 def _template_tensors(call: AtenCall) -> set[str]:
-    """The parameters of the outside tensors of ``call``'s template (its first that names them)."""
+    """The parameters of the outside tensors of ``call``'s template (``_naming_template``)."""
+    t = _naming_template(call)
+    return {p for p in t.tensors if p} if t is not None else set()
+
+
+def _naming_template(call: AtenCall) -> Any:
+    """The first of the templates ``call`` was recognised by that names its outside tensors (None if none does)."""
     from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
 
-    t = next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
-    return {p for p in t.tensors if p} if t is not None else set()
+    return next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
 
 
 def recognised_tensors(call: AtenCall) -> dict[str, Any]:
@@ -80,10 +85,9 @@ def recognised_tensors(call: AtenCall) -> dict[str, Any]:
     template takes from one of its own nodes read from that node (``_by_wiring``: SDPA's query, key and value, read by
     its Mul, Reshape and last MatMul); else, the template's first node is the call's first node (same operator and
     operand count) and reads every outside tensor. Otherwise none (the signature shows those parameters as missing)."""
-    from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
     from inspector.core.model.recognise_call import RecognisedCall  # (the matcher's module: start-up)
 
-    t = next((t for name in call.recognised if (t := template_named(name)) is not None and any(t.tensors)), None)
+    t = _naming_template(call)
     if t is None or not t.nodes:
         return {}
     nodes = call.nodes() if isinstance(call, RecognisedCall) else None
