@@ -18,6 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ZOO = FIXTURES.parent / "zoo"  # the committed real exports (tests/zoo/README.md)
 SAMPLE = ROOT / "resources" / "samples" / "sample_export.onnx"
+# torch's placeholder for an empty nn_module_stack (``_EMPTY_NN_MODULE_STACK_KEY``, torch/_export/passes/
+# _node_metadata_hook.py): a node a pass adds with no argument to copy the stack from gets this one "module". The
+# truth files record torch's stacks as torch wrote them; read through ``torch_module``, it is no module.
+TORCH_EMPTY_MODULE_STACK = "_empty_nn_module_stack_from_metadata_hook"
+
+
+def torch_module(path: str) -> str:
+    """A module path of a truth file as torch means it: its placeholder for no module is the root ("")."""
+    return "" if path == TORCH_EMPTY_MODULE_STACK else path
 
 
 @pytest.fixture

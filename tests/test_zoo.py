@@ -20,6 +20,7 @@ from inspector.cli import main
 from inspector.core.model.index import ModelIndex, open_index
 from inspector.core.model.module_tree import ModuleNode
 from inspector.core.summary import summary_dict
+from tests.conftest import torch_module
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 NAMES = sorted(p.name[: -len(".truth.json")] for p in ZOO.glob("*.truth.json"))
@@ -168,7 +169,7 @@ def test_module_paths_equal_nn_module_stack(name: str):
     """The module tree holds exactly the nn.Module paths (every level of nn_module_stack) of the FX nodes
     that emitted ONNX nodes, and those are module paths of the FX graph."""
     t = truth(name)
-    want = {p for f in emitting(t) for p in f["module_stack"]} - {""}
+    want = {torch_module(p) for f in emitting(t) for p in f["module_stack"]} - {""}
     got = module_paths(index(name).provenance.module_root)
     assert got == want
     assert got <= set(t["module_paths"])
@@ -178,7 +179,7 @@ def test_module_paths_equal_nn_module_stack(name: str):
 def test_each_call_sits_in_the_module_of_its_fx_node(name: str):
     """Per aten call: the module path the summary assigns equals the innermost nn_module_stack entry."""
     t = truth(name)
-    want = Counter((f["target"], f["module"]) for f in emitting(t))
+    want = Counter((f["target"], torch_module(f["module"])) for f in emitting(t))
     got = Counter((c.target, c.module_path) for c in index(name).provenance.calls)
     assert got == want
 

@@ -24,6 +24,10 @@ RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
 NAMESPACE = "namespace"
 CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
+# torch's placeholder for an empty module stack: a node a pass adds with no argument to copy the stack from is given
+# this one module (``_EMPTY_NN_MODULE_STACK_KEY`` in torch/_export/passes/_node_metadata_hook.py; gpt2_dynamic's
+# sym_size calls). It names no module of the model, so a call under it belongs to the root.
+EMPTY_MODULE_STACK = "_empty_nn_module_stack_from_metadata_hook"
 
 
 @dataclass(slots=True)
@@ -151,9 +155,10 @@ def module_chain(meta: dict[str, str]) -> list[tuple[str, str]]:
         classes_text = meta.get(CLASS_HIERARCHY, "")
         cls = (parse_str_list(classes_text) or [])[: len(mods)] if classes_text else []
         cls += [""] * (len(mods) - len(cls))
-        return list(zip(mods, cls))
+        return [(m, c) for m, c in zip(mods, cls) if m != EMPTY_MODULE_STACK]
     pairs: list[tuple[str, str]] = []
     for part in meta.get(NAMESPACE, "").split("/")[:-1]:
         path, _, cls_name = part.partition(": ")
-        pairs.append((path.strip(), cls_name.strip()))
+        if path.strip() != EMPTY_MODULE_STACK:
+            pairs.append((path.strip(), cls_name.strip()))
     return pairs
