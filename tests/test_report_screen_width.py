@@ -1,12 +1,13 @@
-"""The HTML report and the diff page in a browser window narrower than a laptop's screen: nothing runs past the
-window's right edge, whatever names the model holds.
+"""The HTML report and the diff page in a browser window narrower than a laptop's screen, and in a phone's: nothing
+runs past the window's right edge, whatever names the model holds (a table wider than a phone scrolls within itself).
 
 A name from the model (a dotted parameter path such as ``encoder.block.0.layer.0.SelfAttention.q.weight``, a long FX
 name) has no place to break; in a table cell it set the table's least width, so a comparison of t5 with t5_noopt ran
-1,162 px wide in a 785 px window, and llama_gqa_noopt's overload table 856 px. Measured in headless Chromium: each page
-is opened at 800 px with every section opened, and the page's own script-free content is measured by a probe added to
-a copy (the copy drops the Content-Security-Policy that keeps scripts out of the real page). Skipped where Chromium is
-not installed; tests/test_report_print_pages.py checks the printed pages without a browser.
+1,162 px wide in a 785 px window, and llama_gqa_noopt's overload table 856 px; at 500 px the families table (550 px)
+ran past it. Measured in headless Chromium: each page is opened at 800 and 500 px with every section opened, and
+the page's own script-free content is measured by a probe added to a copy (the copy drops the
+Content-Security-Policy that keeps scripts out of the real page). Skipped where Chromium is not installed;
+tests/test_report_print_pages.py checks the printed pages without a browser.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.conftest import ZOO
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="laying a page out needs Chromium")
-WIDTH = 800
+WIDTHS = (800, 500)  # a laptop's half screen; the narrowest window headless Chromium makes (a phone's is narrower)
 _PROBE = """<script>addEventListener('load', () => {
   for (const d of document.querySelectorAll('details')) d.open = true;
   const w = document.documentElement.clientWidth, wide = [];
@@ -42,13 +43,13 @@ _PROBE = """<script>addEventListener('load', () => {
 });</script>"""
 
 
-def _laid_out(page: Path, tmp_path: Path) -> dict[str, Any]:
-    """The page's width and the window's at ``WIDTH`` px, and the outermost elements that run past the window."""
+def _laid_out(page: Path, tmp_path: Path, width: int) -> dict[str, Any]:
+    """The page's width and the window's at ``width`` px, and the outermost elements that run past the window."""
     html = page.read_text(encoding="utf-8")
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html, count=1)
     probe = tmp_path / f"probe-{page.name}"
     probe.write_text(html.replace("</body>", _PROBE + "</body>", 1), encoding="utf-8")
-    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={WIDTH},1000",
+    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
                           "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
@@ -70,13 +71,14 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ["report", "llama_gqa_noopt.onnx"],  # its overloads' torchlib functions and long FX names
     ["diff", "t5.onnx", "t5_noopt.onnx", "--format", "html"],
 ], ids=["report-compare", "report", "diff-page"])
-def test_pages_fit_an_800_px_window(args: list[str], models: Path, tmp_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_pages_fit_a_narrow_window(args: list[str], models: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
     command, *rest = args
     out = tmp_path / "page.html"
     main = report.main if command == "report" else diff.main
     assert main([str(models / a) if a.endswith(".onnx") else a for a in rest] + ["-o", str(out)]) in (0, 1)
     capsys.readouterr()
-    got = _laid_out(out, tmp_path)
-    assert got["window"] <= WIDTH and got["window"] > WIDTH - 40
-    assert got["page"] == got["window"], got["wide"]
+    for width in WIDTHS:
+        got = _laid_out(out, tmp_path, width)
+        assert width - 40 < got["window"] <= width
+        assert got["page"] == got["window"], (width, got["wide"])
