@@ -553,7 +553,7 @@ def call_order(model: nn.Module, classes: tuple[type[nn.Module], ...], args: tup
     return order
 
 
-def export_one(e: Entry, vers: dict[str, str]) -> dict[str, Any]:
+def export_one(e: Entry, vers: dict[str, str], zoo: Path = ZOO) -> dict[str, Any]:
     torch.manual_seed(SEED)
     model = e.build().eval()
     gen = torch.Generator().manual_seed(SEED)
@@ -563,7 +563,7 @@ def export_one(e: Entry, vers: dict[str, str]) -> dict[str, Any]:
         kwargs = {s.name: t for s, t in zip(e.inputs, tensors)} | e.extra_kwargs
     else:
         args, kwargs = tuple(tensors), dict(e.extra_kwargs)
-    path = ZOO / f"{e.name}.onnx"
+    path = zoo / f"{e.name}.onnx"
     truth: dict[str, Any] = {
         "name": e.name, "file": path.name, "kind": e.kind, "description": e.description,
         "versions": vers, "opset": OPSET, "seed": SEED,
@@ -668,7 +668,7 @@ def export_one(e: Entry, vers: dict[str, str]) -> dict[str, Any]:
                      "main_graph_nodes": len(proto.graph.node), "functions": len(proto.functions),
                      "bytes": len(data),
                      "graph_inputs": [i.name for i in proto.graph.input]}
-    (ZOO / f"{e.name}.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=False) + "\n")
+    (zoo / f"{e.name}.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=False) + "\n")
     return truth
 
 

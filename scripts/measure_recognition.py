@@ -22,6 +22,9 @@ whose candidates include its target. The multi-node precision counts only the ca
 a truth body went unfound, its nodes may have been taken as lone calls of their own (an IsNaN as ``isnan``), which
 only this column counts.
 
+``--dir DIR`` measures the dynamo exports in DIR instead of the zoo's: the held-out set ``gen_heldout.py`` exports,
+architectures the templates and rules were never tuned on.
+
 ``--misses`` counts the missed multi-node calls by target, form (optimised export or ``_noopt``), body and what was
 found there instead (an ambiguous body and its candidates, other calls, nothing): the classes of misses to fix.
 
@@ -32,7 +35,7 @@ one-node passes, making the calls, and the collector's share of the whole (read 
 
 Usage::
 
-    .venv/bin/python scripts/measure_recognition.py [--wrong] [--misses]
+    .venv/bin/python scripts/measure_recognition.py [--wrong] [--misses] [--dir DIR]
     .venv/bin/python scripts/measure_recognition.py --speed FILE [--runs 5]
 """
 
@@ -211,9 +214,10 @@ def measure(path: Path, work: Path) -> Row:
     return row
 
 
-def measure_zoo() -> list[Row]:
+def measure_zoo(folder: Path | None = None) -> list[Row]:
+    """The rows of the zoo's dynamo exports, or of those in ``folder`` (``gen_heldout.py``'s held-out set)."""
     with tempfile.TemporaryDirectory(prefix="recognise-") as tmp:
-        return [measure(p, Path(tmp)) for p in zoo_dynamo()]
+        return [measure(p, Path(tmp)) for p in zoo_dynamo(folder)]
 
 
 def table(rows: list[Row]) -> str:
@@ -352,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="count the missed multi-node calls by target, body and form (optimised or not)")
     parser.add_argument("--speed", type=Path, metavar="FILE", help="time the matcher on FILE instead (see above)")
     parser.add_argument("--runs", type=int, default=5, help="with --speed: runs of each part, the least is shown")
+    parser.add_argument("--dir", type=Path, metavar="DIR",
+                        help="measure the dynamo exports in DIR instead of the zoo's (scripts/gen_heldout.py)")
     args = parser.parse_args(argv)
     if args.speed:
         parts = speed(args.speed, args.runs)
@@ -359,19 +365,27 @@ def main(argv: list[str] | None = None) -> int:
         for name, seconds in parts:
             print(f"{name:<40} {seconds:7.3f} s  {seconds / load:5.2f}x onnx.load")
         return 0
-    rows = measure_zoo()
+    rows = measure_zoo(args.dir)
     print(table(rows))
+    if args.dir is not None:  # (the TorchScript share is the zoo's)
+        rows_only(args, rows)
+        return 0
     print("\n| TorchScript export | main-graph nodes | in calls of one target | in ambiguous calls | explained |")
     print("| --- | --- | --- | --- | --- |")
     for name, nodes, unique, ambiguous in torchscript_share():
         print(f"| {name} | {nodes} | {unique} | {ambiguous} | {(unique + ambiguous) / max(nodes, 1):.2f} |")
+    rows_only(args, rows)
+    return 0
+
+
+def rows_only(args: argparse.Namespace, rows: list[Row]) -> None:
+    """What ``--wrong`` and ``--misses`` print of ``rows``."""
     if args.wrong:
         for r in rows:
             for w in r.wrong:
                 print(f"{r.model}: {w}")
     if args.misses:
         print("\n" + misses_table(rows))
-    return 0
 
 
 if __name__ == "__main__":

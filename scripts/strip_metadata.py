@@ -51,10 +51,10 @@ def strip(model: onnx.ModelProto) -> int:
     return removed
 
 
-def zoo_dynamo() -> list[Path]:
-    """The zoo's exports that carry fx metadata (the dynamo ones)."""
+def zoo_dynamo(folder: Path | None = None) -> list[Path]:
+    """The zoo's exports that carry fx metadata (the dynamo ones), or those of ``folder``."""
     out = []
-    for path in sorted((REPO / "tests" / "zoo").glob("*.onnx")):
+    for path in sorted((folder or REPO / "tests" / "zoo").glob("*.onnx")):
         model = onnx.load(str(path), load_external_data=False)
         if any(p.key == PREFIX + "fx_node" for n in model.graph.node for p in n.metadata_props):
             out.append(path)
