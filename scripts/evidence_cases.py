@@ -78,16 +78,21 @@ ENUMS = ("layout", "memory_format", "device", "pin_memory", "generator", "non_bl
 _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4,), "running_var": (4,)}
 
 # per op name: tensor shapes (or ("long", shape, high) / ("bool", shape)) and argument values where the tables do not
-# fit; "values" overrides the tables for this op, "fixed" pins a value that is not varied
+# fit; "values" overrides the tables for this op, "fixed" pins a value that is not varied, "together" varies an
+# argument with the tensor shapes it needs (value, {tensor: shape})
 RECIPES: dict[str, dict[str, Any]] = {
     "conv_transpose": {"shapes": {"input": (1, 4, 5, 5, 5), "weight": (4, 2, 3, 3, 3)},
                        "values": {"stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
                                   "padding": lambda n: ([1] * n, [0] * n)}},
-    # with a bias too: a Conv of three operands is conv2d's as much as convolution's (mixer's patch embedding)
-    "conv": {"shapes": {"input": (1, 4, 8, 8, 8), "weight": (4, 4, 3, 3, 3)}, "with": [{"bias": (4,)}]},
+    # with a bias too: a Conv of three operands is conv2d's as much as convolution's (mixer's patch embedding).
+    # ``groups`` takes its weight's shape with it (out, in / groups, kernel...): a depthwise convolution (MobileNet's,
+    # ConvNeXt's: groups = channels) had no template, every one held group=1
+    "conv": {"shapes": {"input": (1, 4, 8, 8, 8), "weight": (4, 4, 3, 3, 3)}, "with": [{"bias": (4,)}],
+             "together": {"groups": [(2, {"weight": (4, 2, 3, 3, 3)}), (4, {"weight": (4, 1, 3, 3, 3)})]}},
     "convolution": {"shapes": {"input": (1, 4, 8, 8), "weight": (4, 4, 3, 3), "bias": (4,)},
                     "values": {"stride": [[1, 1], [2, 2]], "padding": [[1, 1], [0, 0]], "dilation": [[1, 1], [2, 2]],
-                               "transposed": [False], "output_padding": [[0, 0]], "groups": [1]}},
+                               "transposed": [False], "output_padding": [[0, 0]], "groups": [1]},
+                    "together": {"groups": [(2, {"weight": (4, 2, 3, 3)}), (4, {"weight": (4, 1, 3, 3)})]}},
     "pixel_shuffle": {"shapes": {"self": (1, 36, 4, 4)}},
     "_native_batch_norm": {"shapes": _NORM_SHAPES}, "native_batch_norm": {"shapes": _NORM_SHAPES},
     "batch_norm": {"shapes": _NORM_SHAPES}, "instance_norm": {"shapes": _NORM_SHAPES},
@@ -392,6 +397,11 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
     for pname, options in choices.items():
         for v in options[1:]:
             out.variants.append((pname, Call(fn, kind, params, {**values, pname: v})))
+    for pname, paired in rec.get("together", {}).items():  # an argument varied with the shapes it needs
+        if pname in values:
+            out.not_varied.pop(pname, None)
+            out.variants += [(pname, Call(fn, kind, params, {**values, pname: v, **{
+                q: _tensor(spec[: len(values[q].shape)]) for q, spec in shapes.items()}})) for v, shapes in paired]
     if templates:
         for p in params:  # these variants ("#...") change the body's structure; evidence learning ignores them
             if p.is_tensor and p.type.startswith("Optional[") and values.get(p.name) is not None:

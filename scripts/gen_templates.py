@@ -21,7 +21,11 @@ Usage::
 
 ``--only`` adds to the shipped catalogue the bodies that these overloads' exports hold and it lacks, and leaves every
 other line as it is (each template keeps its name; a new one is numbered after its overload's last): for a
-``build/evidence`` that holds these overloads' exports alone (``gen_evidence.py --only ...``).
+``build/evidence`` that holds these overloads' exports alone (``gen_evidence.py --only ...``). With ``--replace``,
+these overloads' lines are made again from their exports instead (numbered from 0), for a change of their evidence that
+masks a slot their templates held fixed (``evidence_cases``' ``together``: a convolution's ``group``)::
+
+    .venv/bin/python scripts/gen_templates.py --only aten::conv1d aten::conv2d aten::conv3d aten::convolution --replace
 """
 
 from __future__ import annotations
@@ -349,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", default=None, metavar="TARGET",
                         help="add the bodies these overloads' exports hold that the catalogue lacks; keep the rest")
+    parser.add_argument("--replace", action="store_true",
+                        help="with --only: make these overloads' lines again from their exports (their evidence "
+                             "changed: a slot now masked), instead of adding to them; keep the rest")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     if RESULTS.is_file():
@@ -375,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
             if line and not line.startswith("#"):
                 t = parse_template(line)
+                if args.replace and t.target in args.only:
+                    continue
                 bodies.add(template_json(replace(t, name="")))
                 count[t.target] = count.get(t.target, -1) + 1
                 lines.append(line)
