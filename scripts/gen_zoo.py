@@ -118,6 +118,30 @@ class Mixer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class DepthwiseNet(nn.Module):
+    """Depthwise-separable and grouped convolutions (MobileNet's, ConvNeXt's): a 7x7 depthwise conv (groups =
+    channels) then LayerNorm and a pointwise MLP on channels-last, a grouped strided conv (groups 2) with ReLU6, a 1-D
+    depthwise conv, a head."""
+
+    def __init__(self, c: int = 8, classes: int = 10) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, c, 2, stride=2)
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c)
+        self.pw1 = nn.Linear(c, 4 * c)
+        self.pw2 = nn.Linear(4 * c, c)
+        self.grouped = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1, groups=2)
+        self.dw1d = nn.Conv1d(2 * c, 2 * c, 3, padding=1, groups=2 * c)
+        self.head = nn.Linear(2 * c, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.patch(x)
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.pw2(nn.functional.gelu(self.pw1(self.norm(y)))).permute(0, 3, 1, 2)
+        x = nn.functional.relu6(self.grouped(x + y))
+        return self.head(self.dw1d(x.flatten(2)).mean(-1))
+
+
 class CondModel(nn.Module):
     """`torch.cond` on a data-dependent predicate: two branches with different modules and ops."""
 
@@ -341,6 +365,8 @@ def entries() -> list[Entry]:
               "HF Whisper: conv front end, encoder, decoder with cross-attention", True, {"use_cache": False}),
         Entry("convnet", "dynamo", ConvNet, [InputSpec("x", [2, 3, 16, 16], "float32")], {"c": 8, "classes": 10},
               "conv net: Conv/BatchNorm/ReLU, max and adaptive-average pools, residual blocks"),
+        Entry("dwconv", "dynamo", DepthwiseNet, [InputSpec("x", [1, 3, 16, 16], "float32")], {"c": 8, "classes": 10},
+              "depthwise (groups = channels) and grouped convolutions, 2-D and 1-D"),
         Entry("mixer", "dynamo", Mixer, [InputSpec("x", [1, 3, 16, 16], "float32")],
               {"image": 16, "patch": 4, "dim": 24, "depth": 2}, "MLP-mixer"),
         Entry("cond", "dynamo", CondModel, [InputSpec("x", [2, 16], "float32")], {"d": 16},
