@@ -137,9 +137,9 @@ class Counting(Matcher):
 
     tries = 0
 
-    def _match(self, t: Template, anchor: int, least: int = 2) -> Any:
+    def _match(self, t: Template, anchor: int, least: int = 2, reuse: bool = False) -> Any:
         Counting.tries += 1
-        return super()._match(t, anchor, least)
+        return super()._match(t, anchor, least, reuse)
 
 
 def test_templates_that_never_fit_cost_what_they_add() -> None:

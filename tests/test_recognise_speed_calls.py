@@ -107,10 +107,10 @@ def test_on_the_llama_replica_every_multi_node_template_tried_fits() -> None:
     tried: list[str] = []
 
     class Trying(Matcher):
-        def _match(self, t: Template, anchor: int, least: int = 2) -> Any:
+        def _match(self, t: Template, anchor: int, least: int = 2, reuse: bool = False) -> Any:
             if least > 1:
                 tried.append(t.name)
-            return super()._match(t, anchor, least)
+            return super()._match(t, anchor, least, reuse)
 
     found = Trying(model.graph, GraphMaps(model.graph), set(), load_templates(), onnx_opset(model)).run()
     multi = [r for r in found if len(r.nodes) > 1]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress
 from operator import itemgetter
 from typing import Any
 
@@ -53,6 +53,7 @@ from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
+from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
 from inspector.core.model.recognise_templates import (
     Key,
     computable,
@@ -131,7 +132,8 @@ class Matcher:
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
         self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
         self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
-        self._first: dict[str, int] | None = None  # value -> the first node reading it (``_first_reader``)
+        self._readers = FirstReaders(maps)  # value -> the first node reading it
+        self._later: set[int] = set()  # anchors of calls that reuse a common subexpression of an earlier call
 
     def run(self) -> list[Recognised]:
         nodes, verdicts = self.calls()
@@ -150,25 +152,31 @@ class Matcher:
         for sid, g in sorted(last.items(), key=itemgetter(1), reverse=True):
             ending[sid] = self._groups(g)
         for i in reversed(list(compress(range(len(sids)), map(ending.__getitem__, sids)))):
-            if i in self.taken:
-                continue
-            groups = self._feeders(i, ending[sids[i]])
-            fits: list[tuple[Template, _Match]] = []
-            for group in groups:
-                t = group[0]
-                if fits and len(t.nodes) < len(fits[0][0].nodes):
-                    break
-                m = self._match(t, i)
-                if m is not None and (not fits or _same_nodes(m, fits[0][1])):
-                    fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]  # (same body: candidates)
-            if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
-                         or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
-                first = fits[0][1]
-                members = self._take(set(first.nodes.values()) | first.extra)
-                found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)
+            if i not in self.taken:
+                self._call_at(i, ending[sids[i]], found_nodes, found)
+        for i in sorted(self._later, reverse=True):  # the calls that reuse what an earlier call computed (the later
+            if i not in self.taken:  # reader of a common subexpression: ``recognise_shared``), once that call is taken
+                self._call_at(i, ending[sids[i]], found_nodes, found, reuse=True)
         self._one_node_calls(found_nodes, found)
         # (placed by first node: graph order without a sort; a call's nodes are no other call's)
         return [n for n in found_nodes if n is not None], [v for v in found if v is not None]
+
+    def _call_at(self, i: int, groups: list[list[Template]], found_nodes: list[tuple[int, ...] | None],
+                 found: list[_Verdict | None], reuse: bool = False) -> None:
+        """The multi-node call ending at node ``i``, if one of ``groups`` fits there, placed by its first node."""
+        fits: list[tuple[Template, _Match]] = []
+        for group in self._feeders(i, groups):
+            t = group[0]
+            if fits and len(t.nodes) < len(fits[0][0].nodes):
+                break
+            m = self._match(t, i, 1 if reuse else 2, reuse)
+            if m is not None and (not fits or _same_nodes(m, fits[0][1])):
+                fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]  # (same body: candidates)
+        if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
+                     or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
+            first = fits[0][1]
+            members = self._take(set(first.nodes.values()) | first.extra)
+            found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)
 
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
@@ -213,16 +221,17 @@ class Matcher:
             for value in self.maps.inputs[g]:
                 k = self.constants.nodes.get(value)
                 if k is not None and k not in self.taken and k not in members \
-                        and self._first_reader(value, g) in members:
+                        and self._readers.first(value, g) in members:
                     members.add(k)
         self.taken |= members
         return tuple(sorted(members))
 
     # --- matching ---------------------------------------------------------------------------------------------------
 
-    def _match(self, t: Template, anchor: int, least: int = 2) -> _Match | None:
+    def _match(self, t: Template, anchor: int, least: int = 2, reuse: bool = False) -> _Match | None:
         """``t`` matched with its last node at ``anchor``, keeping at least ``least`` of its nodes (or all, if
-        fewer): the others may be folded."""
+        fewer): the others may be folded. ``reuse``: nodes another call took may be matched too, as a part shared
+        with it (``recognise_shared``), and the rest kept."""
         last = len(t.nodes) - 1
         m = _Match({last: anchor}, set(), {}, {}, set())
         used = {anchor: last}
@@ -246,7 +255,7 @@ class Matcher:
                         return None
                     if self.constants.fits(t.constants[ref.a], value):
                         continue
-                    computed = (self.constants.computed(value, reads(t, ref.a), self._first_reader(value, g) == g)
+                    computed = (self.constants.computed(value, reads(t, ref.a), self._readers.first(value, g) == g)
                                 if computable(t.constants[ref.a]) else None)
                     if computed is None or computed & m.extra:
                         return None
@@ -261,7 +270,7 @@ class Matcher:
                     if h in self.taken and self._leaves[t.name][ref.a] and self._node_fits(t, ref.a, h, m):
                         m.shared.add(ref.a)  # made by another call from the same operands, and reused here
                         continue
-                    if h in self.taken or self.maps.outputs[h].index(value) != ref.b:
+                    if (h in self.taken and not reuse) or self.maps.outputs[h].index(value) != ref.b:
                         return None
                     if ref.a in m.nodes:
                         if m.nodes[ref.a] != h:
@@ -271,7 +280,9 @@ class Matcher:
                     else:
                         m.nodes[ref.a] = h
                         stack.append(ref.a)
-        self._unshare(t, m)
+        if reuse and not self._reused(t, m):
+            return None
+        unshare(self.maps, t, m.nodes, m.shared, self._leaves[t.name], self._readers)
         if len(m.nodes) + len(m.folded - m.nodes.keys()) + len(m.shared - m.nodes.keys()) != len(t.nodes) \
                 or m.folded & m.nodes.keys() or len(m.nodes) < min(least, len(t.nodes)):
             return None
@@ -279,36 +290,23 @@ class Matcher:
             if any(r.kind == "x" and r.a in outside and not self.constants.is_constant(outside[r.a])
                    for r in t.nodes[j].inputs):
                 return None
-        return m if _closed(self.maps, t, m, self._leaves[t.name]) else None
+        if _closed(self.maps, t, m, self._leaves[t.name]):
+            return m
+        twins = twin_escapes(self.maps, self._keys, t, self._template_keys[t.name], m.nodes, self._readers) \
+            if least > 1 and not reuse else False
+        if twins is None:  # a later reader of an earlier call's common subexpression: matched again after the pass
+            self._later.add(anchor)
+        return m if twins else None
 
-    def _unshare(self, t: Template, m: _Match) -> None:
-        """A node of the body that reads only outside values and is read outside it too is a common subexpression
-        (a mask converted once for every layer's attention): it belongs to the call of its first reader, as the
-        exporter made it there; to the others it is shared."""
-        members = set(m.nodes.values())
-        maps, leaves = self.maps, self._leaves[t.name]
-        for j, g in list(m.nodes.items()):
-            if j == len(t.nodes) - 1 or not leaves[j]:
-                continue
-            read = [v for v in maps.outputs[g] if v and v in maps.read_count]
-            if any(maps.read_count[v] > _reads_of(maps, members, v) for v in read) \
-                    and min(self._first_reader(v, g) for v in read) not in members:
-                del m.nodes[j]
-                m.shared.add(j)
-
-    def _first_reader(self, value: str, default: int) -> int:
-        """The first node reading ``value`` (``default`` if none): one pass over the reads, on first use (the map of
-        every value's readers, ``GraphMaps.consumers``, costs 4x that at 100k nodes, and nothing else here needs it)."""
-        if self._first is None:
-            first: dict[str, int] = {}
-            for i, ins in enumerate(self.maps.inputs):
-                for v in ins:
-                    first.setdefault(v, i)
-            for i, names in self.maps.captured.items():
-                for v in names:
-                    first[v] = min(first.get(v, i), i)
-            self._first = first
-        return self._first.get(value, default)
+    def _reused(self, t: Template, m: _Match) -> bool:
+        """Whether the nodes of ``m`` that another call took are a part of the body the rest reads (each of its own
+        operands made by that part, or from outside): moved to ``m.shared``."""
+        reused = {j for j, g in m.nodes.items() if g in self.taken}
+        for j in reused:
+            del m.nodes[j]
+        m.shared |= reused
+        m.extra -= self.taken  # (a constant the shared part computes is that call's)
+        return bool(reused) and not any(r.kind == "n" and r.a in m.nodes for j in reused for r in t.nodes[j].inputs)
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
@@ -457,12 +455,6 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
     return made
 
 
-def _reads_of(maps: GraphMaps, members: set[int], value: str) -> int:
-    """How often the nodes ``members`` read ``value`` (not absent: ``GraphMaps.reads`` of each, counted in C)."""
-    n = sum(map(list.count, map(maps.inputs.__getitem__, members), repeat(value)))
-    return n + sum(maps.captured[c].count(value) for c in members if c in maps.captured) if maps.captured else n
-
-
 def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConstants) -> bool:
     """Whether node ``j`` of ``t`` could read ``values`` where it reads a constant: it fits, or may be computed."""
     return all(r.kind != "c" or computable(t.constants[r.a]) or constants.fits(t.constants[r.a], v)
@@ -484,7 +476,7 @@ def _closed(maps: GraphMaps, t: Template, m: _Match, leaves: list[bool]) -> bool
     outputs = set(t.outputs)
     for j, g in m.nodes.items():
         if j != len(t.nodes) - 1 and leaves[j]:
-            continue  # a common subexpression made here and reused by later calls (``_unshare``)
+            continue  # a common subexpression made here and reused by later calls (``unshare``)
         for o, value in enumerate(maps.outputs[g]):
             if (j, o) in outputs or not value:
                 continue
