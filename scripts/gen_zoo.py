@@ -120,8 +120,8 @@ class Mixer(nn.Module):
 
 class DepthwiseNet(nn.Module):
     """Depthwise-separable and grouped convolutions (MobileNet's, ConvNeXt's): a 7x7 depthwise conv (groups =
-    channels) then LayerNorm and a pointwise MLP on channels-last, a grouped strided conv (groups 2) with ReLU6, a 1-D
-    depthwise conv, a head."""
+    channels) then LayerNorm and a pointwise MLP on channels-last, a grouped strided conv (groups 2) with ReLU6, a cat
+    of three tensors, a 1-D depthwise conv, a head."""
 
     def __init__(self, c: int = 8, classes: int = 10) -> None:
         super().__init__()
@@ -139,6 +139,7 @@ class DepthwiseNet(nn.Module):
         y = self.dw(x).permute(0, 2, 3, 1)
         y = self.pw2(nn.functional.gelu(self.pw1(self.norm(y)))).permute(0, 3, 1, 2)
         x = nn.functional.relu6(self.grouped(x + y))
+        x = torch.cat([x, torch.tanh(x), torch.sigmoid(x)], dim=-1)  # (a Concat of three: cat's template has two)
         return self.head(self.dw1d(x.flatten(2)).mean(-1))
 
 
@@ -366,7 +367,7 @@ def entries() -> list[Entry]:
         Entry("convnet", "dynamo", ConvNet, [InputSpec("x", [2, 3, 16, 16], "float32")], {"c": 8, "classes": 10},
               "conv net: Conv/BatchNorm/ReLU, max and adaptive-average pools, residual blocks"),
         Entry("dwconv", "dynamo", DepthwiseNet, [InputSpec("x", [1, 3, 16, 16], "float32")], {"c": 8, "classes": 10},
-              "depthwise (groups = channels) and grouped convolutions, 2-D and 1-D"),
+              "depthwise (groups = channels) and grouped convolutions, 2-D and 1-D; a cat of three tensors"),
         Entry("mixer", "dynamo", Mixer, [InputSpec("x", [1, 3, 16, 16], "float32")],
               {"image": 16, "patch": 4, "dim": 24, "depth": 2}, "MLP-mixer"),
         Entry("cond", "dynamo", CondModel, [InputSpec("x", [2, 16], "float32")], {"d": 16},

@@ -148,8 +148,8 @@ def _same(got: Any, want: Any, rank: int | None) -> bool:
         return len(got) == len(want) and all(_same(a, b, rank) for a, b in zip(got, want))
     if isinstance(want, bool) or isinstance(got, bool):
         return got is want or got == want
-    if isinstance(want, int) and isinstance(got, int):
-        return got == want or (want < 0 and rank is not None and got == want % rank)
+    if isinstance(want, int) and isinstance(got, int):  # (one dim, negative on either side: the same axis)
+        return got == want or (rank is not None and (want < 0 or got < 0) and got % rank == want % rank)
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
         return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12)
     return bool(got == want)

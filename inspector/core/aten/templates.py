@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import onnx
@@ -29,6 +30,7 @@ from inspector.core.util.plain_tensors import plain_tensor
 CATALOGUE_FILE = "aten_templates.txt"
 SMALL_TENSOR = 64  # constants with more elements are compared by type and shape only (weights, tables)
 SHAPE_PARAMETER = "#shape"  # the slot moved with an input dimension (shape-specialised), not with an argument
+_LENGTH = re.compile(r"(.+)\[([1-9][0-9]{0,3})\]")  # a list template at another length (``with_list_length``)
 
 RefKind = Literal["n", "x", "c", "-"]  # a node's output, an outside tensor, a constant operand, an absent operand
 
@@ -197,8 +199,33 @@ def template_json(t: Template) -> str:
 
 
 def template_named(name: str) -> Template | None:
-    """The shipped template called ``name`` (``aten::add.Tensor#2``), None if there is none."""
-    return _by_name().get(name)
+    """The shipped template called ``name`` (``aten::add.Tensor#2``; ``aten::cat#0[4]``: ``with_list_length``), None
+    if there is none."""
+    got = _by_name().get(name)
+    if got is None and (m := _LENGTH.fullmatch(name)) is not None:
+        base = _by_name().get(m.group(1))
+        if base is not None and list_template(base):
+            return with_list_length(base, int(m.group(2)))
+    return got
+
+
+def list_template(t: Template) -> bool:
+    """Whether ``t`` is one node reading each tensor of one list parameter once, in order (cat's Concat, einsum's
+    Einsum): the one-op export passed two, a model passes any number (swin's cat of four slices)."""
+    if len(t.nodes) != 1 or len(t.tensors) < 2 or len(set(t.tensors)) != 1 or not t.tensors[0] \
+            or [(r.kind, r.a) for r in t.nodes[0].inputs] != [("x", k) for k in range(len(t.tensors))]:
+        return False
+    from inspector.core.aten.schemas import SchemaCatalogue  # (the schemas only where a template may be one)
+
+    schema = SchemaCatalogue.default().get(t.target)
+    return schema is not None and any(p.name == t.tensors[0] and p.type == "Tensor[]" for p in schema.parameters)
+
+
+def with_list_length(t: Template, n: int) -> Template:
+    """A ``list_template`` reading ``n`` tensors of its list, named ``NAME[n]``: how a call it recognised cites it."""
+    node = t.nodes[0]
+    return replace(t, name=f"{t.name}[{n}]", nodes=(replace(node, inputs=tuple(Ref("x", k) for k in range(n))),),
+                   tensors=(t.tensors[0],) * n)
 
 
 @functools.lru_cache(maxsize=1)

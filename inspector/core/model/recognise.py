@@ -58,6 +58,7 @@ from inspector.core.model.recognise_templates import (
     Key,
     computable,
     foldable,
+    list_lengths,
     most_specific,
     prepare,
     reads,
@@ -111,17 +112,17 @@ class Matcher:
         (``recognise_templates.attribute_defaults``; None: none are); ``bare``: the nodes as the scan read them
         (``ScanResult.bare``, ``node_keys``)."""
         self.graph, self.maps, self.taken, self.opset = graph, maps, set(taken), opset
-        prepared = prepare(templates, opset)
+        self._keys, kinds, full = node_keys(graph, maps, opset, bare)
+        present = set(self._keys)
+        prepared = prepare(templates, opset, list_lengths(templates, present, opset))
         self.by_sink, self._template_keys, self._chains = prepared.by_sink, prepared.keys, prepared.chains
         self.written, self._leaves, self._lengths = prepared.written, prepared.leaves, ListLengths()
-        self._keys, kinds, full = node_keys(graph, maps, opset, bare)
         self.attributes = NodeAttributes(graph, opset, full, self._keys)
         self.constants = GraphConstants(graph, maps, self.taken, self._keys)
         self._signatures = NodeSignatures(maps, kinds, full, self.constants)
         self._sids = self._signatures.of  # each node's signature as a number (``recognise_nodes``)
         # a multi-node template one of whose nodes (other than one the optimizer may fold) has a key no node of this
         # graph has cannot match here (the 100k Llama replica's residual Adds tried 9 templates each, 6 of them so)
-        present = set(self._keys)
         self._absent = {name for name, keys in self._template_keys.items() if len(keys) > 1 and any(
             k not in present for k, f in zip(keys, prepared.foldable[name]) if not f)}
         count = len(self._signatures.first)

@@ -80,10 +80,10 @@ def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
         return (_short(value),) if isinstance(value, float) else None
     if relation == "scalar" and x is not None:
         return (_short(x) if isinstance(x, float) else x,)
-    if relation == "dim":
+    if relation == "dim":  # as the slot holds it: non-negative where the exporter normalised it, else as written
         if isinstance(value, list) and all(isinstance(v, int) for v in value):
             return (value,)
-        return (value,) if isinstance(value, int) and value >= 0 else None
+        return (value,) if isinstance(value, int) and not isinstance(value, bool) else None
     if relation == "bool" and isinstance(value, int):
         return (bool(value),)
     if relation == "swap" and isinstance(value, list) and n_params == 2:

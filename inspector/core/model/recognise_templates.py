@@ -9,14 +9,21 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import onnx
 
 from inspector.core.aten.schemas import SchemaCatalogue
-from inspector.core.aten.templates import Slot, Template, TemplateNode, canonical_float
+from inspector.core.aten.templates import (
+    Slot,
+    Template,
+    TemplateNode,
+    canonical_float,
+    list_template,
+    with_list_length,
+)
 from inspector.core.aten.torchlib import torchlib_for
 from inspector.core.model.onnx_operators import ATTRIBUTE_DEFAULTS, OLDEST_OPSETS
 
@@ -213,17 +220,33 @@ class Prepared:
     leaves: dict[str, list[bool]]  # template -> which of its nodes read only outside values and constants (``leaf``)
 
 
-_PREPARED: list[tuple[Sequence[Template], int | None, Prepared]] = []
+_PREPARED: list[tuple[Sequence[Template], int | None, tuple[str, ...], Prepared]] = []
+_LISTS: list[tuple[Sequence[Template], int | None, list[tuple[Template, Key]]]] = []
 
 
-def prepare(templates: Sequence[Template], opset: int | None = None) -> Prepared:
+def list_lengths(templates: Sequence[Template], present: Collection[Key], opset: int | None = None) -> list[Template]:
+    """The list templates of ``templates`` (``list_template``: cat's Concat, einsum's Einsum) at each other length
+    that a node key of ``present`` has (a Concat of four operands: ``aten::cat#0[4]``), so that ``prepare`` keys them
+    as it keys the rest."""
+    if not (_LISTS and _LISTS[0][0] is templates and _LISTS[0][1] == opset):
+        lists = [(t, template_key(with_defaults(t, opset).nodes[0])) for t in templates if list_template(t)]
+        _LISTS[:] = [(templates, opset, lists)]
+    return sorted((with_list_length(t, key[2]) for t, k in _LISTS[0][2] for key in present
+                   if key[2] != k[2] and key[2] >= 1 and key[:2] == k[:2] and key[3:] == k[3:]),
+                  key=lambda t: t.name)
+
+
+def prepare(templates: Sequence[Template], opset: int | None = None, extra: Sequence[Template] = ()) -> Prepared:
     """Templates by their last node's key (op, operands, outputs, attribute names): a node tries only those whose
     last node could be it (at 10k nodes: 9 tries a node by op type alone, 1-2 by key); templates of one structure (a
-    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. Kept for the last catalogue seen (the shipped
-    one is one object, ``load_templates``)."""
-    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset:
-        return _PREPARED[0][2]
+    lone Add: add.Tensor, add.Scalar, ...) are tried once, as a group. ``extra``: the list templates at the lengths a
+    graph has (``list_lengths``). Kept for the last catalogue seen (the shipped one is one object,
+    ``load_templates``)."""
+    names = tuple(t.name for t in extra)
+    if _PREPARED and _PREPARED[0][0] is templates and _PREPARED[0][1] == opset and _PREPARED[0][2] == names:
+        return _PREPARED[0][3]
     given = templates
+    templates = [*templates, *extra] if extra else templates
     written = {t.name: [frozenset(name for name, _s in n.attributes) for n in t.nodes] for t in templates}
     templates = [with_defaults(t, opset) for t in templates]  # (the attributes left out at their defaults)
     by_sink: dict[Key, list[list[Template]]] = {}
@@ -246,5 +269,5 @@ def prepare(templates: Sequence[Template], opset: int | None = None) -> Prepared
     folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
     leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
     got = Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
-    _PREPARED[:] = [(given, opset, got)]
+    _PREPARED[:] = [(given, opset, names, got)]
     return got

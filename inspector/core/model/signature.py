@@ -56,8 +56,9 @@ def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> 
     sig = signature_of(call.target, fx, catalogue or SchemaCatalogue.default())
     # a tensor the template takes but this call's nodes do not show (read by a node another call holds, a mask's
     # Where made once for every layer) is not recovered: shown missing, never as its default (``attn_mask=None``
-    # would say no mask was passed)
-    unbound = _template_tensors(call).difference(tensors)
+    # would say no mask was passed); so is an argument a literal of the template moves with that was not read back
+    # (a Concat's axis -1 had shown swin's cat as ``dim=0``)
+    unbound = (_template_tensors(call) | _template_arguments(call)).difference(tensors, fx.kwargs)
     if unbound and sig.bound:
         sig = replace(sig, bound=tuple(
             replace(b, value=None, is_default=False, provided=False) if b.parameter.name in unbound else b
@@ -69,6 +70,17 @@ def _template_tensors(call: AtenCall) -> set[str]:
     """The parameters of the outside tensors of ``call``'s template (``_naming_template``)."""
     t = _naming_template(call)
     return {p for p in t.tensors if p} if t is not None else set()
+
+
+def _template_arguments(call: AtenCall) -> set[str]:
+    """The parameters a literal of ``call``'s first template moves with (its masked slots; not an input dimension)."""
+    from inspector.core.aten.templates import template_named  # (the catalogue is read where it is used: start-up)
+
+    t = template_named(call.recognised[0]) if call.recognised else None
+    if t is None:
+        return set()
+    slots = [*t.constants, *(slot for n in t.nodes for _name, slot in n.attributes)]
+    return {p for slot in slots if slot.masked for p in slot.moves_with if not p.startswith("#")}
 
 
 def _naming_template(call: AtenCall) -> Any:
