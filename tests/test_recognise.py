@@ -208,6 +208,11 @@ def test_a_part_an_earlier_call_computed_is_shared_with_the_later_call(stripped_
     assert sorted(map(len, truth)) == [1, 1, 8, 8] and got == truth
     g = index.proto.graph
     assert all(g.node[nodes[-1]].op_type == "GatherND" for nodes in got)
+    # a lone GatherND binds the tensor it reads itself (torch's truth: ``self=%cumsum``); the positions it reuses
+    # were computed from ``indices`` by the other call's nodes, so they are shown missing, not guessed
+    lone = [call_signature(c).text for c in recognised(index) if c.target == "aten::index.Tensor"
+            and len(c.node_paths) == 1]
+    assert lone == ["aten::index.Tensor(self=%cumsum, indices=<missing>) -> Tensor"] * 2
 
 
 def test_a_body_node_the_optimizer_folded_from_constants_is_allowed_for(stripped_dir: Path) -> None:

@@ -93,10 +93,11 @@ def _naming_template(call: AtenCall) -> Any:
 def recognised_tensors(call: AtenCall) -> dict[str, Any]:
     """The tensor arguments of a call recognised by body template, by parameter: each outside tensor of its template
     named by the parameter the generator passed it as (``Template.tensors``). Only where that is certain: the call's
-    nodes (its Constant feeders aside) are the template's, node for node in graph order, with every operand the
-    template takes from one of its own nodes read from that node (``_by_wiring``: SDPA's query, key and value, read by
-    its Mul, Reshape and last MatMul); else, the template's first node is the call's first node (same operator and
-    operand count) and reads every outside tensor. Otherwise none (the signature shows those parameters as missing)."""
+    nodes (its Constant feeders aside) are the template's (or its last ones), node for node in graph order, with every
+    operand the template takes from one of those nodes read from that node (``_by_wiring``: SDPA's query, key and
+    value, read by its Mul, Reshape and last MatMul; a linear's input and bias where the optimizer folded its weight's
+    Transpose); else, the template's first node is the call's first node (same operator and operand count) and reads
+    every outside tensor. Otherwise none (the signature shows those parameters as missing)."""
     from inspector.core.model.recognise_call import RecognisedCall  # (the matcher's module: start-up)
 
     t = _naming_template(call)
@@ -122,18 +123,22 @@ def recognised_tensors(call: AtenCall) -> dict[str, Any]:
 def _by_wiring(template: Sequence[Any], nodes: list[onnx.NodeProto]) -> dict[int, str] | None:
     """Each outside tensor of ``template`` (its ``x`` operands, by number) as the graph value the call's ``nodes``
     read there, if the nodes (Constant nodes aside: a template holds their values as constants) are the template's
-    node for node, with the same operators and operand counts, and every operand the template wires from one of its
-    nodes is that node's output here: the order is then the body's, not a guess. None otherwise."""
+    node for node (or its last ones), with the same operators and operand counts, and every operand the template wires
+    from one of those nodes is that node's output here: the order is then the body's, not a guess. None otherwise."""
     body = [n for n in nodes if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx"))]
-    if len(body) != len(template):
+    if not body or len(body) > len(template):
         return None
+    # fewer nodes than the template: its last ones, the others folded by the optimizer (a weight's Transpose) or
+    # computed by an earlier call and shared (``recognise_shared``); what those made is not checked, and the tensors
+    # only they read stay unbound
+    skip = len(template) - len(body)
     values: dict[int, str] = {}
-    for tn, node in zip(template, body):
+    for tn, node in zip(template[skip:], body):
         if (node.op_type, node.domain) != (tn.op_type, tn.domain) or len(node.input) != len(tn.inputs):
             return None
         for ref, value in zip(tn.inputs, node.input):
-            if ref.kind == "n":
-                made = body[ref.a].output if 0 <= ref.a < len(body) else ()
+            if ref.kind == "n" and ref.a >= skip:
+                made = body[ref.a - skip].output
                 if ref.b >= len(made) or made[ref.b] != value:
                     return None
             elif ref.kind == "x" and values.setdefault(ref.a, value) != value:
