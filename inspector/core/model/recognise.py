@@ -135,6 +135,7 @@ class Matcher:
         self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._readers = FirstReaders(maps)  # value -> the first node reading it
         self._later: set[int] = set()  # anchors of calls that reuse a common subexpression of an earlier call
+        self._twins: dict[tuple[str, frozenset[tuple[Key, int]]], list[int]] = {}  # (``twin_escapes``)
 
     def run(self) -> list[Recognised]:
         nodes, verdicts = self.calls()
@@ -293,8 +294,8 @@ class Matcher:
                 return None
         if _closed(self.maps, t, m, self._leaves[t.name]):
             return m
-        twins = twin_escapes(self.maps, self._keys, t, self._template_keys[t.name], m.nodes, self._readers) \
-            if least > 1 and not reuse else False
+        twins = twin_escapes(self.maps, self._keys, t, self._template_keys[t.name], m.nodes, self._readers,
+                             self._twins) if least > 1 and not reuse else False
         if twins is None:  # a later reader of an earlier call's common subexpression: matched again after the pass
             self._later.add(anchor)
         return m if twins else None

@@ -63,32 +63,39 @@ def unshare(maps: GraphMaps, t: Template, nodes: dict[int, int], shared: set[int
 
 
 def twin_escapes(maps: GraphMaps, keys: Sequence[Key], t: Template, template_keys: Sequence[Key],
-                 nodes: dict[int, int], readers: FirstReaders) -> bool | None:
+                 nodes: dict[int, int], readers: FirstReaders,
+                 seen: dict[tuple[str, frozenset[tuple[Key, int]]], list[int]]) -> bool | None:
     """Where a body (``nodes``) is not closed: True if every value it makes that others read too is read by twins of
     its own readers only and first read inside it (a common subexpression computed for this call and reused by later
     ones); None if so but one is first read before it (this is such a later call: it is matched again, reusing the
-    nodes, once the first call is taken); False otherwise."""
+    nodes, once the first call is taken); False otherwise. ``seen``: per value and set of twins, the readers that are
+    none of them, found once (a value a hostile graph has 100k nodes read, anchoring as many matches, is read once,
+    not once per match)."""
     members = set(nodes.values())
     inside: dict[tuple[int, int], set[tuple[Key, int]]] = {}  # (template node, output) -> (reader's key, operand)
+    uses: dict[tuple[int, int], int] = {}
     for k in nodes:
         for p, r in enumerate(t.nodes[k].inputs):
             if r.kind == "n" and r.a in nodes:
                 inside.setdefault((r.a, r.b), set()).add((template_keys[k], p))
-    outputs, consumers, later = set(t.outputs), maps.consumers, False
+                uses[(r.a, r.b)] = uses.get((r.a, r.b), 0) + 1
+    outputs, later = set(t.outputs), False
     for j, g in nodes.items():
         for o, v in enumerate(maps.outputs[g]):
             if (j, o) in outputs or not v:
                 continue
-            outside = [c for c in consumers.get(v, ()) if c not in members]
-            if not outside:
-                continue
+            if maps.read_count.get(v, 0) == uses.get((j, o), 0) and v not in maps.graph_outputs:
+                continue  # (read inside alone)
             twins = inside.get((j, o))
             if twins is None or v in maps.graph_outputs:
                 return False
-            for reader in outside:
-                ins = maps.inputs[reader]
-                if reader in maps.captured or not any(x == v and (keys[reader], p) in twins for p, x in enumerate(ins)):
-                    return False
+            key = (v, frozenset(twins))
+            others = seen.get(key)
+            if others is None:
+                others = seen[key] = [c for c in dict.fromkeys(maps.consumers.get(v, ())) if c in maps.captured or not
+                                      any(x == v and (keys[c], p) in twins for p, x in enumerate(maps.inputs[c]))]
+            if len(others) > len(members) or any(c not in members for c in others):
+                return False
             later = later or readers.first(v, g) not in members
     return None if later else True
 
