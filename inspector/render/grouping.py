@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Grouping:
-    node_call: list[int]  # per top-level node: index into provenance.calls, or -1
+    node_call: list[int]  # per top-level node: index into provenance.calls, or -1 (no call), or a module's slot
     call_box: list[str | None]  # per call (plus a trailing None for -1): its box id, None when shown node by node
     calls: dict[str, AtenCall] = field(default_factory=dict)  # aten-call box id -> call
     modules: dict[str, ModuleNode] = field(default_factory=dict)  # module box id -> module
@@ -30,6 +30,9 @@ class Grouping:
     open_modules: dict[str, ModuleNode] = field(default_factory=dict)
     parent: dict[str, str | None] = field(default_factory=dict)  # group or box id -> the group it is drawn in
     call_group: list[str | None] = field(default_factory=list)  # per call: the group its nodes are drawn in
+    # ``call_box`` and ``call_group`` go on past the calls (and the trailing None) with one entry per module holding
+    # bare nodes (``ModuleNode.bare``), which ``node_call`` points those nodes at: from here on, no call's
+    calls_end: int = 0
 
 
 def unique_id(base: str, used: set[str]) -> str:
@@ -72,7 +75,7 @@ def main_grouping(index: ModelIndex, expanded: frozenset[str]) -> Grouping:
         for k, name in zip(mine, names):
             call_ids[k] = unique_id("call:" + name, used)
     call_box: list[str | None] = [None] * (len(calls) + 1)
-    grouping = Grouping(node_call, call_box, call_group=[None] * (len(calls) + 1))
+    grouping = Grouping(node_call, call_box, call_group=[None] * (len(calls) + 1), calls_end=len(calls) + 1)
     # Top down through the module tree: a module is open (root, or expanded with all its ancestors open),
     # a box (its parent is open and it is not expanded), or inside the box of a collapsed ancestor.
     used_modules: set[str] = set()
@@ -80,6 +83,7 @@ def main_grouping(index: ModelIndex, expanded: frozenset[str]) -> Grouping:
     collapsed: list[tuple[ModuleNode, str]] = []
     while open_modules:
         module, group = open_modules.pop()
+        _place_bare(grouping, module, None, group)
         for k in module.calls:
             cid = call_ids[k]
             grouping.call_group[k] = group
@@ -106,8 +110,24 @@ def main_grouping(index: ModelIndex, expanded: frozenset[str]) -> Grouping:
             module = stack.pop()
             for k in module.calls:
                 call_box[k] = box
+            _place_bare(grouping, module, box, None)
             stack.extend(module.children.values())
     for k, cid in enumerate(call_ids):  # calls outside the main graph's top level have no box
         if not cid:
             call_box[k] = None
+    if len(call_box) > grouping.calls_end:  # (-1 indexed the trailing None; the modules' slots come after it now)
+        grouping.node_call = [len(calls) if c == -1 else c for c in node_call]
     return grouping
+
+
+def _place_bare(grouping: Grouping, module: ModuleNode, box: str | None, group: str | None) -> None:
+    """The bare nodes of ``module`` drawn in ``box`` (a collapsed module's), or one by one in ``group`` (the open
+    module's), as its calls are."""
+    if module.bare:
+        slot = len(grouping.call_box)
+        grouping.call_box.append(box)
+        grouping.call_group.append(group)
+        node_call = grouping.node_call
+        for i in module.bare:
+            if 0 <= i < len(node_call) and node_call[i] == -1:
+                node_call[i] = slot

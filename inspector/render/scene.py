@@ -291,14 +291,14 @@ def _boxes(n: int, grouping: Grouping | None) -> tuple[list[_Key], list[_Key], l
     node_box = [0] * n
     order = []
     seen: set[str] = set()
-    node_call, call_box = grouping.node_call, grouping.call_box
+    node_call, call_box, end = grouping.node_call, grouping.call_box, grouping.calls_end
     for i in range(n):
         c = node_call[i]
         box = call_box[c]
         if box is None:
             node_box[i] = i
             order.append(i)
-            if c >= 0:
+            if 0 <= c < end:  # (a node of an expanded aten call, not a module's bare node)
                 expanded_nodes.append(i)
         else:
             node_box[i] = box

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from inspector.core.model.calls import CLASS_HIERARCHY, NAME_SCOPES, NAMESPACE, AtenCall, module_chain
+from inspector.core.model.keys import MAIN
 from inspector.core.model.walk import as_text
 
 
@@ -25,7 +26,8 @@ class ModuleNode:
     class_name: str
     children: dict[str, ModuleNode] = field(default_factory=dict)
     calls: list[int] = field(default_factory=list)  # indices into ProvenanceIndex.calls
-    node_count: int = 0
+    node_count: int = 0  # its calls' nodes and its bare ones
+    bare: list[int] = field(default_factory=list)  # main-graph nodes of no call, placed here by their own metadata
 
     @property
     def name(self) -> str:
@@ -44,8 +46,9 @@ class ModuleNode:
 _MODULE_KEYS = frozenset({NAMESPACE, NAME_SCOPES, CLASS_HIERARCHY})
 
 
-def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
-    """The ``nn.Module`` tree of ``calls``; each call's module path is recorded on it.
+def build_module_tree(calls: Sequence[AtenCall], graph: onnx.GraphProto | None = None) -> ModuleNode:
+    """The ``nn.Module`` tree of ``calls``; each call's module path is recorded on it; with ``graph`` (the main graph
+    the calls are of), its nodes of no call are placed too, by their own metadata (``_place_bare``).
 
     One pass, linear in the calls: a call whose ``name_scopes`` is the plain repr of a list of names
     (``['', 'model', 'model.layers.0', 'mul_5']``, what exporters write) reads only that one entry when another
@@ -83,7 +86,35 @@ def build_module_tree(calls: Sequence[AtenCall]) -> ModuleNode:
         call._module_path = module.path
         module.calls.append(i)
         module.node_count += len(call.node_paths)
+    if graph is not None and root.children:
+        _place_bare(root, graph, calls)
     return root
+
+
+def _place_bare(root: ModuleNode, graph: onnx.GraphProto, calls: Sequence[AtenCall]) -> None:
+    """Each main-graph node of no call that names its module (``namespace``, ``name_scopes``: a node the template
+    matcher did not recognise in a stripped export, one the exporter left without its fx_node) in that module's
+    ``bare`` nodes, so that it is drawn and counted where it belongs, not at the graph's top. A node of no module
+    stays at the top; nodes in a call are not read again."""
+    nodes = graph.node
+    n = len(nodes)
+    held = bytearray(n)
+    for call in calls:
+        if call.scope is MAIN or call.scope == MAIN:
+            for p in call.node_paths:
+                if len(p) == 1 and type(p[0]) is int and 0 <= p[0] < n:
+                    held[p[0]] = 1
+    cache: dict[tuple[str, str, str], ModuleNode] = {}
+    i = held.find(0)
+    while i >= 0:
+        props = nodes[i].metadata_props
+        meta = {p.key: as_text(p.value) for p in props if p.key in _MODULE_KEYS} if props else None
+        if meta:
+            module = _module_for(root, cache, meta)
+            if module is not root:
+                module.bare.append(i)
+                module.node_count += 1
+        i = held.find(0, i + 1)
 
 
 def _entry(props: Sequence[onnx.StringStringEntryProto], key: str, pos: int) -> tuple[str | bytes | None, int]:

@@ -33,6 +33,7 @@ class ProvenanceIndex:
     damaged_texts: frozenset[str] = frozenset()  # those texts (not read again by a scan made like this one's)
     recognised: int = 0  # calls recognised by body template (``core.model.recognise``), last in ``calls``
     _modules: ModuleNode | None = field(default=None, repr=False)
+    _graph: onnx.GraphProto | None = field(default=None, repr=False)  # the main graph (its nodes of no call)
 
     @property
     def has_provenance(self) -> bool:
@@ -50,7 +51,7 @@ class ProvenanceIndex:
         if self._modules is None:
             from inspector.core.model.module_tree import build_module_tree  # (the app's and fold's: start-up)
 
-            self._modules = build_module_tree(self.calls)
+            self._modules = build_module_tree(self.calls, self._graph)
         return self._modules
 
 
@@ -84,7 +85,7 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
                               tuple(rules[key]) if key in rules else (),
                               scopes.get(key, "") if scanned.scopes_read else None))
     return ProvenanceIndex(calls, scanned.nodes_with_metadata, scanned.nodes_without_fx, len(damaged),
-                           frozenset(damaged))
+                           frozenset(damaged), _graph=model.graph)
 
 
 @lru_cache(maxsize=4096)

@@ -1,0 +1,46 @@
+"""Nodes of no aten call drawn in their ``nn.Module``: a stripped export's nodes that the template matcher did not
+recognise (gpt2_dynamic's Range, And, Slice of its mask; a symbolic size's Shape) keep the ``namespace`` metadata
+that names their module, and are drawn and counted there (``ModuleNode.bare``), as the original draws them inside
+its calls, not scattered over the graph's top level. Truth: the original export's own module tree and scene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN
+from inspector.core.model.module_tree import ModuleNode
+from inspector.render.scene import build_scene
+from tests.conftest import ROOT
+from tests.stripping import stripped_file
+
+ZOO = ROOT / "tests" / "zoo"
+
+
+def _modules(root: ModuleNode) -> dict[str, int]:
+    return {m.path: m.total_nodes() for m in _walk(root)}
+
+
+def test_a_stripped_exports_bare_nodes_are_drawn_in_their_modules(tmp_path: Path) -> None:
+    original = open_index(ZOO / "gpt2_dynamic.onnx")
+    stripped = open_index(stripped_file(ZOO / "gpt2_dynamic.onnx", tmp_path))
+    placed = [i for m in _walk(stripped.provenance.module_root) for i in m.bare]
+    assert len(placed) == 17 and not _walk(original.provenance.module_root)[0].bare
+    # every module holds as many nodes as the original's does (its calls', and now its bare nodes)
+    want = {p: n for p, n in _modules(original.provenance.module_root).items() if p}
+    assert {p: n for p, n in _modules(stripped.provenance.module_root).items() if p in want} == want
+    # at the top: the original's own top-level nodes, and the two Shape nodes of symbolic sizes, whose module is
+    # torch's placeholder for none (``calls.EMPTY_MODULE_STACK``): 21 nodes before they were placed
+    top = {n.id for n in build_scene(stripped, MAIN).nodes if n.id.startswith("n:")}
+    own = {n.id for n in build_scene(original, MAIN).nodes if n.id.startswith("n:")}
+    assert top - own == {"n:0", "n:2"} and own <= top
+    assert {stripped.proto.graph.node[int(b[2:])].op_type for b in top - own} == {"Shape"}
+
+
+def _walk(root: ModuleNode) -> list[ModuleNode]:
+    out, stack = [], [root]
+    while stack:
+        m = stack.pop()
+        out.append(m)
+        stack.extend(m.children.values())
+    return out
