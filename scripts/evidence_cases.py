@@ -146,6 +146,10 @@ RECIPES: dict[str, dict[str, Any]] = {
     "full": {"values": {"size": [[2, 3], [3, 4]]}},
     "arange": {},
     "index_select": {"shapes": {"index": ("long", (2,), 4)}},
+    # a view of a view: the optimizer makes the two Reshapes one, without ``allowzero`` and with the sizes it
+    # computed (swin's attention windows), which no one-op export of view holds; exported once more that way
+    # (``gen_evidence.py``'s ``fused`` form)
+    "view": {"exact": True, "fused": lambda x: x.flatten()},
     # ``x[rows, cols]`` with index tensors that broadcast, as transformers builds its attention masks (a (batch,
     # seq) mask indexed by (batch, 1, 1, 1) and (1, 1, seq, 1) positions, gpt2_dynamic's and llama_gqa's): called as
     # the aten op (``Tensor.index`` is another method), and no other op's recipe (``index_add``, ``index_put``, ...)
@@ -157,6 +161,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     "cat": {"shapes": {"tensors": [SHAPE, SHAPE]}},
     "stack": {"shapes": {"tensors": [SHAPE, SHAPE]}},
 }
+
+
+def op_of(target: str) -> str:
+    """The op name of an overload (``aten::view.dtype`` -> ``view``): what ``RECIPES`` are keyed by."""
+    return target.split("::", 1)[1].split(".", 1)[0]
 
 
 def recipe(name: str) -> dict[str, Any]:
@@ -193,6 +202,9 @@ class Call:
     kind: str  # "function" (torch.X / torch._C._nn.X), "method" (Tensor.X), "op" (torch.ops.aten)
     params: list[Param]
     values: dict[str, Any]
+    # an op applied to the first tensor before the call, whose body the optimizer fuses with the call's
+    # (``RECIPES[op]["fused"]``: a view of a view is one Reshape, without ``allowzero``)
+    before: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     @property
     def tensors(self) -> list[torch.Tensor]:
@@ -219,6 +231,8 @@ class Call:
         return out
 
     def invoke(self, tensors: Sequence[torch.Tensor]) -> Any:
+        if self.before is not None and tensors:
+            tensors = [self.before(tensors[0]), *tensors[1:]]
         it = iter(tensors)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -353,7 +367,7 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
     if found is None:
         return "skipped: no such overload in torch"
     op, params = found
-    name = target.split("::", 1)[1].split(".", 1)[0]
+    name = op_of(target)
     if name.endswith("_") or any(p.name == "out" for p in params) or target.endswith((".out", "_out")):
         return "skipped: in-place or out= overload"
     # a Python number passed for a Tensor parameter (``mul(x, 0.35)``, FX ``mul.Tensor(%x, 0.35)``) is baked in too

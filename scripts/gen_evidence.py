@@ -51,6 +51,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -129,24 +130,28 @@ def export(call: cases.Call, path: Path, optimize: bool = True, dynamic: bool = 
 
 def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool = False) -> dict[str, Any]:
     """``run_both`` and, with ``unoptimised``, the same calls exported without the optimizer, with ``dynamic``, with
-    dynamic shapes (``export_more``), for the body template catalogue; the evidence row is the static optimised
-    exports' alone."""
+    dynamic shapes, and where the recipe names an op the optimizer fuses with this one (``fused``), after that op
+    (``export_more``), for the body template catalogue; the evidence row is the static optimised exports' alone."""
     row = run_both(target, work)
     if row.get("status") in ("no_parameters", "exported") and row.get("optimize", True):
         if unoptimised:
             row["unoptimised"] = export_more(target, work, "noopt")
         if dynamic:
             row["dynamic"] = export_more(target, work, "dynamic")
+        if cases.recipe(cases.op_of(target)).get("fused") is not None:
+            row["fused"] = export_more(target, work, "fused")
     return row
 
 
 def export_more(target: str, work: Path, kind: str) -> int:
     """Export the template plan's base call and variants once more, as models exported another way hold them:
     ``noopt`` with ``optimize=False`` (the zoo's ``*_noopt``: unfolded Concat/Cast of constants, the SDPA scale as
-    Sqrt, CastLike), ``dynamic`` with dynamic shapes (sizes computed from ``Shape``); kept under ``kind`` (and
-    ``kind_number_other``) for ``gen_templates.py``, no evidence learned. Returns how many exported."""
+    Sqrt, CastLike), ``dynamic`` with dynamic shapes (sizes computed from ``Shape``), ``fused`` after the op its recipe
+    names (``evidence_cases.Call.before``); kept under ``kind`` (and ``kind_number_other``) for ``gen_templates.py``, no
+    evidence learned. Returns how many exported."""
     done = 0
     optimize, dynamic = kind != "noopt", kind == "dynamic"
+    before = cases.recipe(cases.op_of(target)).get("fused") if kind == "fused" else None
     kinds = [(kind, False)] + ([(f"{kind}_number_other", True)] if cases.takes_number_other(target) else [])
     for folder, number_other in kinds:
         plan = cases.plan(target, number_other=number_other, templates=True)
@@ -155,7 +160,8 @@ def export_more(target: str, work: Path, kind: str) -> int:
         calls = [("base", "", plan.base)] + [(f"v{k}", what, c) for k, (what, c) in enumerate(plan.variants)]
         for name, _what, call in calls:
             try:
-                export(call, work / f"{name}.onnx", optimize=optimize, dynamic=dynamic)
+                export(replace(call, before=before) if before else call, work / f"{name}.onnx", optimize=optimize,
+                       dynamic=dynamic)
                 done += 1
             except Exception:  # a variant that does not export is left out, as in run_plan
                 if name == "base":

@@ -12,7 +12,9 @@ whose structure differs (``add.Tensor`` with a number ``other``, ``is_causal=Tru
 
 Exports made with dynamic shapes (``dynamic``) are read after the optimised ones, as the unoptimised ones are: a body
 of the same structure joins its group, another (sizes computed from ``Shape`` where a static export holds constants)
-is a template of its own.
+is a template of its own. So are exports of the call after an op the optimizer fuses with it (``fused``: a view of a
+view is one Reshape without ``allowzero``), of which the call's, the last, is cut; such a body is marked
+(``"form": "fused"``) and reads no argument back.
 
 Usage::
 
@@ -83,8 +85,9 @@ class Cut:
                             n.outputs] for n in self.nodes] + [len(self.constants), self.outputs])
 
 
-def cut(path: Path, target: str) -> Cut | None:
-    """The call of ``target`` in the export at ``path`` as a template (as ``evidence_learn.observe`` finds it)."""
+def cut(path: Path, target: str, last: bool = False) -> Cut | None:
+    """The call of ``target`` in the export at ``path`` as a template (as ``evidence_learn.observe`` finds it);
+    ``last``: its last call (an export of the call after an op of its own kind, ``fused``)."""
     index = open_index(path)
     # the exporter's own calls only: a node it left bare would be recognised by the shipped catalogue (circular)
     calls = [c for c in index.provenance.calls
@@ -94,7 +97,7 @@ def cut(path: Path, target: str) -> Cut | None:
         mine = calls[:1]
     if not mine:
         return None
-    call = mine[0]
+    call = mine[-1] if last else mine[0]
     g = index.proto.graph
     members = sorted(int(p[0]) for p in call.node_paths if len(p) == 1)
     member_set = set(members)
@@ -254,8 +257,9 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     names: dict[int, tuple[str, ...]] = {}  # per cut: the parameter of each outside tensor
     # the optimised exports first (the base call's structure is the first group: its masks are inherited), then the
     # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
+    fused: set[int] = set()  # the cuts of the ``fused`` form
     for plan in sorted((p for p in folder.iterdir() if p.is_dir()),
-                       key=lambda p: (p.name.startswith(("noopt", "dynamic")), p.name)):
+                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused")), p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
             else {"variants": {}}
@@ -263,9 +267,11 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
             path = plan / f"{f}.onnx"
             if not path.is_file():
                 continue
-            got = cut(path, target)
+            got = cut(path, target, last=plan.name.startswith("fused"))
             if got is not None:
                 cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
+                if plan.name.startswith("fused"):
+                    fused.add(id(got))
                 names[id(got)] = parameters_of(got, info.get("tensors", {}).get(f, []))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
@@ -275,7 +281,10 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     for k, ((observed, _s), group) in enumerate(groups.items()):
         if k and degenerate(group):
             continue
-        consts, nodes = masked(group, relations_of(target, results))
+        form = "fused" if all(id(c) in fused for _w, c in group) else ""
+        # (a fused body's literals are what the optimizer computed from both calls, -1 made a size: masked, but
+        # no relation reads an argument back from them)
+        consts, nodes = masked(group, {} if form else relations_of(target, results))
         ref = group[0][1]
         if k == 0:
             base_masks = {ref.places.get(("c", i), ""): c for i, c in enumerate(consts) if c.masked}
@@ -287,7 +296,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                                                  for name, s in n.attributes))
                      for j, n in enumerate(nodes)]
         out.append(Template(f"{observed}#{k}", observed, tuple(nodes), tuple(consts),
-                            tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group])))
+                            tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group]), form))
     return out
 
 

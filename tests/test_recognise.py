@@ -87,23 +87,29 @@ def test_measured_on_the_stripped_zoo() -> None:
     # arange.start with start 0 share their bodies by construction, so they keep both candidates
     assert all(r.precision >= 0.99 for r in all_rows), [(r.model, r.wrong) for r in all_rows if r.precision < 0.99]
     assert t.precision >= 0.99
-    assert t.multi_truth == 267 and t.recall >= 0.9 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
+    # (0.903 if the fused view's Reshape counted as a lone call's body: SDPA's, BERT's and ViT's bodies, whose Reshapes
+    # it fits, were chains of lone calls then, ``chain_of_calls``)
+    assert t.multi_truth == 267 and t.recall >= 0.93 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
     assert t.args_wrong == 0
     # single-node calls whose target is among the candidates: 0.848 before the catalogue had add.Tensor of two
     # tensors (alpha at its default: one Add) and a convolution of any kernel
     # (1028 of 1057 before ``index.Tensor`` had templates: its 3 lone GatherNd calls, reading index positions another
     # call computed, counted as "no template" then; they are single-node calls not found now)
     # (dwconv's 13 one-node calls all found: 0 of its 4 convolutions before the templates masked ``group``)
-    assert t.coverage >= 0.97  # 0.972 (1046 of 1076; 1041 of 1073 before gpt2_dynamic's lone GatherND calls were found)
+    # (1046 before the fused view's template: a Reshape without allowzero, the optimizer's view of a view; 1041 of 1073
+    # before gpt2_dynamic's lone GatherND calls were found)
+    assert t.coverage >= 0.975  # 0.976 (1050 of 1076)
     # of every recognised call, the share that is a truth call (its nodes, its target among the candidates): what the
     # multi-node precision cannot see where a truth body went unfound and its nodes were taken as lone calls. 0.947
     # (1281 of 1353) before SDPA's dynamic-shape form: gpt2_dynamic's attention was 6 lone isnan and matmul calls,
     # and more; the rest are convnet's Conv fused with its batch norm, and noopt's size computations
     # (0.960, 1283 of 1336, before ``index.Tensor``'s templates took transformers' mask indexing whole, where its
     # Transpose, Max, Unsqueeze and Concat nodes were lone calls)
-    assert t.calls_right >= 0.985  # 0.989 (1310 of 1325; 0.983 before gpt2_dynamic's shared mask positions were found)
-    # 0.864 (76 of 88) before its mask indexing reusing another call's positions was found (``recognise_shared``)
-    assert next(r for r in all_rows if r.model == "gpt2_dynamic").calls_right >= 0.95  # 0.952 (80 of 84)
+    assert t.calls_right >= 0.985  # 0.988 (1314 of 1330; 0.983 before gpt2_dynamic's shared mask positions were found)
+    # 0.864 (76 of 88) before its mask indexing reusing another call's positions was found (``recognise_shared``);
+    # 0.952 (80 of 84) before the fused view's template, which takes 2 lone Reshapes right and the Reshape of a slice
+    # whose end is symbolic (a body the catalogue lacks) as a view
+    assert next(r for r in all_rows if r.model == "gpt2_dynamic").calls_right >= 0.94  # 0.943 (82 of 87)
 
 
 def test_a_chain_of_lone_calls_is_no_evidence_of_one_call(stripped_dir: Path) -> None:
@@ -139,15 +145,23 @@ def test_a_cast_of_a_float_constant_is_another_call(stripped_dir: Path) -> None:
 
 def test_a_lone_reshape_lists_its_candidates_and_binds_no_schema(stripped_dir: Path) -> None:
     """gpt2's views are lone Reshapes: view and _unsafe_view both lower to one (a single guess would be wrong for
-    one of them), so each is a call of the ambiguous target with both candidates, and no aten signature."""
+    one of them), so each is a call of the ambiguous target with both candidates, and no aten signature. A Reshape
+    without ``allowzero`` is what the optimizer makes of a view of a view (``"form": "fused"``, from an export of one
+    view after another): a view, whose size the optimizer computed, so none is read back; torch's truth for both of
+    gpt2's: ``aten::view``."""
     index = stripped("gpt2", stripped_dir)
     g = index.proto.graph
     reshapes = [c for c in recognised(index) if [g.node[p[0]].op_type for p in c.node_paths] == ["Reshape"]]
-    assert reshapes
-    for call in reshapes:
+    written = [c for c in reshapes if any(a.name == "allowzero" for a in g.node[c.node_paths[0][0]].attribute)]
+    assert written and len(reshapes) - len(written) == 2
+    for call in written:
         assert call.target.startswith(AMBIGUOUS_NAMESPACE + "::")
         assert {"aten::view", "aten::_unsafe_view"} <= set(call.candidates) and len(call.recognised) >= 2
         assert call_signature(call).schema is None and call.fx is not None and not call.fx.kwargs
+    truth = {_nodes(c): c.target for c in open_index(ZOO / "gpt2.onnx").provenance.calls}
+    for call in (c for c in reshapes if c not in written):
+        assert call.target == "aten::view" == truth[_nodes(call)] and call.recognised == ("aten::view#4",)
+        assert "size=<missing>" in call_signature(call).text
 
 
 def test_recognised_calls_carry_their_template_and_arguments_the_evidence_gives(stripped_dir: Path) -> None:

@@ -84,6 +84,9 @@ class Template:
     # the aten parameter each outside tensor (``x`` operand) was passed as in the one-op export ("" where not known):
     # what a recognised call binds its tensors to (``aten::add.Tensor(self=mean, other=...)``)
     tensors: tuple[str, ...] = ()
+    # "fused": the body the optimizer makes of this call and one before it (a view of a view: one Reshape, no
+    # ``allowzero``), not a lone call's lowering: no evidence that a longer body is lone calls (``chain_of_calls``)
+    form: str = ""
 
     @property
     def sink(self) -> int:
@@ -184,9 +187,12 @@ def parse_template(line: str) -> Template:
     tensors = raw.get("xp", [])
     if not isinstance(tensors, list) or not all(isinstance(p, str) for p in tensors):
         raise ValueError("bad tensor parameters")
+    form = raw.get("form", "")
+    if not isinstance(form, str):
+        raise ValueError("bad form")
     return Template(str(raw["name"]), str(raw["target"]), tuple(nodes),
                     tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]),
-                    tuple(tensors))
+                    tuple(tensors), form)
 
 
 def template_json(t: Template) -> str:
@@ -194,7 +200,7 @@ def template_json(t: Template) -> str:
               {k: slot_json(s) for k, s in n.attributes}, n.outputs] for n in t.nodes]
     return json.dumps({"name": t.name, "target": t.target, "nodes": nodes,
                        "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs],
-                       **({"xp": list(t.tensors)} if any(t.tensors) else {})},
+                       **({"xp": list(t.tensors)} if any(t.tensors) else {}), **({"form": t.form} if t.form else {})},
                       sort_keys=True, separators=(",", ":"))
 
 

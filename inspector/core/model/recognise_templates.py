@@ -254,7 +254,7 @@ def prepare(templates: Sequence[Template], opset: int | None = None, extra: Sequ
     groups: dict[str, list[Template]] = {}
     alone: dict[Key, list[Template]] = {}
     for t in templates:
-        if len(t.nodes) == 1:
+        if len(t.nodes) == 1 and not t.form:  # (a fused body is no lone call's: ``Template.form``)
             alone.setdefault(template_key(t.nodes[0]), []).append(t)
     for t in sorted(templates, key=lambda t: (-len(t.nodes), t.name)):
         if connected(t):
