@@ -18,14 +18,14 @@ ZOO = ROOT / "tests" / "zoo"
 
 
 def _modules(root: ModuleNode) -> dict[str, int]:
-    return {m.path: m.total_nodes() for m in _walk(root)}
+    return {m.path: m.total_nodes() for m in root.subtree()}
 
 
 def test_a_stripped_exports_bare_nodes_are_drawn_in_their_modules(tmp_path: Path) -> None:
     original = open_index(ZOO / "gpt2_dynamic.onnx")
     stripped = open_index(stripped_file(ZOO / "gpt2_dynamic.onnx", tmp_path))
-    placed = [i for m in _walk(stripped.provenance.module_root) for i in m.bare]
-    assert len(placed) == 14 and not _walk(original.provenance.module_root)[0].bare
+    placed = [i for m in stripped.provenance.module_root.subtree() for i in m.bare]
+    assert len(placed) == 14 and not original.provenance.module_root.subtree()[0].bare
     # every module holds as many nodes as the original's does (its calls', and now its bare nodes)
     want = {p: n for p, n in _modules(original.provenance.module_root).items() if p}
     assert {p: n for p, n in _modules(stripped.provenance.module_root).items() if p in want} == want
@@ -36,11 +36,3 @@ def test_a_stripped_exports_bare_nodes_are_drawn_in_their_modules(tmp_path: Path
     assert top - own == {"n:0", "n:2"} and own <= top
     assert {stripped.proto.graph.node[int(b[2:])].op_type for b in top - own} == {"Shape"}
 
-
-def _walk(root: ModuleNode) -> list[ModuleNode]:
-    out, stack = [], [root]
-    while stack:
-        m = stack.pop()
-        out.append(m)
-        stack.extend(m.children.values())
-    return out

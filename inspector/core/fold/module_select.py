@@ -109,19 +109,12 @@ def select(root: ModuleNode, patterns: Sequence[str]) -> list[Instance]:
         stack.extend((c, parent, depth) for c in reversed(module.children.values()))
     missing = [p for p, found in hit.items() if not found]
     if missing:
-        names = sorted({short_class(m.class_name) for m in _walk(root) if m is not root})
+        names = sorted({short_class(m.class_name) for m in root.subtree() if m is not root})
         raise InspectorError(f"--modules {one_line(missing[0], 80)}: no module class or path matches it "
                              f"(classes here: {one_line(', '.join(names), 300)})")
     return instances
 
 
-def _walk(root: ModuleNode) -> list[ModuleNode]:
-    out, stack = [], [root]
-    while stack:
-        m = stack.pop()
-        out.append(m)
-        stack.extend(m.children.values())
-    return out
 
 
 def owners(index: ModelIndex, instances: list[Instance], maps: GraphMaps) -> list[int]:

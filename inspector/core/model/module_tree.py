@@ -34,6 +34,15 @@ class ModuleNode:
     def name(self) -> str:
         return self.path.rsplit(".", 1)[-1] if self.path else ""
 
+    def subtree(self) -> list[ModuleNode]:
+        """This module and every module under it (without recursion: a hostile model's paths may nest deeply)."""
+        out, stack = [], [self]
+        while stack:
+            m = stack.pop()
+            out.append(m)
+            stack.extend(m.children.values())
+        return out
+
     def total_nodes(self) -> int:
         total = 0
         stack: list[ModuleNode] = [self]
