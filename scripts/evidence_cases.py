@@ -115,7 +115,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     "expand": {"shapes": {"self": (1, 4, 1, 8)}, "values": {"size": [[2, 4, 6, 8], [3, 4, 5, 8]]}},
     "squeeze": {"shapes": {"self": (2, 1, 6, 1)}, "values": {"dim": [1, 3, -1]}},
     # all values distinct: the optimizer shares one initializer between equal constants, changing the body
-    "slice": {"values": {"dim": [2, -1], "start": [1, 0], "end": [5, 4], "step": [3, 4]}},
+    "slice": {"values": {"dim": [2, -1], "start": [1, 0], "end": [5, 4], "step": [3, 4]},
+              "sized": {"end": ("dim", -1)}},
     # an empty stride means stride = kernel_size
     "max_pool": {"shapes": {"self": (1, 2, 8, 8, 8)},
                  "values": {"padding": lambda n: ([0] * n, [1] * n), "ceil_mode": [False, True],
@@ -205,6 +206,11 @@ class Call:
     # an op applied to the first tensor before the call, whose body the optimizer fuses with the call's
     # (``RECIPES[op]["fused"]``: a view of a view is one Reshape, without ``allowzero``)
     before: Callable[[torch.Tensor], torch.Tensor] | None = None
+    # arguments passed as a size of the first tensor plus a number (``RECIPES[op]["sized"]``: parameter -> (the
+    # parameter holding the dimension, the number)), symbolic in an export with dynamic shapes: ``x[..., :n - 1]``
+    # with ``n`` a length, whose end torchlib reshapes from the scalar the size arithmetic made, where a number is a
+    # constant (gpt2_dynamic's and Qwen2's slices to a cache position)
+    sized: dict[str, tuple[str, int]] | None = None
 
     @property
     def tensors(self) -> list[torch.Tensor]:
@@ -238,6 +244,9 @@ class Call:
         kwargs: dict[str, Any] = {}
         for p in self.params:
             v = self.values.get(p.name, p.default)
+            if self.sized and p.name in self.sized and tensors:
+                dim, plus = self.sized[p.name]
+                v = tensors[0].shape[self.values[dim]] + plus
             if isinstance(v, torch.Tensor):
                 v = next(it)
             elif isinstance(v, list) and v and all(isinstance(x, torch.Tensor) for x in v):

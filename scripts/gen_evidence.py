@@ -130,8 +130,9 @@ def export(call: cases.Call, path: Path, optimize: bool = True, dynamic: bool = 
 
 def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool = False) -> dict[str, Any]:
     """``run_both`` and, with ``unoptimised``, the same calls exported without the optimizer, with ``dynamic``, with
-    dynamic shapes, and where the recipe names an op the optimizer fuses with this one (``fused``), after that op
-    (``export_more``), for the body template catalogue; the evidence row is the static optimised exports' alone."""
+    dynamic shapes, where the recipe names an op the optimizer fuses with this one (``fused``), after that op, and
+    where it passes an argument as a size (``sized``), with it symbolic (``export_more``), for the body template
+    catalogue; the evidence row is the static optimised exports' alone."""
     row = run_both(target, work)
     if row.get("status") in ("no_parameters", "exported") and row.get("optimize", True):
         if unoptimised:
@@ -140,6 +141,8 @@ def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool 
             row["dynamic"] = export_more(target, work, "dynamic")
         if cases.recipe(cases.op_of(target)).get("fused") is not None:
             row["fused"] = export_more(target, work, "fused")
+        if cases.recipe(cases.op_of(target)).get("sized") is not None:
+            row["sized"] = export_more(target, work, "sized")
     return row
 
 
@@ -147,11 +150,14 @@ def export_more(target: str, work: Path, kind: str) -> int:
     """Export the template plan's base call and variants once more, as models exported another way hold them:
     ``noopt`` with ``optimize=False`` (the zoo's ``*_noopt``: unfolded Concat/Cast of constants, the SDPA scale as
     Sqrt, CastLike), ``dynamic`` with dynamic shapes (sizes computed from ``Shape``), ``fused`` after the op its recipe
-    names (``evidence_cases.Call.before``); kept under ``kind`` (and ``kind_number_other``) for ``gen_templates.py``, no
-    evidence learned. Returns how many exported."""
+    names (``evidence_cases.Call.before``), ``sized`` with dynamic shapes and an argument passed as a size of the first
+    tensor (``evidence_cases.Call.sized``); kept under ``kind`` (and ``kind_number_other``) for ``gen_templates.py``,
+    no evidence learned. Returns how many exported."""
     done = 0
-    optimize, dynamic = kind != "noopt", kind == "dynamic"
-    before = cases.recipe(cases.op_of(target)).get("fused") if kind == "fused" else None
+    optimize, dynamic = kind != "noopt", kind in ("dynamic", "sized")
+    rec = cases.recipe(cases.op_of(target))
+    before = rec.get("fused") if kind == "fused" else None
+    sized = rec.get("sized") if kind == "sized" else None
     kinds = [(kind, False)] + ([(f"{kind}_number_other", True)] if cases.takes_number_other(target) else [])
     for folder, number_other in kinds:
         plan = cases.plan(target, number_other=number_other, templates=True)
@@ -160,8 +166,8 @@ def export_more(target: str, work: Path, kind: str) -> int:
         calls = [("base", "", plan.base)] + [(f"v{k}", what, c) for k, (what, c) in enumerate(plan.variants)]
         for name, _what, call in calls:
             try:
-                export(replace(call, before=before) if before else call, work / f"{name}.onnx", optimize=optimize,
-                       dynamic=dynamic)
+                export(replace(call, before=before, sized=sized) if before or sized else call,
+                       work / f"{name}.onnx", optimize=optimize, dynamic=dynamic)
                 done += 1
             except Exception:  # a variant that does not export is left out, as in run_plan
                 if name == "base":
@@ -169,7 +175,7 @@ def export_more(target: str, work: Path, kind: str) -> int:
         if (work / "base.onnx").is_file():
             (work / "variants.json").write_text(json.dumps({"optimize": optimize, "dynamic": dynamic, "variants": {
                 f"v{k}": what for k, (what, _call) in enumerate(plan.variants)},
-                "tensors": tensor_params(plan)}), encoding="utf-8")
+                "tensors": tensor_params(plan), **({"sized": sorted(sized)} if sized else {})}), encoding="utf-8")
         keep_exports(target, work, folder)
     return done
 

@@ -14,7 +14,8 @@ Exports made with dynamic shapes (``dynamic``) are read after the optimised ones
 of the same structure joins its group, another (sizes computed from ``Shape`` where a static export holds constants)
 is a template of its own. So are exports of the call after an op the optimizer fuses with it (``fused``: a view of a
 view is one Reshape without ``allowzero``), of which the call's, the last, is cut; such a body is marked
-(``"form": "fused"``) and reads no argument back.
+(``"form": "fused"``) and reads no argument back. And exports with an argument passed as a size (``sized``: a slice
+to a tensor's length, whose end torchlib reshapes from the symbolic size).
 
 Usage::
 
@@ -36,6 +37,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -259,7 +261,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
     fused: set[int] = set()  # the cuts of the ``fused`` form
     for plan in sorted((p for p in folder.iterdir() if p.is_dir()),
-                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused")), p.name)):
+                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused", "sized")), p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
             else {"variants": {}}
@@ -272,7 +274,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                 cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
                 if plan.name.startswith("fused"):
                     fused.add(id(got))
-                names[id(got)] = parameters_of(got, info.get("tensors", {}).get(f, []))
+                names[id(got)] = parameters_of(got, info.get("tensors", {}).get(f, []), info.get("sized", []))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))
@@ -327,14 +329,18 @@ def _folder_name(target: str) -> str:
 TENSOR_INPUT = re.compile(r"tensors_(\d+)")  # the one-op module's graph inputs: forward(*tensors)
 
 
-def parameters_of(c: Cut, given: list[str]) -> tuple[str, ...]:
+def parameters_of(c: Cut, given: list[str], sized: Sequence[str] = ()) -> tuple[str, ...]:
     """The parameter each outside tensor of ``c`` was passed as: graph input ``tensors_<k>`` is the k-th tensor the
-    generator passed (``given``, from ``variants.json``); "" for any other value."""
+    generator passed (``given``, from ``variants.json``); the one other value, where one argument was passed as a size
+    (``sized``: a slice's symbolic end, made by the size arithmetic before the call), is that argument; "" for any
+    other value."""
     out: list[str] = []
     for v in c.outside:
         m = TENSOR_INPUT.fullmatch(v)
         k = int(m.group(1)) if m else -1
         out.append(given[k] if 0 <= k < len(given) else "")
+    if len(sized) == 1 and out.count("") == 1:
+        out[out.index("")] = sized[0]
     return tuple(out)
 
 
