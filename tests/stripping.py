@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 from strip_metadata import strip, zoo_dynamo
 
-__all__ = ["strip", "stripped_file", "stripped_model", "zoo_dynamo"]
+__all__ = ["renamed_outputs", "strip", "stripped_file", "stripped_model", "zoo_dynamo"]
 
 
 def stripped_model(path: Path) -> onnx.ModelProto:
@@ -28,3 +28,15 @@ def stripped_file(path: Path, folder: Path) -> Path:
     out = folder / path.name
     onnx.save(stripped_model(path), str(out))
     return out
+
+
+def renamed_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with every node output renamed as another tool might (``/n<k>_output_<j>``), reads following."""
+    g = model.graph
+    keep = {v.name for v in g.output}
+    new = {o: f"/n{k}_output_{j}" for k, n in enumerate(g.node) for j, o in enumerate(n.output) if o and o not in keep}
+    for n in g.node:
+        n.input[:] = [new.get(v, v) for v in n.input]
+        n.output[:] = [new.get(v, v) for v in n.output]
+    del g.value_info[:]
+    return model

@@ -186,11 +186,12 @@ def test_an_edit_inside_a_call_the_templates_group_otherwise_still_shows(tmp_pat
 
 
 def test_an_edit_of_a_recognised_call_still_shows_against_the_original(tmp_path: Path) -> None:
-    """The Transpose of T5's first ambiguous transpose call (``permute_or_transpose_int``) given another perm: the
-    one call pair reports its perm, under each side's own family, and nothing else changes but the metadata line."""
+    """The Transpose of T5's first recognised transpose call (a body permute lowers to as well, its output named
+    ``transpose``: ``recognise_names``) given another perm: the one call pair reports its perm, under each side's own
+    family, and nothing else changes but the metadata line."""
     model, path = _stripped("t5", tmp_path)
     calls = open_index(path).provenance.calls
-    call = next(c for c in calls if len(c.candidates) > 1 and "aten::transpose.int" in c.candidates)
+    call = next(c for c in calls if c.recognised and c.target == "aten::transpose.int")
     i = _node_of(model, call, "Transpose")
     perm = model.graph.node[i].attribute[0]
     assert perm.name == "perm"
@@ -202,7 +203,7 @@ def test_an_edit_of_a_recognised_call_still_shows_against_the_original(tmp_path:
     edited, orig = open_index(path), open_index(ZOO / "t5.onnx")
     forward = [c for c in diff_models(edited, orig).changes if c.kind != "metadata_added"]
     assert [(c.kind, c.family, c.sites, c.old, c.new) for c in forward] == [
-        ("value_changed", "recognised::permute_or_transpose_int", [call.name], after, before)]
+        ("value_changed", "aten::transpose", [call.name], after, before)]
     back = [c for c in diff_models(orig, edited).changes if c.kind != "metadata_removed"]
     assert [(c.kind, c.family, c.sites, c.old, c.new) for c in back] == [
         ("value_changed", "aten::transpose", [fx_name], before, after)]

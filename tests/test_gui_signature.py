@@ -244,11 +244,15 @@ def test_values_in_a_narrow_panel_wrap_only_between_list_items(qtbot, model: str
 
 
 def test_an_ambiguous_recognised_call_shows_each_candidates_lowering_and_schema(qtbot, tmp_path: Path):
-    """mixer's patch embedding with its metadata stripped: a Conv conv2d and convolution share. The panel binds no
-    schema (a guess) and shows, for each candidate, the torchlib function that lowers it and its schema."""
-    from tests.stripping import stripped_file
+    """mixer's patch embedding with its metadata stripped and its values renamed as another tool might (no name tells:
+    ``recognise_names``): a Conv conv2d and convolution share. The panel binds no schema (a guess) and shows, for each
+    candidate, the torchlib function that lowers it and its schema."""
+    import onnx
 
-    index = open_index(stripped_file(ZOO / "mixer.onnx", tmp_path))
+    from tests.stripping import renamed_outputs, stripped_model
+
+    onnx.save(renamed_outputs(stripped_model(ZOO / "mixer.onnx")), str(tmp_path / "mixer.onnx"))
+    index = open_index(tmp_path / "mixer.onnx")
     conv = next(c for c in index.provenance.calls if c.candidates == ("aten::conv2d", "aten::convolution"))
     _p, sel, text = _panel(qtbot, index, conv)
     assert sel.signature is not None and sel.signature.schema is None

@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 import jsonschema
+import onnx
 import pytest
 
 from inspector.core.model.index import ModelIndex, open_index
@@ -17,7 +18,7 @@ from inspector.report.html import render_html
 from inspector.report.jsonreport import render_json
 from inspector.report.markdown import render_markdown
 from tests.conftest import ROOT
-from tests.stripping import stripped_file
+from tests.stripping import renamed_outputs, stripped_file, stripped_model
 
 ZOO = ROOT / "tests" / "zoo"
 SCHEMA = json.loads((ROOT / "resources" / "report.schema.json").read_text())
@@ -32,6 +33,16 @@ def gpt2_stripped(tmp_path_factory: pytest.TempPathFactory) -> ModelIndex:
     return open_index(stripped_file(ZOO / "gpt2.onnx", tmp_path_factory.mktemp("stripped")))
 
 
+@pytest.fixture(scope="module")
+def gpt2_renamed(tmp_path_factory: pytest.TempPathFactory) -> ModelIndex:
+    """Stripped, and its values renamed as another tool might: a lone Reshape is view or _unsafe_view, and no name
+    tells which (``recognise_names``)."""
+    folder = tmp_path_factory.mktemp("renamed")
+    path = folder / "gpt2_renamed.onnx"
+    onnx.save(renamed_outputs(stripped_model(ZOO / "gpt2.onnx")), str(path))
+    return open_index(path)
+
+
 def _bodies(data: dict) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for fam in data["families"]:
@@ -39,8 +50,8 @@ def _bodies(data: dict) -> dict[str, list[dict]]:
     return out
 
 
-def test_report_marks_recognised_bodies_in_json_html_and_markdown(gpt2_stripped: ModelIndex) -> None:
-    report = build_report(gpt2_stripped, graphs=False)
+def test_report_marks_recognised_bodies_in_json_html_and_markdown(gpt2_renamed: ModelIndex) -> None:
+    report = build_report(gpt2_renamed, graphs=False)
     data = json.loads(render_json(report))
     jsonschema.validate(data, SCHEMA)
     bodies = _bodies(data)
@@ -69,7 +80,8 @@ def test_report_of_an_export_with_its_metadata_has_no_marker() -> None:
         render_markdown(report)
 
 
-def test_signature_panel_names_the_template_and_escapes_it(qtbot, gpt2_stripped: ModelIndex) -> None:
+def test_signature_panel_names_the_template_and_escapes_it(qtbot, gpt2_stripped: ModelIndex,
+                                                           gpt2_renamed: ModelIndex) -> None:
     pytest.importorskip("PySide6")
     from inspector.gui.analysis import Analyses
     from inspector.gui.signature_panel import SignaturePanel
@@ -83,9 +95,9 @@ def test_signature_panel_names_the_template_and_escapes_it(qtbot, gpt2_stripped:
     qtbot.addWidget(panel)
     panel.show_selection(sel)
     assert "Recognised by template aten::mul.Tensor#0 (its nodes carry no fx metadata)" in panel.view.toPlainText()
-    reshape = next(c for c in gpt2_stripped.provenance.calls if len(c.candidates) > 1
+    reshape = next(c for c in gpt2_renamed.provenance.calls if len(c.candidates) > 1
                    and "aten::view" in c.candidates)
-    ambiguous = analyses.selection(reshape)
+    ambiguous = Analyses(gpt2_renamed).selection(reshape)
     assert ambiguous is not None
     panel.show_selection(ambiguous)
     assert "Ambiguous body, candidates: aten::_unsafe_view, aten::view" in panel.view.toPlainText()

@@ -40,6 +40,7 @@ from typing import Any
 
 import onnx
 
+from inspector.core.aten.evidence import op_name
 from inspector.core.aten.templates import (
     Template,
     load_templates,
@@ -52,6 +53,7 @@ from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
+from inspector.core.model.recognise_names import by_name, named_op, output_name, splits_calls
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
 from inspector.core.model.recognise_templates import (
@@ -178,22 +180,26 @@ class Matcher:
                      or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
             first = fits[0][1]
             members = self._take(set(first.nodes.values()) | first.extra)
-            found_nodes[members[0]], found[members[0]] = members, _verdict(self, [t for t, _ in fits], first)
+            verdict = _verdict(self, [t for t, _ in fits], first)
+            if len(verdict[1]) > 1:
+                verdict = _named(self, fits, output_name(self.maps.outputs, fits[0][0], first.nodes)) or verdict
+            found_nodes[members[0]], found[members[0]] = members, verdict
 
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
-        seen: dict[int, _Verdict | None] = {}
+        seen: dict[int, _Verdict | _ByName | None] = {}
         # signatures whose every node is a call of their verdict, of the node alone (no Constant node read: ``_take``),
-        # known after their first node: one look-up each other node (0.026 -> 0.017 s at 100k nodes, CPU, best of 5)
-        alone: dict[int, _Verdict] = {}
-        sids, signatures, keys, taken = self._sids, self._signatures, self._keys, self.taken
+        # known after their first node: one look-up each other node (0.026 -> 0.017 s at 100k nodes, CPU, best of 5);
+        # a body that fits several targets is narrowed at each node by its output's name (``_ByName``)
+        alone: dict[int, _Verdict | _ByName] = {}
+        sids, signatures, keys, taken, outputs = self._sids, self._signatures, self._keys, self.taken, self.maps.outputs
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
                 continue
             verdict = alone.get(sids[i])
             if verdict is not None:
                 taken.add(i)
-                found_nodes[i], found[i] = (i,), verdict
+                found_nodes[i], found[i] = (i,), verdict.at(outputs[i]) if isinstance(verdict, _ByName) else verdict
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
@@ -207,13 +213,16 @@ class Matcher:
                 fits = [(u, m) for group in self._groups(i, single=True) for m in [self._match(group[0], i, 1)]
                         if m is not None and len(m.nodes) == 1 for u in group if self._lengths.fit(u, m.attributes)]
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
+                if verdict is not None and len(verdict[1]) > 1:
+                    verdict = _ByName(self, fits, verdict)
                 if alike:
                     seen[sid] = verdict
                     if verdict is not None and not signatures.reads_constant_node(sid):
                         alone[sid] = verdict
             if verdict is not None:
                 nodes = self._take({i} | (fits[0][1].extra if fits else set()))
-                found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict
+                found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict.at(outputs[i]) if isinstance(
+                    verdict, _ByName) else verdict
 
     def _take(self, members: set[int]) -> tuple[int, ...]:
         """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
@@ -282,7 +291,7 @@ class Matcher:
                     else:
                         m.nodes[ref.a] = h
                         stack.append(ref.a)
-        if reuse and not self._reused(t, m):
+        if reuse and not _reused(self.taken, t, m):
             return None
         unshare(self.maps, t, m.nodes, m.shared, self._leaves[t.name], self._readers)
         if len(m.nodes) + len(m.folded - m.nodes.keys()) + len(m.shared - m.nodes.keys()) != len(t.nodes) \
@@ -292,6 +301,8 @@ class Matcher:
             if any(r.kind == "x" and r.a in outside and not self.constants.is_constant(outside[r.a])
                    for r in t.nodes[j].inputs):
                 return None
+        if len(m.nodes) > 1 and splits_calls(self.maps.outputs, t, m.nodes):
+            return None  # a value made and read inside is named as a call's output: two calls (``recognise_names``)
         if _closed(self.maps, t, m, self._leaves[t.name]):
             return m
         twins = twin_escapes(self.maps, self._keys, t, self._template_keys[t.name], m.nodes, self._readers,
@@ -299,16 +310,6 @@ class Matcher:
         if twins is None:  # a later reader of an earlier call's common subexpression: matched again after the pass
             self._later.add(anchor)
         return m if twins else None
-
-    def _reused(self, t: Template, m: _Match) -> bool:
-        """Whether the nodes of ``m`` that another call took are a part of the body the rest reads (each of its own
-        operands made by that part, or from outside): moved to ``m.shared``."""
-        reused = {j for j, g in m.nodes.items() if g in self.taken}
-        for j in reused:
-            del m.nodes[j]
-        m.shared |= reused
-        m.extra -= self.taken  # (a constant the shared part computes is that call's)
-        return bool(reused) and not any(r.kind == "n" and r.a in m.nodes for j in reused for r in t.nodes[j].inputs)
 
     def _groups(self, g: int, single: bool = False) -> list[list[Template]]:
         """The template groups whose last node could be node ``g``, judged by its key and what makes each of its
@@ -437,6 +438,38 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
     return got
 
 
+class _ByName:
+    """The verdict of a one-node body that fits several targets, narrowed at each call by the name of its output
+    (``recognise_names``), worked out once per op named."""
+
+    __slots__ = ("by_op", "fits", "matcher", "ops", "verdict")
+
+    def __init__(self, matcher: Matcher, fits: list[tuple[Template, _Match]], verdict: _Verdict) -> None:
+        self.matcher, self.fits, self.verdict = matcher, fits, verdict
+        self.ops = frozenset(map(op_name, verdict[1]))
+        self.by_op: dict[str, _Verdict] = {}
+
+    def at(self, outputs: list[str]) -> _Verdict:
+        """The verdict of the call that makes ``outputs``."""
+        op = named_op(outputs[0], self.ops) if outputs else None
+        if op is None:
+            return self.verdict
+        got = self.by_op.get(op)
+        if got is None:
+            got = self.by_op[op] = _named(self.matcher, self.fits, op) or self.verdict
+        return got
+
+
+def _named(matcher: Matcher, fits: list[tuple[Template, _Match]], name: str) -> _Verdict | None:
+    """The verdict of the templates of ``fits`` (one body that fits several targets) whose op ``name``, the name of the
+    body's output, names as their call's (``recognise_names``); None when it names none of them, or all."""
+    kept = by_name(tuple(sorted({t.target for t, _m in fits})), name)
+    narrowed = [(t, m) for t, m in fits if t.target in kept]
+    if not narrowed or len(narrowed) == len(fits):
+        return None
+    return _verdict(matcher, [t for t, _m in narrowed], narrowed[0][1])
+
+
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False, node: int = -1) -> bool:
     """Whether the last node of ``t`` (or ``node``) could read what ``ctx`` says its operands are (see
     ``Matcher._groups``); ``single``: with every other node of ``t`` folded into a constant; else another node must be
@@ -465,6 +498,17 @@ def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConst
 
 def _same_nodes(a: _Match, b: _Match) -> bool:
     return set(a.nodes.values()) | a.extra == set(b.nodes.values()) | b.extra
+
+
+def _reused(taken: set[int], t: Template, m: _Match) -> bool:
+    """Whether the nodes of ``m`` that another call took (``taken``) are a part of the body the rest reads (each of its
+    own operands made by that part, or from outside): moved to ``m.shared``."""
+    reused = {j for j, g in m.nodes.items() if g in taken}
+    for j in reused:
+        del m.nodes[j]
+    m.shared |= reused
+    m.extra -= taken  # (a constant the shared part computes is that call's)
+    return bool(reused) and not any(r.kind == "n" and r.a in m.nodes for j in reused for r in t.nodes[j].inputs)
 
 
 def _closed(maps: GraphMaps, t: Template, m: _Match, leaves: list[bool]) -> bool:

@@ -1,0 +1,115 @@
+"""Value names as the template matcher's evidence (``core.model.recognise_names``): torch's dynamo exporter names an
+aten call's output after its FX node (the op's name, with a counter), and a value made inside a call's body
+``val_<n>``; stripping the metadata keeps the names.
+
+Truth is the exporter's own ``fx_node`` metadata of the unstripped zoo exports (torch 2.13); the one crafted file is
+the Llama export with one Add appended (a 2-D bias after its head, as BART's ``final_logits_bias``), named as the
+exporter names and then not.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from inspector.core.aten.evidence import op_name
+from inspector.core.model.index import open_index
+from inspector.core.model.keys import MAIN
+from inspector.core.model.recognise_names import by_name, is_call_output, named_op
+from tests.conftest import ROOT
+from tests.stripping import renamed_outputs, stripped_file, stripped_model
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from strip_metadata import zoo_dynamo
+
+ZOO = ROOT / "tests" / "zoo"
+
+
+def test_the_exporter_names_calls_after_their_op_and_nothing_inside_a_body_so() -> None:
+    """What the matcher relies on, checked against torch's metadata on every dynamo export of the zoo: of 1,359 aten
+    calls of the main graphs, 1,334 make a value named after their op (the rest: batch norms, whose outputs are
+    ``getitem``'s, and values shared with another call); of the 1,266 values made and read inside one call, none is
+    named as a call's output."""
+    calls = named = inside = inside_named = 0
+    for path in zoo_dynamo():
+        index = open_index(path)
+        nodes = index.proto.graph.node
+        for call in index.provenance.calls:
+            if call.scope != MAIN or not call.target.startswith("aten::"):
+                continue
+            at = [int(p[0]) for p in call.node_paths]
+            made = [o for k in at for o in nodes[k].output if o]
+            read = {v for k in at for v in nodes[k].input}
+            calls += 1
+            named += any(named_op(o, {op_name(call.target)}) for o in made)
+            inside += sum(v in read for v in made)
+            inside_named += sum(v in read and is_call_output(v) for v in made)
+    assert (calls, named, inside, inside_named) == (1359, 1334, 1266, 0)
+
+
+def test_names_read_as_the_exporter_writes_them() -> None:
+    ops = {"view", "_unsafe_view", "conv2d", "linear"}
+    assert named_op("view", ops) == "view" and named_op("view_12", ops) == "view"
+    assert named_op("_unsafe_view_2", ops) == "_unsafe_view" and named_op("conv2d", ops) == "conv2d"
+    for name in ("val_12", "view_", "view_x", "view_١", "getitem_3", "/model/MatMul_output_0", "", "_12"):
+        assert named_op(name, ops) is None, name
+    assert is_call_output("linear_16") and is_call_output("t") and is_call_output("_unsafe_view_3")
+    for name in ("val_3", "getitem_2", "/model/MatMul_output_0", "logits", "linear_1_2", "add_1_L46", "x" * 10_000):
+        assert not is_call_output(name), name
+    assert by_name(("aten::_unsafe_view", "aten::view"), "view_3") == ("aten::view",)
+    assert by_name(("aten::_unsafe_view", "aten::view"), "val_9") == ("aten::_unsafe_view", "aten::view")
+
+
+def test_a_body_of_several_overloads_is_the_one_its_output_names(tmp_path: Path) -> None:
+    """pair_heads_a's two attentions are SDPA's body, which ``_scaled_dot_product_flash_attention_for_cpu`` lowers to
+    as well, and its eight lone Reshapes fit ``view`` and ``_unsafe_view`` alike: each is now the call its output is
+    named after, as torch's metadata says. Renamed by another tool, the same graph's calls keep every candidate."""
+    truth = {tuple(int(p[0]) for p in c.node_paths): c.target for c in open_index(ZOO / "pair_heads_a.onnx")
+             .provenance.calls if c.scope == MAIN}
+    got = {tuple(int(p[0]) for p in c.node_paths): c for c in open_index(stripped_file(
+        ZOO / "pair_heads_a.onnx", tmp_path)).provenance.calls if c.recognised}
+    sdpa = [c for c in got.values() if "scaled_dot_product" in c.target]
+    assert [(c.target, len(c.node_paths)) for c in sdpa] == [("aten::scaled_dot_product_attention", 9)] * 2
+    views = [(nodes, c) for nodes, c in got.items() if "view" in "".join(c.candidates)]
+    assert len(views) == 8 and all(c.candidates == (truth[nodes],) == ("aten::view",) for nodes, c in views)
+    assert all(c.target == truth[nodes] for nodes, c in got.items() if nodes in truth and len(c.candidates) == 1)
+    renamed = tmp_path / "renamed.onnx"
+    onnx.save(renamed_outputs(stripped_model(ZOO / "pair_heads_a.onnx")), str(renamed))
+    again = [c for c in open_index(renamed).provenance.calls if c.recognised]
+    assert sorted(c.candidates for c in again if "scaled_dot_product" in c.target) == [
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::scaled_dot_product_attention")] * 2
+    assert [c.candidates for c in again if "view" in "".join(c.candidates)] == [
+        ("aten::_unsafe_view", "aten::view")] * 8
+
+
+@pytest.mark.parametrize(("head", "calls"), [
+    ("linear_14", [("aten::linear", ["MatMul"]), ("aten::add.Tensor", ["Add"])]),  # as the exporter names it
+    ("val_900", [("aten::linear", ["MatMul", "Add"])]),  # a value inside a body: linear's, bias and all
+])
+def test_a_value_named_as_a_call_output_is_a_boundary(tmp_path: Path, head: str,
+                                                      calls: list[tuple[str, list[str]]]) -> None:
+    """Llama's head (a MatMul of its folded weight, ``linear_14``) with an Add of a 2-D bias appended: MatMul then
+    Add is linear's body with a bias as well as two calls (BART's head: ``linear`` without bias, then ``add`` of
+    ``final_logits_bias``). Named as the exporter names a call's output, the MatMul's value is a boundary: two calls;
+    named as a value inside a body, one linear."""
+    model = stripped_model(ZOO / "llama_gqa.onnx")
+    g = model.graph
+    last = g.node[len(g.node) - 1]
+    assert (last.op_type, list(last.output)) == ("MatMul", ["linear_14"])
+    last.output[0] = head
+    bias = numpy_helper.from_array(np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64), "final_logits_bias")
+    g.initializer.append(bias)
+    g.node.append(helper.make_node("Add", [head, "final_logits_bias"], ["logits"]))
+    g.output[0].name = "logits"
+    path = tmp_path / f"{head}.onnx"
+    onnx.save(model, str(path))
+    index = open_index(path)
+    onnx.checker.check_model(index.proto, full_check=True)
+    end = len(g.node) - 2
+    tail = [c for c in index.provenance.calls if c.recognised and int(c.node_paths[-1][0]) >= end]
+    assert [(c.target, [g.node[int(p[0])].op_type for p in c.node_paths]) for c in tail] == calls
