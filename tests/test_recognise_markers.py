@@ -6,6 +6,7 @@ Template names come from the shipped catalogue, and are escaped like any text wh
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 
 import jsonschema
@@ -153,3 +154,40 @@ def test_family_tree_tooltips_name_the_template(qtbot, gpt2_stripped: ModelIndex
     assert all("recognised by template aten::mul.Tensor#1 (no fx metadata)" in t for t in calls if t not in forms)
     plain = _tooltips(open_index(ZOO / "gpt2.onnx"))
     assert plain["aten::mul.Tensor"] and not any("recognised" in t for ts in plain.values() for t in ts)
+
+
+def test_a_target_kept_by_its_outputs_name_says_what_else_fits(qtbot, gpt2_stripped: ModelIndex) -> None:
+    """gpt2's lone Reshapes fit view and _unsafe_view; their outputs are named ``view_<n>`` as torch's exporter names a
+    view's output (``recognise_names``), so each is a view (torch's truth), and every place that shows the call says
+    what else its body fits and why it was ruled out: summary JSON and text, report JSON, HTML and Markdown, the
+    signature panel. A hostile name is escaped as any text is."""
+    from inspector.core.summary import summary_dict, summary_text
+    from inspector.gui.analysis import Analyses
+    from inspector.gui.signature_panel import SignaturePanel
+
+    data = summary_dict(gpt2_stripped)
+    jsonschema.validate(data, json.loads((ROOT / "resources" / "summary.schema.json").read_text()))
+    view = next(a for a in data["aten_targets"] if a["target"] == "aten::view")
+    assert view["recognised"]["candidates"] == ["aten::view"]
+    assert view["recognised"]["ruled_out_by_name"] == ["aten::_unsafe_view"]
+    assert "also fits aten::_unsafe_view: ruled out by the outputs' names" in summary_text(data)
+    report = build_report(gpt2_stripped, graphs=False)
+    rdata = json.loads(render_json(report))
+    jsonschema.validate(rdata, SCHEMA)
+    views = [b for b in _bodies(rdata)["aten::view"] if "ruled_out_by_name" in b.get("recognised", {})]
+    assert views and all(b["recognised"]["ruled_out_by_name"] == ["aten::_unsafe_view"] for b in views)
+    said = "(no fx metadata); also fits aten::matmul: ruled out by the outputs' names"  # (its linear of one node)
+    assert html.escape(said) in render_html(report) and said in render_markdown(report)
+    call = next(c for c in gpt2_stripped.provenance.calls if c.ruled_out == ("aten::_unsafe_view",))
+    sel = Analyses(gpt2_stripped).selection(call)
+    assert sel is not None and sel.candidates == ("aten::view",)
+    panel = SignaturePanel()
+    qtbot.addWidget(panel)
+    panel.show_selection(sel)
+    assert "Also fits aten::_unsafe_view: ruled out by its output's name" in panel.view.toPlainText()
+    panel.show_selection(dataclasses.replace(sel, ruled_out=("<i>a</i>&amp;",)))
+    assert "Also fits <i>a</i>&amp;: ruled out" in panel.view.toPlainText()
+    body = next(b for f in report.families for b in f.bodies if b.ruled_out)
+    body.ruled_out = ["<i>a</i>", "[b](http://c)"]
+    assert "also fits &lt;i&gt;a&lt;/i&gt;, [b](http&#58;//c): ruled out" in render_html(report)
+    assert "[b](http://c)" not in render_markdown(report)

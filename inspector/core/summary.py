@@ -143,6 +143,9 @@ def _aten_targets(index: ModelIndex, nodes: dict[int, int]) -> list[dict[str, An
             row["recognised"] = {"calls": len(recognised),
                                  "templates": sorted({t for c in recognised for t in c.recognised}),
                                  "candidates": sorted({t for c in recognised for t in c.candidates})}
+            ruled_out = sorted({t for c in recognised for t in c.ruled_out})
+            if ruled_out:  # (targets the bodies fit too, that their outputs' names rule out: ``recognise_names``)
+                row["recognised"]["ruled_out_by_name"] = ruled_out
     return out
 
 
@@ -187,6 +190,8 @@ def summary_text(data: dict[str, Any]) -> str:
             lines.append(f"      recognised by template: {r['calls']} calls, {', '.join(r['templates'])}")
             if len(r["candidates"]) > 1:
                 lines.append(f"      ambiguous body, candidates: {', '.join(r['candidates'])}")
+            if r.get("ruled_out_by_name"):
+                lines.append(f"      also fits {', '.join(r['ruled_out_by_name'])}: ruled out by the outputs' names")
         fam = next((f for f in data["families"] if f["kind"] == "aten_call"
                     and any(o["target"] == a["target"] for o in f["overloads"])), None)
         if fam is not None:

@@ -65,6 +65,7 @@ class Selection:
     call: str | None = None  # the call site selected (its ``where``), among ``calls``
     recognised: tuple[str, ...] = ()  # a call recognised by body template (no fx metadata): the templates that fit
     candidates: tuple[str, ...] = ()  # ... and their targets (several: an ambiguous body)
+    ruled_out: tuple[str, ...] = ()  # ... and the targets it fits too, that its output's name rules out
 
 
 class Preempted(Exception):  # not an error: a background job's turn ended
@@ -168,7 +169,8 @@ class Analyses:
             same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
                              _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
-                             f"{obj.module_path or 'root'} › {obj.name}", obj.recognised, obj.candidates)
+                             f"{obj.module_path or 'root'} › {obj.name}", obj.recognised, obj.candidates,
+                             obj.ruled_out)
         return None
 
     def _folded_signature(self, key: FunctionKey, site: CallSite | None) -> CallSignature | None:

@@ -357,7 +357,9 @@ def recognised_note(obj: object) -> str:
     names = sorted({t for c in calls for t in c.recognised})
     if not names:
         return ""
-    return f"\nrecognised by template{'s' if len(names) != 1 else ''} {', '.join(names)} (no fx metadata)"
+    ruled_out = sorted({t for c in calls for t in c.ruled_out})
+    named = f"; also fits {', '.join(ruled_out)}: ruled out by the outputs' names" if ruled_out else ""
+    return f"\nrecognised by template{'s' if len(names) != 1 else ''} {', '.join(names)} (no fx metadata){named}"
 
 
 def badge_text(specialised: int, unreviewed: int, short: bool = True) -> str:

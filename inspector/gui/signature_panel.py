@@ -269,8 +269,10 @@ def _recognised(sel: Selection) -> Rich:
     names = rich(*(rich(", " if k else "", tag("code", t)) for k, t in enumerate(sel.recognised)))
     ambiguous = (rich(BR, "Ambiguous body, candidates: ", ", ".join(sel.candidates))
                  if len(sel.candidates) > 1 else "")
+    named = (rich(BR, "Also fits ", ", ".join(sel.ruled_out), ": ruled out by its output's name")
+             if sel.ruled_out else "")
     return tag("p", tag("small", f"Recognised by template{'s' if n != 1 else ''} ", names,
-                        " (its nodes carry no fx metadata)", ambiguous))
+                        " (its nodes carry no fx metadata)", ambiguous, named))
 
 
 def _value_cell(value: str) -> Rich:

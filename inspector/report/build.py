@@ -144,8 +144,8 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
 
 # What the report reads of every call of a family (80k calls at 100k nodes), read by C loops instead of a Python step
 # per call: _detail and _family_info 0.147 -> 0.120 s there
-_NODE_PATHS, _NAME, _RECOGNISED, _CANDIDATES = (attrgetter(a) for a in ("node_paths", "name", "recognised",
-                                                                          "candidates"))
+_NODE_PATHS, _NAME, _RECOGNISED, _CANDIDATES, _RULED_OUT = (
+    attrgetter(a) for a in ("node_paths", "name", "recognised", "candidates", "ruled_out"))
 
 
 def _family_info(fid: str, fam: Family) -> FamilyInfo:
@@ -284,6 +284,7 @@ def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, ove
         # (looked for among the calls only when the index recognised any: two passes over 80k calls at 100k nodes)
         recognised=sorted(set(chain.from_iterable(map(_RECOGNISED, aten_calls)))) if recognising else [],
         candidates=sorted(set(chain.from_iterable(map(_CANDIDATES, aten_calls)))) if recognising else [],
+        ruled_out=sorted(set(chain.from_iterable(map(_RULED_OUT, aten_calls)))) if recognising else [],
     )
 
 

@@ -169,6 +169,7 @@ class BodyInfo:
     # its calls, and their targets (several: an ambiguous body)
     recognised: list[str] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
+    ruled_out: list[str] = field(default_factory=list)  # targets it fits too, that its outputs' names rule out
 
     @property
     def recognised_text(self) -> str:
@@ -179,6 +180,8 @@ class BodyInfo:
         text = f"Recognised by template{'s' if n != 1 else ''} {', '.join(self.recognised)} (no fx metadata)"
         if len(self.candidates) > 1:
             text += f"; ambiguous body, candidates: {', '.join(self.candidates)}"
+        if self.ruled_out:
+            text += f"; also fits {', '.join(self.ruled_out)}: ruled out by the outputs' names"
         return text
 
     @property

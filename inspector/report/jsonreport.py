@@ -137,7 +137,8 @@ def _body(b: BodyInfo) -> dict[str, Any]:
         "torchlib": _torchlib(b.torchlib),
         "rewritten_by": list(b.rewritten_by),
         # only where the body's calls were recognised by template (reports of exports with metadata are unchanged)
-        **({"recognised": {"templates": list(b.recognised), "candidates": list(b.candidates)}} if b.recognised
+        **({"recognised": {"templates": list(b.recognised), "candidates": list(b.candidates),
+                           **({"ruled_out_by_name": list(b.ruled_out)} if b.ruled_out else {})}} if b.recognised
            else {}),
     }
 

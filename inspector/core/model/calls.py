@@ -52,6 +52,9 @@ class AtenCall:
     # targets they stand for (several: an ambiguous body, whose ``target`` names no single aten overload)
     recognised: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+    # ... and the targets the body fits too that the name of its output rules out (``recognise_names``: the exporter
+    # names a call's output after its op), so that a reader sees why one target of several was kept
+    ruled_out: tuple[str, ...] = ()
 
     @property
     def is_aten(self) -> bool:

@@ -73,7 +73,8 @@ def build_provenance(model: onnx.ModelProto, scanned: ScanResult | None = None) 
             calls.append(AtenCall(fx_text, before.name, before.raw_target, before.target, scope, paths, first[key],
                                   tuple(rules[key]) if key in rules else (),
                                   scopes.get(key, "") if scanned.scopes_read else None,
-                                  recognised=before.recognised, candidates=before.candidates))
+                                  recognised=before.recognised, candidates=before.candidates,
+                                  ruled_out=before.ruled_out))
             continue  # (a call recognised by template stays one: the same nodes fit the same templates)
         head = fx_head(fx_text)
         if head is None:

@@ -74,12 +74,14 @@ AMBIGUOUS_NAMESPACE = "recognised"  # the pseudo target of a body that fits seve
 @dataclass(frozen=True, slots=True)
 class Recognised:
     """One recovered call: its nodes (main-graph indices, Constant feeders included), the templates that fit, their
-    targets (one, or the candidates of an ambiguous body) and the arguments their evidence gives back."""
+    targets (one, or the candidates of an ambiguous body), the arguments their evidence gives back, and the targets
+    the body fits too that the name of its output rules out (``recognise_names``)."""
 
     nodes: tuple[int, ...]
     templates: tuple[str, ...]
     candidates: tuple[str, ...]
     arguments: tuple[tuple[str, Any], ...]
+    ruled_out: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -404,7 +406,8 @@ class Matcher:
         return True
 
 
-_Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]  # templates, targets, arguments
+# templates, targets, arguments, and the targets the body fits too that its output's name rules out (``_named``)
+_Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
 _UNSEEN: Any = object()
 
 
@@ -421,7 +424,7 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
                                matcher.attributes)
         targets = tuple(sorted({t.target for t in templates}))
     if len(targets) != 1:
-        return tuple(t.name for t in templates), targets, ()
+        return tuple(t.name for t in templates), targets, (), ()
     # one verdict for the calls of one body whose masked literals are alike (a constant's code says its canonical
     # value: ``recognise_nodes``): the 100k Llama replica's 6.2k multi-node calls are 5 verdicts
     code = matcher._signatures.code
@@ -434,7 +437,7 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
         constants = {k: matcher.constants.value(v) for k, v in first.constants.items()
                      if t.constants[k].masked and matcher.constants.is_constant(v)}
         args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
-        got = matcher._verdicts[key] = (tuple(t.name for t in templates), targets, args)
+        got = matcher._verdicts[key] = (tuple(t.name for t in templates), targets, args, ())
     return got
 
 
@@ -467,7 +470,8 @@ def _named(matcher: Matcher, fits: list[tuple[Template, _Match]], name: str) -> 
     narrowed = [(t, m) for t, m in fits if t.target in kept]
     if not narrowed or len(narrowed) == len(fits):
         return None
-    return _verdict(matcher, [t for t, _m in narrowed], narrowed[0][1])
+    templates, targets, arguments, _ = _verdict(matcher, [t for t, _m in narrowed], narrowed[0][1])
+    return templates, targets, arguments, tuple(sorted({t.target for t, _m in fits} - set(kept)))
 
 
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False, node: int = -1) -> bool:
@@ -543,7 +547,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         return []
     # one verdict's target, raw target and FX text tail: by the verdict (the calls of one signature share its object)
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
-    texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
+    texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
     nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
@@ -551,7 +555,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
         got = texts.get(id(verdict))
         if got is None:
-            templates_, candidates, arguments = verdict
+            templates_, candidates, arguments, ruled_out = verdict
             key = (candidates, id(arguments))
             text = shared.get(key)
             if text is None:
@@ -560,10 +564,10 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                 kwargs = ", ".join(f"{p}: {v!r}" for p, v in arguments)
                 text = shared[key] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
                                                    f"kwargs = {{{kwargs}}})")
-            got = texts[id(verdict)] = (*text, templates_, candidates)
-        target, raw, tail, names, candidates = got
+            got = texts[id(verdict)] = (*text, templates_, candidates, ruled_out)
+        target, raw, tail, names, candidates, ruled_out = got
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)
-        out.append(make(k, members, raw, target, names, candidates, tail, protos))
+        out.append(make(k, members, raw, target, names, candidates, tail, protos, ruled_out))
     return out
 
 

@@ -46,11 +46,12 @@ class RecognisedCall(AtenCall):
                  node_paths: list[NodePath], first_node: onnx.NodeProto | None = None, rule_names: tuple[str, ...] = (),
                  scopes_text: str | bytes | None = None, _fx: FxNode | None = None, _parsed: bool = False,
                  _meta: dict[str, str] | None = None, _module_path: str | None = None, recognised: tuple[str, ...] = (),
-                 candidates: tuple[str, ...] = ()) -> None:
+                 candidates: tuple[str, ...] = (), ruled_out: tuple[str, ...] = ()) -> None:
         self._number, self._name, self._tail, self._graph_nodes = None, name, fx_text, ()
         self.raw_target, self.target, self.scope, self._node, self._paths = raw_target, target, scope, None, node_paths
         self.rule_names, self.scopes_text, self._fx, self._parsed = rule_names, scopes_text, _fx, _parsed
         self._meta, self._module_path, self.recognised, self.candidates = _meta, _module_path, recognised, candidates
+        self.ruled_out = ruled_out
         _FIRST_NODE.__set__(self, first_node)
 
     @property
@@ -100,6 +101,7 @@ class RecognisedCall(AtenCall):
                 c._paths = self._paths
             c.raw_target, c.target, c.recognised, c.candidates = self.raw_target, self.target, self.recognised, \
                 self.candidates
+            c.ruled_out = self.ruled_out
             c.scope, c.rule_names, c.scopes_text = self.scope, self.rule_names, self.scopes_text
             c._fx, c._meta, c._module_path, c._parsed = self._fx, self._meta, self._module_path, self._parsed
         c._graph_nodes = graph_nodes
@@ -118,12 +120,12 @@ _new = RecognisedCall.__new__
 _UNSET: Any = object()
 # what a recognised call holds: its own slots and AtenCall's fields that no property of it stands in for
 _STORED = ("_number", "_tail", "_name", "_node", "_paths", "raw_target", "target", "scope", "rule_names",
-           "scopes_text", "_fx", "_parsed", "_meta", "_module_path", "recognised", "candidates")
+           "scopes_text", "_fx", "_parsed", "_meta", "_module_path", "recognised", "candidates", "ruled_out")
 
 
 def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target: str,
                     recognised: tuple[str, ...], candidates: tuple[str, ...], tail: str,
-                    graph_nodes: Sequence[onnx.NodeProto]) -> RecognisedCall:
+                    graph_nodes: Sequence[onnx.NodeProto], ruled_out: tuple[str, ...] = ()) -> RecognisedCall:
     """The matcher's call numbered ``number`` (its FX name's), of the main-graph nodes ``nodes`` (in order) of
     ``graph_nodes``; ``tail``: its FX text after the name. Every field set here, none through a property, and no name,
     FX text or one-node path list made (the dataclass's ``__init__`` with every field, ``first_node`` through its
@@ -135,7 +137,8 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
         c._node = nodes[0]
     else:
         c._node, c._paths = None, list(zip(nodes))
-    c.raw_target, c.target, c.recognised, c.candidates = raw_target, target, recognised, candidates
+    c.raw_target, c.target, c.recognised, c.candidates, c.ruled_out = raw_target, target, recognised, candidates, \
+        ruled_out
     c.scope, c.rule_names, c.scopes_text = MAIN, (), ""
     c._fx = c._meta = c._module_path = None
     c._parsed = False
