@@ -144,7 +144,14 @@ def _analyse(model: onnx.ModelProto) -> _Template:
 
 
 def _suffix(name: str, k: int) -> str:
-    return f"{name}_L{k}"
+    """``name`` in copy ``k``, numbered as torch's exporter numbers the names it makes: the op's name, then a counter
+    (``view_3`` -> ``view_300003`` in copy 2, ``silu`` -> ``silu_300000``), so that a copy's values read as an export's
+    do (the template matcher reads them: ``core.model.recognise_names``); distinct from the source's names (whose
+    counters stay below 100,000) and from every other copy's."""
+    head, sep, tail = name.rpartition("_")
+    counted = sep and head and tail.isdigit() and tail.isascii() and len(tail) < 6
+    base, n = (head, int(tail)) if counted else (name, 0)
+    return f"{base}_{(k + 1) * 100_000 + n}"
 
 
 def _rename_scope_text(text: str, prefix: str, k: int) -> str:
