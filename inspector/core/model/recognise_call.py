@@ -14,13 +14,16 @@ processes). Nothing from the model is read here: the node is the graph's own obj
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import onnx
 
+from inspector.core.aten.evidence import op_name
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FxNode
 from inspector.core.model.keys import MAIN, GraphScope
+from inspector.core.model.recognise_names import named_op
 from inspector.core.model.walk import NodePath
 
 RECOGNISED_PREFIX = "recognised_"  # FX names of recognised calls: recognised_0, recognised_1, ...
@@ -56,13 +59,14 @@ class RecognisedCall(AtenCall):
 
     @property
     def name(self) -> str:  # type: ignore[override]  # (read-only: nothing sets a recognised call's name)
-        n = self._number
-        return RECOGNISED_PREFIX + str(n) if n is not None else self._name
+        got = self._name
+        if not got and self._number is not None:  # (a matcher's call: named at its first read, ``_fx_name``)
+            got = self._name = _fx_name(self) or RECOGNISED_PREFIX + str(self._number)
+        return got
 
     @property
     def fx_text(self) -> str:  # type: ignore[override]  # (nor its FX text)
-        n = self._number
-        return "%" + RECOGNISED_PREFIX + str(n) + self._tail if n is not None else self._tail
+        return "%" + self.name + self._tail if self._number is not None else self._tail
 
     @property
     def node_paths(self) -> list[NodePath]:  # type: ignore[override]  # (nor its paths)
@@ -96,7 +100,7 @@ class RecognisedCall(AtenCall):
                     setattr(c, name, value)
         else:  # a matcher's call, as ``recognised_call`` makes it: each field set directly (80k of them at 100k nodes:
             # 0.15 s through the loop above, 0.033-0.044 s so, as an AtenCall made with its fields costs)
-            c._number, c._tail, c._node = self._number, self._tail, self._node
+            c._number, c._tail, c._node, c._name = self._number, self._tail, self._node, ""
             if self._node is None:
                 c._paths = self._paths
             c.raw_target, c.target, c.recognised, c.candidates = self.raw_target, self.target, self.recognised, \
@@ -117,6 +121,26 @@ class RecognisedCall(AtenCall):
 
 
 _new = RecognisedCall.__new__
+
+
+@lru_cache(maxsize=1024)
+def _ops(candidates: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(map(op_name, candidates))
+
+
+def _fx_name(call: RecognisedCall) -> str:
+    """The name torch's FX graph gave the call, as its output's name says (``recognise_names``: the exporter names a
+    call's output after its FX node, which FX names after its op): the first value its nodes make, last node first,
+    that is named after an op of its candidates; "" when none is (a graph renamed by another tool: the call is then
+    ``recognised_<number>``). Such a name is an identifier (the op's, then digits): safe in FX text."""
+    ops = _ops(call.candidates)
+    nodes = call._graph_nodes
+    at = (call._node,) if call._node is not None else tuple(int(p[0]) for p in reversed(call._paths))
+    for i in at:
+        for value in nodes[i].output:
+            if named_op(value, ops) is not None:
+                return value
+    return ""
 _UNSET: Any = object()
 # what a recognised call holds: its own slots and AtenCall's fields that no property of it stands in for
 _STORED = ("_number", "_tail", "_name", "_node", "_paths", "raw_target", "target", "scope", "rule_names",
@@ -132,7 +156,7 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
     setter, both strings and the paths made for each of the replica's 80k calls: 0.21-0.24 -> 0.08-0.09 s for making
     them, the collector's share included; CPU, best of 5)."""
     c = _new(RecognisedCall)
-    c._number, c._tail, c._graph_nodes = number, tail, graph_nodes
+    c._number, c._tail, c._graph_nodes, c._name = number, tail, graph_nodes, ""
     if len(nodes) == 1:
         c._node = nodes[0]
     else:
