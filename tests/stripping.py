@@ -38,5 +38,6 @@ def renamed_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     for n in g.node:
         n.input[:] = [new.get(v, v) for v in n.input]
         n.output[:] = [new.get(v, v) for v in n.output]
-    del g.value_info[:]
+    for v in g.value_info:  # (their types and metadata kept: only the names change)
+        v.name = new.get(v.name, v.name)
     return model
