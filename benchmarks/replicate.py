@@ -73,6 +73,8 @@ class _Template:
     fx_last_to_0: dict[str, str]
     own_inits: set[str]  # initializers read by layer 0 only (copied per layer)
     dropped_inits: set[str] = field(default_factory=set)  # initializers read by other layers only
+    # per name without its counter (``view`` of ``view_3``): one more than the largest counter the source uses
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 def _analyse(model: onnx.ModelProto) -> _Template:
@@ -140,18 +142,37 @@ def _analyse(model: onnx.ModelProto) -> _Template:
     own = {i for i in l0_reads & inits if i not in other_reads and i not in outside_reads}
     dropped = {i for i in other_reads & inits if i not in l0_reads} - outside_reads
     return _Template(prefix, pre, l0, post, produced, fx_defined, carry, fx_carry,
-                     val_to_0[str(layers[-1])], fx_to_0[str(layers[-1])], own, dropped)
+                     val_to_0[str(layers[-1])], fx_to_0[str(layers[-1])], own, dropped, _counters(model.graph))
 
 
-def _suffix(name: str, k: int) -> str:
-    """``name`` in copy ``k``, numbered as torch's exporter numbers the names it makes: the op's name, then a counter
-    (``view_3`` -> ``view_300003`` in copy 2, ``silu`` -> ``silu_300000``), so that a copy's values read as an export's
-    do (the template matcher reads them: ``core.model.recognise_names``); distinct from the source's names (whose
-    counters stay below 100,000) and from every other copy's."""
+def _counted(name: str) -> tuple[str, int]:
+    """``view_3`` -> (``view``, 3); ``silu`` -> (``silu``, 0)."""
     head, sep, tail = name.rpartition("_")
-    counted = sep and head and tail.isdigit() and tail.isascii() and len(tail) < 6
-    base, n = (head, int(tail)) if counted else (name, 0)
-    return f"{base}_{(k + 1) * 100_000 + n}"
+    if sep and head and tail.isdigit() and tail.isascii() and len(tail) < 9:
+        return head, int(tail)
+    return name, 0
+
+
+def _counters(graph: onnx.GraphProto) -> dict[str, int]:
+    """Per name without its counter, one more than the largest counter any name of ``graph`` (values, nodes, FX
+    names) uses with it."""
+    out: dict[str, int] = {}
+    names = [*(o for n in graph.node for o in [*n.output, n.name]), *(x.name for x in graph.initializer),
+             *(f for n in graph.node for f in _fx_names(n))]
+    for name in names:
+        base, n = _counted(name)
+        out[base] = max(out.get(base, 0), n + 1)
+    return out
+
+
+def _suffix(name: str, k: int, t: _Template) -> str:
+    """``name`` in copy ``k``, numbered as torch's exporter numbers the names of one op (``mul``, ``mul_1``, ...): the
+    name without its counter, then one past every counter it takes in the source and in the copies before (``view_3``
+    in copy 2 of a source whose views go up to ``view_11``: ``view_39``), so that a copy's names read as an export's
+    do, counters of an export's size included (the template matcher reads them: ``core.model.recognise_names``)."""
+    base, n = _counted(name)
+    step = t.counters.get(base, 1)
+    return f"{base}_{(k + 1) * step + n}"
 
 
 def _rename_scope_text(text: str, prefix: str, k: int) -> str:
@@ -162,16 +183,16 @@ def _copy_node(n: onnx.NodeProto, t: _Template, k: int, value_map: dict[str, str
                init_map: dict[str, str]) -> onnx.NodeProto:
     c = onnx.NodeProto()
     c.CopyFrom(n)
-    c.name = _suffix(n.name, k) if n.name else ""
+    c.name = _suffix(n.name, k, t) if n.name else ""
     for j, i in enumerate(n.input):
         if i in t.produced:
-            c.input[j] = _suffix(i, k)
+            c.input[j] = _suffix(i, k, t)
         elif i in value_map:
             c.input[j] = value_map[i]
         elif i in init_map:
             c.input[j] = init_map[i]
     for j, o in enumerate(n.output):
-        c.output[j] = _suffix(o, k)
+        c.output[j] = _suffix(o, k, t)
     fx_names = _fx_names(n)
     fx_here = fx_names[0] if fx_names else None
     for p in c.metadata_props:
@@ -180,7 +201,8 @@ def _copy_node(n: onnx.NodeProto, t: _Template, k: int, value_map: dict[str, str
         elif p.key == "namespace":
             v = _rename_scope_text(p.value, t.prefix, k)
             if fx_here:  # the last scope is the call: "…/neg: aten.neg.default"
-                v = re.sub(rf"/{re.escape(fx_here)}: ([^/]*)$", lambda m: f"/{_suffix(fx_here, k)}: {m.group(1)}", v)
+                v = re.sub(rf"/{re.escape(fx_here)}: ([^/]*)$", lambda m: f"/{_suffix(fx_here, k, t)}: {m.group(1)}",
+                           v)
             p.value = v
         elif p.key == SCOPES_KEY:
             try:
@@ -188,14 +210,14 @@ def _copy_node(n: onnx.NodeProto, t: _Template, k: int, value_map: dict[str, str
             except (ValueError, SyntaxError):
                 continue
             if fx_here and scopes and scopes[-1] == fx_here:
-                scopes[-1] = _suffix(fx_here, k)
+                scopes[-1] = _suffix(fx_here, k, t)
             p.value = repr(scopes)
     return c
 
 
 def _fx_rename(name: str, t: _Template, k: int, fx_map: dict[str, str]) -> str:
     if name in t.fx_defined:
-        return _suffix(name, k)
+        return _suffix(name, k, t)
     return fx_map.get(name, name)
 
 
@@ -222,26 +244,26 @@ def replicate(source: onnx.ModelProto, copies: int, perturb: int = 0) -> onnx.Mo
     for k in range(copies):
         init_map: dict[str, str] = {}
         for name in sorted(t.own_inits):
-            new = _rename_scope_text(name, t.prefix, k) if f"{t.prefix}.0." in name else _suffix(name, k)
+            new = _rename_scope_text(name, t.prefix, k) if f"{t.prefix}.0." in name else _suffix(name, k, t)
             x = out.graph.initializer.add()
             x.CopyFrom(inits[name])
             x.name = new
             init_map[name] = new
         nodes = [_copy_node(n, t, k, value_map, fx_map, init_map) for n in t.layer]
         if k in perturbed:
-            _perturb(nodes, out.graph, inits, k)
+            _perturb(nodes, out.graph, inits, k, t)
         out.graph.node.extend(nodes)
         for v in t.produced:
             if v in vinfo:
                 vi = out.graph.value_info.add()
                 vi.CopyFrom(vinfo[v])
-                vi.name = _suffix(v, k)
+                vi.name = _suffix(v, k, t)
         # layer K's outputs feed K+1
-        value_map = {x: _suffix(y, k) for x, y in t.carry.items()}
-        fx_map = {x: _suffix(y, k) for x, y in t.fx_carry.items()}
+        value_map = {x: _suffix(y, k, t) for x, y in t.carry.items()}
+        fx_map = {x: _suffix(y, k, t) for x, y in t.fx_carry.items()}
     last = copies - 1
-    last_values = {x: _suffix(y, last) for x, y in t.last_to_0.items()}
-    last_fx = {x: _suffix(y, last) for x, y in t.fx_last_to_0.items()}
+    last_values = {x: _suffix(y, last, t) for x, y in t.last_to_0.items()}
+    last_fx = {x: _suffix(y, last, t) for x, y in t.fx_last_to_0.items()}
     for n in t.post:
         c = onnx.NodeProto()
         c.CopyFrom(n)
@@ -262,7 +284,7 @@ def replicate(source: onnx.ModelProto, copies: int, perturb: int = 0) -> onnx.Mo
 
 
 def _perturb(nodes: list[onnx.NodeProto], graph: onnx.GraphProto, inits: dict[str, onnx.TensorProto],
-             k: int) -> None:
+             k: int, t: _Template) -> None:
     """Change one float attribute (eps) or, failing that, one scalar float initializer read by this copy."""
     for n in nodes:
         for a in n.attribute:
@@ -280,7 +302,7 @@ def _perturb(nodes: list[onnx.NodeProto], graph: onnx.GraphProto, inits: dict[st
     if scalars:  # an epsilon (a tiny constant, RMSNorm's) first, else the first scalar
         n, j, arr = next((c for c in scalars if 0 < abs(float(c[2].reshape(-1)[0])) < 1e-3), scalars[0])
         new = graph.initializer.add()
-        new.CopyFrom(numpy_helper.from_array(arr * 1.5, _suffix(n.input[j], k) + "_changed"))
+        new.CopyFrom(numpy_helper.from_array(arr * 1.5, _suffix(n.input[j], k, t) + "_changed"))
         n.input[j] = new.name
 
 
