@@ -84,6 +84,10 @@ class Row:
     # recognised calls whose nodes are no truth call's, or whose candidates miss its target: a part of a call, or
     # several (what the multi-node precision above cannot see where the truth's body went unfound)
     not_calls: int = 0
+    # recognised calls whose nodes are a truth call's, named as torch named that call (``recognise_names``), named
+    # otherwise (never but ``recognised_<n>``), or numbered (their outputs' names give none)
+    names_right: int = 0
+    names_wrong: int = 0
     wrong: list[str] = field(default_factory=list)
     misses: list[tuple[str, str, str]] = field(default_factory=list)  # (target, body's op types, what was found)
 
@@ -169,6 +173,10 @@ def measure(path: Path, work: Path) -> Row:
     g = model.graph
     row = Row(path.stem, len(g.node), nodes_explained=sum(len(k) for k in found), recognised=len(found))
     row.not_calls = sum(1 for k, c in found.items() if k not in truth or truth[k].target not in c.candidates)
+    for k, c in found.items():
+        if k in truth and not c.name.startswith("recognised_"):
+            row.names_right += c.name == truth[k].name
+            row.names_wrong += c.name != truth[k].name
     for nodes, call in truth.items():
         got = found.get(nodes)
         if call.target not in sizes:
@@ -223,15 +231,16 @@ def measure_zoo(folder: Path | None = None) -> list[Row]:
 def table(rows: list[Row]) -> str:
     head = ("| model | nodes | multi-node truth | recall | ambiguous, truth among candidates | precision "
             "| ambiguous | single-node truth | in candidates | unique | no template | args right/wrong "
-            "| nodes explained | recognised calls that are truth calls |")
-    lines = [head, "|" + " --- |" * 14]
+            "| nodes explained | recognised calls that are truth calls | named as torch named them right/wrong |")
+    lines = [head, "|" + " --- |" * 15]
     for r in [*rows, total(rows)]:
         lines.append(f"| {r.model} | {r.nodes} | {r.multi_truth} | {r.recall:.3f} ({r.multi_found}) | "
                      f"{r.multi_in_candidates} | {r.precision:.3f} ({r.multi_right}/{r.multi_predicted}) | "
                      f"{r.multi_ambiguous} | {r.single_truth} | "
                      f"{r.coverage:.3f} ({r.single_covered}) | {r.single_unique} | {r.no_template} | "
                      f"{r.args_right}/{r.args_wrong} | {r.nodes_explained / max(r.nodes, 1):.2f} | "
-                     f"{r.calls_right:.3f} ({r.recognised - r.not_calls}/{r.recognised}) |")
+                     f"{r.calls_right:.3f} ({r.recognised - r.not_calls}/{r.recognised}) | "
+                     f"{r.names_right}/{r.names_wrong} |")
     return "\n".join(lines)
 
 
@@ -240,7 +249,7 @@ def total(rows: list[Row]) -> Row:
     for name in ("multi_truth", "multi_found", "multi_predicted", "multi_right", "multi_ambiguous",
                  "multi_in_candidates", "single_truth", "single_covered",
                  "single_unique", "no_template", "args_right", "args_wrong", "nodes_explained", "recognised",
-                 "not_calls"):
+                 "not_calls", "names_right", "names_wrong"):
         setattr(t, name, sum(getattr(r, name) for r in rows))
     return t
 
