@@ -308,6 +308,8 @@ def _recognise(proto: onnx.ModelProto, prov: ProvenanceIndex, histogram: Counter
     read them (``ScanResult.bare``)."""
     flat = not any(domain not in STANDARD_DOMAINS or op in SUBGRAPH_OPS for domain, op in histogram)
     if flat and not proto.functions:  # every call is of main-graph nodes, one path step each: counted in C
+        if prov.nodes_with_metadata - prov.nodes_without_fx >= len(proto.graph.node):
+            return None  # (every node has fx metadata, so is a call's, as the scan counted: 4.5 ms at 100k nodes)
         covered = sum(map(len, map(_NODE_PATHS, prov.calls)))  # (0.012 s less at 100k nodes than the loop below)
     else:
         covered = sum(1 for c in prov.calls if c.scope == MAIN for p in c.node_paths if len(p) == 1)
