@@ -63,3 +63,20 @@ def test_counts_of_a_stripped_and_a_folded_export(tmp_path: Path) -> None:
     flat = sum(ov.call_count for fam in index.families if fam.kind == "aten_call" for ov in fam.overloads)
     assert flat < len(index.provenance.calls)  # the calls of its functions are not flat aten calls: counted by target
     assert _check(index)["aten_targets"]
+
+
+def test_calls_by_target_are_the_index_grouping_until_a_call_is_added() -> None:
+    """``ProvenanceIndex.by_target`` hands out the grouping the index made its families from, as a new dict each
+    time, and groups the calls again once one is added (a caller appending calls is not handed a stale grouping)."""
+    index = open_index(ZOO / "gpt2.onnx")
+    prov = index.provenance
+    fresh: dict[str, list[Any]] = {}
+    for c in prov.calls:
+        fresh.setdefault(c.target, []).append(c)
+    got = prov.by_target()
+    assert got == fresh and list(got) == list(fresh) and got is not prov.by_target()
+    got.clear()
+    assert prov.by_target() == fresh  # (a caller's changes to the dict stay its own)
+    prov.calls.append(prov.calls[0])
+    assert prov.by_target()[prov.calls[0].target][-1] is prov.calls[0]
+    assert len(prov.by_target()[prov.calls[0].target]) == len(fresh[prov.calls[0].target]) + 1

@@ -380,6 +380,8 @@ def _aten_families(prov: ProvenanceIndex, folded: set[tuple[object, ...]] | None
             by_target[call.target] = [call]
         else:
             calls.append(call)
+    if not folded:
+        prov.keep_targets(by_target)  # (every call's: ``ProvenanceIndex.by_target`` hands them out again)
     by_family: dict[tuple[str, str], dict[str, Overload]] = {}
     for target, calls in by_target.items():
         ns, name, overload = split_target(target)
