@@ -36,6 +36,15 @@ def test_fx_parsers_are_linear_on_hostile_text(name: str):
     assert time.perf_counter() - start < 1.0
 
 
+def test_fx_head_reads_a_name_before_the_first_target():
+    text = "%mul_26 : [num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%a, %b), kwargs = {})"
+    assert fx_head(text) == ("mul_26", "torch.ops.aten.mul.Tensor")
+    assert fx_head("%t : = f[target= torch.ops.aten.t.default ][target=x]") == ("t", "torch.ops.aten.t.default")
+    for bad in ("%a[target=x] : = f[target=y]", "%a b : = f[target=y]", "", "%", "x : = f[target=y]",
+                "% : = f[target=y]", "%a : = f[target=y", "[target=y] %a : x", "%a : = f"):
+        assert fx_head(bad) is None, bad
+
+
 def test_target_of_reads_the_first_target():
     text = "%t : = call_function[target=torch.ops.aten.t.default](args = ([1],))"
     assert target_of(text) == "torch.ops.aten.t.default"
