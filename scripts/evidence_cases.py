@@ -94,6 +94,20 @@ RECIPES: dict[str, dict[str, Any]] = {
                                "transposed": [False], "output_padding": [[0, 0]], "groups": [1]},
                     "together": {"groups": [(2, {"weight": (4, 2, 3, 3)}), (4, {"weight": (4, 1, 3, 3)})]}},
     "pixel_shuffle": {"shapes": {"self": (1, 36, 4, 4)}},
+    # a batch norm the optimizer fuses into the convolution before it (ResNet's, MobileNet's): one Conv, whose metadata
+    # names the batch norm and whose output FX names ``getitem`` (the batch norm's first result). The fusion needs
+    # the convolution's weight and the batch norm's tensors as a model holds them (parameters and buffers), so these
+    # are exports of modules (``fused_modules``), the convolution varied in kernel, stride, padding, dilation and
+    # groups, so that none of those is a literal of the template (``gen_evidence.py``'s ``fused`` form); once with
+    # trained statistics (the fused Conv gets a bias) and once as initialised, without a conv bias (the bias the
+    # fusion makes is zero and left out: the zoo's convnet, the held-out ResNet and MobileNetV2 are random-init)
+    "_native_batch_norm_legit_no_training": {"shapes": _NORM_SHAPES, "exact": True, "fused_modules": [
+        (f"{what}{'' if trained else '_initialised'}", lambda conv=conv, trained=trained: _conv_bn(conv, trained))
+        for trained in (True, False) for what, conv in (
+            ("", dict(kernel_size=3, padding=1)), ("kernel_size", dict(kernel_size=1)),
+            ("stride", dict(kernel_size=3, stride=2, padding=1)),
+            ("dilation", dict(kernel_size=3, dilation=2, padding=2)),
+            ("groups", dict(kernel_size=3, padding=1, groups=4)))]},
     "_native_batch_norm": {"shapes": _NORM_SHAPES}, "native_batch_norm": {"shapes": _NORM_SHAPES},
     "batch_norm": {"shapes": _NORM_SHAPES}, "instance_norm": {"shapes": _NORM_SHAPES},
     "addmm": {"shapes": {"self": (4, 4), "mat1": (4, 4), "mat2": (4, 4)}},
@@ -162,6 +176,35 @@ RECIPES: dict[str, dict[str, Any]] = {
     "cat": {"shapes": {"tensors": [SHAPE, SHAPE]}},
     "stack": {"shapes": {"tensors": [SHAPE, SHAPE]}},
 }
+
+
+def _conv_bn(conv: dict[str, Any], trained: bool, channels: int = 4) -> torch.nn.Module:
+    """A 2-D convolution of ``conv``'s arguments, then a batch norm, in eval mode: ``trained``, with statistics and an
+    affine part away from their initial values; else as initialised, the convolution without a bias."""
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(channels)
+    if trained:
+        for t in (bn.running_mean, bn.bias):
+            t.data.uniform_(-1.0, 1.0)
+        for t in (bn.running_var, bn.weight):
+            t.data.uniform_(0.5, 2.0)
+    layer = torch.nn.Conv2d(channels, channels, **conv, bias=trained)
+    return FusedModule(torch.nn.Sequential(layer, bn).eval())
+
+
+class FusedModule(torch.nn.Module):
+    """A module that takes its input as ``OneOp`` takes its tensors (``forward(*tensors)``: the export's input is
+    named ``tensors_0``, as ``gen_templates.py`` reads it)."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        return self.inner(tensors[0])
+
+
+FUSED_INPUT = (1, 4, 8, 8)  # the input of the ``fused_modules`` exports
 
 
 def op_of(target: str) -> str:

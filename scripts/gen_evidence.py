@@ -139,8 +139,11 @@ def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool 
             row["unoptimised"] = export_more(target, work, "noopt")
         if dynamic:
             row["dynamic"] = export_more(target, work, "dynamic")
-        if cases.recipe(cases.op_of(target)).get("fused") is not None:
+        rec = cases.recipe(cases.op_of(target))
+        if rec.get("fused") is not None:
             row["fused"] = export_more(target, work, "fused")
+        if rec.get("fused_modules"):
+            row["fused"] = export_modules(target, work, rec["fused_modules"])
         if cases.recipe(cases.op_of(target)).get("sized") is not None:
             row["sized"] = export_more(target, work, "sized")
     return row
@@ -177,6 +180,38 @@ def export_more(target: str, work: Path, kind: str) -> int:
                 f"v{k}": what for k, (what, _call) in enumerate(plan.variants)},
                 "tensors": tensor_params(plan), **({"sized": sorted(sized)} if sized else {})}), encoding="utf-8")
         keep_exports(target, work, folder)
+    return done
+
+
+def export_modules(target: str, work: Path, modules: list[tuple[str, Any]]) -> int:
+    """Export each of a recipe's ``fused_modules`` (``evidence_cases``: the call after an op the optimizer fuses it
+    with, where the fusion needs the weights a model holds) as ``base`` and ``v<k>``, kept under ``fused`` for
+    ``gen_templates.py``; its one input is passed as no parameter of the call (the fused op's input is not the call's),
+    so the template binds none. Returns how many exported."""
+    import torch
+
+    done = 0
+    names: dict[str, str] = {}
+    for k, (what, make) in enumerate(modules):
+        name = "base" if k == 0 else f"v{k - 1}"
+        x = torch.randn(*cases.FUSED_INPUT, generator=torch.Generator().manual_seed(0))
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()), time_limit(EXPORT_SECONDS):
+                warnings.simplefilter("ignore")
+                torch.onnx.export(make(), (x,), dynamo=True, verbose=False, optimize=True).save(
+                    str(work / f"{name}.onnx"))
+        except Exception:  # a module that does not export is left out, as a variant is in run_plan
+            if k == 0:
+                break
+            continue
+        done += 1
+        if k:  # (what the module varied is no argument of the call: masked, read back as none, ``#`` marks it)
+            names[name] = f"#fused_{what}"
+    if (work / "base.onnx").is_file():
+        (work / "variants.json").write_text(json.dumps({"optimize": True, "dynamic": False, "variants": names,
+                                                        "tensors": {}}), encoding="utf-8")
+    keep_exports(target, work, "fused")
     return done
 
 

@@ -13,9 +13,12 @@ whose structure differs (``add.Tensor`` with a number ``other``, ``is_causal=Tru
 Exports made with dynamic shapes (``dynamic``) are read after the optimised ones, as the unoptimised ones are: a body
 of the same structure joins its group, another (sizes computed from ``Shape`` where a static export holds constants)
 is a template of its own. So are exports of the call after an op the optimizer fuses with it (``fused``: a view of a
-view is one Reshape without ``allowzero``), of which the call's, the last, is cut; such a body is marked
-(``"form": "fused"``) and reads no argument back. And exports with an argument passed as a size (``sized``: a slice
-to a tensor's length, whose end torchlib reshapes from the symbolic size).
+view is one Reshape without ``allowzero``; a batch norm after a convolution is one Conv, exported from modules that
+hold the weights the fusion needs), of which the call's, the last, is cut; such a body is marked (``"form":
+"fused"``) and reads no argument back, and where FX named its output otherwise than after the op (the fused batch
+norm's Conv makes ``getitem``, the batch norm's first result) it keeps that name (``"named"``), which the matcher reads
+a graph's value names against. And exports with an argument passed as a size (``sized``: a slice to a tensor's length,
+whose end torchlib reshapes from the symbolic size).
 
 Usage::
 
@@ -80,6 +83,7 @@ class Cut:
     constants: list[Any]
     outputs: list[tuple[int, int]]
     places: dict[tuple[str, int | str], str] = field(default_factory=dict)  # slot -> "Op.attr" / "Op[k]"
+    named: str = ""  # the FX name of its first output without its counter, where that is not the op's name
     outside: list[str] = field(default_factory=list)  # the value of each outside tensor (``x`` operand), in order
 
     def structure(self) -> str:
@@ -148,6 +152,9 @@ def cut(path: Path, target: str, last: bool = False) -> Cut | None:
             produced[v] = (j, o)
             if v and (readers.get(v) or v in graph_outputs):
                 out.outputs.append((j, o))
+                if len(out.outputs) == 1:
+                    base = re.sub(r"_[0-9]+$", "", v)
+                    out.named = base if base != op_name(target) else ""
     return out if out.nodes else None
 
 
@@ -297,8 +304,10 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
             nodes = [replace(n, attributes=tuple((name, _inherit(s, ref.places.get((f"a{j}", name), ""), base_masks))
                                                  for name, s in n.attributes))
                      for j, n in enumerate(nodes)]
+        named = {c.named for _w, c in group}
         out.append(Template(f"{observed}#{k}", observed, tuple(nodes), tuple(consts),
-                            tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group]), form))
+                            tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group]), form,
+                            named.pop() if len(named) == 1 and form else ""))
     return out
 
 

@@ -18,8 +18,25 @@ def test_every_line_reads_back_to_itself() -> None:
     assert len(lines) == len(load_templates()) > 400
     assert [template_json(parse_template(line)) for line in lines] == lines
     fused = [t for t in load_templates() if t.form]
-    assert [(t.name, t.form) for t in fused] == [("aten::view#4", "fused")]
-    assert fused[0].nodes[0].attributes == () and not fused[0].constants[0].relation  # (no size is read back)
+    assert [(t.name, t.form, t.named) for t in fused] == [
+        ("aten::_native_batch_norm_legit_no_training#8", "fused", "getitem"),  # (its Conv's output: the batch norm's
+        ("aten::_native_batch_norm_legit_no_training#9", "fused", "getitem"),  # first result, ``getitem`` in FX)
+        ("aten::view#4", "fused", "")]
+    view = fused[-1]
+    assert view.nodes[0].attributes == () and not view.constants[0].relation  # (no size is read back)
+    # (a batch norm fused into a Conv: what the convolution's arguments wrote is masked, as moved by no argument of the
+    # batch norm: ``#fused_...``, which nothing reads back; with trained statistics the Conv has a bias, else none)
+    assert [len(t.nodes[0].inputs) for t in fused[:2]] == [3, 2]
+    assert all(s.masked and all(p.startswith("#fused_") for p in s.moves_with)
+               for t in fused[:2] for name, s in t.nodes[0].attributes if name != "auto_pad")
+
+
+def test_a_name_that_is_no_string_is_refused() -> None:
+    line = next(line for line in read_resource_lines(CATALOGUE_FILE) or [] if '"named"' in line)
+    raw = json.loads(line)
+    raw["named"] = 3
+    with pytest.raises(ValueError):
+        parse_template(json.dumps(raw))
 
 
 def test_a_form_that_is_no_string_is_refused() -> None:

@@ -113,14 +113,18 @@ def test_measured_on_the_stripped_zoo() -> None:
     # (dwconv's 13 one-node calls all found: 0 of its 4 convolutions before the templates masked ``group``)
     # (1046 before the fused view's template: a Reshape without allowzero, the optimizer's view of a view; 1041 of 1073
     # before gpt2_dynamic's lone GatherND calls were found)
-    assert t.coverage >= 0.975  # 0.976 (1050 of 1076)
+    # 0.981 (1056 of 1076; 1050 before a batch norm the optimizer fused into a Conv had its template: convnet's six)
+    assert t.coverage >= 0.98
     # of every recognised call, the share that is a truth call (its nodes, its target among the candidates): what the
     # multi-node precision cannot see where a truth body went unfound and its nodes were taken as lone calls. 0.947
     # (1281 of 1353) before SDPA's dynamic-shape form: gpt2_dynamic's attention was 6 lone isnan and matmul calls,
-    # and more; the rest are convnet's Conv fused with its batch norm, and noopt's size computations
+    # and more; the rest are noopt's size computations (convnet's Convs fused with their batch norms were too, before
+    # their template)
     # (0.960, 1283 of 1336, before ``index.Tensor``'s templates took transformers' mask indexing whole, where its
     # Transpose, Max, Unsqueeze and Concat nodes were lone calls)
-    assert t.calls_right >= 0.985  # 0.989 (1315 of 1330; 0.983 before gpt2_dynamic's shared mask positions were found)
+    # 0.993 (1321 of 1330; 0.989 before convnet's batch norms fused into Convs were found, 0.983 before gpt2_dynamic's
+    # shared mask positions were)
+    assert t.calls_right >= 0.99
     # 0.864 (76 of 88) before its mask indexing reusing another call's positions was found (``recognise_shared``);
     # 0.952 (80 of 84) before the fused view's template took 2 lone Reshapes right, 0.943 while it took the Reshape of
     # a slice whose end is symbolic as a view, before the catalogue held that slice's body (``evidence_cases``' sized)
@@ -241,7 +245,9 @@ def test_depthwise_and_grouped_convolutions_are_recognised(stripped_dir: Path) -
                   for c in convs) == want  # (each output named after its op: ``recognise_names``)
     alike = stripped_renamed("dwconv", stripped_dir)
     convs = [c for c in recognised(alike) if alike.proto.graph.node[int(c.node_paths[0][0])].op_type == "Conv"]
-    assert len(convs) == 4 and all(c.candidates[-1] == "aten::convolution" and len(c.candidates) == 2
+    # (where no name tells, a Conv of constant weights may be a batch norm the optimizer fused into a convolution too)
+    assert len(convs) == 4 and all(c.candidates[-1] == "aten::convolution" and len(c.candidates) == 3
+                                   and c.candidates[0] == "aten::_native_batch_norm_legit_no_training"
                                    and len(c.node_paths) == 1 for c in convs)
 
 
@@ -652,7 +658,8 @@ def test_a_list_length_the_schema_fixes_narrows_the_candidates(stripped_dir: Pat
         alike = stripped_renamed(name, stripped_dir)
         g = alike.proto.graph
         convs = [c for c in recognised(alike) if [g.node[int(p[0])].op_type for p in c.node_paths] == ["Conv"]]
-        assert convs and all(c.candidates == (f"aten::conv{rank}d", "aten::convolution") for c in convs)
+        assert convs and all(c.candidates == ("aten::_native_batch_norm_legit_no_training", f"aten::conv{rank}d",
+                                              "aten::convolution") for c in convs)  # (a fused batch norm's too)
     index = stripped("convnet", stripped_dir)
     pool = next(c for c in open_index(ZOO / "convnet.onnx").provenance.calls if c.target == "aten::max_pool2d")
     got = next(c for c in recognised(index) if c.node_paths == pool.node_paths)
@@ -661,15 +668,24 @@ def test_a_list_length_the_schema_fixes_narrows_the_candidates(stripped_dir: Pat
 
 
 def test_an_ambiguous_call_shows_each_candidates_schema_and_binds_none(stripped_dir: Path) -> None:
-    """A body two overloads share binds no schema (that would be a guess); its signature names each candidate's
-    schema, one a line, as the schema catalogue (generated from torch) writes it: what tells them apart is in view."""
-    index = stripped("convnet", stripped_dir)
-    conv = next(c for c in recognised(index) if c.candidates == ("aten::conv2d", "aten::convolution"))
+    """A body several overloads share binds no schema (that would be a guess); its signature names each candidate's
+    schema, one a line, as the schema catalogue (generated from torch) writes it: what tells them apart is in view.
+    convnet's Convs, renamed as another tool might: a conv2d's body, a convolution's, and a batch norm's that the
+    optimizer fused into a convolution (``"form": "fused"``). As the exporter names them (``getitem_3``: the batch
+    norm's first result), each is the batch norm, as torch's metadata says."""
+    index = stripped_renamed("convnet", stripped_dir)
+    conv = next(c for c in recognised(index) if c.candidates == (
+        "aten::_native_batch_norm_legit_no_training", "aten::conv2d", "aten::convolution"))
     sig = call_signature(conv)
     assert sig.schema is None and not sig.bound and sig.problem is not None
     head, *lines = sig.problem.splitlines()
-    assert head.startswith("a body 2 overloads share") and len(lines) == 2
-    assert lines[0].startswith("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1]")
-    assert lines[1].startswith("aten::convolution(") and "bool transposed" in lines[1]
+    assert head.startswith("a body 3 overloads share") and len(lines) == 3
+    assert lines[0].startswith("aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight")
+    assert lines[1].startswith("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1]")
+    assert lines[2].startswith("aten::convolution(") and "bool transposed" in lines[2]
     text = summary_text(summary_dict(index))  # (the summary names the candidates as before)
-    assert "candidates: aten::conv2d, aten::convolution" in text
+    assert "candidates: aten::_native_batch_norm_legit_no_training, aten::conv2d, aten::convolution" in text
+    truth = {_nodes(c): c.target for c in open_index(ZOO / "convnet.onnx").provenance.calls}
+    named = [c for c in recognised(stripped("convnet", stripped_dir)) if "aten::conv2d" in c.ruled_out]
+    assert len(named) == 6 and all(c.target == truth[_nodes(c)] == "aten::_native_batch_norm_legit_no_training"
+                                   and c.ruled_out == ("aten::conv2d", "aten::convolution") for c in named)

@@ -87,6 +87,9 @@ class Template:
     # "fused": the body the optimizer makes of this call and one before it (a view of a view: one Reshape, no
     # ``allowzero``), not a lone call's lowering: no evidence that a longer body is lone calls (``chain_of_calls``)
     form: str = ""
+    # the name FX gave the body's output in its export where it is not the op's (a batch norm fused into a Conv makes
+    # ``getitem``, its first result's): what the name of a graph's value says of this body (``recognise_names``)
+    named: str = ""
 
     @property
     def sink(self) -> int:
@@ -187,12 +190,12 @@ def parse_template(line: str) -> Template:
     tensors = raw.get("xp", [])
     if not isinstance(tensors, list) or not all(isinstance(p, str) for p in tensors):
         raise ValueError("bad tensor parameters")
-    form = raw.get("form", "")
-    if not isinstance(form, str):
-        raise ValueError("bad form")
+    form, named = raw.get("form", ""), raw.get("named", "")
+    if not isinstance(form, str) or not isinstance(named, str):
+        raise ValueError("bad form or name")
     return Template(str(raw["name"]), str(raw["target"]), tuple(nodes),
                     tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]),
-                    tuple(tensors), form)
+                    tuple(tensors), form, named)
 
 
 def template_json(t: Template) -> str:
@@ -200,7 +203,8 @@ def template_json(t: Template) -> str:
               {k: slot_json(s) for k, s in n.attributes}, n.outputs] for n in t.nodes]
     return json.dumps({"name": t.name, "target": t.target, "nodes": nodes,
                        "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs],
-                       **({"xp": list(t.tensors)} if any(t.tensors) else {}), **({"form": t.form} if t.form else {})},
+                       **({"xp": list(t.tensors)} if any(t.tensors) else {}), **({"form": t.form} if t.form else {}),
+                       **({"named": t.named} if t.named else {})},
                       sort_keys=True, separators=(",", ":"))
 
 

@@ -53,7 +53,7 @@ from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
-from inspector.core.model.recognise_names import by_name, named_op, output_name, splits_calls
+from inspector.core.model.recognise_names import named_op, output_name, splits_calls
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
 from inspector.core.model.recognise_templates import (
@@ -449,7 +449,7 @@ class _ByName:
 
     def __init__(self, matcher: Matcher, fits: list[tuple[Template, _Match]], verdict: _Verdict) -> None:
         self.matcher, self.fits, self.verdict = matcher, fits, verdict
-        self.ops = frozenset(map(op_name, verdict[1]))
+        self.ops = frozenset(n for t, _m in fits if t.target in verdict[1] for n in _names(t))
         self.by_op: dict[str, _Verdict] = {}
 
     def at(self, outputs: list[str]) -> _Verdict:
@@ -464,14 +464,19 @@ class _ByName:
 
 
 def _named(matcher: Matcher, fits: list[tuple[Template, _Match]], name: str) -> _Verdict | None:
-    """The verdict of the templates of ``fits`` (one body that fits several targets) whose op ``name``, the name of the
-    body's output, names as their call's (``recognise_names``); None when it names none of them, or all."""
-    kept = by_name(tuple(sorted({t.target for t, _m in fits})), name)
-    narrowed = [(t, m) for t, m in fits if t.target in kept]
+    """The verdict of the templates of ``fits`` (one body that fits several targets) that ``name``, the name of the
+    body's output, names: their op's FX name, or the name their export gave its output (``Template.named``: a batch
+    norm fused into a Conv makes ``getitem``) (``recognise_names``); None when it names none of them, or all."""
+    narrowed = [(t, m) for t, m in fits if named_op(name, _names(t)) is not None]
     if not narrowed or len(narrowed) == len(fits):
         return None
     templates, targets, arguments, _ = _verdict(matcher, [t for t, _m in narrowed], narrowed[0][1])
-    return templates, targets, arguments, tuple(sorted({t.target for t, _m in fits} - set(kept)))
+    return templates, targets, arguments, tuple(sorted({t.target for t, _m in fits} - set(targets)))
+
+
+def _names(t: Template) -> frozenset[str]:
+    """The names ``t``'s output takes as a call's (``_named``)."""
+    return frozenset((op_name(t.target), t.named)) if t.named else frozenset((op_name(t.target),))
 
 
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False, node: int = -1) -> bool:
