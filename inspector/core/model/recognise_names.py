@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 
-from inspector.core.aten.evidence import op_name
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import Template
 
@@ -62,16 +61,6 @@ def _is_op(name: str) -> bool:
 
 def _plain(name: str) -> bool:
     return name.replace("_", "a").isalnum() and name.isascii()
-
-
-def by_name(targets: Collection[str], name: str) -> tuple[str, ...]:
-    """Of ``targets`` (a body's candidates), those whose op ``name`` names as their call's output; all of them when it
-    names none."""
-    ops = {op_name(t) for t in targets}
-    op = named_op(name, ops)
-    if op is None:
-        return tuple(targets)
-    return tuple(t for t in targets if op_name(t) == op)
 
 
 def output_name(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[int, int]) -> str:
