@@ -7,7 +7,9 @@ is ``linear`` without bias, then ``add`` of a 2-D bias: MatMul then Add, which i
 ``t`` of a computed tensor, then ``matmul``, is linear's body without one. The graph's wiring cannot tell them apart,
 and a lone Reshape is ``view`` or ``_unsafe_view`` alike. Metadata stripping (the reason to recognise at all) keeps
 the names, and they tell: a value made and read inside a matched body that is named as a call's output is a boundary
-between two calls, and a body that fits several overloads is the one its output is named after.
+between two calls, and a body that fits several overloads is the one its output is named after: after its op, or as
+its template's export named it where that is another name (``Template.named``: a batch norm the optimizer fused into a
+Conv makes ``getitem``, its first result, where a convolution's call makes ``conv2d_3``).
 
 Measured on the exports whose metadata is the truth (the zoo's 23 dynamo exports and the 16 held-out ones of
 ``scripts/gen_heldout.py``): of 2,707 aten calls, 2,699 have an FX name that is their op's name (with a counter) and
