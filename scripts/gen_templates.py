@@ -17,8 +17,10 @@ view is one Reshape without ``allowzero``; a batch norm after a convolution is o
 hold the weights the fusion needs), of which the call's, the last, is cut; such a body is marked (``"form":
 "fused"``) and reads no argument back, and where FX named its output otherwise than after the op (the fused batch
 norm's Conv makes ``getitem``, the batch norm's first result) it keeps that name (``"named"``), which the matcher reads
-a graph's value names against. And exports with an argument passed as a size (``sized``: a slice to a tensor's length,
-whose end torchlib reshapes from the symbolic size).
+a graph's value names against, and the optimizer's rules that made it (``"rules"``: ``FuseBatchNormIntoConv``), which
+a call it recognises carries as a call with its metadata would: its values are the rewriter's, not torchlib's. And
+exports with an argument passed as a size (``sized``: a slice to a tensor's length, whose end torchlib reshapes from
+the symbolic size).
 
 Usage::
 
@@ -84,6 +86,7 @@ class Cut:
     outputs: list[tuple[int, int]]
     places: dict[tuple[str, int | str], str] = field(default_factory=dict)  # slot -> "Op.attr" / "Op[k]"
     named: str = ""  # the FX name of its first output without its counter, where that is not the op's name
+    rules: tuple[str, ...] = ()  # the optimizer's rewrite rules the exporter wrote on its nodes (``rule_name``)
     outside: list[str] = field(default_factory=list)  # the value of each outside tensor (``x`` operand), in order
 
     def structure(self) -> str:
@@ -122,7 +125,7 @@ def cut(path: Path, target: str, last: bool = False) -> Cut | None:
     produced: dict[str, tuple[int, int]] = {}
     slot_of: dict[str, int] = {}
     outside: dict[str, int] = {}
-    out = Cut(call.target, [], [], [])
+    out = Cut(call.target, [], [], [], rules=tuple(call.rule_names))
     for i in members:
         n = g.node[i]
         if (n.op_type == "Constant" and n.domain in ("", "ai.onnx")) or i in folded:
@@ -304,10 +307,11 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
             nodes = [replace(n, attributes=tuple((name, _inherit(s, ref.places.get((f"a{j}", name), ""), base_masks))
                                                  for name, s in n.attributes))
                      for j, n in enumerate(nodes)]
-        named = {c.named for _w, c in group}
+        named, rules = {c.named for _w, c in group}, {c.rules for _w, c in group}
         out.append(Template(f"{observed}#{k}", observed, tuple(nodes), tuple(consts),
                             tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group]), form,
-                            named.pop() if len(named) == 1 and form else ""))
+                            named.pop() if len(named) == 1 and form else "",
+                            rules.pop() if len(rules) == 1 and form else ()))
     return out
 
 
@@ -402,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     lines: list[str] = []
     count: dict[str, int] = {}
     bodies: set[str] = set()
+    # a shipped body by what it is without the notes its exports give (``_unnoted``): its line, written again with
+    # the notes its exports give now (a fused body's ``named`` and ``rules``), under its own name
+    shipped: dict[str, int] = {}
     if args.only is not None:  # the shipped lines first, as they are; what is new after its overload's last
         for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
             if line and not line.startswith("#"):
@@ -409,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.replace and t.target in args.only:
                     continue
                 bodies.add(template_json(replace(t, name="")))
+                shipped[_unnoted(t)] = len(lines)
                 count[t.target] = count.get(t.target, -1) + 1
                 lines.append(line)
     for _other, _folder, t in sorted(found, key=lambda x: (x[2].target, x[0], x[1], x[2].name)):
@@ -416,6 +424,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         body = template_json(replace(t, name=""))
         if body in bodies:
+            continue
+        at = shipped.get(_unnoted(t))
+        if at is not None:
+            lines[at] = template_json(replace(t, name=json.loads(lines[at])["name"]))
+            bodies.add(body)
             continue
         bodies.add(body)
         k = count[t.target] = count.get(t.target, -1) + 1
@@ -425,6 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     CATALOGUE.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} templates of {len({json.loads(s)['target'] for s in lines})} overloads", file=sys.stderr)
     return 0
+
+
+def _unnoted(t: Template) -> str:
+    """``t`` as the matcher matches it, without its name and the notes its exports give (``named``, ``rules``)."""
+    return template_json(replace(t, name="", named="", rules=()))
 
 
 if __name__ == "__main__":

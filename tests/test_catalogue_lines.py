@@ -18,10 +18,13 @@ def test_every_line_reads_back_to_itself() -> None:
     assert len(lines) == len(load_templates()) > 400
     assert [template_json(parse_template(line)) for line in lines] == lines
     fused = [t for t in load_templates() if t.form]
-    assert [(t.name, t.form, t.named) for t in fused] == [
-        ("aten::_native_batch_norm_legit_no_training#8", "fused", "getitem"),  # (its Conv's output: the batch norm's
-        ("aten::_native_batch_norm_legit_no_training#9", "fused", "getitem"),  # first result, ``getitem`` in FX)
-        ("aten::view#4", "fused", "")]
+    assert [(t.name, t.form, t.named, t.rules) for t in fused] == [
+        # (its Conv's output: the batch norm's first result, ``getitem`` in FX; the rules as its export's node says)
+        ("aten::_native_batch_norm_legit_no_training#8", "fused", "getitem", ("FuseBatchNormIntoConv",)),
+        ("aten::_native_batch_norm_legit_no_training#9", "fused", "getitem",
+         ("RemoveOptionalBiasFromConv, FuseBatchNormIntoConv, RemoveOptionalBiasFromConv",)),
+        ("aten::view#4", "fused", "", ("ReshapeReshape",))]
+    assert not any(t.named or t.rules for t in load_templates() if not t.form)  # (a lone call's body has neither)
     view = fused[-1]
     assert view.nodes[0].attributes == () and not view.constants[0].relation  # (no size is read back)
     # (a batch norm fused into a Conv: what the convolution's arguments wrote is masked, as moved by no argument of the
@@ -31,10 +34,11 @@ def test_every_line_reads_back_to_itself() -> None:
                for t in fused[:2] for name, s in t.nodes[0].attributes if name != "auto_pad")
 
 
-def test_a_name_that_is_no_string_is_refused() -> None:
+@pytest.mark.parametrize(("field", "value"), [("named", 3), ("rules", "FuseBatchNormIntoConv"), ("rules", [1])])
+def test_a_name_or_rules_of_another_type_are_refused(field: str, value: object) -> None:
     line = next(line for line in read_resource_lines(CATALOGUE_FILE) or [] if '"named"' in line)
     raw = json.loads(line)
-    raw["named"] = 3
+    raw[field] = value
     with pytest.raises(ValueError):
         parse_template(json.dumps(raw))
 

@@ -139,3 +139,20 @@ def test_a_recognised_call_is_named_as_torch_named_it(tmp_path: Path) -> None:
     calls = [c for c in open_index(renamed).provenance.calls if c.recognised]
     # (but the head: the graph's outputs keep their names, and its logits are ``linear_16``)
     assert [(k, c.name) for k, c in enumerate(calls) if c.name != f"recognised_{k}"] == [(107, "linear_16")]
+
+
+def test_a_fused_body_carries_the_rules_that_made_it_as_torch_wrote_them(tmp_path: Path) -> None:
+    """A call recognised by a fused template (``"form": "fused"``) carries the optimizer's rewrite rules its export's
+    node carried (``Template.rules``: the batch norm fused into a Conv, a view of a view), as a call with its metadata
+    does, so that its values are not said to be torchlib's. On every dynamo export of the zoo, each such call's rules
+    are those torch's metadata wrote on that call: convnet's six batch norms, gpt2's and gpt2_dynamic's fused views
+    (two each)."""
+    carried = 0
+    for path in zoo_dynamo():
+        truth = {tuple(int(p[0]) for p in c.node_paths): c.rule_names for c in open_index(path).provenance.calls
+                 if c.scope == MAIN}
+        for call in open_index(stripped_file(path, tmp_path)).provenance.calls:
+            if call.recognised and call.rule_names:
+                assert truth.get(tuple(int(p[0]) for p in call.node_paths)) == call.rule_names, (path.stem, call.name)
+                carried += 1
+    assert carried == 10

@@ -90,6 +90,9 @@ class Template:
     # the name FX gave the body's output in its export where it is not the op's (a batch norm fused into a Conv makes
     # ``getitem``, its first result's): what the name of a graph's value says of this body (``recognise_names``)
     named: str = ""
+    # the optimizer's rewrite rules that made a fused body (its export's ``pkg.onnxscript.rewriter.rule_name``): a call
+    # recognised by it carries them, as a call with its metadata does, so its values are not said to be torchlib's
+    rules: tuple[str, ...] = ()
 
     @property
     def sink(self) -> int:
@@ -190,12 +193,13 @@ def parse_template(line: str) -> Template:
     tensors = raw.get("xp", [])
     if not isinstance(tensors, list) or not all(isinstance(p, str) for p in tensors):
         raise ValueError("bad tensor parameters")
-    form, named = raw.get("form", ""), raw.get("named", "")
-    if not isinstance(form, str) or not isinstance(named, str):
-        raise ValueError("bad form or name")
+    form, named, rules = raw.get("form", ""), raw.get("named", ""), raw.get("rules", [])
+    if not isinstance(form, str) or not isinstance(named, str) or not isinstance(rules, list) \
+            or not all(isinstance(r, str) for r in rules):
+        raise ValueError("bad form, name or rules")
     return Template(str(raw["name"]), str(raw["target"]), tuple(nodes),
                     tuple(_slot(c) for c in raw["consts"]), tuple((int(j), int(o)) for j, o in raw["outputs"]),
-                    tuple(tensors), form, named)
+                    tuple(tensors), form, named, tuple(rules))
 
 
 def template_json(t: Template) -> str:
@@ -204,7 +208,7 @@ def template_json(t: Template) -> str:
     return json.dumps({"name": t.name, "target": t.target, "nodes": nodes,
                        "consts": [slot_json(c) for c in t.constants], "outputs": [list(o) for o in t.outputs],
                        **({"xp": list(t.tensors)} if any(t.tensors) else {}), **({"form": t.form} if t.form else {}),
-                       **({"named": t.named} if t.named else {})},
+                       **({"named": t.named} if t.named else {}), **({"rules": list(t.rules)} if t.rules else {})},
                       sort_keys=True, separators=(",", ":"))
 
 

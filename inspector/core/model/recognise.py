@@ -552,7 +552,10 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         return []
     # one verdict's target, raw target and FX text tail: by the verdict (the calls of one signature share its object)
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
-    texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+    texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+    # the optimizer's rules that made a fused body (``Template.rules``): a call of it carries them, as one with its
+    # metadata does, so that its values are said to be the rewriter's, not torchlib's
+    rules_of = {t.name: t.rules for t in templates if t.rules}
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
     nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
@@ -569,10 +572,11 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                 kwargs = ", ".join(f"{p}: {v!r}" for p, v in arguments)
                 text = shared[key] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
                                                    f"kwargs = {{{kwargs}}})")
-            got = texts[id(verdict)] = (*text, templates_, candidates, ruled_out)
-        target, raw, tail, names, candidates, ruled_out = got
+            rules = tuple(sorted({r for n in templates_ for r in rules_of.get(n, ())})) if rules_of else ()
+            got = texts[id(verdict)] = (*text, templates_, candidates, ruled_out, rules)
+        target, raw, tail, names, candidates, ruled_out, rules = got
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)
-        out.append(make(k, members, raw, target, names, candidates, tail, protos, ruled_out))
+        out.append(make(k, members, raw, target, names, candidates, tail, protos, ruled_out, rules))
     return out
 
 

@@ -149,7 +149,8 @@ _STORED = ("_number", "_tail", "_name", "_node", "_paths", "raw_target", "target
 
 def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target: str,
                     recognised: tuple[str, ...], candidates: tuple[str, ...], tail: str,
-                    graph_nodes: Sequence[onnx.NodeProto], ruled_out: tuple[str, ...] = ()) -> RecognisedCall:
+                    graph_nodes: Sequence[onnx.NodeProto], ruled_out: tuple[str, ...] = (),
+                    rule_names: tuple[str, ...] = ()) -> RecognisedCall:
     """The matcher's call numbered ``number`` (its FX name's), of the main-graph nodes ``nodes`` (in order) of
     ``graph_nodes``; ``tail``: its FX text after the name. Every field set here, none through a property, and no name,
     FX text or one-node path list made (the dataclass's ``__init__`` with every field, ``first_node`` through its
@@ -163,7 +164,7 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
         c._node, c._paths = None, list(zip(nodes))
     c.raw_target, c.target, c.recognised, c.candidates, c.ruled_out = raw_target, target, recognised, candidates, \
         ruled_out
-    c.scope, c.rule_names, c.scopes_text = MAIN, (), ""
+    c.scope, c.rule_names, c.scopes_text = MAIN, rule_names, ""  # (a fused template's rules: ``Template.rules``)
     c._fx = c._meta = c._module_path = None
     c._parsed = False
     _FIRST_NODE.__set__(c, None)
