@@ -57,7 +57,8 @@ def _names_op(name: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _is_op(name: str) -> bool:
-    """Whether ``aten::name`` has a schema (any overload), found in the catalogue's text without keying all of it."""
+    """Whether ``aten::name`` has a schema (any overload): the first look-up keys the schema catalogue by op (3-4 ms,
+    once per process, and only for a graph with a value inside a matched body that is not named ``val_<n>``)."""
     return bool(name) and bool(SchemaCatalogue.default().overloads("aten::" + name)) if _plain(name) else False
 
 
