@@ -170,13 +170,13 @@ def test_a_target_kept_by_its_outputs_name_says_what_else_fits(qtbot, gpt2_strip
     view = next(a for a in data["aten_targets"] if a["target"] == "aten::view")
     assert view["recognised"]["candidates"] == ["aten::view"]
     assert view["recognised"]["ruled_out_by_name"] == ["aten::_unsafe_view"]
-    assert "also fits aten::_unsafe_view: ruled out by the outputs' names" in summary_text(data)
+    assert "also fits aten::_unsafe_view: ruled out by the names of its values" in summary_text(data)
     report = build_report(gpt2_stripped, graphs=False)
     rdata = json.loads(render_json(report))
     jsonschema.validate(rdata, SCHEMA)
     views = [b for b in _bodies(rdata)["aten::view"] if "ruled_out_by_name" in b.get("recognised", {})]
     assert views and all(b["recognised"]["ruled_out_by_name"] == ["aten::_unsafe_view"] for b in views)
-    said = "(no fx metadata); also fits aten::matmul: ruled out by the outputs' names"  # (its linear of one node)
+    said = "(no fx metadata); also fits aten::matmul: ruled out by the names of its values"  # (its linear of one node)
     assert html.escape(said) in render_html(report) and said in render_markdown(report)
     call = next(c for c in gpt2_stripped.provenance.calls if c.ruled_out == ("aten::_unsafe_view",))
     sel = Analyses(gpt2_stripped).selection(call)
@@ -184,7 +184,7 @@ def test_a_target_kept_by_its_outputs_name_says_what_else_fits(qtbot, gpt2_strip
     panel = SignaturePanel()
     qtbot.addWidget(panel)
     panel.show_selection(sel)
-    assert "Also fits aten::_unsafe_view: ruled out by its output's name" in panel.view.toPlainText()
+    assert "Also fits aten::_unsafe_view: ruled out by the names of its values" in panel.view.toPlainText()
     panel.show_selection(dataclasses.replace(sel, ruled_out=("<i>a</i>&amp;",)))
     assert "Also fits <i>a</i>&amp;: ruled out" in panel.view.toPlainText()
     body = next(b for f in report.families for b in f.bodies if b.ruled_out)

@@ -156,3 +156,49 @@ def test_a_fused_body_carries_the_rules_that_made_it_as_torch_wrote_them(tmp_pat
                 assert truth.get(tuple(int(p[0]) for p in call.node_paths)) == call.rule_names, (path.stem, call.name)
                 carried += 1
     assert carried == 10
+
+
+def test_a_constant_named_as_a_number_or_as_a_call_tells_scalar_from_tensor(tmp_path: Path) -> None:
+    """Overloads of one op whose bodies are one structure (``Pow(x, c)``: ``pow.Tensor_Scalar``, ``pow.Tensor_Tensor``;
+    ``Equal`` then ``Not``: ``ne.Scalar``, ``ne.Tensor``) are told apart by the constant's name (``recognise_narrow``):
+    a number torchlib made a tensor of inside the call is ``val_<n>``, a Tensor argument is made outside it (clip's and
+    cond's folded ``scalar_tensor_default``). On every dynamo export of the zoo, 40 recognised calls have a sibling
+    overload of their op ruled out so, each the target torch's metadata names; no recognised call has its true target
+    ruled out by any name."""
+    narrowed: dict[str, int] = {}
+    for path in zoo_dynamo():
+        truth = {tuple(int(p[0]) for p in c.node_paths): c.target for c in open_index(path).provenance.calls
+                 if c.scope == MAIN}
+        for call in open_index(stripped_file(path, tmp_path)).provenance.calls:
+            true = truth.get(tuple(int(p[0]) for p in call.node_paths))
+            if not call.recognised or true is None:
+                continue
+            assert true not in call.ruled_out, (path.stem, call.name)
+            if any(op_name(r) == op_name(call.target) for r in call.ruled_out):
+                assert call.target == true, (path.stem, call.name)
+                narrowed[call.target] = narrowed.get(call.target, 0) + 1
+    assert narrowed == {"aten::pow.Tensor_Scalar": 28, "aten::ge.Scalar": 3, "aten::where.ScalarOther": 3,
+                        "aten::ne.Scalar": 2, "aten::lt.Scalar": 2, "aten::gt.Scalar": 1, "aten::gt.Tensor": 1}
+
+
+@pytest.mark.parametrize(("name", "targets"), [
+    ("val_100", ["aten::pow.Tensor_Scalar"]),  # as the exporter named it: a number's constant
+    ("scalar_tensor_default", ["aten::pow.Tensor_Tensor"]),  # a folded call's output: a Tensor argument
+    ("/model/Constant_output_0", ["recognised::pow_Tensor_Scalar_or_pow_Tensor_Tensor"]),  # renamed: says nothing
+    ("model.layers.0.norm.exponent", ["recognised::pow_Tensor_Scalar_or_pow_Tensor_Tensor"]),  # a state-dict name
+])
+def test_the_exponent_of_each_rmsnorm_is_read_by_its_name(tmp_path: Path, name: str, targets: list[str]) -> None:
+    """The stripped Llama's five RMSNorm ``Pow`` nodes read one exponent (``val_100``, 2.0): renamed, the same graph's
+    calls are what the new name says, or keep both candidates where it says nothing."""
+    model = stripped_model(ZOO / "llama_gqa.onnx")
+    g = model.graph
+    if name != "val_100":
+        assert name not in {t.name for t in g.initializer}
+        next(t for t in g.initializer if t.name == "val_100").name = name
+        for node in g.node:
+            node.input[:] = [name if v == "val_100" else v for v in node.input]
+    path = tmp_path / "renamed.onnx"
+    onnx.save(model, str(path))
+    pows = [c for c in open_index(path).provenance.calls if c.recognised and "pow" in c.target]
+    assert sorted({c.target for c in pows}) == targets and len(pows) == 5
+    assert all(len(c.ruled_out) == (len(c.candidates) == 1) for c in pows)

@@ -33,7 +33,7 @@ def _expected_targets(index: ModelIndex) -> list[dict[str, Any]]:
             row["recognised"] = {"calls": len(recognised),
                                  "templates": sorted({t for c in recognised for t in c.recognised}),
                                  "candidates": sorted({t for c in recognised for t in c.candidates})}
-            if any(c.ruled_out for c in recognised):  # (ruled out by the outputs' names: ``recognise_names``)
+            if any(c.ruled_out for c in recognised):  # (ruled out by the names of its values: ``recognise_narrow``)
                 row["recognised"]["ruled_out_by_name"] = sorted({t for c in recognised for t in c.ruled_out})
         rows.append(row)
     return rows

@@ -11,7 +11,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.aten.torchlib import torchlib_json
-from inspector.core.model.calls import AtenCall
+from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.index import Family, ModelIndex
 from inspector.core.util.units import human_size
 
@@ -191,7 +191,7 @@ def summary_text(data: dict[str, Any]) -> str:
             if len(r["candidates"]) > 1:
                 lines.append(f"      ambiguous body, candidates: {', '.join(r['candidates'])}")
             if r.get("ruled_out_by_name"):
-                lines.append(f"      also fits {', '.join(r['ruled_out_by_name'])}: ruled out by the outputs' names")
+                lines.append(f"      also fits {', '.join(r['ruled_out_by_name'])}: {RULED_OUT}")
         fam = next((f for f in data["families"] if f["kind"] == "aten_call"
                     and any(o["target"] == a["target"] for o in f["overloads"])), None)
         if fam is not None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
-from inspector.core.model.calls import AtenCall
+from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import ModelIndex, Overload
 from inspector.gui.text import tooltip
@@ -358,7 +358,7 @@ def recognised_note(obj: object) -> str:
     if not names:
         return ""
     ruled_out = sorted({t for c in calls for t in c.ruled_out})
-    named = f"; also fits {', '.join(ruled_out)}: ruled out by the outputs' names" if ruled_out else ""
+    named = f"; also fits {', '.join(ruled_out)}: {RULED_OUT}" if ruled_out else ""
     return f"\nrecognised by template{'s' if len(names) != 1 else ''} {', '.join(names)} (no fx metadata){named}"
 
 

@@ -12,6 +12,7 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
 from inspector.core.aten.torchlib import torchlib_for, torchlib_version
+from inspector.core.model.calls import RULED_OUT
 from inspector.core.specialise.bodytext import Line, body_lines, signature_line
 from inspector.core.specialise.categories import (
     TEXT_COLOUR,
@@ -269,7 +270,7 @@ def _recognised(sel: Selection) -> Rich:
     names = rich(*(rich(", " if k else "", tag("code", t)) for k, t in enumerate(sel.recognised)))
     ambiguous = (rich(BR, "Ambiguous body, candidates: ", ", ".join(sel.candidates))
                  if len(sel.candidates) > 1 else "")
-    named = (rich(BR, "Also fits ", ", ".join(sel.ruled_out), ": ruled out by its output's name")
+    named = (rich(BR, "Also fits ", ", ".join(sel.ruled_out), ": ", RULED_OUT)
              if sel.ruled_out else "")
     return tag("p", tag("small", f"Recognised by template{'s' if n != 1 else ''} ", names,
                         " (its nodes carry no fx metadata)", ambiguous, named))

@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from inspector.core.diff import Change, ModelDiff
+from inspector.core.model.calls import RULED_OUT
 from inspector.core.model.index import ModelFacts
 from inspector.core.model.parameters import ParameterStats
 from inspector.core.specialise.categories import Category
@@ -181,7 +182,7 @@ class BodyInfo:
         if len(self.candidates) > 1:
             text += f"; ambiguous body, candidates: {', '.join(self.candidates)}"
         if self.ruled_out:
-            text += f"; also fits {', '.join(self.ruled_out)}: ruled out by the outputs' names"
+            text += f"; also fits {', '.join(self.ruled_out)}: {RULED_OUT}"
         return text
 
     @property

@@ -19,6 +19,7 @@ from inspector.core.model.keys import FunctionKey, GraphScope, MainGraph
 from inspector.core.model.walk import NodePath, as_text
 
 FX_NODE = "pkg.torch.onnx.fx_node"
+RULED_OUT = "ruled out by the names of its values"  # why a recognised call's other fits are not its target
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 RULE_NAME = "pkg.onnxscript.rewriter.rule_name"
 NAMESPACE = "namespace"
@@ -52,8 +53,9 @@ class AtenCall:
     # targets they stand for (several: an ambiguous body, whose ``target`` names no single aten overload)
     recognised: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
-    # ... and the targets the body fits too that the name of its output rules out (``recognise_names``: the exporter
-    # names a call's output after its op), so that a reader sees why one target of several was kept
+    # ... and the targets the body fits too that the names of its values rule out (``recognise_narrow``: the exporter
+    # names a call's output after its op, and a number the call made a constant of ``val_<n>``), so that a reader sees
+    # why one target of several was kept (``RULED_OUT``, wherever it is shown)
     ruled_out: tuple[str, ...] = ()
 
     @property

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 from operator import itemgetter
 from typing import Any
 
 import onnx
 
-from inspector.core.aten.evidence import op_name
 from inspector.core.aten.templates import (
     Template,
     load_templates,
@@ -53,7 +53,8 @@ from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
-from inspector.core.model.recognise_names import named_op, output_name, splits_calls
+from inspector.core.model.recognise_names import output_name, splits_calls
+from inspector.core.model.recognise_narrow import ByName, Verdict, narrowed, reads_keep
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
 from inspector.core.model.recognise_templates import (
@@ -135,21 +136,22 @@ class Matcher:
         self._one_node: list[bool | None] = [None] * count  # per signature: whether a one-node match is one per node
         self._aliases: dict[tuple[str, ...], list[Template]] = {}
         self._types: dict[str, dict[str, str]] = {}  # target -> parameter -> schema type
-        self._verdicts: dict[tuple[object, ...], _Verdict] = {}  # (``_verdict``)
+        self._verdicts: dict[tuple[object, ...], Verdict] = {}  # (``_verdict``)
         self._deep: dict[tuple[int, tuple[int, ...]], list[tuple[list[Template], tuple[int, ...]]]] = {}
         self._readers = FirstReaders(maps)  # value -> the first node reading it
         self._later: set[int] = set()  # anchors of calls that reuse a common subexpression of an earlier call
         self._twins: dict[tuple[str, frozenset[tuple[Key, int]]], list[int]] = {}  # (``twin_escapes``)
+        self._verdict_of = partial(_verdict, self)  # (what ``recognise_narrow`` narrows a verdict with)
 
     def run(self) -> list[Recognised]:
         nodes, verdicts = self.calls()
         return [Recognised(n, *v) for n, v in zip(nodes, verdicts)]
 
-    def calls(self) -> tuple[list[tuple[int, ...]], list[_Verdict]]:
+    def calls(self) -> tuple[list[tuple[int, ...]], list[Verdict]]:
         """The calls found, in graph order: each call's nodes, and its verdict (one object for the calls of one
         signature): ``run`` without an object per call (``recognised_calls`` makes the AtenCall)."""
         found_nodes: list[tuple[int, ...] | None] = [None] * len(self.graph.node)  # by a call's first node
-        found: list[_Verdict | None] = [None] * len(self.graph.node)
+        found: list[Verdict | None] = [None] * len(self.graph.node)
         sids = self._sids
         # where a multi-node template could end, per signature (``_groups`` of its last node, which the backward pass
         # meets first), picked out in C: 9.4k of the 100k Llama replica's nodes, not a Python loop over each
@@ -168,7 +170,7 @@ class Matcher:
         return [n for n in found_nodes if n is not None], [v for v in found if v is not None]
 
     def _call_at(self, i: int, groups: list[list[Template]], found_nodes: list[tuple[int, ...] | None],
-                 found: list[_Verdict | None], reuse: bool = False) -> None:
+                 found: list[Verdict | None], reuse: bool = False) -> None:
         """The multi-node call ending at node ``i``, if one of ``groups`` fits there, placed by its first node."""
         fits: list[tuple[Template, _Match]] = []
         for group in self._feeders(i, groups):
@@ -183,25 +185,26 @@ class Matcher:
             first = fits[0][1]
             members = self._take(set(first.nodes.values()) | first.extra)
             verdict = _verdict(self, [t for t, _ in fits], first)
-            if len(verdict[1]) > 1:
-                verdict = _named(self, fits, output_name(self.maps.outputs, fits[0][0], first.nodes)) or verdict
+            if len(verdict[1]) > 1:  # (narrowed by the names of its output and of the constants it reads)
+                verdict = narrowed(self._verdict_of, fits, output_name(self.maps.outputs, fits[0][0], first.nodes),
+                                   reads_keep(fits, self.maps.inputs, self.constants.is_constant)) or verdict
             found_nodes[members[0]], found[members[0]] = members, verdict
 
-    def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[_Verdict | None]) -> None:
+    def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
-        seen: dict[int, _Verdict | _ByName | None] = {}
+        seen: dict[int, Verdict | ByName | None] = {}
         # signatures whose every node is a call of their verdict, of the node alone (no Constant node read: ``_take``),
         # known after their first node: one look-up each other node (0.026 -> 0.017 s at 100k nodes, CPU, best of 5);
-        # a body that fits several targets is narrowed at each node by its output's name (``_ByName``)
-        alone: dict[int, _Verdict | _ByName] = {}
-        sids, signatures, keys, taken, outputs = self._sids, self._signatures, self._keys, self.taken, self.maps.outputs
+        # a body that fits several targets is narrowed at each node by the names of its values (``ByName``)
+        alone: dict[int, Verdict | ByName] = {}
+        sids, signatures, keys, taken = self._sids, self._signatures, self._keys, self.taken
         for i in range(len(found) - 1, -1, -1):  # backwards: a Reshape takes the Concat that computes its shape
             if i in taken or keys[i][1] == CONSTANT:
                 continue
             verdict = alone.get(sids[i])
             if verdict is not None:
                 taken.add(i)
-                found_nodes[i], found[i] = (i,), verdict.at(outputs[i]) if isinstance(verdict, _ByName) else verdict
+                found_nodes[i], found[i] = (i,), verdict.at(i) if isinstance(verdict, ByName) else verdict
                 continue
             # a one-node body, or a longer one whose other nodes the optimizer folded (a MatMul reading a constant
             # weight is matmul, or linear without bias whose Transpose was folded): every such template is a candidate.
@@ -216,15 +219,15 @@ class Matcher:
                         if m is not None and len(m.nodes) == 1 for u in group if self._lengths.fit(u, m.attributes)]
                 verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
                 if verdict is not None and len(verdict[1]) > 1:
-                    verdict = _ByName(self, fits, verdict)
+                    verdict = ByName(self._verdict_of, fits, verdict, self.constants.is_constant, self.maps.inputs,
+                                     self.maps.outputs)
                 if alike:
                     seen[sid] = verdict
                     if verdict is not None and not signatures.reads_constant_node(sid):
                         alone[sid] = verdict
             if verdict is not None:
                 nodes = self._take({i} | (fits[0][1].extra if fits else set()))
-                found_nodes[nodes[0]], found[nodes[0]] = nodes, verdict.at(outputs[i]) if isinstance(
-                    verdict, _ByName) else verdict
+                found_nodes[nodes[0]], found[nodes[0]] = nodes, _at(verdict, i)
 
     def _take(self, members: set[int]) -> tuple[int, ...]:
         """A call's nodes, taken: ``members`` and the Constant nodes that belong to it (a Constant node belongs to
@@ -406,12 +409,15 @@ class Matcher:
         return True
 
 
-# templates, targets, arguments, and the targets the body fits too that its output's name rules out (``_named``)
-_Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
 _UNSEEN: Any = object()
 
 
-def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Verdict:
+def _at(verdict: Verdict | ByName, i: int) -> Verdict:
+    """The verdict of the call of graph node ``i``: a body's, or narrowed by the names of node ``i``'s values."""
+    return verdict.at(i) if isinstance(verdict, ByName) else verdict
+
+
+def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> Verdict:
     """The templates that fit one body (public aliases dropped), their targets, and the arguments the first one's
     evidence gives back where there is one target."""
     names, base = tuple(t.name for t in templates), templates[0]
@@ -439,44 +445,6 @@ def _verdict(matcher: Matcher, templates: list[Template], first: _Match) -> _Ver
         args = tuple(sorted(template_arguments(t, constants, first.attributes, matcher._types).items()))
         got = matcher._verdicts[key] = (tuple(t.name for t in templates), targets, args, ())
     return got
-
-
-class _ByName:
-    """The verdict of a one-node body that fits several targets, narrowed at each call by the name of its output
-    (``recognise_names``), worked out once per op named."""
-
-    __slots__ = ("by_op", "fits", "matcher", "ops", "verdict")
-
-    def __init__(self, matcher: Matcher, fits: list[tuple[Template, _Match]], verdict: _Verdict) -> None:
-        self.matcher, self.fits, self.verdict = matcher, fits, verdict
-        self.ops = frozenset(n for t, _m in fits if t.target in verdict[1] for n in _names(t))
-        self.by_op: dict[str, _Verdict] = {}
-
-    def at(self, outputs: list[str]) -> _Verdict:
-        """The verdict of the call that makes ``outputs``."""
-        op = named_op(outputs[0], self.ops) if outputs else None
-        if op is None:
-            return self.verdict
-        got = self.by_op.get(op)
-        if got is None:
-            got = self.by_op[op] = _named(self.matcher, self.fits, op) or self.verdict
-        return got
-
-
-def _named(matcher: Matcher, fits: list[tuple[Template, _Match]], name: str) -> _Verdict | None:
-    """The verdict of the templates of ``fits`` (one body that fits several targets) that ``name``, the name of the
-    body's output, names: their op's FX name, or the name their export gave its output (``Template.named``: a batch
-    norm fused into a Conv makes ``getitem``) (``recognise_names``); None when it names none of them, or all."""
-    narrowed = [(t, m) for t, m in fits if named_op(name, _names(t)) is not None]
-    if not narrowed or len(narrowed) == len(fits):
-        return None
-    templates, targets, arguments, _ = _verdict(matcher, [t for t, _m in narrowed], narrowed[0][1])
-    return templates, targets, arguments, tuple(sorted({t.target for t, _m in fits} - set(targets)))
-
-
-def _names(t: Template) -> frozenset[str]:
-    """The names ``t``'s output takes as a call's (``_named``)."""
-    return frozenset((op_name(t.target), t.named)) if t.named else frozenset((op_name(t.target),))
 
 
 def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = False, node: int = -1) -> bool:

@@ -14,16 +14,21 @@ Conv makes ``getitem``, its first result, where a convolution's call makes ``con
 Measured on the exports whose metadata is the truth (the zoo's 23 dynamo exports and the 16 held-out ones of
 ``scripts/gen_heldout.py``): of 2,707 aten calls, 2,699 have an FX name that is their op's name (with a counter) and
 2,628 an output of that name (the others: batch norms, whose outputs are ``getitem``'s, and values shared with another
-call); of 2,163 values made and read inside one call, every one is named ``val_<n>``. A name proves nothing alone: it
-narrows the candidates that the structure allows (never adds one), and a name that is no aten op's FX name (a graph
-renamed by another tool: ``/model/MatMul_output_0``) says nothing. The threat is a hostile model: names are only
+call); of 2,163 values made and read inside one call, every one is named ``val_<n>``. The constants a body reads
+are named so too: a number passed to the call is made a tensor inside its body (``val_<n>``), a Tensor argument comes
+from outside it, named as another call's output (``constant_says``; ``recognise_narrow`` tells ``pow.Tensor_Scalar``
+from ``pow.Tensor_Tensor`` by it). A node a graph pass made is named after its overload as well
+(``scalar_tensor_default``). A name proves nothing alone: it narrows the candidates that the structure allows (never
+adds one), and a name that is no aten op's FX name (a graph renamed by another tool: ``/model/MatMul_output_0``) says
+nothing. The threat is a hostile model: names are only
 compared with the catalogue's op names, never evaluated or shown from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
+from typing import Literal
 
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import Template
@@ -51,8 +56,13 @@ def is_call_output(name: str) -> bool:
 @lru_cache(maxsize=4096)
 def _names_op(name: str) -> bool:
     head, sep, tail = name.rpartition("_")
-    candidates = (name, head) if sep and tail.isdigit() and tail.isascii() else (name,)
-    return any(_is_op(c) for c in candidates)
+    base = head if sep and tail.isdigit() and tail.isascii() else name
+    # a node a graph pass made is named after its overload too: ``scalar_tensor_default`` (t5's relative position
+    # buckets; clip's and cond's, folded into constants by the optimizer, which keeps the name)
+    return any(_is_op(c) for c in (name, base, base.removesuffix(_DEFAULT)))
+
+
+_DEFAULT = "_default"
 
 
 @lru_cache(maxsize=4096)
@@ -64,6 +74,64 @@ def _is_op(name: str) -> bool:
 
 def _plain(name: str) -> bool:
     return name.replace("_", "a").isalnum() and name.isascii()
+
+
+def made_inside(name: str) -> bool:
+    """Whether ``name`` is named as a value made inside a call's torchlib body (``val_<n>``)."""
+    return name.startswith("val_") and name[4:].isdigit() and name.isascii()
+
+
+Read = Literal["x", "s"]  # how a template reads an operand: an outside tensor, or a constant a number moved (Scalar)
+
+
+def reads_of(t: Template, nodes: Mapping[int, int]) -> dict[tuple[int, int], Read]:
+    """(graph node, operand) -> how a match of ``t`` (template node -> graph node: ``nodes``) reads it, where it reads
+    an outside tensor (``x``) or a constant slot that a number moves (relation ``scalar``: a Scalar parameter, or a
+    number passed to a Tensor one)."""
+    out: dict[tuple[int, int], Read] = {}
+    for j, g in nodes.items():
+        for k, ref in enumerate(t.nodes[j].inputs):
+            if ref.kind == "x":
+                out[(g, k)] = "x"
+            elif ref.kind == "c" and t.constants[ref.a].relation == "scalar":
+                out[(g, k)] = "s"
+    return out
+
+
+def differing(reads: Sequence[Mapping[tuple[int, int], Read]]) -> list[tuple[int, int]]:
+    """The operands that the matches of one body (``reads_of`` each) read differently: the only ones whose names can
+    tell them apart (``pow.Tensor_Scalar`` reads its exponent as a number's constant, ``pow.Tensor_Tensor`` as a
+    tensor), in order."""
+    every = sorted({p for r in reads for p in r})
+    return [p for p in every if len({r.get(p) for r in reads}) > 1]
+
+
+def constant_says(name: str) -> Read | None:
+    """How a constant named ``name`` was read by the call it was made for: ``s``, made inside it from a number
+    (``val_<n>``: torchlib makes a number a tensor in the call's body); ``x``, made by another call (named as a call's
+    output: ``scalar_tensor_default``, read as a Tensor argument); None when the name says neither (a graph renamed by
+    another tool, a parameter's state-dict name)."""
+    if made_inside(name):
+        return "s"
+    return "x" if is_call_output(name) else None
+
+
+def reads_named(reads: Sequence[Mapping[tuple[int, int], Read]], at: Sequence[tuple[int, int]],
+                inputs: Sequence[Sequence[str]], constant: Callable[[str], bool]) -> list[bool]:
+    """Per match of one body (``reads_of`` each), whether the constants it reads at the operands ``at`` (``differing``)
+    are named as it reads them (``constant_says``): a tensor from outside is no ``val_<n>``, a number's constant no
+    call's output. Where a name says nothing, or the value is no constant, every match keeps."""
+    keep = [True] * len(reads)
+    for g, k in at:
+        ins = inputs[g]
+        value = ins[k] if k < len(ins) else ""
+        said = constant_says(value) if value and constant(value) else None
+        if said is not None:
+            for n, r in enumerate(reads):
+                got = r.get((g, k))
+                if got is not None and got != said:
+                    keep[n] = False
+    return keep
 
 
 def output_name(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[int, int]) -> str:
