@@ -176,7 +176,8 @@ def test_a_target_kept_by_its_outputs_name_says_what_else_fits(qtbot, gpt2_strip
     jsonschema.validate(rdata, SCHEMA)
     views = [b for b in _bodies(rdata)["aten::view"] if "ruled_out_by_name" in b.get("recognised", {})]
     assert views and all(b["recognised"]["ruled_out_by_name"] == ["aten::_unsafe_view"] for b in views)
-    said = "(no fx metadata); also fits aten::matmul: ruled out by the names of its values"  # (its linear of one node)
+    said = ("(no fx metadata); also fits aten::bmm, aten::dot, aten::matmul, aten::mm, aten::mv: ruled out by the "
+            "names of its values")  # (its linear of one node: a MatMul of what its folded Transpose made, val_<n>)
     assert html.escape(said) in render_html(report) and said in render_markdown(report)
     call = next(c for c in gpt2_stripped.provenance.calls if c.ruled_out == ("aten::_unsafe_view",))
     sel = Analyses(gpt2_stripped).selection(call)

@@ -53,7 +53,7 @@ from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
-from inspector.core.model.recognise_names import output_name, splits_calls
+from inspector.core.model.recognise_names import inside_named, output_name, splits_calls
 from inspector.core.model.recognise_narrow import ByName, Verdict, narrowed, reads_keep
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
@@ -180,8 +180,9 @@ class Matcher:
             m = self._match(t, i, 1 if reuse else 2, reuse)
             if m is not None and (not fits or _same_nodes(m, fits[0][1])):
                 fits += [(u, m) for u in group if self._lengths.fit(u, m.attributes)]  # (same body: candidates)
-        if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass,
-                     or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))):  # unless)
+        if fits and (not any(t.name in self._chains for t, _m in fits)  # (chains: left to the one-node pass, unless
+                     or any(map(self.attributes.casts_to_its_own_type, fits[0][1].nodes.values()))  # a Cast to its
+                     or inside_named(self.maps.outputs, fits[0][0], fits[0][1].nodes)):  # type, or named inside)
             first = fits[0][1]
             members = self._take(set(first.nodes.values()) | first.extra)
             verdict = _verdict(self, [t for t, _ in fits], first)

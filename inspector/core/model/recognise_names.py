@@ -143,6 +143,22 @@ def output_name(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[in
     return outs[o] if o < len(outs) else ""
 
 
+def inside_named(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[int, int]) -> bool:
+    """Whether a match of ``t`` makes values other than its outputs, and every one is named as a value made inside a
+    call's body (``made_inside``): what tells one call from a chain of lone calls that lower to the same nodes
+    (``recognise_templates.chain_of_calls``: ``ne.Scalar``'s Equal then Not, ``eq.Scalar`` then ``bitwise_not``),
+    whose values between them would be named after their ops."""
+    last, seen = len(t.nodes) - 1, False
+    for j, g in nodes.items():
+        if j != last:
+            for o, value in enumerate(outputs[g]):
+                if value and (j, o) not in t.outputs:
+                    if not made_inside(value):
+                        return False
+                    seen = True
+    return seen
+
+
 def splits_calls(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[int, int]) -> bool:
     """Whether a value that a node of a match of ``t`` other than its last makes, and that is no output of ``t``, is
     named as an aten call's output (``is_call_output``): no value made inside one call is, so the match is two calls.
