@@ -110,7 +110,11 @@ RECIPES: dict[str, dict[str, Any]] = {
             ("groups", dict(kernel_size=3, padding=1, groups=4)))]},
     "_native_batch_norm": {"shapes": _NORM_SHAPES}, "native_batch_norm": {"shapes": _NORM_SHAPES},
     "batch_norm": {"shapes": _NORM_SHAPES}, "instance_norm": {"shapes": _NORM_SHAPES},
-    "addmm": {"shapes": {"self": (4, 4), "mat1": (4, 4), "mat2": (4, 4)}},
+    # a bias of zeros the optimizer removes (``RemoveOptionalBiasFromGemm``: GPT-2's ``Conv1D`` as initialised, its
+    # Gemm of two operands), exported as a module holds it, the weight's width varied so that it is masked
+    "addmm": {"shapes": {"self": (4, 4), "mat1": (4, 4), "mat2": (4, 4)}, "fused_modules": [
+        (what, lambda columns=columns: FusedModule(_ZeroBiasAddmm(8, columns))) for what, columns in (("", 16),
+                                                                                                   ("weight", 24))]},
     "addmv": {"shapes": {"self": (4,), "mat": (4, 4), "vec": (4,)}},
     "baddbmm": {"shapes": {"self": (2, 4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
     "addbmm": {"shapes": {"self": (4, 4), "batch1": (2, 4, 4), "batch2": (2, 4, 4)}},
@@ -203,6 +207,19 @@ def _conv_bn(conv: dict[str, Any], trained: bool, channels: int = 4) -> torch.nn
             t.data.uniform_(0.5, 2.0)
     layer = torch.nn.Conv2d(channels, channels, **conv, bias=trained)
     return FusedModule(torch.nn.Sequential(layer, bn).eval())
+
+
+class _ZeroBiasAddmm(torch.nn.Module):
+    """``addmm`` of a weight and a bias of zeros, as a layer holds them (``Conv1D``): its input flattened to rows."""
+
+    def __init__(self, rows: int, columns: int) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.weight = torch.nn.Parameter(torch.randn(rows, columns))
+        self.bias = torch.nn.Parameter(torch.zeros(columns))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias, x.reshape(-1, self.weight.shape[0]), self.weight)
 
 
 class FusedModule(torch.nn.Module):

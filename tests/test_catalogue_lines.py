@@ -23,15 +23,20 @@ def test_every_line_reads_back_to_itself() -> None:
         ("aten::_native_batch_norm_legit_no_training#8", "fused", "getitem", ("FuseBatchNormIntoConv",)),
         ("aten::_native_batch_norm_legit_no_training#9", "fused", "getitem",
          ("RemoveOptionalBiasFromConv, FuseBatchNormIntoConv, RemoveOptionalBiasFromConv",)),
+        # (a bias of zeros the optimizer removed: GPT-2's Conv1D as initialised, a Gemm of two operands)
+        ("aten::addmm#1", "fused", "", ("RemoveOptionalBiasFromGemm",)),
         ("aten::view#4", "fused", "", ("ReshapeReshape",))]
     assert not any(t.named or t.rules for t in load_templates() if not t.form)  # (a lone call's body has neither)
     view = fused[-1]
     assert view.nodes[0].attributes == () and not view.constants[0].relation  # (no size is read back)
     # (a batch norm fused into a Conv: what the convolution's arguments wrote is masked, as moved by no argument of the
     # batch norm: ``#fused_...``, which nothing reads back; with trained statistics the Conv has a bias, else none)
-    assert [len(t.nodes[0].inputs) for t in fused[:2]] == [3, 2]
+    norms = [t for t in fused if "batch_norm" in t.target]
+    assert [len(t.nodes[0].inputs) for t in norms] == [3, 2]
     assert all(s.masked and all(p.startswith("#fused_") for p in s.moves_with)
-               for t in fused[:2] for name, s in t.nodes[0].attributes if name != "auto_pad")
+               for t in norms for name, s in t.nodes[0].attributes if name != "auto_pad")
+    addmm = fused[2]  # (its weight's width varied: masked, read back as no argument)
+    assert [r.kind for r in addmm.nodes[0].inputs] == ["x", "c"] and addmm.constants[0].moves_with == ("#fused_weight",)
 
 
 @pytest.mark.parametrize(("field", "value"), [("named", 3), ("rules", "FuseBatchNormIntoConv"), ("rules", [1])])
