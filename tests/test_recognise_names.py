@@ -223,3 +223,35 @@ def test_a_chain_of_lone_calls_named_as_one_body_is_one_call(tmp_path: Path) -> 
     again = {tuple(int(p[0]) for p in c.node_paths): c.target for c in open_index(renamed).provenance.calls
              if c.recognised and {50, 51} & {int(p[0]) for p in c.node_paths}}
     assert again == {(50,): "recognised::eq_Scalar_or_eq_Tensor", (51,): "aten::bitwise_not"}
+
+
+@pytest.mark.parametrize(("name", "parameter", "template", "arguments"), [
+    ("val_150", False, "aten::mul.Tensor#0", "{other: 0.5}"),  # as the exporter named it: the number 0.5
+    ("scalar_tensor_default", False, "aten::mul.Tensor#1", "{}"),  # a folded call's output: a Tensor argument
+    ("model.scale", True, "aten::mul.Tensor#1", "{}"),  # a buffer of the model (its graph signature says so)
+    ("model.scale", False, "aten::mul.Tensor#0", "{other: 0.5}"),  # a name that says nothing: the number form
+])
+def test_a_constant_named_as_a_tensor_is_a_tensor_argument(tmp_path: Path, name: str, parameter: bool,
+                                                           template: str, arguments: str) -> None:
+    """One target, two templates: gpt2's gelu multiplies by 0.5, ``mul.Tensor`` with a number (template #0, the
+    number given back as ``other``), which is also ``mul.Tensor`` of two tensors (#1). Held-out Gemma's ``embed_scale``
+    buffer and CLIP's folded ``exp`` are such tensors, given back as numbers before their names were read. Renamed,
+    the same Mul is what the constant's name says, or what the number form gives where nothing is said."""
+    model = stripped_model(ZOO / "gpt2.onnx")
+    g = model.graph
+    at = [int(c.node_paths[0][0]) for c in open_index(stripped_file(ZOO / "gpt2.onnx", tmp_path)).provenance.calls
+          if c.target == "aten::mul.Tensor" and "val_150" in g.node[int(c.node_paths[0][0])].input]
+    assert len(at) == 2  # (the other four Muls reading it scale the two attentions: SDPA's, by sqrt of its scale)
+    if name != "val_150":
+        next(t for t in g.initializer if t.name == "val_150").name = name
+        for node in g.node:
+            node.input[:] = [name if v == "val_150" else v for v in node.input]
+    if parameter:
+        g.value_info.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, []))
+        g.value_info[-1].metadata_props.add(key="pkg.torch.export.graph_signature.InputSpec.kind", value="BUFFER")
+    path = tmp_path / "renamed.onnx"
+    onnx.save(model, str(path))
+    calls = {int(c.node_paths[0][0]): c for c in open_index(path).provenance.calls if c.recognised}
+    for k in at:
+        assert calls[k].target == "aten::mul.Tensor" and calls[k].recognised == (template,) and not calls[k].ruled_out
+        assert calls[k].fx_text.endswith(f"kwargs = {arguments})")

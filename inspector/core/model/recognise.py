@@ -53,8 +53,8 @@ from inspector.core.model.recognise_attributes import NodeAttributes, as_written
 from inspector.core.model.recognise_call import recognised_call
 from inspector.core.model.recognise_constants import CONSTANT, SHAPING, GraphConstants
 from inspector.core.model.recognise_lengths import ListLengths
-from inspector.core.model.recognise_names import inside_named, output_name, splits_calls
-from inspector.core.model.recognise_narrow import ByName, Verdict, narrowed, reads_keep
+from inspector.core.model.recognise_names import ConstantNames, inside_named, output_name, splits_calls
+from inspector.core.model.recognise_narrow import ByName, Verdict, by_name, narrowed, reads_keep
 from inspector.core.model.recognise_nodes import NodeSignatures, node_keys
 from inspector.core.model.recognise_shared import FirstReaders, twin_escapes, unshare
 from inspector.core.model.recognise_templates import (
@@ -141,7 +141,8 @@ class Matcher:
         self._readers = FirstReaders(maps)  # value -> the first node reading it
         self._later: set[int] = set()  # anchors of calls that reuse a common subexpression of an earlier call
         self._twins: dict[tuple[str, frozenset[tuple[Key, int]]], list[int]] = {}  # (``twin_escapes``)
-        self._verdict_of = partial(_verdict, self)  # (what ``recognise_narrow`` narrows a verdict with)
+        self._verdict_of = partial(_verdict, self)  # (what ``recognise_narrow`` narrows a verdict with, and by what
+        self._says = ConstantNames(self.constants.is_constant, self.maps.parameters)  # a constant's name says)
 
     def run(self) -> list[Recognised]:
         nodes, verdicts = self.calls()
@@ -188,7 +189,7 @@ class Matcher:
             verdict = _verdict(self, [t for t, _ in fits], first)
             if len(verdict[1]) > 1:  # (narrowed by the names of its output and of the constants it reads)
                 verdict = narrowed(self._verdict_of, fits, output_name(self.maps.outputs, fits[0][0], first.nodes),
-                                   reads_keep(fits, self.maps.inputs, self.constants.is_constant)) or verdict
+                                   reads_keep(fits, self.maps.inputs, self._says)) or verdict
             found_nodes[members[0]], found[members[0]] = members, verdict
 
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[Verdict | None]) -> None:
@@ -218,10 +219,8 @@ class Matcher:
             if verdict is _UNSEEN:
                 fits = [(u, m) for group in self._groups(i, single=True) for m in [self._match(group[0], i, 1)]
                         if m is not None and len(m.nodes) == 1 for u in group if self._lengths.fit(u, m.attributes)]
-                verdict = _verdict(self, [t for t, _ in fits], fits[0][1]) if fits else None
-                if verdict is not None and len(verdict[1]) > 1:
-                    verdict = ByName(self._verdict_of, fits, verdict, self.constants.is_constant, self.maps.inputs,
-                                     self.maps.outputs)
+                verdict = by_name(self._verdict_of, fits, _verdict(self, [t for t, _ in fits], fits[0][1]), self._says,
+                                  self.maps.inputs, self.maps.outputs) if fits else None
                 if alike:
                     seen[sid] = verdict
                     if verdict is not None and not signatures.reads_constant_node(sid):

@@ -117,21 +117,39 @@ def constant_says(name: str) -> Read | None:
 
 
 def reads_named(reads: Sequence[Mapping[tuple[int, int], Read]], at: Sequence[tuple[int, int]],
-                inputs: Sequence[Sequence[str]], constant: Callable[[str], bool]) -> list[bool]:
+                inputs: Sequence[Sequence[str]], says: Callable[[str], Read | None]) -> list[bool]:
     """Per match of one body (``reads_of`` each), whether the constants it reads at the operands ``at`` (``differing``)
-    are named as it reads them (``constant_says``): a tensor from outside is no ``val_<n>``, a number's constant no
-    call's output. Where a name says nothing, or the value is no constant, every match keeps."""
+    are what ``says`` says of them (``ConstantNames``): a tensor from outside is no ``val_<n>``, a number's constant no
+    call's output and no parameter. Where nothing is said (a name that says nothing, no constant), every match
+    keeps."""
     keep = [True] * len(reads)
     for g, k in at:
         ins = inputs[g]
         value = ins[k] if k < len(ins) else ""
-        said = constant_says(value) if value and constant(value) else None
+        said = says(value) if value else None
         if said is not None:
             for n, r in enumerate(reads):
                 got = r.get((g, k))
                 if got is not None and got != said:
                     keep[n] = False
     return keep
+
+
+class ConstantNames:
+    """What a constant operand says of how the call that reads it took it (``Read``): a parameter or buffer of the
+    model (its graph signature's input kind, which stripping keeps: ``GraphMaps.parameters``) is a Tensor argument, as
+    is a constant named as a call's output (a folded ``scalar_tensor_default``, ``exp``); one named ``val_<n>`` is a
+    number the call made a tensor (``constant_says``). Nothing is said of a value that is no constant."""
+
+    __slots__ = ("constant", "parameters")
+
+    def __init__(self, constant: Callable[[str], bool], parameters: Collection[str]) -> None:
+        self.constant, self.parameters = constant, parameters
+
+    def __call__(self, value: str) -> Read | None:
+        if not self.constant(value):
+            return None
+        return "x" if value in self.parameters else constant_says(value)
 
 
 def output_name(outputs: Sequence[Sequence[str]], t: Template, nodes: Mapping[int, int]) -> str:

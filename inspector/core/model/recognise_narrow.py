@@ -10,7 +10,11 @@ or as a graph input. Measured on the exports whose metadata is the truth: of the
 have a sibling overload of their op ruled out so (28 ``pow.Tensor_Scalar``, ``ge.Scalar``, ``where.ScalarOther``,
 ``ne.Scalar``, ``lt.Scalar``, ``gt.Scalar``, cond's ``gt.Tensor``), of the held-out set's (``scripts/gen_heldout.py``)
 38 (34 ``pow.Tensor_Scalar``, 3 ``ne.Scalar``, clip's ``eq.Tensor``), each the target torch's metadata names, and no
-call, there or in the zoo, has its own target ruled out by any name.
+call, there or in the zoo, has its own target ruled out by any name. The same names choose between the templates of
+one target that read an operand differently (``mul.Tensor`` of a number, ``#0``, or of a tensor, ``#1``), which
+decides what comes back as the call's arguments: held-out Gemma's ``embed_scale`` buffer (a parameter by the graph
+signature's input kind, which stripping keeps) and CLIP's folded ``exp`` are tensors, not the numbers they were given
+back as (held-out arguments right/wrong 1011/2 -> 1011/0).
 A name narrows only between the targets the structure allows, never adds one, and where two names disagree (the output
 names one target, the constants another) the body keeps every candidate: never a single guess. The threat is a
 hostile model: names are only compared with the catalogue's op names and the ``val_<n>`` form.
@@ -23,7 +27,7 @@ from typing import Any
 
 from inspector.core.aten.evidence import op_name
 from inspector.core.aten.templates import Template
-from inspector.core.model.recognise_names import Read, constant_says, differing, named_op, reads_named, reads_of
+from inspector.core.model.recognise_names import Read, differing, named_op, reads_named, reads_of
 
 # templates, targets, arguments, and the targets the body fits too that the names of its values rule out
 Verdict = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
@@ -37,15 +41,15 @@ class ByName:
     """The verdict of a one-node body that fits several targets, narrowed at each call by the name of its output and
     of the constants it reads (``narrowed``), worked out once per op named and what those constants' names say."""
 
-    __slots__ = ("at_operands", "by_key", "constant", "fits", "inputs", "node", "ops", "outputs", "reads", "verdict",
+    __slots__ = ("at_operands", "by_key", "fits", "inputs", "node", "ops", "outputs", "reads", "says", "verdict",
                  "verdict_of")
 
-    def __init__(self, verdict_of: VerdictOf, fits: Fits, verdict: Verdict, constant: Callable[[str], bool],
+    def __init__(self, verdict_of: VerdictOf, fits: Fits, verdict: Verdict, says: Callable[[str], Read | None],
                  inputs: Sequence[list[str]], outputs: Sequence[list[str]]) -> None:
         """``fits``: the templates that fit the body at one node, with their matches; ``verdict``: theirs, before
-        narrowing; ``constant``: whether a value of the graph is a constant (an initializer or a Constant node's);
+        narrowing; ``says``: what a value of the graph says of how it was read (``recognise_names.ConstantNames``);
         ``inputs``, ``outputs``: each graph node's (``GraphMaps``)."""
-        self.verdict_of, self.fits, self.verdict, self.constant = verdict_of, fits, verdict, constant
+        self.verdict_of, self.fits, self.verdict, self.says = verdict_of, fits, verdict, says
         self.inputs, self.outputs = inputs, outputs
         self.ops = frozenset(n for t, _m in fits if t.target in verdict[1] for n in names_of(t))
         self.reads = [reads_of(t, m.nodes) for t, m in fits]
@@ -57,18 +61,19 @@ class ByName:
         """The verdict of the call of graph node ``i`` (of the body's signature)."""
         outputs = self.outputs[i]
         op = named_op(outputs[0], self.ops) if outputs else None
-        if op is not None:  # where the output's name names one target, the constants are not looked at (on the zoo
-            # and the held-out exports they never say otherwise; the 100k replica's 14k MatMuls of folded weights)
+        if op is not None:  # where the output's name names one target of several, the constants are not looked at
+            # (on the zoo and the held-out exports they never say otherwise; the 100k replica's 14k MatMuls of folded
+            # weights); where the body's templates are of one target, they tell which template (its arguments)
             got = self.by_key.get((op, ()))
             if got is None:
                 got = self.by_key[(op, ())] = narrowed(self.verdict_of, self.fits, op) or self.verdict
-            if len(got[1]) == 1 or not self.at_operands:
+            if not self.at_operands or len(got[1]) == 1 < len(self.verdict[1]):
                 return got
         said: tuple[Read | None, ...] = ()
         if self.at_operands:
             inputs = self.inputs[i]
-            said = tuple([constant_says(v) if (v := inputs[k] if k < len(inputs) else "") and self.constant(v)
-                          else None for k in self.at_operands])
+            said = tuple([self.says(v) if (v := inputs[k] if k < len(inputs) else "") else None
+                          for k in self.at_operands])
         if op is None and not any(said):
             return self.verdict
         key = (op, said)
@@ -81,6 +86,16 @@ class ByName:
                         for r in self.reads]
             got = self.by_key[key] = narrowed(self.verdict_of, self.fits, op or "", keep) or self.verdict
         return got
+
+
+def by_name(verdict_of: VerdictOf, fits: Fits, verdict: Verdict, says: Callable[[str], Read | None],
+            inputs: Sequence[list[str]], outputs: Sequence[list[str]]) -> Verdict | ByName:
+    """The verdict of a one-node body, narrowed at each call (``ByName``) where its fits are of several targets, or of
+    one target read differently (``mul.Tensor`` of a number's constant, or of a tensor: its arguments, a number or a
+    tensor, come from the template the names keep); else the body's verdict, for every call alike."""
+    if len(verdict[1]) == 1 and (len(fits) < 2 or not differing([reads_of(t, m.nodes) for t, m in fits])):
+        return verdict
+    return ByName(verdict_of, fits, verdict, says, inputs, outputs)
 
 
 def narrowed(verdict_of: VerdictOf, fits: Fits, name: str, keep: Sequence[bool] | None = None) -> Verdict | None:
@@ -100,15 +115,16 @@ def narrowed(verdict_of: VerdictOf, fits: Fits, name: str, keep: Sequence[bool] 
         return None
     chosen = [fits[n] for n in sorted(kept)]
     templates, targets, arguments, _ = verdict_of([t for t, _m in chosen], chosen[0][1])
-    return templates, targets, arguments, tuple(sorted({t.target for t, _m in fits} - set(targets)))
+    fitting = verdict_of([t for t, _m in fits], fits[0][1])[1]  # (public aliases dropped: ``multiply`` is ``mul``)
+    return templates, targets, arguments, tuple(sorted(set(fitting) - set(targets)))
 
 
-def reads_keep(fits: Fits, inputs: Sequence[Sequence[str]], constant: Callable[[str], bool]) -> list[bool] | None:
+def reads_keep(fits: Fits, inputs: Sequence[Sequence[str]], says: Callable[[str], Read | None]) -> list[bool] | None:
     """Per fit of one body of several nodes, whether the constants it reads are named as it reads them (``narrowed``'s
     ``keep``); None where the fits read every operand alike."""
     reads: list[Mapping[tuple[int, int], Read]] = [reads_of(t, m.nodes) for t, m in fits]
     at = differing(reads)
-    return reads_named(reads, at, inputs, constant) if at else None
+    return reads_named(reads, at, inputs, says) if at else None
 
 
 def names_of(t: Template) -> frozenset[str]:
