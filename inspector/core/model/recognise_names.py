@@ -20,8 +20,8 @@ from outside it, named as another call's output (``constant_says``; ``recognise_
 from ``pow.Tensor_Tensor`` by it). A node a graph pass made is named after its overload as well
 (``scalar_tensor_default``). A name proves nothing alone: it narrows the candidates that the structure allows (never
 adds one), and a name that is no aten op's FX name (a graph renamed by another tool: ``/model/MatMul_output_0``) says
-nothing. The threat is a hostile model: names are only
-compared with the catalogue's op names, never evaluated or shown from here.
+nothing. The threat is a hostile model: names are only compared with the catalogue's op names, never evaluated or
+shown from here.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ A name narrows only between the targets the structure allows, never adds one. In
 are read, and where they disagree (the output names one target, the constants another) the body keeps every candidate:
 never a single guess. A one-node body whose output names one of its targets is that target without its constants
 being read (at 100k nodes, 14k MatMuls of folded weights; on the zoo and the held-out exports the two never
-disagree: the same calls are unique either way). The threat is a
-hostile model: names are only compared with the catalogue's op names and the ``val_<n>`` form.
+disagree: the same calls are unique either way). The threat is a hostile model: names are only compared with the
+catalogue's op names and the ``val_<n>`` form.
 """
 
 from __future__ import annotations
