@@ -130,6 +130,8 @@ RECIPES: dict[str, dict[str, Any]] = {
     **{op: {"shapes": {"self": ("bool", SHAPE), "other": ("bool", SHAPE)}}
        for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     "bitwise_not": {"shapes": {"self": ("bool", SHAPE)}},
+    **{op: {"shapes": {"self": ("long", SHAPE, 64), "other": ("long", SHAPE, 4)}}
+       for op in ("bitwise_left_shift", "bitwise_right_shift")},
     "prelu": {"shapes": {"weight": (4,)}},
     "expand_as": {"shapes": {"self": (1, 4, 1, 8)}},
     "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
