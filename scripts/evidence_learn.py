@@ -65,7 +65,11 @@ def observe(path: Path, target: str) -> Observation | str:
     """What the inspector sees of ``target``'s call in the export at ``path``; a reason when there is none."""
     index = open_index(path)
     specialiser = Specialiser(index)
-    calls = [c for fam in index.families if fam.kind == "aten_call" for ov in fam.overloads for c in ov.aten_calls]
+    # the exporter's own calls only: a node it left bare would be recognised by the shipped template catalogue, so what
+    # is learned would depend on what was learned before (the scratch clone classified ``_native_batch_norm_legit`` as
+    # "decomposed" into its functional form and a recognised ``_to_copy_or_alias_or_clone_or_detach``)
+    calls = [c for fam in index.families if fam.kind == "aten_call" for ov in fam.overloads for c in ov.aten_calls
+             if not c.recognised]
     mine = [c for c in calls if c.target == target] or [c for c in calls if op_name(c.target) == op_name(target)]
     if not mine and len({c.target for c in calls}) == 1:
         mine = calls[:1]  # decomposed into one other op (conv_transpose2d into convolution): learn that op's
