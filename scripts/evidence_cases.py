@@ -121,19 +121,20 @@ RECIPES: dict[str, dict[str, Any]] = {
     "pixel_unshuffle": {"shapes": {"self": (1, 2, 12, 12)}},
     # overloads with tensor parameters only that the default 4-D float operands cannot call: no body template was
     # exported for them, and their calls went unrecognised (the zoo's and held-out set's 15 mask ``bitwise_and``s and
-    # 2 ``t``s): matrices, vectors, and masks of bools as models make them
-    "t": {"shapes": {"self": (4, 6)}},
-    "mm": {"shapes": {"self": (4, 6), "mat2": (6, 8)}},
-    "bmm": {"shapes": {"self": (2, 4, 6), "mat2": (2, 6, 8)}},
-    "mv": {"shapes": {"self": (4, 6), "vec": (6,)}},
-    "dot": {"shapes": {"self": (6,), "tensor": (6,)}},
-    **{op: {"shapes": {"self": ("bool", SHAPE), "other": ("bool", SHAPE)}}
+    # 2 ``t``s): matrices, vectors, and masks of bools as models make them. Each for its own op only ("exact": a
+    # recipe also serves the ops whose names it begins, and ``t`` would give ``transpose`` and ``tanh`` a matrix)
+    "t": {"shapes": {"self": (4, 6)}, "exact": True},
+    "mm": {"shapes": {"self": (4, 6), "mat2": (6, 8)}, "exact": True},
+    "bmm": {"shapes": {"self": (2, 4, 6), "mat2": (2, 6, 8)}, "exact": True},
+    "mv": {"shapes": {"self": (4, 6), "vec": (6,)}, "exact": True},
+    "dot": {"shapes": {"self": (6,), "tensor": (6,)}, "exact": True},
+    **{op: {"shapes": {"self": ("bool", SHAPE), "other": ("bool", SHAPE)}, "exact": True}
        for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
-    "bitwise_not": {"shapes": {"self": ("bool", SHAPE)}},
-    **{op: {"shapes": {"self": ("long", SHAPE, 64), "other": ("long", SHAPE, 4)}}
+    "bitwise_not": {"shapes": {"self": ("bool", SHAPE)}, "exact": True},
+    **{op: {"shapes": {"self": ("long", SHAPE, 64), "other": ("long", SHAPE, 4)}, "exact": True}
        for op in ("bitwise_left_shift", "bitwise_right_shift")},
-    "prelu": {"shapes": {"weight": (4,)}},
-    "expand_as": {"shapes": {"self": (1, 4, 1, 8)}},
+    "prelu": {"shapes": {"weight": (4,)}, "exact": True},
+    "expand_as": {"shapes": {"self": (1, 4, 1, 8)}, "exact": True},
     "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
     "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
