@@ -46,6 +46,7 @@ def _n(k: int) -> Callable[[int], list[int]]:
 # per parameter name: the values to try (base first); a callable takes the number of spatial axes
 INTS: dict[str, Any] = {
     "dim": [1, -1, 2], "dim0": [0, 1], "dim1": [2, 3], "start_dim": [1, 0], "end_dim": [2, -1], "diagonal": [1, -1],
+    "dim2": [1],  # (diagonal's second dimension: another than dim1's, or the call fails)
     "k": [2, 3], "num_groups": [2, 4], "upscale_factor": [2, 3], "downscale_factor": [2, 3], "repeats": [2, 3],
     "chunks": [2, 3], "split_size": [2, 3], "index": [0, 1], "start": [0, 1], "end": [3, 4], "step": [1, 2],
     "decimals": [1, 2], "reduction": [1, 2], "groups": [1], "length": [2, 3], "sections": [2, 3],
