@@ -45,11 +45,21 @@ def model_overview(index: ModelIndex) -> Rich:
         ("Nodes", f"{f.main_nodes} main, {f.total_nodes} in all"),
         ("Functions", f.function_count),
         ("Parameters", f"{index.parameters().count:,} ({index.parameters().bytes:,} bytes)"),
-        ("Aten calls", len(index.provenance.calls)), ("Findings", len(index.findings)),
+        ("Aten calls", _calls_line(index)), ("Findings", len(index.findings)),
     ]
     findings = rich(tag("h3", "Findings"), tag("ul", *(tag("li", tag("b", x.severity), " ", x.message)
                                                        for x in index.findings))) if index.findings else ""
     return rich(tag("h2", index.path.name), _table(rows), findings)
+
+
+def _calls_line(index: ModelIndex) -> str:
+    """How many aten calls, and how many of them were recognised by body template (their nodes carry no fx
+    metadata), so that a stripped export says where its calls came from before any one is opened."""
+    total, recognised = len(index.provenance.calls), index.provenance.recognised
+    if not recognised:
+        return f"{total:,}"
+    which = "all" if recognised == total else f"{recognised:,} of them"
+    return f"{total:,}, {which} recognised by body template (no fx metadata)"
 
 
 def _family(fam: Family) -> Rich:
