@@ -161,3 +161,24 @@ def test_evidence_for_reads_the_shipped_catalogue_as_the_whole_file_is_read():
         borrowing += len(want) > len(by_target.get(target, ()))
     assert borrowing > 20  # the overloads that borrow another's evidence were compared too
     assert evidence.evidence_versions() == versions == "torch 2.13.0+cpu, onnxscript 0.7.2"
+
+
+def test_a_checkout_run_without_installing_reads_the_catalogues_beside_the_package():
+    """``make evidence`` runs the template generator in .venv-zoo, where the project is not installed: the catalogues
+    are then read from ``resources/`` beside ``inspector/``. A process without site-packages (``-S``: no installed
+    ``inspector.resources``) reads every catalogue the package ships from there (the fallback looked one level short,
+    in ``inspector/resources``, and the generator found no schema catalogue)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import importlib.util as u; "
+            "from inspector.core.aten.resources import read_resource_text; "
+            "assert u.find_spec('inspector.resources') is None; "
+            "print(*(len(read_resource_text(n) or '') for n in sys.argv[2:]))")
+    names = ["aten_schemas.txt", "torchlib_functions.txt", "aten_evidence.txt", "aten_templates.txt"]
+    got = subprocess.run([sys.executable, "-S", "-c", code, str(ROOT), *names], capture_output=True, text=True,
+                         check=True, cwd="/")
+    assert [int(n) for n in got.stdout.split()] == [len((ROOT / "resources" / n).read_text(encoding="utf-8"))
+                                                    for n in names]

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 RESOURCE_PACKAGE = "inspector.resources"
+# ``resources/`` beside the ``inspector`` package of a checkout (this file is inspector/core/aten/resources.py): what a
+# script run from a checkout without installing reads (``make evidence`` runs the template generator in .venv-zoo,
+# where the project is not installed; one level short, it looked in inspector/resources and found no catalogue)
+CHECKOUT_RESOURCES = Path(__file__).resolve().parents[3] / "resources"
 
 
 def resource_roots() -> list[Traversable]:
@@ -30,7 +34,7 @@ def resource_roots() -> list[Traversable]:
             from importlib.resources import files
 
             roots.append(files(RESOURCE_PACKAGE))
-    roots.append(Path(__file__).resolve().parents[2] / "resources")
+    roots.append(CHECKOUT_RESOURCES)
     return roots
 
 
