@@ -81,19 +81,22 @@ def made_inside(name: str) -> bool:
     return name.startswith("val_") and name[4:].isdigit() and name.isascii()
 
 
-Read = Literal["x", "s"]  # how a template reads an operand: an outside tensor, or a constant a number moved (Scalar)
+Read = Literal["x", "s"]  # how a template reads an operand: an outside tensor, or a constant made inside its body
 
 
 def reads_of(t: Template, nodes: Mapping[int, int]) -> dict[tuple[int, int], Read]:
     """(graph node, operand) -> how a match of ``t`` (template node -> graph node: ``nodes``) reads it, where it reads
-    an outside tensor (``x``) or a constant slot that a number moves (relation ``scalar``: a Scalar parameter, or a
-    number passed to a Tensor one)."""
+    an outside tensor (``x``) or a constant slot (``s``): made inside the call's body, from a number a parameter gave
+    (relation ``scalar``) or by torchlib itself (an instance norm without weight makes ones). A template's constants
+    are all made so: its one-op export passed every tensor as a graph input. So a model's parameter is no such constant
+    (its graph signature marks it: ``ConstantNames``): padnet's instance norms, with their affine weight and without,
+    and dwconv's Convs of the model's own weights, which a batch norm fused into the convolution would have replaced."""
     out: dict[tuple[int, int], Read] = {}
     for j, g in nodes.items():
         for k, ref in enumerate(t.nodes[j].inputs):
             if ref.kind == "x":
                 out[(g, k)] = "x"
-            elif ref.kind == "c" and t.constants[ref.a].relation == "scalar":
+            elif ref.kind == "c":
                 out[(g, k)] = "s"
     return out
 
