@@ -110,7 +110,13 @@ RECIPES: dict[str, dict[str, Any]] = {
             ("dilation", dict(kernel_size=3, dilation=2, padding=2)),
             ("groups", dict(kernel_size=3, padding=1, groups=4)))]},
     "_native_batch_norm": {"shapes": _NORM_SHAPES}, "native_batch_norm": {"shapes": _NORM_SHAPES},
-    "batch_norm": {"shapes": _NORM_SHAPES}, "instance_norm": {"shapes": _NORM_SHAPES},
+    "batch_norm": {"shapes": _NORM_SHAPES},
+    # without running statistics (``nn.InstanceNorm2d``'s default: one InstanceNormalization), with and without its
+    # affine weight and bias: without them torchlib makes ones and zeros inside the body (``val_<n>``), which the
+    # template with weight and bias bound them as (the zoo's padnet: ``weight=val_5``, torch's None)
+    "instance_norm": {"shapes": _NORM_SHAPES, "with": [
+        {"running_mean": None, "running_var": None, "use_input_stats": True},
+        {"running_mean": None, "running_var": None, "use_input_stats": True, "weight": None, "bias": None}]},
     # a bias of zeros the optimizer removes (``RemoveOptionalBiasFromGemm``: GPT-2's ``Conv1D`` as initialised, its
     # Gemm of two operands), exported as a module holds it, the weight's width varied so that it is masked
     "addmm": {"shapes": {"self": (4, 4), "mat1": (4, 4), "mat2": (4, 4)}, "fused_modules": [
@@ -136,6 +142,20 @@ RECIPES: dict[str, dict[str, Any]] = {
        for op in ("bitwise_left_shift", "bitwise_right_shift")},
     "prelu": {"shapes": {"weight": (4,)}, "exact": True},
     "expand_as": {"shapes": {"self": (1, 4, 1, 8)}, "exact": True},
+    # overloads whose arguments the tables cannot give: sizes the operand broadcasts to (as ``expand``'s), one repeat
+    # per axis, a pad of two ints per spatial axis, the one normalized axis of its weight and bias (each call failed
+    # in torch with the tables' values, so no template was exported)
+    "broadcast_to": {"shapes": {"self": (1, 4, 1, 8)}, "values": {"size": [[2, 4, 6, 8], [3, 4, 5, 8]]},
+                     "exact": True},
+    "repeat": {"values": {"repeats": [[1, 2, 1, 1], [2, 1, 3, 1]]}, "exact": True},
+    **{op: {"shapes": {"self": (1, 2, 8, 8, 8)}, "values": {"padding": lambda n: ([1] * 2 * n, [2, 1] * n)}}
+       for op in ("reflection_pad", "replication_pad")},
+    "native_layer_norm": {"shapes": {"weight": (8,), "bias": (8,)}, "fixed": {"normalized_shape": [8]},
+                          "exact": True},
+    # four pads, the last two axes' (the tables' two pad one axis): a reflect or replicate ``mode`` needs an input of
+    # one more axis than it pads, so with two its variants failed to export (the 4-D operand), and a stripped export's
+    # ``F.pad(x, (1, 1, 1, 1), mode="reflect")``, one ``Pad`` of mode reflect, had no template
+    "pad": {"values": {"pad": [[1, 1, 1, 1], [1, 2, 0, 1]]}, "exact": True},
     "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
     "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
@@ -519,9 +539,12 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: p.default})))
                 out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: p.default, q: v}))
                                  for q, options in choices.items() if q != p.name for v in options[1:]]
-        for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias)
+        tensor_params = {p.name for p in params if p.is_tensor}
+        for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias), and
+            # the other arguments that make them optional (instance norm's running statistics: use_input_stats)
             out.variants.append((f"#with_{k}", Call(fn, kind, params, {**values, **{
-                q: None if spec is None else _tensor(spec) for q, spec in given.items()}})))  # None: left out
+                q: None if spec is None else _tensor(spec) if q in tensor_params else spec
+                for q, spec in given.items()}})))  # None: left out
         for q, options in rec.get("template_values", {}).items():  # values whose body has a structure of its own,
             for v in options:  # alone and with each set of optional tensors (not evidence: the slot is gone)
                 for given in [{}, *rec.get("with", ())]:
@@ -545,7 +568,12 @@ def plan(target: str, number_other: bool = False, templates: bool = False) -> Pl
 
 
 def ordered(registry: list[str], zoo: list[str]) -> list[str]:
-    first = [t for t in PRIORITY + zoo if t in registry]
+    """The targets to run, in order: the priority overloads and the zoo's first, then the registry's. A priority
+    overload torchlib has no function of its own for is kept where torch has its schema: the exporter decomposes it
+    (``conv_transpose2d.input`` into ``convolution``), and its evidence is learned from what that makes (a run that
+    kept registered targets only lost the four rows of ``conv_transpose2d.input`` the test pairs read)."""
+    first = [t for t in PRIORITY if t in registry or schema_params(t) is not None]
+    first += [t for t in zoo if t in registry]
     return list(dict.fromkeys(first + registry))
 
 

@@ -24,7 +24,7 @@ from tests.stripping import renamed_outputs, stripped_file, stripped_model
 ZOO = ROOT / "tests" / "zoo"
 SCHEMA = json.loads((ROOT / "resources" / "report.schema.json").read_text())
 MUL = "Recognised by template aten::mul.Tensor#0 (no fx metadata)"
-VIEW = ("Recognised by templates aten::_unsafe_view#0, aten::view#0, aten::view#1, aten::view#2, aten::view#3 "
+VIEW = ("Recognised by templates aten::_unsafe_view#0, aten::view#0, aten::view#2, aten::view#3, aten::view#4 "
         "(no fx metadata); "
         "ambiguous body, candidates: aten::_unsafe_view, aten::view")
 
