@@ -143,6 +143,29 @@ class DepthwiseNet(nn.Module):
         return self.head(self.dw1d(x.flatten(2)).mean(-1))
 
 
+class PadNet(nn.Module):
+    """An image-to-image generator as CycleGAN's and fast style transfer's are built: reflection padding before each
+    unpadded convolution, instance norm, a residual block, nearest upsampling, a replicate-padded output convolution,
+    and a ``repeat`` of channels (a grey image made three); the pads are ``F.pad`` of mode reflect and replicate,
+    which the exporter keeps as ``aten::pad``."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.ReflectionPad2d(3), nn.Conv2d(1, c, 7), nn.InstanceNorm2d(c, affine=True),
+                                  nn.ReLU())
+        self.down = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
+        self.block = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(2 * c, 2 * c, 3), nn.InstanceNorm2d(2 * c),
+                                   nn.ReLU(), nn.ReflectionPad2d(1), nn.Conv2d(2 * c, 2 * c, 3),
+                                   nn.InstanceNorm2d(2 * c))
+        self.out = nn.Sequential(nn.ReplicationPad2d(1), nn.Conv2d(2 * c, 1, 3), nn.Tanh())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.down(self.stem(x)))
+        y = y + self.block(y)
+        y = nn.functional.interpolate(y, scale_factor=2.0, mode="nearest")
+        return self.out(y).repeat(1, 3, 1, 1)
+
+
 class CondModel(nn.Module):
     """`torch.cond` on a data-dependent predicate: two branches with different modules and ops."""
 
@@ -368,6 +391,8 @@ def entries() -> list[Entry]:
               "conv net: Conv/BatchNorm/ReLU, max and adaptive-average pools, residual blocks"),
         Entry("dwconv", "dynamo", DepthwiseNet, [InputSpec("x", [1, 3, 16, 16], "float32")], {"c": 8, "classes": 10},
               "depthwise (groups = channels) and grouped convolutions, 2-D and 1-D; a cat of three tensors"),
+        Entry("padnet", "dynamo", PadNet, [InputSpec("x", [1, 1, 16, 16], "float32")], {"c": 8},
+              "image-to-image generator: reflection and replicate padding, instance norm, nearest upsampling, repeat"),
         Entry("mixer", "dynamo", Mixer, [InputSpec("x", [1, 3, 16, 16], "float32")],
               {"image": 16, "patch": 4, "dim": 24, "depth": 2}, "MLP-mixer"),
         Entry("cond", "dynamo", CondModel, [InputSpec("x", [2, 16], "float32")], {"d": 16},

@@ -69,7 +69,7 @@ def test_strip_removes_the_exporters_metadata_only(stripped_dir: Path) -> None:
     keys = {p.key for n in index.proto.graph.node for p in n.metadata_props}
     assert not any(k.startswith("pkg.torch.onnx.") for k in keys) and "namespace" in keys
     assert all(c.recognised for c in index.provenance.calls)  # every call it has now is a recognised one
-    assert len(zoo_dynamo()) == 23 and applies(index.proto)
+    assert len(zoo_dynamo()) == 24 and applies(index.proto)
 
 
 def test_measured_on_the_stripped_zoo() -> None:
@@ -101,7 +101,9 @@ def test_measured_on_the_stripped_zoo() -> None:
     assert t.precision >= 0.99
     # (0.903 if the fused view's Reshape counted as a lone call's body: SDPA's, BERT's and ViT's bodies, whose Reshapes
     # it fits, were chains of lone calls then, ``chain_of_calls``)
-    assert t.multi_truth == 267 and t.recall >= 0.97 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
+    # (267 before padnet joined the zoo: its ``repeat``, an Expand of ones then a Tile, which was an expand and a tile
+    # called alone while the catalogue had no template of repeat, and its four reflect and replicate pads no call)
+    assert t.multi_truth == 268 and t.recall >= 0.97 and (t.multi_found + t.multi_in_candidates) / t.multi_truth >= 0.98
     # the 6 arguments not as torch bound them: SDPA's scale where the call left it at its default (None), given back
     # as the value torchlib baked for it, 1/sqrt of the query's last dim (the pair models'; no argument came back
     # while their attentions were ambiguous)
