@@ -238,10 +238,22 @@ def run_both(target: str, work: Path) -> dict[str, Any]:
                 extra.variants = [(w, c) for w, c in extra.variants if w.startswith("#")]
             run_plan(target, work, extra)
             keep_exports(target, work, "templates")
+    for k, given in enumerate(cases.recipe(cases.op_of(target)).get("bases", ())):  # the evidence of another base
+        plan = cases.plan(target, base_values=given)  # (instance_norm without running statistics: another body)
+        if not isinstance(plan, str):
+            row = merged(row, run_plan(target, work, plan), keep_reasons=True)
+            keep_exports(target, work, f"base{k + 1}")
     if not cases.takes_number_other(target):
         return row
     second = run_plan(target, work, cases.plan(target, number_other=True))
     keep_exports(target, work, "number_other")
+    return merged(row, second)
+
+
+def merged(row: dict[str, Any], second: dict[str, Any], keep_reasons: bool = False) -> dict[str, Any]:
+    """The result of one target with the evidence of a second plan of it (a number for ``other``, another base) added:
+    each parameter's places of both. Where the first has none, the second's result replaces it; with ``keep_reasons``
+    (another base, which fixes the arguments that make it one), only where the second has evidence."""
     if second["status"] != "exported":
         return row
     if row["status"] != "exported":  # only tensor parameters (mul.Tensor): the number is all there is to learn
@@ -250,7 +262,8 @@ def run_both(target: str, work: Path) -> dict[str, Any]:
     for p, info in second.get("params", {}).items():
         mine = params.get(p)
         if mine is None or mine.get("status") != "evidence":
-            params[p] = info
+            if not keep_reasons or mine is None or info.get("status") == "evidence":
+                params[p] = info
         elif info.get("status") == "evidence":
             mine["evidence"] = sorted({tuple(e) for e in mine["evidence"]} | {tuple(e) for e in info["evidence"]})
     return row
