@@ -197,6 +197,10 @@ RECIPES: dict[str, dict[str, Any]] = {
                   "values": {"padding_idx": [-1, 1]}},
     "full": {"values": {"size": [[2, 3], [3, 4]]}},
     "arange": {},
+    # a size read from a tensor is a number when its shapes are static (the export then holds no call, and failed:
+    # 'int' object has no attribute 'name'); with dynamic shapes it is the ``Shape`` of one axis, then a ``Squeeze``
+    # (gpt2_dynamic's two ``sym_size.int`` calls had no template)
+    "sym_size": {"dynamic": True, "exact": True},
     "index_select": {"shapes": {"index": ("long", (2,), 4)}},
     # a view of a view: the optimizer makes the two Reshapes one, without ``allowzero`` and with the sizes it
     # computed (swin's attention windows), which no one-op export of view holds; exported once more that way

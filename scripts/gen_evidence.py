@@ -291,8 +291,10 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
         names = [p.name for p in found[1] if not p.is_tensor] if found is not None else []
         return {"target": target, "status": plan.split(":", 1)[0], "reason": plan, "parameters": names}
     base_path = work / "base.onnx"
+    # (an overload that only a symbolic size makes, ``sym_size.int``: exported with dynamic shapes, its recipe says)
+    dynamic = bool(cases.recipe(cases.op_of(target)).get("dynamic"))
     try:
-        export(plan.base, base_path)
+        export(plan.base, base_path, dynamic=dynamic)
     except Exception as e:  # an export that fails is a finding of the coverage table, not an error of the script
         return {"target": target, "status": "not_exportable", "reason": _one_line(e),
                 "parameters": plan.parameters}
@@ -303,7 +305,7 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
         # the call's nodes are there, as in an export made with optimize=False
         optimize = False
         try:
-            export(plan.base, base_path, optimize)
+            export(plan.base, base_path, optimize, dynamic=dynamic)
         except Exception as e:
             return {"target": target, "status": "not_exportable", "reason": _one_line(e),
                     "parameters": plan.parameters}
@@ -312,13 +314,13 @@ def run_plan(target: str, work: Path, plan: cases.Plan | str) -> dict[str, Any]:
         return {"target": target, "status": "decomposed", "reason": base, "parameters": plan.parameters}
     variants: dict[str, list[Observation]] = {}
     failed: dict[str, str] = {}
-    (work / "variants.json").write_text(json.dumps({"optimize": optimize, "variants": {
+    (work / "variants.json").write_text(json.dumps({"optimize": optimize, "dynamic": dynamic, "variants": {
         f"v{k}": what for k, (what, _call) in enumerate(plan.variants)}, "tensors": tensor_params(plan)}),
         encoding="utf-8")
     for k, (what, call) in enumerate(plan.variants):
         path = work / f"v{k}.onnx"
         try:
-            export(call, path, optimize)
+            export(call, path, optimize, dynamic=dynamic)
         except Exception as e:
             failed.setdefault(what, _one_line(e))
             continue
