@@ -73,7 +73,9 @@ _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4
 
 # per op name: tensor shapes (or ("long", shape, high) / ("bool", shape)) and argument values where the tables do not
 # fit; "values" overrides the tables for this op, "fixed" pins a value that is not varied, "together" varies an
-# argument with the tensor shapes it needs (value, {tensor: shape})
+# argument with the tensor shapes it needs (value, {tensor: shape}); "with" gives template variants optional tensors
+# (and the arguments that go with them); "bases" plans the op once more from another base, whose evidence is added;
+# "dynamic" exports it with dynamic shapes; "exact": for this op only, not for the ops whose names it begins
 RECIPES: dict[str, dict[str, Any]] = {
     "conv_transpose": {"shapes": {"input": (1, 4, 5, 5, 5), "weight": (4, 2, 3, 3, 3)},
                        "values": {"stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
