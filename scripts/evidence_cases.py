@@ -174,6 +174,11 @@ def resolve(name: str, op: Any) -> tuple[Callable[..., Any], str]:
     return op, "op"
 
 
+def _tensors(spec: Any) -> torch.Tensor | list[torch.Tensor]:
+    """A tensor of ``spec``, or a list of them for a list of specs (a ``Tensor[]`` parameter's)."""
+    return [_tensor(s) for s in spec] if isinstance(spec, list) else _tensor(spec)
+
+
 def _tensor(spec: Any) -> torch.Tensor:
     gen = torch.Generator().manual_seed(0)
     if isinstance(spec, tuple) and spec and spec[0] == "long":
@@ -325,7 +330,7 @@ def plan(target: str, number_other: bool = False, templates: bool = False,
         for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias), and
             # the other arguments that make them optional (instance norm's running statistics: use_input_stats)
             out.variants.append((f"#with_{k}", Call(fn, kind, params, {**values, **{
-                q: None if spec is None else _tensor(spec) if q in tensor_params else spec
+                q: None if spec is None else _tensors(spec) if q in tensor_params else spec
                 for q, spec in given.items()}})))  # None: left out
         for q, options in rec.get("template_values", {}).items():  # values whose body has a structure of its own,
             for v in options:  # alone and with each set of optional tensors (not evidence: the slot is gone)

@@ -215,7 +215,10 @@ RECIPES: dict[str, dict[str, Any]] = {
     # seq) mask indexed by (batch, 1, 1, 1) and (1, 1, seq, 1) positions, gpt2_dynamic's and llama_gqa's): called as
     # the aten op (``Tensor.index`` is another method), and no other op's recipe (``index_add``, ``index_put``, ...)
     "index": {"op": True, "exact": True,
-              "shapes": {"self": (2, 8), "indices": [("long", (2, 1, 1, 1), 2), ("long", (1, 1, 8, 1), 8)]}},
+              "shapes": {"self": (2, 8), "indices": [("long", (2, 1, 1, 1), 2), ("long", (1, 1, 8, 1), 8)]},
+              # and one position per row (CLIP's pooled token: ``x[arange(batch), ids.argmax(-1)]``, an Unsqueeze of
+              # each index, a Concat and a GatherND, which no template held)
+              "with": [{"indices": [("long", (2,), 2), ("long", (2,), 8)]}]},
     "masked_fill": {"shapes": {"mask": ("bool", SHAPE), "value": ()}},  # (.Tensor's value: a 0-d tensor)
     "_to_copy": {"values": {"dtype": DTYPES}},
     "topk": {"values": {"k": [2, 3], "dim": [1, -1], "largest": [True, False], "sorted": [True]}},
