@@ -218,7 +218,10 @@ RECIPES: dict[str, dict[str, Any]] = {
               "shapes": {"self": (2, 8), "indices": [("long", (2, 1, 1, 1), 2), ("long", (1, 1, 8, 1), 8)]},
               # and one position per row (CLIP's pooled token: ``x[arange(batch), ids.argmax(-1)]``, an Unsqueeze of
               # each index, a Concat and a GatherND, which no template held)
-              "with": [{"indices": [("long", (2,), 2), ("long", (2,), 8)]}]},
+              "with": [{"indices": [("long", (2,), 2), ("long", (2,), 8)]}],
+              # and of positions a model computes from constants (transformers' mask indexing of static shapes: BERT's,
+              # DistilBERT's, RoBERTa's): the optimizer folds them into the call, one GatherND of a constant
+              "fused_modules": [("", lambda: FusedModule(_ConstantPositions()))]},
     "masked_fill": {"shapes": {"mask": ("bool", SHAPE), "value": ()}},  # (.Tensor's value: a 0-d tensor)
     "_to_copy": {"values": {"dtype": DTYPES}},
     "topk": {"values": {"k": [2, 3], "dim": [1, -1], "largest": [True, False], "sorted": [True]}},
@@ -252,6 +255,16 @@ class _ZeroBiasAddmm(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.addmm(self.bias, x.reshape(-1, self.weight.shape[0]), self.weight)
+
+
+class _ConstantPositions(torch.nn.Module):
+    """``x[rows, cols]`` of positions made from constants (aranges, unsqueezed to broadcast), as transformers makes
+    the positions of a mask it indexes: with static shapes they are one constant the call's GatherND reads."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(x.shape[0]).reshape(-1, 1, 1, 1)
+        cols = torch.arange(x.shape[1]).reshape(1, 1, -1, 1)
+        return x[rows, cols]
 
 
 class FusedModule(torch.nn.Module):
