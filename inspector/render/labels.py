@@ -6,11 +6,11 @@ Labels are raw model text (names, attribute strings): whoever draws them escapes
 from __future__ import annotations
 
 import onnx
-from onnx import numpy_helper
 
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.graph import is_small_constant
 from inspector.core.model.tensor_sizes import dtype_name
+from inspector.core.util.plain_tensors import plain_tensor
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -42,10 +42,16 @@ def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
     head = f"{dtype_name(t.data_type)}[{','.join(str(d) for d in t.dims)}]"
     if not is_small_constant(t):
         return head
-    try:
-        values = numpy_helper.to_array(t).reshape(-1).tolist()
-    except Exception:
-        return head
+    plain = plain_tensor(t)  # (numpy, and with it the rest of onnx, only for the other types: a report's start-up)
+    if plain is not None:
+        values = plain.first(9)
+    else:
+        from onnx import numpy_helper
+
+        try:
+            values = numpy_helper.to_array(t).reshape(-1).tolist()
+        except Exception:
+            return head
     parts = [f"{x:.6g}" if isinstance(x, float) else str(x) for x in values[:8]]
     text = f"{head} = {', '.join(parts)}" + (", …" if len(values) > 8 else "")
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 import onnx
-from onnx import helper
 
 from inspector.core.bodies.bodykey import group_shapes
 from inspector.core.fold.build import (
@@ -37,6 +36,7 @@ from inspector.core.fold.build import (
     topological,
     unknown_fields,
 )
+from inspector.core.fold.messages import opset_id
 from inspector.core.fold.names import Unnamed, overload_keys
 from inspector.core.fold.plan import FunctionClass, Planned, Planner, classes_of
 from inspector.core.model.graph import GraphMaps, node_reads
@@ -140,7 +140,7 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     folded.functions.extend(functions)
     if functions:  # nothing folded (every call unreadable or left flat): the model as it was, no unused opset
         if not any(o.domain == domain for o in folded.opset_import):
-            folded.opset_import.append(helper.make_opsetid(domain, 1))
+            folded.opset_import.append(opset_id(domain, 1))
         folded.ir_version = max(folded.ir_version, 10)
     report.functions = [FunctionKey(f.domain, f.name, f.overload) for f in functions]
     report.nodes_after = len(folded.graph.node)

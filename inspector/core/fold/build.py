@@ -14,9 +14,9 @@ from typing import Any
 
 import onnx
 from google.protobuf.unknown_fields import UnknownFieldSet
-from onnx import helper
 
 from inspector.core.bodies.body import group_body
+from inspector.core.fold.messages import constant_node
 from inspector.core.fold.names import identifier
 from inspector.core.fold.plan import Form, FunctionClass, Planned, Planner, aten_attribute
 from inspector.core.model.keys import FunctionKey
@@ -162,7 +162,7 @@ def make_function(key: FunctionKey, cls: FunctionClass, order: list[int],
     f.input.extend(formals)
     f.output.extend(rename.get(o, o) for o in body.outputs)
     for name, tensor in body.constants.items():
-        f.node.append(helper.make_node("Constant", [], [name], value=tensor))
+        f.node.append(constant_node(name, tensor))
     for node in body.nodes:
         copy = f.node.add()
         copy.CopyFrom(node)

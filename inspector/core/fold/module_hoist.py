@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import onnx
-from onnx import AttributeProto, helper
+from onnx import AttributeProto
 
 from inspector.core.bodies.body import Body
 from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.bodies.literals import Literal, body_literals
+from inspector.core.fold.messages import attribute
 from inspector.core.fold.names import identifier
 
 
@@ -114,7 +115,7 @@ def _slots(first: Member, varying: list[Literal]) -> Hoisted:
 def _value(m: Member, lit: Literal, name: str) -> AttributeProto:
     """The attribute a call passes for one varying slot: this instance's value under the function's name."""
     if lit.kind == "initializer":
-        return helper.make_attribute(name, m.body.constants[lit.name])
+        return attribute(name, m.body.constants[lit.name])
     index = lit.path[0]
     assert isinstance(index, int)
     attr = AttributeProto()

@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import onnx
-from onnx import helper
 
 from inspector.core.bodies.body import Body
 from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.fold.build import rename_reads
+from inspector.core.fold.messages import constant_node, opset_id
 from inspector.core.fold.module_hoist import Hoisted, parametrise
 from inspector.core.fold.module_hoist import hoist as hoist_literals
 from inspector.core.fold.module_select import OUTSIDE, Instance, module_tree, owners, parse_patterns, select
@@ -339,7 +339,7 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
     fn.input.extend(rename[x] for x in body.inputs)
     fn.output.extend(body.outputs)
     for name, tensor in body.constants.items():
-        fn.node.append(helper.make_node("Constant", [], [name], value=tensor))
+        fn.node.append(constant_node(name, tensor))
     nested = False
     for node in body.nodes:
         copy = fn.node.add()
@@ -350,7 +350,7 @@ def _function(f: _Folded, key: FunctionKey, maps: GraphMaps, opsets: list[onnx.O
         parametrise(fn, f.hoisted, len(body.constants))
     fn.opset_import.extend(opsets)
     if nested:
-        fn.opset_import.append(helper.make_opsetid(domain, 1))
+        fn.opset_import.append(opset_id(domain, 1))
     variant = variant_note(overload) if overload else ""
     fn.doc_string = f"nn.Module {f.inst.module.class_name}{variant}, cut from instance {f.inst.path}"
     return fn
@@ -383,7 +383,7 @@ def _rebuilt(proto: onnx.ModelProto, main: list[_Unit], maps: GraphMaps, functio
     graph.value_info.extend(infos)
     out.functions.extend(functions)
     if not any(o.domain == domain for o in out.opset_import):
-        out.opset_import.append(helper.make_opsetid(domain, 1))
+        out.opset_import.append(opset_id(domain, 1))
     out.ir_version = max(out.ir_version, 10)
     return out
 

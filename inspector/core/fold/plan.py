@@ -14,12 +14,13 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnx import AttributeProto, helper
+from onnx import AttributeProto
 
 from inspector.core.aten.schemas import BoundArgument, Parameter
 from inspector.core.bodies.body import Body, group_body
 from inspector.core.bodies.bodykey import GroupShape, group_shape
 from inspector.core.bodies.fingerprint import fingerprint
+from inspector.core.fold.messages import attribute
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FxNode, Symbol, TensorRef
 from inspector.core.model.graph import GraphMaps
@@ -344,19 +345,19 @@ def aten_attribute(name: str, value: Any, param: Parameter) -> AttributeProto | 
     if value is None:
         return None
     if isinstance(value, bool):
-        return helper.make_attribute(name, int(value))
+        return attribute(name, int(value))
     if isinstance(value, (int, float, str)):
-        return helper.make_attribute(name, value)
+        return attribute(name, value)
     if isinstance(value, Symbol):
-        return helper.make_attribute(name, value.text)
+        return attribute(name, value.text)
     if isinstance(value, (list, tuple)) and not value:  # ``size=[]``: an empty list of the parameter's type
         kind = AttributeProto.FLOATS if "float" in param.type.lower() else AttributeProto.INTS
-        return helper.make_attribute(name, [], attr_type=kind)
+        return attribute(name, [], kind)
     if isinstance(value, (list, tuple)) and value:
         if all(isinstance(v, bool) for v in value):
-            return helper.make_attribute(name, [int(v) for v in value])
+            return attribute(name, [int(v) for v in value])
         if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            return helper.make_attribute(name, list(value))
+            return attribute(name, list(value))
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return helper.make_attribute(name, [float(v) for v in value], attr_type=AttributeProto.FLOATS)
+            return attribute(name, [float(v) for v in value], AttributeProto.FLOATS)
     return None
