@@ -130,7 +130,9 @@ class ReviewBar(QWidget):
 
 
 class ReviewPanel(QWidget):
-    """Everything reviewable in the model; a click (or Enter) jumps to it, as in the Search list."""
+    """Everything reviewable in the model; a click (or Enter) jumps to it, as in the Search list. The filter box above
+    the tabs filters this list as it filters the functions tree (``set_filter``): an item is listed when its family's
+    name, its own label (where, value, overload or calls) or its note contains the text, ignoring case."""
 
     jump = Signal(object)  # ReviewItem
 
@@ -166,6 +168,19 @@ class ReviewPanel(QWidget):
         lay.addLayout(top)
         lay.addWidget(self.tree)
         self._items: list[tuple[ReviewItem, Review]] = []
+        self._filter = ""  # casefolded
+
+    def set_filter(self, text: str) -> None:
+        """List only the items that ``text`` matches (all when it is blank)."""
+        q = text.strip().casefold()
+        if q != self._filter:
+            self._filter = q
+            self._refill()
+
+    def _matches(self, item: ReviewItem, review: Review) -> bool:
+        q = self._filter
+        return not q or q in item.family.family.label.casefold() or q in item.label.casefold() \
+            or q in review.note.casefold()
 
     def set_items(self, items: list[tuple[ReviewItem, Review]]) -> None:
         self._items = items
@@ -177,9 +192,14 @@ class ReviewPanel(QWidget):
     def _refill(self) -> None:
         self.tree.clear()
         open_count = sum(1 for _i, r in self._items if r.status == "unreviewed")
-        self.summary.setText(f"{open_count} of {len(self._items)} unreviewed")
+        matching = [(i, r) for i, r in self._items if self._matches(i, r)]
+        summary = f"{open_count} of {len(self._items)} unreviewed"
+        if self._filter:
+            shown = sum(1 for _i, r in matching if r.status == "unreviewed" or not self.only_open.isChecked())
+            summary += f" · {shown} match the filter"
+        self.summary.setText(summary)
         families: dict[str, QTreeWidgetItem] = {}
-        for item, review in self._items:
+        for item, review in matching:
             if self.only_open.isChecked() and review.status != "unreviewed":
                 continue
             fam_label = item.family.family.label

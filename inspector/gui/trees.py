@@ -101,8 +101,9 @@ class Trees(QWidget):
         self._expanded = [row.data(FamilyModel.ObjectRole) for row in rows if view.isExpanded(row)]
 
     def _filter_changed(self, text: str) -> None:
-        """The filter was cleared: expand the rows that were expanded before it (a reset collapsed them all), and
-        keep the current row in view."""
+        """The Review list takes the filter too. The filter was cleared: expand the rows that were expanded before it
+        (a reset collapsed them all), and keep the current row in view."""
+        self.review_panel.set_filter(text)
         if text:
             return
         for obj in self._expanded:

@@ -1,0 +1,76 @@
+"""The filter box above the tabs filters the Review list as it filters the Functions tree: typed on the Functions
+tab, the Review tab then lists only the items of matching families (or whose label or note matches); cleared, all
+again. It filtered the Functions tree alone, so the Review tab listed every item under a box that said otherwise.
+GPT-2 from the zoo."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt
+
+from tests.conftest import ZOO
+
+
+def _families(tree) -> list[str]:
+    return [tree.topLevelItem(k).text(0) for k in range(tree.topLevelItemCount())]
+
+
+def _rows(tree) -> int:
+    return sum(tree.topLevelItem(k).childCount() for k in range(tree.topLevelItemCount()))
+
+
+def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_lists_all(qtbot, window, tmp_path):
+    model = tmp_path / "gpt2.onnx"
+    shutil.copy(ZOO / "gpt2.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    panel = window.review_panel
+    items = panel.items()
+    everything = _families(panel.tree)
+    assert len(everything) == 11 and _rows(panel.tree) == len(items) == 47
+    # typed as a user types it, on the Functions tab, in another case than the family's name
+    window.filter_box.setFocus()
+    with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
+        qtbot.keyClicks(window.filter_box, "LAYER_norm")
+    window.trees.setCurrentWidget(panel)
+    expected = [i for i, _r in items if "layer_norm" in i.family.family.label]
+    assert _families(panel.tree) == ["aten::layer_norm"] and _rows(panel.tree) == len(expected) == 3
+    listed = [panel.tree.topLevelItem(0).child(j).data(0, Qt.ItemDataRole.UserRole) for j in range(3)]
+    assert [i.key for i in listed] == [i.key for i in expected]
+    assert panel.summary.text() == "47 of 47 unreviewed · 3 match the filter"
+    with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
+        window.filter_box.clear()
+    assert _families(panel.tree) == everything and _rows(panel.tree) == 47
+    assert panel.summary.text() == "47 of 47 unreviewed"
+
+
+def test_a_note_matches_the_filter_and_a_new_model_starts_unfiltered(qtbot, window, tmp_path):
+    model = tmp_path / "gpt2.onnx"
+    shutil.copy(ZOO / "gpt2.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    panel = window.review_panel
+    tanh = next(i for i, _r in panel.items() if i.family.family.label == "aten::tanh")
+    row = next(panel.tree.topLevelItem(k).child(0) for k in range(panel.tree.topLevelItemCount())
+               if panel.tree.topLevelItem(k).text(0) == "aten::tanh")
+    with qtbot.waitSignal(window.selection_shown, timeout=30000):
+        panel.tree.itemActivated.emit(row, 0)
+    assert window.session.target is not None and window.session.target.item.key == tanh.key
+    window.review_bar.note.setText("gelu's cube: check <approximate>")
+    window.review_bar.buttons["suspicious"].click()
+    panel.only_open.setChecked(False)
+    window.filter_box.set_now("GELU'S CUBE")
+    assert _families(panel.tree) == ["aten::tanh"] and _rows(panel.tree) == 1
+    shown = panel.tree.topLevelItem(0).child(0)
+    assert shown.text(1) == "suspicious" and shown.text(2) == "gelu's cube: check <approximate>"
+    # another model: its list is whole (the box is cleared with the model's filter)
+    other = tmp_path / "bert.onnx"
+    shutil.copy(ZOO / "bert.onnx", other)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(other)
+    assert window.filter_box.text() == "" and _rows(panel.tree) == len(panel.items()) > 1
