@@ -135,8 +135,8 @@ def _fold(index: ModelIndex, domain: str, inside_subgraphs: bool,
     folded = proto if consume and not unknown_fields(proto) else copy_known(proto)
     _place(folded.graph, graph, entries, ordered)
     report.calls_folded = len(planned)
-    keep_only(folded.graph.value_info, lambda v: v.name in used)
-    keep_only(folded.graph.initializer, lambda t: t.name not in moved or t.name in still_read)
+    keep_only(folded.graph.value_info, used.__contains__)
+    keep_only(folded.graph.initializer, still_read.union(maps.initializers.keys() - moved).__contains__)
     folded.functions.extend(functions)
     if functions:  # nothing folded (every call unreadable or left flat): the model as it was, no unused opset
         if not any(o.domain == domain for o in folded.opset_import):

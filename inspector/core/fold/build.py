@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from operator import is_
+from operator import attrgetter, is_, not_
 from typing import Any
 
 import onnx
@@ -23,6 +23,7 @@ from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import NodePath, subgraphs
 from inspector.core.util.order import dependencies, kahn
 
+_NAME = attrgetter("name")
 Made = None | onnx.NodeProto | Planned  # what replaces a node of the graph: nothing, a node, or a call
 
 
@@ -44,14 +45,17 @@ def copy_known(proto: onnx.ModelProto) -> onnx.ModelProto:
     return folded
 
 
-def keep_only(items: Any, keep: Callable[[Any], bool]) -> None:
-    """Drop the entries of a repeated message field for which ``keep`` is false, in place (a stable sort moves
-    the kept ones to the front; nothing is copied)."""
-    held = list(items)
-    dropped = {id(x) for x in held if not keep(x)}
+def keep_only(items: Any, keep: Callable[[str], bool]) -> None:
+    """Drop the entries of a repeated message field whose name ``keep`` refuses, in place (a stable sort moves the
+    kept ones to the front; nothing is copied). Names are read, tested and ranked in C (``keep`` a set's
+    ``__contains__``, the sort's key the next of the ranks): a Python function per entry, for the 100k value infos of a
+    fold, cost 0.08-0.1 s."""
+    held = items[:]  # (a slice is made in C; iterating the field ends in a formatted IndexError: diff.follow)
+    kept = list(map(keep, map(_NAME, held)))
+    dropped = len(kept) - sum(kept)
     if dropped:
-        items.sort(key=lambda x: id(x) in dropped)
-        del items[len(held) - len(dropped):]
+        items.sort(key=partial(next, map(not_, kept)))
+        del items[len(held) - dropped:]
 
 
 def sort_entries(items: Any, held: list[Any], keys: Sequence[Any], first: list[Any]) -> None:
