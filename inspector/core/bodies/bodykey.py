@@ -32,6 +32,7 @@ from inspector.core.model.calls import AtenCall
 from inspector.core.model.fx import FX_REF
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
+from inspector.core.model.scan import NodeFields
 from inspector.core.model.walk import NodePath
 
 _serialized = AttributeProto.SerializeToString
@@ -92,7 +93,7 @@ def _batch(calls: Sequence[AtenCall], maps: GraphMaps, shapes: bool) -> list[Any
     add = out.append
     inputs, outputs, captured, bakeable, unread = maps.inputs, maps.outputs, maps.captured, maps.bakeable, maps.unread
     mentions, graph_nodes, main, fields, aten_call = maps.mentions, maps.graph.node, MAIN, _FIELDS, AtenCall
-    in_upto, v_upto, v_refs, serialized = _IN_UPTO, _V_UPTO, _V, _serialized
+    in_upto, v_upto, v_refs, serialized, node_fields = _IN_UPTO, _V_UPTO, _V, _serialized, maps.fields
     general = group_shape if shapes else group_key
     said: dict[tuple[str, ...], tuple[str, ...]] = {}  # ``mentions`` of the constants of this batch's calls
     for call in calls:
@@ -132,11 +133,14 @@ def _batch(calls: Sequence[AtenCall], maps: GraphMaps, shapes: bool) -> list[Any
                 # keys of the stripped 100k replica's 79,670 recognised calls 0.290-0.311 -> 0.280-0.300 s, now below
                 # the same calls with metadata, 0.296-0.326 -> 0.292-0.326 (CPU, best of 5 in-process, 5 runs each,
                 # alternating; ``group_keys`` a chunk of 256 calls at a time, as ``Specialiser.key_calls`` keys them)
-                node = call.first_node if type(call) is aten_call else None
-                domain, op_type, overload, attrs = fields(node if node is not None else graph_nodes[i])
-                # (``_attribute_bytes`` inline: a Python frame less per call with attributes)
-                blob = () if not attrs else (serialized(attrs[0]),) if len(attrs) == 1 else tuple(map(serialized,
-                                                                                                     attrs[:]))
+                if node_fields is not None and (read_fields := node_fields[i])[3] is not None:
+                    domain, op_type, overload, blob = read_fields  # (as the scan read them: not reached again)
+                else:
+                    node = call.first_node if type(call) is aten_call else None
+                    domain, op_type, overload, attrs = fields(node if node is not None else graph_nodes[i])
+                    # (``_attribute_bytes`` inline: a Python frame less per call with attributes)
+                    blob = () if not attrs else (serialized(attrs[0]),) if len(attrs) == 1 else tuple(map(serialized,
+                                                                                                         attrs[:]))
                 key = (baked, ((domain, op_type, overload, refs, made, blob),), read)
                 if shapes:
                     add(GroupShape(key, [i], [x for x in ins if x not in baked] if baked else list(ins),
@@ -190,11 +194,19 @@ def _several(call: AtenCall, paths: list[NodePath], maps: GraphMaps) -> GroupSha
         chosen = list(map(gt, map(read_count.get, made, _ZEROS), wiring.inside))
     else:
         chosen = [x in graph_outputs or read_count[x] > k for x, k in zip(made, wiring.inside)]
-    domains, op_types, overloads, attrs = zip(*map(_FIELDS, map(maps.graph.node.__getitem__, top)))
-    tokens = tuple(zip(domains, op_types, overloads, reads, wiring.made,
-                       [_attribute_bytes(a) if a else () for a in attrs]))
+    domains, op_types, overloads, blobs = zip(*map(_node_fields, top, repeat(maps)))
+    tokens = tuple(zip(domains, op_types, overloads, reads, wiring.made, blobs))
     return GroupShape((tuple(constants), tokens, tuple(compress(wiring.made_refs, chosen))), top, inputs, constants,
                       list(compress(made, chosen)))
+
+
+def _node_fields(i: int, maps: GraphMaps) -> NodeFields:
+    """Main-graph node ``i``'s fields as a key holds them: as the scan read them (``MainReads.fields``), or from the
+    node where it did not (a Constant's attributes; maps made without the scan)."""
+    if maps.fields is not None and (read := maps.fields[i])[3] is not None:
+        return read
+    domain, op_type, overload, attrs = _FIELDS(maps.graph.node[i])
+    return domain, op_type, overload, _attribute_bytes(attrs) if attrs else ()
 
 
 def _attribute_bytes(attrs: Sequence[AttributeProto]) -> tuple[bytes, ...]:
@@ -333,7 +345,6 @@ def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
     # not a closure per read: the 6,249 calls of several nodes of the Llama replica at 100k (24 -> 19 us a call)
     counter = 0
     tokens: list[Hashable] = []
-    graph_nodes = maps.graph.node
     get = names.get
     for i, (ins, outs) in zip(top, io):
         read: list[str] = []
@@ -353,10 +364,8 @@ def _group_shape(call: AtenCall, top: list[int], maps: GraphMaps) -> GroupShape:
                 made.append(r)
             else:
                 made.append("_")
-        node = graph_nodes[i]
-        attrs = node.attribute
-        tokens.append((node.domain, node.op_type, node.overload, tuple(read), tuple(made),
-                       tuple(map(_serialized, attrs)) if attrs else ()))
+        domain, op_type, overload, blob = _node_fields(i, maps)
+        tokens.append((domain, op_type, overload, tuple(read), tuple(made), blob))
     # read outside the group: read more often in the graph than by the group's own nodes
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     if len(io) == 1:
@@ -434,7 +443,7 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
     """``group_shape``'s fields for a group of one node (most aten calls): the same steps as for several nodes,
     inlined, since this runs once per call of an 80k-call export."""
     ins, outs = maps.inputs[i], maps.outputs[i]
-    node = call.first_node if call.first_node is not None else maps.graph.node[i]  # the scan's: not read again
+    domain, op_type, overload, blob = _node_fields(i, maps)
     read_count, graph_outputs = maps.read_count, maps.graph_outputs
     distinct = set(ins)
     n, m = len(ins), len(outs)
@@ -443,7 +452,6 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
             and "" not in outs and m == len(set(outs))):
         # most calls: distinct named inputs, none made by the node itself, distinct named outputs. The steps below
         # then number the outputs v0, v1, ... in order, and (no output is among the inputs) read outside = read at all
-        attrs = node.attribute
         made_refs = _V_UPTO[m]
         unread = maps.unread
         if unread.isdisjoint(outs):
@@ -452,8 +460,7 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
             outputs = [x for x in outs if x not in unread]
             out_refs = tuple([_V[k] for k, x in enumerate(outs) if x not in unread])
         if small.isdisjoint(distinct):  # none baked in: the inputs are in0, in1, ... in order
-            token = (node.domain, node.op_type, node.overload, _IN_UPTO[n], made_refs,
-                     tuple(map(_serialized, attrs)) if attrs else ())
+            token = (domain, op_type, overload, _IN_UPTO[n], made_refs, blob)
             return ((), (token,), out_refs), [i], list(ins), [], outputs
         # some are small initializers (a Reshape's shape, a Slice's starts), baked in unless the FX text names one
         # (then the general steps below decide): the inputs are then numbered in0, in1, ... and the constants c0,
@@ -461,8 +468,7 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
         bakeable = maps.bakeable
         baked = [x for x in ins if x in bakeable]
         if not _mentioned(call.fx_text, baked, maps):
-            token = (node.domain, node.op_type, node.overload, _refs(tuple([x in baked for x in ins])), made_refs,
-                     tuple(map(_serialized, attrs)) if attrs else ())
+            token = (domain, op_type, overload, _refs(tuple([x in baked for x in ins])), made_refs, blob)
             return ((tuple(baked), (token,), out_refs), [i], [x for x in ins if x not in baked] if baked else list(ins),
                     baked, outputs)
     inputs: list[str] = []
@@ -498,9 +504,7 @@ def _one_node(call: AtenCall, i: int, maps: GraphMaps) -> tuple[Hashable, list[i
             made.append(ref)
         else:
             made.append("_")
-    attrs = node.attribute
-    token = (node.domain, node.op_type, node.overload, tuple(read), tuple(made),
-             tuple(map(_serialized, attrs)) if attrs else ())
+    token = (domain, op_type, overload, tuple(read), tuple(made), blob)
     outputs = [x for x in outs if x and (x in graph_outputs or read_count[x] > ins.count(x))]
     out_refs = tuple([names[x] for x in outputs])  # every output was numbered above
     return (tuple(constants), (token,), out_refs), [i], inputs, constants, outputs

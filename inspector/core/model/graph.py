@@ -1,12 +1,13 @@
 """One graph's maps: which node produces each value, which read it and how often, its initializers, and the
 torch.export names of its parameters. Built once per graph and shared by every body cut from it.
 
-Each node's inputs and outputs are read from protobuf once, here, and every later pass reads these lists instead.
-What such a pass costs is making the names' strings and lists, not reaching the nodes: at 100k nodes (the Llama
-replica, CPU, best of 7) a node's first field costs 0.034 s a pass, its inputs and outputs 0.08 s more. So taking the
-lists in the index's scan, which reaches every node anyway, saved nothing: the scan took 0.12-0.13 s more and these
-maps 0.12 s less, and ``summary --json`` was 1.409 s against 1.386 s without (the least of four benchmark runs each;
-benchmarks/README.md, "One pass for scan and maps").
+Each node's inputs and outputs are read from protobuf once and every later pass reads these lists instead. For the
+main graph of an index they are read by the index's scan (``scan.MainReads``), which reaches every node anyway,
+together with the fields a group key reads: three passes over the nodes (the scan's, these maps', the keys' in call
+order) became one, and ``summary --json`` at 100k nodes took 0.995-1.039 s against 1.043-1.108 (six runs each,
+alternating; benchmarks/README.md, "Twentieth session"). Taking the inputs and outputs alone in the scan, without the
+keys' fields, had saved nothing (the same file, "One pass for scan and maps"): a node reached again in call order,
+in a model larger than the CPU's caches, was what cost. Other graphs (branch and loop bodies) are read here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TypeVar
 import onnx
 
 from inspector.core.model.calls import AtenCall
+from inspector.core.model.scan import MainReads, NodeFields
 from inspector.core.model.walk import NodePath, may_have_subgraphs, subgraphs
 from inspector.core.util.progress import Progress
 
@@ -36,13 +38,15 @@ class GraphMaps:
     inputs and outputs are read from protobuf once, here (``inputs``, ``outputs``, ``reads``)."""
 
     def __init__(self, graph: onnx.GraphProto, outer: GraphMaps | None = None, prefix: NodePath = (),
-                 flat: bool = False, progress: Progress | None = None, declarations: bool = False) -> None:
+                 flat: bool = False, progress: Progress | None = None, declarations: bool = False,
+                 read: MainReads | None = None) -> None:
         """``outer``: the maps of the graph enclosing ``graph`` (a branch or loop body at node path ``prefix``),
         whose initializers and parameters it sees. ``flat``: no node of ``graph`` can hold a subgraph (known from
         the op histogram, ``ModelIndex.flat_main``), so none is looked at for one (110 ms of a 100k-node graph).
         ``progress``: a checkpoint (``core.util.progress``), in nodes: the nodes are then read ``_STEP`` at a time,
         with ``progress(done, total)`` after each step. ``declarations``: also keep the names ``declared``, for a
-        caller that will look types or shapes up by name."""
+        caller that will look types or shapes up by name. ``read``: the main graph's nodes as the scan read them
+        (``ScanResult.main``), taken over instead of read again."""
         self.graph = graph
         self.prefix = prefix
         self._progress = progress  # also read by what is made on first use over every node (``unread``)
@@ -54,19 +58,24 @@ class GraphMaps:
         self.outputs: list[list[str]] = []
         # how many times each value is read (a node reading it twice counts twice), counted in C; consumers on demand
         self.read_count: Counter[str] = Counter()
-        add_inputs, add_outputs = self.inputs.append, self.outputs.append
+        # each node's fields as a group key reads them (``MainReads.fields``), where the scan read them
         nodes = graph.node
         total = len(nodes)
+        self.fields: list[NodeFields] | None = read.fields if read is not None and len(read.fields) == total else None
+        if self.fields is not None and read is not None:
+            self.inputs, self.outputs = read.inputs, read.outputs
+        add_inputs, add_outputs = self.inputs.append, self.outputs.append
         step = _STEP if progress is not None else max(total, 1)
         for start in range(0, total, step):
-            for node in (nodes[start:start + step] if step < total else nodes):
-                # a slice of a repeated field is made in C, where list() iterates it from Python: 0.11 s instead of
-                # 0.19 s for the 100k nodes of the Llama replica (CPU, best of 5)
-                add_inputs(node.input[:])
-                add_outputs(node.output[:])
-            self.read_count.update(chain.from_iterable(self.inputs[start:] if start else self.inputs))
+            if self.fields is None:
+                for node in (nodes[start:start + step] if step < total else nodes):
+                    # (a slice is made in C; list() iterates in Python: 0.11 s instead of 0.19 at 100k, CPU)
+                    add_inputs(node.input[:])
+                    add_outputs(node.output[:])
+            self.read_count.update(chain.from_iterable(self.inputs[start:start + step] if step < total else
+                                                       self.inputs))
             if progress is not None:
-                progress(len(self.inputs), total)
+                progress(min(start + step, total), total)
         # per node with subgraphs: the outer names they read
         self.captured: dict[int, list[str]] = {} if flat else {i: captured_names(node)
                                                                for i, node in enumerate(graph.node)

@@ -1,0 +1,33 @@
+"""The main graph's nodes as the index's scan reads them (``scan.MainReads``), which the graph maps and the group keys
+take over instead of reaching each node again, are what reading the nodes gives: the same inputs, outputs, read
+counts and group keys (and so the same bodies) on every export of the zoo and every fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.core.bodies.bodykey import group_keys, group_shapes
+from inspector.core.model.graph import GraphMaps
+from inspector.core.model.index import open_index
+from tests.conftest import FIXTURES, ZOO
+
+_MODELS = sorted(ZOO.glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
+
+
+@pytest.mark.parametrize("path", _MODELS, ids=lambda p: p.name)
+def test_the_scans_reads_are_the_nodes_own(path: Path):
+    index = open_index(path)
+    maps = index.graph_maps()
+    graph = index.proto.graph
+    assert maps.fields is not None and len(maps.fields) == len(graph.node)  # taken over from the scan
+    plain = GraphMaps(graph, flat=index.flat_main)  # read from the nodes
+    assert plain.fields is None
+    assert maps.inputs == plain.inputs and maps.outputs == plain.outputs and maps.read_count == plain.read_count
+    for node, (domain, op, overload, blob) in zip(graph.node, maps.fields, strict=True):
+        assert (domain, op, overload) == (node.domain, node.op_type, node.overload)
+        assert blob == (None if op == "Constant" else tuple(a.SerializeToString() for a in node.attribute))
+    calls = index.provenance.calls
+    assert group_keys(calls, maps) == group_keys(calls, plain)
+    assert group_shapes(calls, maps) == group_shapes(calls, plain)
