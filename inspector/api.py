@@ -367,10 +367,11 @@ class CheckReport(_Rendered):
 
 # --- the calls --------------------------------------------------------------------------------------------------
 
-def open(x: Any, modules: bool = True) -> Model:
+def open(x: Any, modules: bool = True, maps: bool = False) -> Model:
     """Open and index ``x``: a path, an ``onnx.ModelProto``, anything with a ``.model_proto`` (a
     ``torch.onnx.ONNXProgram``), a ``Model``, or a ``ModelIndex``. A ModelProto is copied, never changed.
-    ``modules=False`` leaves out the module tree (a summary does not show it)."""
+    ``modules=False`` leaves out the module tree (a summary does not show it); ``maps=True`` for a caller that
+    specialises or folds at once (``core.model.index.open_index``)."""
     from inspector.core.model.index import ModelIndex, build_index, open_index
 
     if isinstance(x, Model):
@@ -378,7 +379,7 @@ def open(x: Any, modules: bool = True) -> Model:
     if isinstance(x, ModelIndex):
         return Model(x)
     if isinstance(x, (str, os.PathLike)):
-        index = open_index(x, modules=modules)
+        index = open_index(x, modules=modules, maps=maps)
         keep(index)
         return Model(index)
     proto = getattr(x, "model_proto", x)  # torch.onnx.ONNXProgram, without importing torch
@@ -393,7 +394,8 @@ def open(x: Any, modules: bool = True) -> Model:
         raise InspectorError("not an ONNX model (no graph)")
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)  # indexing may repair invalid UTF-8 in place: never in the caller's model
-    return Model(build_index(LoadedModel(Path(IN_MEMORY), copy, "binary", copy.ByteSize()), modules), in_memory=True)
+    return Model(build_index(LoadedModel(Path(IN_MEMORY), copy, "binary", copy.ByteSize()), modules, maps=maps),
+                 in_memory=True)
 
 
 def diff(a: Any, b: Any, jobs: int | None = None) -> Diff | FolderDiff:
@@ -423,7 +425,7 @@ def report(model: Any, format: str = "html", compare: Any = None, reviews: Any =
     if format not in REPORT_FORMATS:
         raise ValueError(f"unknown report format {format!r}; expected one of {', '.join(REPORT_FORMATS)}")
     to_pdf = _pdf_writer() if format == "pdf" else None
-    m = open(model, modules=False)  # (a report shows no module tree: the scan need not read name scopes)
+    m = open(model, modules=False, maps=True)  # (a report shows no module tree: the scan need not read name scopes)
     d = None
     inputs = m.index.protected_files() if not m.in_memory else []
     if compare is not None:
@@ -461,7 +463,7 @@ def check(model: Any, reviews: Any = None) -> CheckReport:
     store = None
     if isinstance(model, (str, os.PathLike)) and not isinstance(reviews, ReviewStore):
         store = load_reviews(Path(model), Path(reviews) if reviews is not None else None)
-    m = open(model)
+    m = open(model, maps=True)
     if store is None:
         store = _store(m, reviews, required=True)
     assert store is not None
@@ -482,7 +484,7 @@ def fold(model: Any, output: str | os.PathLike[str], domain: str | None = None, 
     if hoist and modules is None:
         raise InspectorError("--hoist needs --modules")
     own = isinstance(model, (str, os.PathLike))  # opened here: the fold may consume the index
-    index = open(model, modules=modules is not None).index
+    index = open(model, modules=modules is not None, maps=True).index
     check_output(output, index.protected_files(), "the folded model")
     if index.parameters().external_bytes and Path(output).resolve().parent != index.path.parent:
         raise InspectorError("the model keeps weights as external data; write the folded model into the same "

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    model = api.open(args.model, modules=False)
+    model = api.open(args.model, modules=False, maps=True)  # (a summary specialises: it makes the maps at once)
     if args.json:
         data = model.summary()
         api.keep(data)

@@ -234,13 +234,16 @@ class ModelIndex:
 
 
 def open_index(path: str | os.PathLike[str], modules: bool = True, like: ModelIndex | None = None,
-               maps: bool = True) -> ModelIndex:
+               maps: bool = False) -> ModelIndex:
     """Load and index a model file (the one call most callers need). ``modules=False`` for a caller that never
     builds the module tree: the scan then skips reading each call's name_scopes (1 us per call, 8% of a 100k-node
     scan); the tree, if asked for after all, reads them from the nodes. ``like``: an index of a model this one
     probably mostly equals (the other side of a diff), whose scan this one takes over where nodes are equal
-    (``inspector.core.model.scan_like``). ``maps=False`` for a caller that will rarely make the graph maps (a diff):
-    the scan then does not read the main graph's nodes for them (``scan.MainReads``, 0.13 s at 100k nodes)."""
+    (``inspector.core.model.scan_like``). ``maps``: the caller will make the graph maps and group keys at once
+    (specialisation, fold), so the scan reads the main graph's nodes for them while it is at each node
+    (``scan.MainReads``): at 100k nodes 0.07-0.1 s less in all, with no garbage collected meanwhile, as a command
+    runs; with CPython's collector on, the lists made earlier cost its collections more than that (``open_index``,
+    ``graph_maps``, then ``gc.collect()``: 1.12-1.15 s against 1.05-1.08 without), so it is not the default."""
     return build_index(load_model(path), modules, like, maps)
 
 
@@ -252,7 +255,7 @@ EAGER_TEXT_CHECK_NODES = 20_000
 
 
 def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | None = None,
-                maps: bool = True) -> ModelIndex:
+                maps: bool = False) -> ModelIndex:
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
@@ -271,7 +274,7 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
     return index
 
 
-def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None, reads: bool = True) -> ModelIndex:
+def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = None, reads: bool = False) -> ModelIndex:
     proto = model.proto
     followed = None
     if like is not None:  # (scan_like and the template matcher are imported where they are used: a command on a
