@@ -165,7 +165,7 @@ def measure(path: Path, work: Path) -> Row:
     strip(model)
     stripped = work / path.name
     onnx.save(model, str(stripped))
-    index = open_index(stripped)
+    index = open_index(stripped, maps=True)  # (as a summary opens it: the scan reads the nodes the matcher keys)
     sizes, _names = template_sizes()
     truth = _calls(truth_index)
     found = {k: c for k, c in _calls(index).items() if c.recognised}

@@ -13,6 +13,7 @@ from inspector.core.bodies.bodykey import group_keys, group_shapes
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import open_index
 from tests.conftest import FIXTURES, ZOO
+from tests.stripping import stripped_file, zoo_dynamo
 
 _MODELS = sorted(ZOO.glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
 
@@ -33,3 +34,16 @@ def test_the_scans_reads_are_the_nodes_own(path: Path):
     calls = index.provenance.calls
     assert group_keys(calls, maps) == group_keys(calls, plain)
     assert group_shapes(calls, maps) == group_shapes(calls, plain)
+
+
+@pytest.mark.parametrize("path", zoo_dynamo(), ids=lambda p: p.name)
+def test_a_stripped_export_is_recognised_alike_from_the_scans_reads(path: Path, tmp_path: Path):
+    """Without metadata, the nodes the matcher keys (``ScanResult.bare``) come from the same reads: the same calls,
+    with the same templates and nodes, either way."""
+    stripped = stripped_file(path, tmp_path)
+    read, plain = open_index(stripped, maps=True), open_index(stripped)
+    assert read._maps is not None and read._maps.fields is not None and plain._maps is not None
+    assert plain._maps.fields is None
+    found = [(c.target, c.recognised, c.candidates, c.node_paths) for c in read.provenance.calls]
+    assert found == [(c.target, c.recognised, c.candidates, c.node_paths) for c in plain.provenance.calls]
+    assert read.provenance.recognised == plain.provenance.recognised > 0
