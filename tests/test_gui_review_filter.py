@@ -42,7 +42,7 @@ def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_li
     assert _families(panel.tree) == ["aten::layer_norm"] and _rows(panel.tree) == len(expected) == 3
     listed = [panel.tree.topLevelItem(0).child(j).data(0, Qt.ItemDataRole.UserRole) for j in range(3)]
     assert [i.key for i in listed] == [i.key for i in expected]
-    assert panel.summary.text() == "47 of 47 unreviewed · 3 match the filter"
+    assert panel.summary.text() == "47 of 47 unreviewed · filter: 3 (3 unreviewed)"
     with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
         window.filter_box.clear()
     assert _families(panel.tree) == everything and _rows(panel.tree) == 47
@@ -64,7 +64,10 @@ def test_a_note_matches_the_filter_and_a_new_model_starts_unfiltered(qtbot, wind
     window.review_bar.note.setText("gelu's cube: check <approximate>")
     window.review_bar.buttons["suspicious"].click()
     panel.only_open.setChecked(False)
-    window.filter_box.set_now("GELU'S CUBE")
+    window.filter_box.set_now("GELU'S CUBE")  # (reviewed: hidden while "Only unreviewed" is on, but it matches)
+    panel.only_open.setChecked(True)
+    assert _rows(panel.tree) == 0 and panel.summary.text().endswith(" · filter: 1 (0 unreviewed)")
+    panel.only_open.setChecked(False)
     assert _families(panel.tree) == ["aten::tanh"] and _rows(panel.tree) == 1
     shown = panel.tree.topLevelItem(0).child(0)
     assert shown.text(1) == "suspicious" and shown.text(2) == "gelu's cube: check <approximate>"

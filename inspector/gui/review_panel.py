@@ -194,9 +194,9 @@ class ReviewPanel(QWidget):
         open_count = sum(1 for _i, r in self._items if r.status == "unreviewed")
         matching = [(i, r) for i, r in self._items if self._matches(i, r)]
         summary = f"{open_count} of {len(self._items)} unreviewed"
-        if self._filter:
-            shown = sum(1 for _i, r in matching if r.status == "unreviewed" or not self.only_open.isChecked())
-            summary += f" · {shown} match the filter"
+        if self._filter:  # (what the filter keeps, whether "Only unreviewed" shows it or not)
+            summary += f" · filter: {len(matching)} ({sum(1 for _i, r in matching if r.status == 'unreviewed')} " \
+                       "unreviewed)"
         self.summary.setText(summary)
         families: dict[str, QTreeWidgetItem] = {}
         for item, review in matching:
