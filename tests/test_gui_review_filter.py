@@ -24,12 +24,17 @@ def _rows(tree) -> int:
     return sum(tree.topLevelItem(k).childCount() for k in range(tree.topLevelItemCount()))
 
 
-def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_lists_all(qtbot, window, tmp_path):
+def _open_gpt2(qtbot, window, tmp_path):
+    """A copy of the zoo's GPT-2 opened, its reviews listed; the Review panel."""
     model = tmp_path / "gpt2.onnx"
     shutil.copy(ZOO / "gpt2.onnx", model)
     with qtbot.waitSignal(window.reviews_listed, timeout=60000):
         window.open_path(model)
-    panel = window.review_panel
+    return window.review_panel
+
+
+def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_lists_all(qtbot, window, tmp_path):
+    panel = _open_gpt2(qtbot, window, tmp_path)
     items = panel.items()
     everything = _families(panel.tree)
     assert len(everything) == 11 and _rows(panel.tree) == len(items) == 47
@@ -50,11 +55,7 @@ def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_li
 
 
 def test_a_note_matches_the_filter_and_a_new_model_starts_unfiltered(qtbot, window, tmp_path):
-    model = tmp_path / "gpt2.onnx"
-    shutil.copy(ZOO / "gpt2.onnx", model)
-    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
-        window.open_path(model)
-    panel = window.review_panel
+    panel = _open_gpt2(qtbot, window, tmp_path)
     tanh = next(i for i, _r in panel.items() if i.family.family.label == "aten::tanh")
     row = next(panel.tree.topLevelItem(k).child(0) for k in range(panel.tree.topLevelItemCount())
                if panel.tree.topLevelItem(k).text(0) == "aten::tanh")
