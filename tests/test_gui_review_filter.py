@@ -48,6 +48,11 @@ def test_typing_a_filter_lists_only_the_matching_review_items_and_clearing_it_li
     listed = [panel.tree.topLevelItem(0).child(j).data(0, Qt.ItemDataRole.UserRole) for j in range(3)]
     assert [i.key for i in listed] == [i.key for i in expected]
     assert panel.summary.text() == "47 of 47 unreviewed · filter: 3 (3 unreviewed)"
+    # a call's name finds the items of its body, as it finds the call's row in the Functions tree: the body of GPT-2's
+    # two tanh calls shows "e.g. tanh" alone
+    window.filter_box.set_now("tanh_1")
+    assert _families(panel.tree) == ["aten::tanh"] and _rows(panel.tree) == 1
+    assert "tanh_1" not in panel.tree.topLevelItem(0).child(0).text(0)
     with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
         window.filter_box.clear()
     assert _families(panel.tree) == everything and _rows(panel.tree) == 47
