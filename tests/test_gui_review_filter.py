@@ -83,3 +83,27 @@ def test_a_note_matches_the_filter_and_a_new_model_starts_unfiltered(qtbot, wind
     with qtbot.waitSignal(window.reviews_listed, timeout=60000):
         window.open_path(other)
     assert window.filter_box.text() == "" and _rows(panel.tree) == len(panel.items()) > 1
+
+
+def test_a_module_path_lists_the_items_of_the_calls_made_in_that_module(qtbot, window, tmp_path):
+    # typing a module's path keeps the calls made in it in the Functions tree (their rows read "name  (module)");
+    # the Review list then lists the items of those calls' bodies. It listed none: it read names, not module paths
+    panel = _open_gpt2(qtbot, window, tmp_path)
+    items = panel.items()
+    window.filter_box.setFocus()
+    with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
+        qtbot.keyClicks(window.filter_box, "H.1.MLP.act")
+    # the truth: the module path torch wrote in each call's name_scopes metadata
+    in_module = {id(c) for c in window.session.index.provenance.calls if "h.1.mlp.act" in c.module_path}
+    assert len(in_module) == 8
+    expected = [i for i, _r in items if i.body is not None and any(id(m) in in_module for m in i.body.members)]
+    listed = [panel.tree.topLevelItem(k).child(j).data(0, Qt.ItemDataRole.UserRole)
+              for k in range(panel.tree.topLevelItemCount()) for j in range(panel.tree.topLevelItem(k).childCount())]
+    assert [i.key for i in listed] == [i.key for i in expected]
+    assert _families(panel.tree) == ["aten::add", "aten::mul", "aten::pow", "aten::tanh"]
+    assert panel.summary.text() == f"47 of 47 unreviewed · filter: {len(expected)} ({len(expected)} unreviewed)"
+    # a module of no call of this model lists nothing, as the Functions tree shows nothing
+    window.filter_box.set_now("h.7.mlp")
+    assert _rows(panel.tree) == 0 and panel.summary.text() == "47 of 47 unreviewed · filter: 0 (0 unreviewed)"
+    window.filter_box.set_now("")
+    assert _rows(panel.tree) == 47

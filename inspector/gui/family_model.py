@@ -86,11 +86,14 @@ def call_text(call: Call) -> str:
 @dataclass(frozen=True, slots=True)
 class Matches:
     """What the filter keeps: ``kept``, the ids of the family and overload rows kept; ``calls``, per kept overload
-    row (by id) the calls it keeps when its own name does not match (a matching name keeps all its calls)."""
+    row (by id) the calls it keeps when its own name does not match (a matching name keeps all its calls);
+    ``call_ids``, the ids of those calls (whose name or module path matches), for the Review list to find their
+    items by (``ReviewPanel.set_filter``) without reading a module path on the GUI thread."""
 
     text: str
     kept: frozenset[int]
     calls: dict[int, list[Call]]
+    call_ids: frozenset[int] = frozenset()
 
 
 class FamilyTree:
@@ -142,6 +145,7 @@ class FamilyTree:
             return None
         kept: set[int] = set()
         calls: dict[int, list[Call]] = {}
+        ids: set[int] = set()
         for fam in self.root.children:
             fam_hit = q in fam.text.casefold()
             for ov in fam.children:
@@ -152,9 +156,10 @@ class FamilyTree:
                 if hits:
                     kept.add(id(ov))
                     calls[id(ov)] = hits
+                    ids.update(map(id, hits))
             if fam_hit or any(id(ov) in kept for ov in fam.children):
                 kept.add(id(fam))
-        return Matches(text, frozenset(kept), calls)
+        return Matches(text, frozenset(kept), calls, frozenset(ids))
 
     def item_count(self) -> int:
         """How many rows have been made (families, overloads, calls and "more" rows)."""

@@ -15,11 +15,11 @@ DEBOUNCE_MS = 200
 class FilterBox(LineEdit):
     """Typing restarts a 200 ms timer; the filter is applied when it fires (or at once by ``apply``). While
     rows come and go, ``filtering`` is True, so the tree's current-row signal can be told from a user's choice.
-    ``changing`` and ``changed`` (the new text) come before and after the rows change, so the tree can keep what was
-    expanded."""
+    ``changing`` and ``changed`` (the new text; after, what it keeps: ``Matches``, None for a blank text) come before
+    and after the rows change, so the tree can keep what was expanded and the Review list filter alike."""
 
     changing = Signal(str)
-    changed = Signal(str)
+    changed = Signal(str, object)
 
     def __init__(self, proxy: FamilyFilter, parent: QObject | None = None) -> None:
         super().__init__(placeholderText="Filter functions, overloads, aten targets, reviews…")
@@ -69,4 +69,4 @@ class FilterBox(LineEdit):
             self.proxy.set_kept(text, matches.kept if matches is not None else None)
         finally:
             self.filtering = False
-        self.changed.emit(text)
+        self.changed.emit(text, matches)

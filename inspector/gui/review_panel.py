@@ -134,7 +134,8 @@ class ReviewPanel(QWidget):
     """Everything reviewable in the model; a click (or Enter) jumps to it, as in the Search list. The filter box above
     the tabs filters this list as it filters the functions tree (``set_filter``): an item is listed when its family's
     name, its own label (where, value, overload or calls), the name of a call of its body or its note contains the
-    text, ignoring case."""
+    text, ignoring case, or a call of its body is one the Functions tree keeps (by its name or module path: typing
+    ``layers.3`` lists the items of the calls made in that module)."""
 
     jump = Signal(object)  # ReviewItem
 
@@ -172,17 +173,32 @@ class ReviewPanel(QWidget):
         self._items: list[tuple[ReviewItem, Review]] = []
         self._filter = ""  # casefolded
         self._texts: dict[int, str] = {}  # id of an item of ``_items`` -> what the filter reads of it (``_text``)
+        self._calls: frozenset[int] = frozenset()  # ids of the calls the filter keeps in the Functions tree
+        self._kept_bodies: dict[int, bool] = {}  # id of a body -> whether one of its calls is in ``_calls``
 
-    def set_filter(self, text: str) -> None:
-        """List only the items that ``text`` matches (all when it is blank)."""
+    def set_filter(self, text: str, calls: frozenset[int] = frozenset()) -> None:
+        """List only the items that ``text`` matches (all when it is blank); ``calls``: the ids of the calls the
+        Functions tree keeps for it (``Matches.call_ids``, worked out off the GUI thread, module paths included)."""
         q = text.strip().casefold()
-        if q != self._filter:
-            self._filter = q
+        if q != self._filter or calls != self._calls:
+            self._filter, self._calls = q, calls if q else frozenset()
             self._refill()
 
     def _matches(self, item: ReviewItem, review: Review) -> bool:
         q = self._filter
-        return not q or q in self._text(item) or q in review.note.casefold()
+        return not q or q in self._text(item) or q in review.note.casefold() or self._keeps_a_call(item)
+
+    def _keeps_a_call(self, item: ReviewItem) -> bool:
+        """Whether a call of ``item``'s body is one the filter keeps: once per body and filter (a body's items share
+        it; an 80k-call export's bodies hold each call once)."""
+        body = item.body
+        if not self._calls or body is None:
+            return False
+        got = self._kept_bodies.get(id(body))
+        if got is None:
+            calls = self._calls
+            got = self._kept_bodies[id(body)] = any(id(m) in calls for m in body.members)
+        return got
 
     def _text(self, item: ReviewItem) -> str:
         """What the filter reads of ``item``, casefolded, made once per item: its family's name, its label, and the
@@ -204,6 +220,7 @@ class ReviewPanel(QWidget):
         return list(self._items)
 
     def _refill(self) -> None:
+        self._kept_bodies = {}
         self.tree.clear()
         open_count = sum(1 for _i, r in self._items if r.status == "unreviewed")
         matching = [(i, r) for i, r in self._items if self._matches(i, r)]

@@ -14,7 +14,7 @@ from inspector.core.model.keys import FunctionKey
 from inspector.core.model.module_tree import ModuleNode
 from inspector.gui.analysis import TreeObject
 from inspector.gui.distinct import use_distinct_elision
-from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree
+from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree, Matches
 from inspector.gui.filtering import FilterBox
 from inspector.gui.module_model import ModuleModel, object_of
 from inspector.gui.review_panel import ReviewPanel
@@ -100,10 +100,10 @@ class Trees(QWidget):
         rows += [proxy.index(r, 0, fam) for fam in rows if view.isExpanded(fam) for r in range(proxy.rowCount(fam))]
         self._expanded = [row.data(FamilyModel.ObjectRole) for row in rows if view.isExpanded(row)]
 
-    def _filter_changed(self, text: str) -> None:
-        """The Review list takes the filter too. The filter was cleared: expand the rows that were expanded before it
-        (a reset collapsed them all), and keep the current row in view."""
-        self.review_panel.set_filter(text)
+    def _filter_changed(self, text: str, matches: Matches | None) -> None:
+        """The Review list takes the filter too (with the calls it keeps). The filter was cleared: expand the rows that
+        were expanded before it (a reset collapsed them all), and keep the current row in view."""
+        self.review_panel.set_filter(text, matches.call_ids if matches is not None else frozenset())
         if text:
             return
         for obj in self._expanded:
