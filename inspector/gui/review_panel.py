@@ -110,7 +110,8 @@ class ReviewBar(QWidget):
     def set_target(self, label: str | None, review: Review | None, why: str = "", value: bool = False) -> None:
         """Name the target (``label``) and its review; with none, the buttons are disabled and say ``why``. A
         ``value``'s label (``val_30 (Reshape) = [1, 8, -1, 8]  — 12 calls, e.g. …``) is elided at its end, so that
-        the value stays whole and the calls it belongs to go first; an overload's in the middle."""
+        the value stays whole and the calls it belongs to go first; an overload's in the middle; the sentence that
+        says why there is nothing to review at its end, so that it reads from its start."""
         enabled = label is not None
         for status, b in self.buttons.items():
             b.setEnabled(enabled)
@@ -118,7 +119,8 @@ class ReviewBar(QWidget):
                                  why or "Nothing to review is shown"))
         self.note.setEnabled(enabled)
         self.target.set_full_text(label or why or "Select an overload or click a highlighted value to review it",
-                                  Qt.TextElideMode.ElideRight if value else Qt.TextElideMode.ElideMiddle)
+                                  Qt.TextElideMode.ElideRight if value or label is None else
+                                  Qt.TextElideMode.ElideMiddle)
         self._current = review.status if review else None
         self.status.setText(review.status if review else "")
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"
