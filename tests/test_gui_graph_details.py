@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QApplication
 
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
+from inspector.core.util.units import plural
 from inspector.gui.main_window import MainWindow
-from inspector.gui.text import plural
 from tests.conftest import ROOT
 
 ZOO = ROOT / "tests" / "zoo"

@@ -124,3 +124,25 @@ def test_hostile_call_sites_stay_one_line_each(tmp_path: Path, capsys):
         "            main/n0\\x1b[31m\\x0afake line  tanh\\x0d\\x0a",
         "            main/n1\\x1b[31m\\x0afake line  none",
     ]
+
+
+def _calls_of(model: onnx.ModelProto, target: str) -> int:
+    """How many FX nodes of ``target`` torch wrote in the model's fx_node metadata (the truth, not our grouping)."""
+    texts = {p.value for n in model.graph.node for p in n.metadata_props if p.key == "pkg.torch.onnx.fx_node"}
+    return sum(f"target=torch.ops.{target}](" in t for t in texts)
+
+
+def test_counts_of_one_read_in_the_singular_and_columns_stay_aligned(capsys):
+    # "1 calls      1 nodes" before; a count of one now reads "1 call       1 node", in the same columns
+    path = ZOO / "t5_noopt.onnx"
+    model = onnx.load(str(path), load_external_data=False)
+    assert _calls_of(model, "aten.abs.default") == 1 and _calls_of(model, "aten.add.Tensor") == 29
+    lines = _summary(path, capsys)
+    abs_row, add_row = _section(lines, "  aten::abs")[0], _section(lines, "  aten::add.Tensor")[0]
+    assert abs_row.split()[1:] == ["1", "call", "1", "node"]
+    assert add_row.split()[1:3] == ["29", "calls"]
+    assert abs_row.index(" call") == add_row.index(" calls") and len(abs_row) + 1 == len(add_row)
+    assert not any(line != line.rstrip() for line in lines)
+    assert main(["diff", str(ZOO / "t5.onnx"), str(path)]) == 1
+    diff = capsys.readouterr().out
+    assert "aten::abs: 1 overload (default), 1 call\n" in diff and " 1 calls" not in diff

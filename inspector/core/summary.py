@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from inspector.core.aten.torchlib import torchlib_json
 from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.index import Family, ModelIndex
-from inspector.core.util.units import human_size
+from inspector.core.util.units import human_size, plural
 
 if TYPE_CHECKING:
     from inspector.core.specialise.specialiser import FamilyAnalysis
@@ -170,24 +170,24 @@ def summary_text(data: dict[str, Any]) -> str:
         lines.append("  (none)")
     for fam in fams:
         n = len(fam["overloads"])
-        lines.append(f"  {fam['label']}  {n} overload{'s' if n != 1 else ''}, {fam['calls']} calls")
+        lines.append(f"  {fam['label']}  {plural(n, 'overload')}, {plural(fam['calls'], 'call')}")
         for ov in fam["overloads"]:
             fn = ov["function"]
             shown = ov["overload"] or "(default)"
             real = f"  [{fn['name']}]" if fam["torchscript_variants"] and fn else ""
-            lines.append(f"    {shown:<24} {ov['calls']:>5} calls{real}")
+            lines.append(f"    {shown:<24} {_column(ov['calls'], 5, 'call')}{real}".rstrip())
             lines.extend("  " + line for line in _torchlib_line(ov))
             lines.extend(_specialised_lines(ov))
     atens = data["aten_targets"]
     lines.append("")
-    lines.append(f"aten targets ({len(atens)}, {sum(a['calls'] for a in atens)} calls)")
+    lines.append(f"aten targets ({len(atens)}, {plural(sum(a['calls'] for a in atens), 'call')})")
     if not atens:
         lines.append("  (none: no torch provenance metadata)")
     for a in atens:
-        lines.append(f"  {a['target']:<48} {a['calls']:>5} calls {a['nodes']:>6} nodes")
+        lines.append(f"  {a['target']:<48} {_column(a['calls'], 5, 'call')} {_column(a['nodes'], 6, 'node')}".rstrip())
         if "recognised" in a:
             r = a["recognised"]
-            lines.append(f"      recognised by template: {r['calls']} calls, {', '.join(r['templates'])}")
+            lines.append(f"      recognised by template: {plural(r['calls'], 'call')}, {', '.join(r['templates'])}")
             if len(r["candidates"]) > 1:
                 lines.append(f"      ambiguous body, candidates: {', '.join(r['candidates'])}")
             if r.get("ruled_out_by_name"):
@@ -275,3 +275,6 @@ def _printable(line: str) -> str:
     return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in line)
 
 
+def _column(n: int, width: int, noun: str) -> str:
+    """A count right-aligned in ``width`` with its noun in the right number, as wide either way (a table's column)."""
+    return f"{n:>{width}} {noun}{'s' if n != 1 else ' '}"

@@ -32,10 +32,11 @@ from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
+from inspector.core.util.units import plural
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
-from inspector.gui.text import Rich, plural, rich, tag, tooltip
+from inspector.gui.text import Rich, rich, tag, tooltip
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs, checkpoint

@@ -17,8 +17,9 @@ from inspector.core.model.signature import call_signature, function_call_signatu
 from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.categories import value_text
 from inspector.core.util.sanitize import printed
+from inspector.core.util.units import plural
 from inspector.gui.analysis import TreeObject, site_node
-from inspector.gui.text import Rich, plural, pre, rich, tag
+from inspector.gui.text import Rich, pre, rich, tag
 
 
 def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> Rich:

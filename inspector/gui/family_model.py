@@ -20,6 +20,7 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelInde
 from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import ModelIndex, Overload
+from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
 
 Index = QModelIndex | QPersistentModelIndex
@@ -60,7 +61,7 @@ class _Item:
                                                                               if id(c) not in ids])]
         if len(shown) > CAP:
             more = len(shown) - CAP
-            rows.append(_Item(self, len(rows), "more", None, f"… {more:,} more call{'s' if more != 1 else ''}: "
+            rows.append(_Item(self, len(rows), "more", None, f"… {plural(more, 'more call', 'more calls')}: "
                                                              "type in the filter to narrow them"))
         return rows
 
@@ -69,7 +70,7 @@ class _Item:
 
     def _call_row(self, row: int, call: Call) -> _Item:
         if isinstance(call, AtenCall):
-            return _Item(self, row, "aten_call", call, "", _plural(len(call.node_paths), "node"))
+            return _Item(self, row, "aten_call", call, "", plural(len(call.node_paths), "node"))
         return _Item(self, row, "call_site", call, call.where)
 
     def has_rows(self) -> bool:
@@ -409,7 +410,3 @@ class FamilyFilter(QSortFilterProxyModel):
             return False
         row = parent.children[source_row]
         return row.kind not in ("family", "overload") or id(row) in self.kept
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"

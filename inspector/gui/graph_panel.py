@@ -24,12 +24,12 @@ from inspector.core.model.walk import NodePath
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output
 from inspector.core.util.textsafe import one_line
+from inspector.core.util.units import plural
 from inspector.gui import dot_process, worker
 from inspector.gui.analysis import TreeObject, scope_of
 from inspector.gui.dialogs import output_path, show_message
 from inspector.gui.dot_process import run_dot_elsewhere
 from inspector.gui.graph_view import GraphView, export_png, export_svg
-from inspector.gui.text import plural
 from inspector.gui.widgets import ElidedLabel
 from inspector.gui.worker import Jobs
 from inspector.render.layout import Layout, LayoutCache

@@ -31,6 +31,7 @@ from inspector.core.search import NODE_KINDS, Hit
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.paths import check_output
 from inspector.core.util.textsafe import one_line
+from inspector.core.util.units import plural
 from inspector.gui import details
 from inspector.gui.analysis import TreeObject
 from inspector.gui.body_view import BodyView
@@ -44,7 +45,7 @@ from inspector.gui.overload_compare import FamilyCompare
 from inspector.gui.review_panel import ReviewBar, ReviewItem
 from inspector.gui.session import Session
 from inspector.gui.signature_panel import SignaturePanel
-from inspector.gui.text import Rich, plural, rich, tag
+from inspector.gui.text import Rich, rich, tag
 from inspector.gui.trees import Trees
 from inspector.gui.widgets import ElidedLabel, fit_to_screen
 from inspector.gui.worker import Jobs

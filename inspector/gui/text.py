@@ -54,6 +54,3 @@ def tooltip(value: Any) -> Rich:
     return Rich(_TOOLTIP.replace("{}", esc(value), 1))
 
 
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """``1 node``, ``2 nodes``, ``1,204 boxes``: a count with its noun in the right number."""
-    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"

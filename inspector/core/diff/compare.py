@@ -38,6 +38,7 @@ from inspector.core.diff.values import content_digest, unwrap
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import Family
 from inspector.core.model.keys import FunctionKey
+from inspector.core.util.units import plural
 
 
 class Recorder:
@@ -135,12 +136,12 @@ class Comparer:
                 for ov in fam_a.overloads:
                     if ov.function is not None and ov.function not in fmap and ov.function not in explained:
                         self.add(Change("overload_removed", "function", fam_a.label, str(ov.function),
-                                        str(ov.function), None, f"{ov.function} ({ov.call_count} calls)",
+                                        str(ov.function), None, f"{ov.function} ({plural(ov.call_count, 'call')})",
                                         [str(ov.function)]))
                 for ov in fam_b.overloads:
                     if ov.function is not None and ov.function not in mapped_b and ov.function not in explained:
                         self.add(Change("overload_added", "function", fam_b.label, str(ov.function), None,
-                                        str(ov.function), f"{ov.function} ({ov.call_count} calls)",
+                                        str(ov.function), f"{ov.function} ({plural(ov.call_count, 'call')})",
                                         [str(ov.function)]))
             else:
                 ovs_a = {o.overload: o for o in fam_a.overloads}
@@ -148,11 +149,11 @@ class Comparer:
                 for name, ov in ovs_a.items():
                     if name not in ovs_b and ov.target not in targets_a:
                         self.add(Change("overload_removed", "aten_call", fam_a.label, ov.label, ov.label, None,
-                                        f"{ov.label} ({ov.call_count} calls)", [ov.label]))
+                                        f"{ov.label} ({plural(ov.call_count, 'call')})", [ov.label]))
                 for name, ov in ovs_b.items():
                     if name not in ovs_a and ov.target not in targets_b:
                         self.add(Change("overload_added", "aten_call", fam_b.label, ov.label, None, ov.label,
-                                        f"{ov.label} ({ov.call_count} calls)", [ov.label]))
+                                        f"{ov.label} ({plural(ov.call_count, 'call')})", [ov.label]))
 
     # -- aten calls ---------------------------------------------------------------------------------------------------
 
@@ -394,4 +395,4 @@ def _family_json(fam: Family) -> dict[str, Any]:
 def _family_detail(fam: Family) -> str:
     n = len(fam.overloads)
     shown = ", ".join(o.overload or "(default)" for o in fam.overloads[:6]) + (", …" if n > 6 else "")
-    return f"{fam.label}: {n} overload{'s' if n != 1 else ''} ({shown}), {fam.call_count} calls"
+    return f"{fam.label}: {plural(n, 'overload')} ({shown}), {plural(fam.call_count, 'call')}"

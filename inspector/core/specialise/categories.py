@@ -19,6 +19,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from inspector.core.util.units import plural
+
 if TYPE_CHECKING:
     from inspector.core.specialise.links import ArgLink
     from inspector.core.specialise.specialiser import SpecialisedValue
@@ -114,7 +116,7 @@ def explain(spec: SpecialisedValue, max_calls: int = MAX_CALLS_EXPLAINED) -> str
                           else "each call passes its own value:")
             lines += [f"  {call}: {value_text(v)}" for call, v in spec.call_values[:max_calls]]
             if len(spec.call_values) > max_calls:
-                lines.append(f"  … {len(spec.call_values) - max_calls} more calls")
+                lines.append(f"  … {plural(len(spec.call_values) - max_calls, 'more call', 'more calls')}")
         return "\n".join(lines)
     lines = [f"{where(spec)} = {value_text(lit.value)}"]
     if spec.varies:

@@ -1,4 +1,4 @@
-"""Human-readable quantities shared by the text, Markdown and HTML outputs."""
+"""Human-readable quantities shared by the text, Markdown and HTML outputs and the app."""
 
 from __future__ import annotations
 
@@ -11,3 +11,8 @@ def human_size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 node``, ``2 nodes``, ``1,204 boxes``: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
