@@ -125,7 +125,15 @@ _new = RecognisedCall.__new__
 
 @lru_cache(maxsize=1024)
 def _ops(candidates: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(map(op_name, candidates))
+    """The names an FX node of one of ``candidates`` may have: its op's (``view``), or, for a node a graph pass made,
+    its overload's too (``sym_size.int`` -> ``sym_size_int``, ``scalar_tensor_default``: ``recognise_names``)."""
+    return frozenset([*map(op_name, candidates), *map(_overload_name, candidates)])
+
+
+def _overload_name(target: str) -> str:
+    """``aten::sym_size.int`` -> ``sym_size_int``; ``aten::relu`` -> ``relu_default``."""
+    op, _dot, overload = target.split("::", 1)[-1].partition(".")
+    return f"{op}_{overload or 'default'}"
 
 
 def _fx_name(call: RecognisedCall) -> str:
