@@ -22,7 +22,7 @@ class FilterBox(LineEdit):
     changed = Signal(str, object)
 
     def __init__(self, proxy: FamilyFilter, parent: QObject | None = None) -> None:
-        super().__init__(placeholderText="Filter functions, overloads, aten targets, reviews…")
+        super().__init__(placeholderText="Filter functions, overloads, aten targets, modules, reviews…")
         self.setClearButtonEnabled(True)
         self.proxy = proxy
         self.filtering = False

@@ -199,7 +199,7 @@ class ReviewPanel(QWidget):
         got = self._kept_bodies.get(id(body))
         if got is None:
             calls = self._calls
-            got = self._kept_bodies[id(body)] = any(id(m) in calls for m in body.members)
+            got = self._kept_bodies[id(body)] = any(map(calls.__contains__, map(id, body.members)))  # (in C)
         return got
 
     def _text(self, item: ReviewItem) -> str:

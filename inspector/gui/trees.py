@@ -16,11 +16,12 @@ from inspector.gui.analysis import TreeObject
 from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree, Matches
 from inspector.gui.filtering import FilterBox
-from inspector.gui.module_model import ModuleModel, object_of
+from inspector.gui.module_model import SHOWN_MATCHES, ModuleModel, module_matches, object_of
 from inspector.gui.review_panel import ReviewPanel
 from inspector.gui.search_panel import SearchPanel
 from inspector.gui.session import Session
 from inspector.gui.widgets import HintedTreeView
+from inspector.gui.worker import Jobs
 
 
 class Trees(QWidget):
@@ -66,6 +67,10 @@ class Trees(QWidget):
         lay.addWidget(self.tabs)
         self._following = False  # rows selected to follow the session are not the user's choice
         self._scroll_pending = False  # the functions tree followed while hidden: scroll to its row when shown
+        self._modules_pending = False  # the filter changed while the Modules tab was hidden: filter it when shown
+        self._module_token = 0  # (a newer filter, or model, makes a running module match stale)
+        self._module_jobs = Jobs()
+        self.shown_matches = SHOWN_MATCHES  # matching modules the filtered tree expands its way down to
         self.tabs.currentChanged.connect(self._tab_shown)
         session.model_loaded.connect(self._set_index)
         session.moved.connect(self.follow)
@@ -104,6 +109,9 @@ class Trees(QWidget):
         """The Review list takes the filter too (with the calls it keeps). The filter was cleared: expand the rows that
         were expanded before it (a reset collapsed them all), and keep the current row in view."""
         self.review_panel.set_filter(text, matches.call_ids if matches is not None else frozenset())
+        self._modules_pending = True
+        if self.tabs.currentWidget() is self.module_view:
+            self._filter_modules()
         if text:
             return
         for obj in self._expanded:
@@ -112,6 +120,34 @@ class Trees(QWidget):
                 self.family_view.expand(self.family_filter.mapFromSource(src))
         if self.family_view.currentIndex().isValid():
             self.family_view.scrollTo(self.family_view.currentIndex())
+
+    def _filter_modules(self) -> None:
+        """The Modules tree keeps what the filter keeps of it (``module_matches``, off the GUI thread), expanded down
+        to its first matches; cleared, the tree is as it opened (its root expanded). Done when the tab is shown, not
+        at each filter typed on another tab."""
+        self._modules_pending = False
+        modules = self.module_view.model()
+        if not isinstance(modules, ModuleModel) or modules.root is None:
+            return
+        self._module_token += 1
+        text = self.family_filter.text.strip().casefold()
+        if not text:
+            if modules.kept is not None:
+                modules.set_kept(None)
+                self.module_view.expand(modules.index(0, 0))
+            return
+        token, root, shown = self._module_token, modules.root, self.shown_matches
+        self._module_jobs.run(lambda: module_matches(root, text, shown),
+                              lambda got: self._show_modules(token, modules, *got))
+
+    def _show_modules(self, token: int, modules: ModuleModel, kept: frozenset[int],
+                      chains: list[list[ModuleNode]]) -> None:
+        if token != self._module_token or self.module_view.model() is not modules:
+            return  # (a newer filter, or another model)
+        modules.set_kept(kept)
+        for chain in chains:
+            for k in range(1, len(chain)):
+                self.module_view.expand(modules.index_of(chain[:k]))
 
     def _reviews_changed(self) -> None:
         self.review_panel.set_items(self.session.review_list)
@@ -135,6 +171,9 @@ class Trees(QWidget):
         """Why the modules tree has no rows."""
         if self.session.index is None:
             return "Open a model to see the PyTorch modules its nodes came from."
+        model = self.module_view.model()
+        if isinstance(model, ModuleModel) and model.kept is not None and model.root is not None:
+            return f"No module's path or class matches “{self.family_filter.text}”."
         return ("No module tree: this model carries no pkg.torch.onnx metadata, which names the module each node "
                 "came from (a TorchScript export, or one whose metadata was removed).")
 
@@ -192,6 +231,8 @@ class Trees(QWidget):
         return True
 
     def _tab_shown(self, _index: int) -> None:
+        if self._modules_pending and self.tabs.currentWidget() is self.module_view:
+            self._filter_modules()
         if self._scroll_pending and self.tabs.currentWidget() is self.family_view:
             self._scroll_pending = False
             current = self.family_view.currentIndex()

@@ -1,0 +1,112 @@
+"""The filter box above the tabs filters the Modules tree too: a module whose path or class contains the text is
+listed with its submodules and the modules above it; cleared, the tree is whole again. It filtered the Functions tree
+and the Review list, and the Modules tab listed every module under a box that said otherwise. GPT-2 from the zoo;
+the truth is the module paths torch wrote in the calls' name_scopes metadata."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+
+import onnx
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QModelIndex
+
+from inspector.gui.module_model import module_matches, object_of
+from tests.conftest import ZOO
+
+
+def _shown(view, parent=None) -> list[str]:
+    """The paths of the rows the view shows (expanded ones' children included), depth first."""
+    parent = parent if parent is not None else QModelIndex()
+    model, out = view.model(), []
+    for r in range(model.rowCount(parent)):
+        index = model.index(r, 0, parent)
+        out.append(object_of(index).path)
+        if view.isExpanded(index):
+            out += _shown(view, index)
+    return out
+
+
+def _chains(path) -> list[list[str]]:
+    """Each node's module chain as torch wrote it (name_scopes: the module paths from the root down, then the FX
+    node's name, which is left out)."""
+    model = onnx.load(str(path), load_external_data=False)
+    return [ast.literal_eval(p.value)[:-1] for n in model.graph.node for p in n.metadata_props
+            if p.key == "pkg.torch.onnx.name_scopes"]
+
+
+def _kept(chains: list[list[str]], text: str) -> list[str]:
+    """The modules a filter keeps, by the truth: every module of a chain that has one whose path holds ``text`` (the
+    modules above it and under it)."""
+    return sorted({m for chain in chains if any(text in m for m in chain) for m in chain})
+
+
+def _modules_filtered(qtbot, window) -> None:
+    """Wait for the Modules tree's filter, worked out off the GUI thread."""
+    qtbot.waitUntil(lambda: not window.left._module_jobs, timeout=10000)
+
+
+def test_a_module_path_filters_the_modules_tree_and_clearing_it_shows_all_again(qtbot, window, tmp_path):
+    model = tmp_path / "gpt2.onnx"
+    shutil.copy(ZOO / "gpt2.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    view = window.module_view
+    before = _shown(view)
+    assert before == ["", "transformer", "lm_head"]  # (as opened: the model's row expanded)
+    chains = _chains(model)
+    window.filter_box.setFocus()
+    with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
+        qtbot.keyClicks(window.filter_box, "H.1.MLP")
+    # typed on the Functions tab: the Modules tree is filtered when its tab is shown, not at each filter
+    assert window.module_view.model().kept is None
+    window.trees.setCurrentWidget(view)
+    _modules_filtered(qtbot, window)
+    # every module whose path holds the text, its submodules, the modules above it: shown, expanded, nothing else
+    assert sorted(_shown(view)) == _kept(chains, "h.1.mlp") == [
+        "", "transformer", "transformer.h.1", "transformer.h.1.mlp", "transformer.h.1.mlp.act",
+        "transformer.h.1.mlp.c_fc", "transformer.h.1.mlp.c_proj"]
+    # a class name finds its modules too (the tree's Class column): GPT-2's two GELU activations
+    window.filter_box.set_now("newgelu")
+    _modules_filtered(qtbot, window)
+    assert [p for p in _shown(view) if p.endswith(".act")] == ["transformer.h.0.mlp.act", "transformer.h.1.mlp.act"]
+    # no module matches: no row, and the tree says why
+    window.filter_box.set_now("h.7.attn")
+    _modules_filtered(qtbot, window)
+    assert _shown(view) == [] and "No module's path or class matches “h.7.attn”" in window.left._modules_hint()
+    with qtbot.waitSignal(window.filter_box.changed, timeout=10000):
+        window.filter_box.clear()
+    assert _shown(view) == before
+
+
+def test_the_filtered_modules_tree_expands_its_way_to_the_first_matches_only(qtbot, window, tmp_path):
+    # a filter that keeps most of a large tree expands down to its first matches (``shown_matches``, 100: expanding
+    # all of them held the GUI thread 0.25 s at 100k nodes); the others are kept, collapsed. Llama's 15 Linear modules,
+    # 3 of them shown
+    model = tmp_path / "llama.onnx"
+    shutil.copy(ZOO / "llama_gqa.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    root = window.session.index.provenance.module_root
+    linear = {m.path for m in root.subtree() if m.class_name.endswith(".Linear")}
+    assert len(linear) == 15
+    kept, chains = module_matches(root, "linear", shown=3)
+    assert [c[-1].path for c in chains] == ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+                                            "model.layers.0.self_attn.v_proj"] and chains[0][0] is root
+    assert {id(m) for m in root.subtree() if m.path in linear} <= kept
+    window.left.shown_matches = 3
+    window.trees.setCurrentWidget(window.module_view)
+    window.filter_box.set_now("linear")
+    _modules_filtered(qtbot, window)
+    shown = _shown(window.module_view)
+    # down to the first three: their module (and its fourth Linear) shown, and the head (the model's row is open),
+    # nothing of the other layers
+    assert [p for p in shown if p in linear] == ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+                                                 "model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.o_proj",
+                                                 "lm_head"]
+    window.module_view.expandAll()  # the rest are kept, and a click away
+    assert sorted(p for p in _shown(window.module_view) if p in linear) == sorted(linear)
