@@ -15,7 +15,8 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QModelIndex
 
-from inspector.gui.module_model import module_matches, object_of
+from inspector.core.model.module_tree import ModuleNode
+from inspector.gui.module_model import OPENED_AT_MOST, module_matches, object_of
 from tests.conftest import ZOO
 
 
@@ -94,9 +95,10 @@ def test_the_filtered_modules_tree_expands_its_way_to_the_first_matches_only(qtb
     root = window.session.index.provenance.module_root
     linear = {m.path for m in root.subtree() if m.class_name.endswith(".Linear")}
     assert len(linear) == 15
-    kept, chains = module_matches(root, "linear", shown=3)
-    assert [c[-1].path for c in chains] == ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
-                                            "model.layers.0.self_attn.v_proj"] and chains[0][0] is root
+    kept, opened = module_matches(root, "linear", shown=3)
+    # the modules above the first three (q, k, v of the first layer's attention), each after its parent, once
+    assert [(a.path, m.path) for a, m in opened] == [
+        ("", "model"), ("model", "model.layers.0"), ("model.layers.0", "model.layers.0.self_attn")]
     assert {id(m) for m in root.subtree() if m.path in linear} <= kept
     window.left.shown_matches = 3
     window.trees.setCurrentWidget(window.module_view)
@@ -110,3 +112,19 @@ def test_the_filtered_modules_tree_expands_its_way_to_the_first_matches_only(qtb
                                                  "lm_head"]
     window.module_view.expandAll()  # the rest are kept, and a click away
     assert sorted(p for p in _shown(window.module_view) if p in linear) == sorted(linear)
+
+
+def test_a_deep_hostile_module_tree_is_filtered_in_bounded_work():
+    # module paths nested 3,000 deep (a hostile model's name_scopes; deeper ones need quadratically more bytes of
+    # paths in the file): matching is iterative, and what the tree expands for its first matches stays within
+    # OPENED_AT_MOST, with every module above a match kept
+    root = node = ModuleNode("", "Root")
+    for k in range(3_000):
+        child = ModuleNode(f"{node.path}.m{k}".lstrip("."), "Hit" if k in (2, 3) else "Deep")
+        node.children[f"m{k}"] = child
+        node = child
+    node.children["end"] = ModuleNode(node.path + ".end", "Target")
+    kept, opened = module_matches(root, "target", budget=OPENED_AT_MOST)
+    assert len(kept) == 3_002 and opened == []  # (its chain is past the budget: nothing expanded, all kept)
+    kept, opened = module_matches(root, "hit", budget=OPENED_AT_MOST)  # (by class: m2 and m3, and all under them)
+    assert len(kept) == 3_002 and [(a.name, m.name) for a, m in opened] == [("", "m0"), ("m0", "m1"), ("m1", "m2")]

@@ -20,6 +20,7 @@ HEADERS = ("Module", "Class", "Nodes")
 # matching modules the filtered tree expands its way down to: expanding all of them (a 100k-node export's "linear":
 # 15.6k of 20k modules) held the GUI thread for 0.24-0.26 s; the rest are a click away
 SHOWN_MATCHES = 100
+OPENED_AT_MOST = 1000  # modules expanded for them at most (a hostile model's paths may nest 100k deep)
 
 
 class ModuleModel(QAbstractItemModel):
@@ -55,21 +56,11 @@ class ModuleModel(QAbstractItemModel):
             total = self._totals[id(node)] = node.total_nodes()
         return total
 
-    def index_of(self, chain: list[ModuleNode]) -> QModelIndex:
-        """The row of the last module of ``chain`` (the modules from the root down to it); invalid where the filter
-        hides one of them."""
-        index, above = QModelIndex(), None
-        for node in chain:
-            kids = self._kids(above)
-            if above is None:
-                row = 0 if kids and kids[0] is node else -1
-            else:
-                up, row = self._parent.get(id(node), (None, -1))
-                row = row if up is above else -1
-            if row < 0 or row >= len(kids):
-                return QModelIndex()
-            index, above = self.index(row, 0, index), node
-        return index
+    def child_index(self, parent: QModelIndex, above: ModuleNode, node: ModuleNode) -> QModelIndex:
+        """The row of ``node`` under ``parent`` (the row of ``above``); invalid where the filter hides it."""
+        kids = self._kids(above)
+        up, row = self._parent.get(id(node), (None, -1))
+        return self.index(row, 0, parent) if up is above and 0 <= row < len(kids) else QModelIndex()
 
     def _kids(self, node: ModuleNode | None) -> list[ModuleNode]:
         if node is None:
@@ -149,13 +140,14 @@ def object_of(index: QModelIndex) -> ModuleNode | None:
     return index.siblingAtColumn(0).data(ObjectRole) if index.isValid() else None
 
 
-def module_matches(root: ModuleNode, text: str, shown: int = SHOWN_MATCHES) -> tuple[frozenset[int],
-                                                                                     list[list[ModuleNode]]]:
+def module_matches(root: ModuleNode, text: str, shown: int = SHOWN_MATCHES,
+                   budget: int = OPENED_AT_MOST) -> tuple[frozenset[int], list[tuple[ModuleNode, ModuleNode]]]:
     """What the filter ``text`` (casefolded) keeps of the tree under ``root``: the ids of the modules whose path or
-    class contains it, of every module under them and of the modules above them; and, for the first ``shown`` modules
-    that match themselves in the tree's order, the modules from the root down to each (what the tree expands). Pure
-    Python, no Qt: it runs off the GUI thread (a 100k-node export's 20k modules: 0.1-0.17 s), and without recursion
-    (a hostile model's paths may nest deeply)."""
+    class contains it, of every module under them and of the modules above them; and the modules to expand so that
+    the first ``shown`` modules that match themselves (in the tree's order) are in view, each after its parent, as
+    (parent, module) pairs, at most ``budget`` of them. Pure Python, no Qt: it runs off the GUI thread (a 100k-node
+    export's 20k modules: 0.03-0.06 s), without recursion, and every module is looked at a bounded number of times (a
+    hostile model's paths may nest 100k deep)."""
     kept: set[int] = set()
     hits: list[ModuleNode] = []
     parent: dict[int, ModuleNode] = {}
@@ -174,11 +166,25 @@ def module_matches(root: ModuleNode, text: str, shown: int = SHOWN_MATCHES) -> t
         for child in reversed(node.children.values()):  # (popped in the tree's order)
             parent[id(child)] = node
             stack.append((child, own or under))
-    chains: list[list[ModuleNode]] = []
-    for hit in hits[:shown]:
-        chain, up = [hit], parent.get(id(hit))
-        while up is not None:
-            chain.append(up)
-            up = parent.get(id(up))
-        chains.append(chain[::-1])
-    return frozenset(kept), chains
+    return frozenset(kept), _opened(hits[:shown], parent, budget)
+
+
+def _opened(hits: list[ModuleNode], parent: dict[int, ModuleNode],
+            budget: int) -> list[tuple[ModuleNode, ModuleNode]]:
+    """The modules above ``hits`` (the root's children down), each after its parent and once, as (parent, module):
+    none beyond ``budget`` (a chain that would pass it is left out)."""
+    out: list[tuple[ModuleNode, ModuleNode]] = []
+    seen: set[int] = set()
+    for hit in hits:
+        chain: list[tuple[ModuleNode, ModuleNode]] = []
+        up = parent.get(id(hit))
+        while up is not None and id(up) not in seen and len(out) + len(chain) <= budget:
+            above = parent.get(id(up))
+            if above is not None:  # (the root's row is open already)
+                chain.append((above, up))
+            seen.add(id(up))
+            up = above
+        if len(out) + len(chain) > budget:
+            break
+        out += chain[::-1]
+    return out

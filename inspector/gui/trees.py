@@ -141,13 +141,18 @@ class Trees(QWidget):
                               lambda got: self._show_modules(token, modules, *got))
 
     def _show_modules(self, token: int, modules: ModuleModel, kept: frozenset[int],
-                      chains: list[list[ModuleNode]]) -> None:
-        if token != self._module_token or self.module_view.model() is not modules:
+                      opened: list[tuple[ModuleNode, ModuleNode]]) -> None:
+        if token != self._module_token or self.module_view.model() is not modules or modules.root is None:
             return  # (a newer filter, or another model)
         modules.set_kept(kept)
-        for chain in chains:
-            for k in range(1, len(chain)):
-                self.module_view.expand(modules.index_of(chain[:k]))
+        rows = {id(modules.root): modules.index(0, 0)}  # each opened module's row, found from its parent's
+        self.module_view.expand(rows[id(modules.root)])
+        for above, node in opened:
+            parent = rows.get(id(above))
+            row = modules.child_index(parent, above, node) if parent is not None else QModelIndex()
+            if row.isValid():
+                rows[id(node)] = row
+                self.module_view.expand(row)
 
     def _reviews_changed(self) -> None:
         self.review_panel.set_items(self.session.review_list)
