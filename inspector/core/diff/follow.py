@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import attrgetter, methodcaller
+from typing import Any, TypeVar
 
 from onnx import NodeProto
 
@@ -48,6 +49,7 @@ _INPUTS, _OUTPUTS, _NODE_PATHS = attrgetter("input"), attrgetter("output"), attr
 # a repeated field copied into a list in C: iterating the field itself ends in an IndexError that upb formats a message
 # for (``PyErr_Format``, about 1,800 instructions a field under callgrind), once per node of a pass over a whole side
 _ALL = methodcaller("__getitem__", slice(None))
+T = TypeVar("T")
 
 
 def cut_pair(a: ModelIndex, b: ModelIndex,
@@ -121,7 +123,8 @@ class Follow:
         outs_b = {i: list(nodes_b[i].output) for i in reshaped}
         moved = [i for i in reshaped if outs_a[i] != outs_b[i]]
         touched, standing = follow._standing(outs_a, outs_b, moved)
-        producer_a = _producers(nodes_a, progress)
+        io = a.index.node_io()
+        producer_a = _producers(nodes_a, progress, io[1] if io is not None else None)
         if producer_a is None:
             return None
         # b's producers: a's, with the outputs of the differing nodes that changed replaced (a's have one producer
@@ -215,6 +218,9 @@ class Follow:
         for cut in (self.a, self.b):
             nodes = cut.graph.node
             if not cut.nested and all(names.isdisjoint(nodes[i].input) for i in self.differ):
+                io = cut.index.node_io()  # (as the scan read them: not read from protobuf again)
+                if io is not None:
+                    return all(names.isdisjoint(chain.from_iterable(part)) for part in _parts(io[0], self._progress))
                 return all(names.isdisjoint(chain.from_iterable(map(_ALL, map(_INPUTS, part))))
                            for part in _parts(nodes, self._progress))
         return False
@@ -324,8 +330,9 @@ class Follow:
         return out
 
 
-def _parts(nodes: Sequence[NodeProto], progress: Progress | None) -> Iterator[Sequence[NodeProto]]:
-    """``nodes`` whole (one C loop each), or with a checkpoint ``STEP`` at a time, ``progress`` after each step."""
+def _parts(nodes: Sequence[T], progress: Progress | None) -> Iterator[Sequence[T]]:
+    """``nodes`` (or what was read of each) whole (one C loop each), or with a checkpoint ``STEP`` at a time,
+    ``progress`` after each step."""
     if progress is None:
         yield nodes
         return
@@ -335,15 +342,18 @@ def _parts(nodes: Sequence[NodeProto], progress: Progress | None) -> Iterator[Se
         progress(min(start + STEP, total), total)
 
 
-def _producers(nodes: Sequence[NodeProto], progress: Progress | None = None) -> dict[str, int] | None:
+def _producers(nodes: Sequence[NodeProto], progress: Progress | None = None,
+               read: Sequence[Sequence[str]] | None = None) -> dict[str, int] | None:
     """Value name -> the node that makes it, made in C loops (0.12 s at 100k nodes, against 0.25 for reading each
-    node's outputs into lists); None when a value has several producers."""
+    node's outputs into lists); None when a value has several producers. ``read``: each node's outputs as the scan
+    read them (``ModelIndex.node_io``), not read from protobuf again."""
     outputs: list[Sequence[str]] = []
     names: list[str] = []
     producer: dict[str, int] = {}
-    for part in _parts(nodes, progress):
+    parts: Iterator[Sequence[Any]] = _parts(nodes, progress) if read is None else _parts(read, progress)
+    for part in parts:
         first, first_name = len(outputs), len(names)
-        outputs.extend(map(_ALL, map(_OUTPUTS, part)))
+        outputs.extend(map(_ALL, map(_OUTPUTS, part)) if read is None else part)
         names.extend(chain.from_iterable(outputs[first:]))
         producer.update(zip(names[first_name:], chain.from_iterable(
             map(repeat, range(first, len(outputs)), map(len, outputs[first:])))))

@@ -24,7 +24,9 @@ def diff_files(path_a: str | os.PathLike[str], path_b: str | os.PathLike[str],
                keep: list[object] | None = None) -> ModelDiff:
     """Open, index and diff two model files. ``keep``: see ``diff_models``; the two indexes go there too."""
     buffer = ReadBuffer((path_a, path_b))  # B's bytes go where A's went (see ReadBuffer)
-    a = build_index(load_model(path_a, buffer=buffer), modules=False)
+    # A's nodes' inputs and outputs read by its scan, which reaches each node anyway: the pair's producers and readers
+    # take them (``ModelIndex.node_io``) instead of reading every node of A again
+    a = build_index(load_model(path_a, buffer=buffer), modules=False, node_io=True)
     model_b = load_model(path_b, buffer=buffer)
     del buffer  # (before B is indexed: no more memory is held at once than with a fresh read of each)
     # like A: two exports of one model have mostly equal nodes, read once

@@ -198,11 +198,12 @@ def plain_domains(model: onnx.ModelProto) -> frozenset[str]:
     return OPERATOR_DOMAINS - {f.domain for f in model.functions}
 
 
-def scan_model(model: onnx.ModelProto, modules: bool = True, bare: bool = False, reads: bool = False) -> ScanResult:
+def scan_model(model: onnx.ModelProto, modules: bool = True, bare: bool = False, reads: bool = False,
+               fields: bool = True) -> ScanResult:
     """One scan of every node; ``modules``: also each call's name_scopes, for the module tree; ``bare``: also each
     main-graph node without fx metadata as the template matcher keys it; ``reads``: also the main graph's nodes as
-    the graph maps and group keys read them (``scan``)."""
-    return scan(model_scopes(model), plain_domains(model), modules, bare, reads)
+    the graph maps and group keys read them (without ``fields``: their inputs and outputs alone; ``scan``)."""
+    return scan(model_scopes(model), plain_domains(model), modules, bare, reads, fields)
 
 
 def build_function_index(model: onnx.ModelProto, scanned: ScanResult | None = None,

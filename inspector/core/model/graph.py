@@ -47,8 +47,7 @@ class GraphMaps:
         with ``progress(done, total)`` after each step. ``declarations``: also keep the names ``declared``, for a
         caller that will look types or shapes up by name. ``read``: the main graph's nodes as the scan read them
         (``ScanResult.main``), taken over instead of read again."""
-        self.graph = graph
-        self.prefix = prefix
+        self.graph, self.prefix = graph, prefix
         self._progress = progress  # also read by what is made on first use over every node (``unread``)
         self.initializers: dict[str, onnx.TensorProto] = dict(outer.initializers) if outer is not None else {}
         self.initializers.update((t.name, t) for t in graph.initializer)
@@ -58,16 +57,17 @@ class GraphMaps:
         self.outputs: list[list[str]] = []
         # how many times each value is read (a node reading it twice counts twice), counted in C; consumers on demand
         self.read_count: Counter[str] = Counter()
-        # each node's fields as a group key reads them (``MainReads.fields``), where the scan read them
         nodes = graph.node
         total = len(nodes)
-        self.fields: list[NodeFields] | None = read.fields if read is not None and len(read.fields) == total else None
-        if self.fields is not None and read is not None:
-            self.inputs, self.outputs = read.inputs, read.outputs
+        got = read if read is not None and len(read.inputs) == total else None  # (the scan read every one's)
+        # each node's fields as a group key reads them (``MainReads.fields``), where the scan read them too
+        self.fields: list[NodeFields] | None = got.fields if got is not None else None
+        if got is not None:
+            self.inputs, self.outputs = got.inputs, got.outputs
         add_inputs, add_outputs = self.inputs.append, self.outputs.append
         step = _STEP if progress is not None else max(total, 1)
         for start in range(0, total, step):
-            if self.fields is None:
+            if got is None:
                 for node in (nodes[start:start + step] if step < total else nodes):
                     # (a slice is made in C; list() iterates in Python: 0.11 s instead of 0.19 at 100k, CPU)
                     add_inputs(node.input[:])

@@ -69,19 +69,21 @@ class MainReads:
     (``NodeFields``: domain, op type, overload and each attribute's bytes; None for a Constant, whose tensor, maybe
     large, is not copied: a key reads it from the node). Three passes over the 100k nodes of the Llama replica (the
     scan's, the maps', the keys' in call order) cost 0.30-0.31 s, one 0.22 (CPU, in-process, best of 3): reaching a
-    node again, in a model larger than the CPU's caches, cost more than reading its fields."""
+    node again, in a model larger than the CPU's caches, cost more than reading its fields. ``fields`` is None where
+    the inputs and outputs alone were asked for (the diff's pair: ``ModelIndex.node_io``)."""
 
     inputs: list[list[str]]
     outputs: list[list[str]]
-    fields: list[NodeFields]
+    fields: list[NodeFields] | None
 
 
 def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_domains: Collection[str],
-         modules: bool = True, keys: bool = False, reads: bool = False) -> ScanResult:
+         modules: bool = True, keys: bool = False, reads: bool = False, fields: bool = True) -> ScanResult:
     """Walk ``scopes`` (and their subgraphs, iteratively); ``plain_domains`` hold only operators. ``modules``: also
     record each call's name_scopes text (``ScanResult.name_scopes``); ``keys``: each main-graph node without fx
     metadata as the template matcher keys it (``ScanResult.bare``); ``reads``: the main graph's nodes as the graph
-    maps and group keys read them (``ScanResult.main``), for a caller that will make those."""
+    maps and group keys read them (``ScanResult.main``), for a caller that will make those; without ``fields``, their
+    inputs and outputs alone (for a caller that reads those again, not the keys)."""
     r = ScanResult(scopes_read=modules)
     walk = _Walk(r, plain_domains, modules)
     for scope, nodes in scopes:
@@ -94,7 +96,7 @@ def scan(scopes: Sequence[tuple[GraphScope, Sequence[onnx.NodeProto]]], plain_do
             count += len(seq)
             main = not prefix and isinstance(scope, MainGraph)
             if main and reads:
-                r.main = MainReads([], [], [])
+                r.main = MainReads([], [], [] if fields else None)
             walk.nodes(scope, seq, prefix, hist, stack, r.main if main else None, keys and main)
         r.node_counts[scope] = count
         r.histograms[scope] = {(k if isinstance(k, tuple) else ("", k)): v for k, v in hist.items()}
@@ -132,19 +134,21 @@ class _Walk:
         last_value, last_paths, with_meta, without_fx = self.last_value, self.last_paths, 0, 0
         fields_of, serialise, top = _FIELDS, _SERIALISE, not prefix
         bare = r.bare if keys else None
+        keyed = reads is not None and reads.fields is not None  # (the fields a key reads too, or the values alone)
         if reads is not None:
-            add_in, add_out, add_fields = reads.inputs.append, reads.outputs.append, reads.fields.append
+            kept = reads.fields if reads.fields is not None else []  # (an empty list is kept: not ``or []``)
+            add_in, add_out, add_fields = reads.inputs.append, reads.outputs.append, kept.append
         for i, node in enumerate(seq):
             if reads is not None:  # (read while the node is at hand: ``MainReads``)
-                domain, op, overload, attrs = fields_of(node)
                 add_in(node.input[:])  # (a slice of a repeated field is made in C; list() iterates it in Python)
                 add_out(node.output[:])
+            if keyed:
+                domain, op, overload, attrs = fields_of(node)
                 blob = (None if op == _CONSTANT else () if not attrs else (serialise(attrs[0]),)
                         if len(attrs) == 1 else tuple(map(serialise, attrs[:])))
                 add_fields((domain, op, overload, blob))
             else:
-                domain = node.domain
-                op = node.op_type
+                domain, op = node.domain, node.op_type
             # (strings that are not valid UTF-8 arrive as bytes; build_index repairs them and retries)
             hk = (domain, op) if domain else op  # most nodes: domain "" keyed by op alone
             hist[hk] = hist_get(hk, 0) + 1
@@ -189,7 +193,7 @@ class _Walk:
                     continue
                 without_fx += 1
             if bare is not None:  # (a main-graph node of no aten call: as the template matcher keys it)
-                if reads is None:
+                if not keyed:
                     bare.append((hk, attribute_bytes(op, attrs)) if (attrs := node.attribute) else hk)
                 else:  # (``attribute_bytes`` from what was read above)
                     bare.append((hk, blob if blob is not None else tuple([a.name for a in attrs])) if attrs else hk)
