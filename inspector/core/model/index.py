@@ -267,7 +267,7 @@ def build_index(model: LoadedModel, modules: bool = True, like: ModelIndex | Non
                 maps: bool = False, node_io: bool = False) -> ModelIndex:
     """``open_index`` of a loaded model; ``node_io``: the caller will read each main-graph node's inputs and
     outputs but not make the group keys (the diff's pair of cuts): the scan reads those alone (``ModelIndex.node_io``;
-    ``diff`` at 100k nodes 1.38 -> 1.33 s, median of 6 alternating runs)."""
+    ``diff`` at 100k nodes 1.42 -> 1.34 s, median of 6 alternating pairs)."""
     repaired = 0
     if len(model.proto.graph.node) + sum(len(f.node) for f in model.proto.functions) <= EAGER_TEXT_CHECK_NODES:
         repaired = sanitize_text(model.proto)
