@@ -146,3 +146,13 @@ def test_counts_of_one_read_in_the_singular_and_columns_stay_aligned(capsys):
     assert main(["diff", str(ZOO / "t5.onnx"), str(path)]) == 1
     diff = capsys.readouterr().out
     assert "aten::abs: 1 overload (default), 1 call\n" in diff and " 1 calls" not in diff
+
+
+def test_fold_says_one_call_left_flat_in_the_singular(tmp_path: Path, capsys):
+    # llama_gqa_noopt keeps one call flat: torch's metadata names one prims (not aten) call, convert_element_type
+    model = onnx.load(str(ZOO / "llama_gqa_noopt.onnx"), load_external_data=False)
+    texts = {p.value for n in model.graph.node for p in n.metadata_props if p.key == "pkg.torch.onnx.fx_node"}
+    assert sum("target=torch.ops.prims." in t for t in texts) == 1
+    assert main(["fold", str(ZOO / "llama_gqa_noopt.onnx"), "-o", str(tmp_path / "f.onnx")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "left flat: 1 call" in lines and not any(" 1 calls" in line for line in lines)

@@ -11,6 +11,7 @@ from inspector import api
 from inspector.commands import HelpFormatter
 from inspector.core.fold.aten_fold import DEFAULT_DOMAIN, FoldReport
 from inspector.core.fold.modules import MODULE_DOMAIN
+from inspector.core.util.units import plural
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,11 +40,11 @@ def main(argv: Sequence[str]) -> int:
         out.writelines(f"{line}\n" for line in report.lines(args.verbose))
         out.write(f"wrote {args.output}\n")
         return 0
-    out.write(f"folded {report.calls_folded} aten calls into {len(report.functions)} functions "
-              f"({report.families} families) in domain {args.domain or DEFAULT_DOMAIN}\n")
+    out.write(f"folded {plural(report.calls_folded, 'aten call')} into {plural(len(report.functions), 'function')} "
+              f"({plural(report.families, 'family', 'families')}) in domain {args.domain or DEFAULT_DOMAIN}\n")
     out.write(f"main graph: {report.nodes_before} -> {report.nodes_after} nodes\n")
     if report.left_flat:
-        out.write(f"left flat: {len(report.left_flat)} calls\n")
+        out.write(f"left flat: {plural(len(report.left_flat), 'call')}\n")
         shown = report.left_flat if args.verbose else report.left_flat[:10]
         for name, target, reason in shown:
             out.write(f"  {name} ({target}): {reason}\n")

@@ -24,6 +24,7 @@ from inspector.core.specialise.categories import classify, explain, value_text, 
 from inspector.core.util.errors import InspectorError
 from inspector.core.util.jsonsafe import json_safe
 from inspector.core.util.sanitize import retry_repaired
+from inspector.core.util.units import plural
 from inspector.report.data import (
     STATUSES,
     ArgumentInfo,
@@ -137,8 +138,10 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
                      f"{lim.families} in full).")
     cut = [f for f in out if f.bodies_omitted]
     if cut:
-        notes.append(f"{sum(f.bodies_omitted for f in cut)} bodies in {len(cut)} families are not shown in full "
-                     f"(at most {lim.bodies_per_family} per family).")
+        omitted_bodies = sum(f.bodies_omitted for f in cut)
+        notes.append(f"{plural(omitted_bodies, 'body', 'bodies')} in {plural(len(cut), 'family', 'families')} "
+                     f"{'is' if omitted_bodies == 1 else 'are'} not shown in full (at most {lim.bodies_per_family} per "
+                     "family).")
     return out, omitted
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from inspector.core.util.jsonsafe import json_safe
+from inspector.core.util.units import plural
 
 DIFF_FORMAT = "onnx-inspector/diff"
 DIFF_VERSION = 1
@@ -122,7 +123,8 @@ class FoldRelation:
             shown = ", ".join(self.differ[:5]) + (f", … {len(self.differ) - 5} more" if len(self.differ) > 5 else "")
             parts.append(f"{self.calls - self.identical} of {self.calls} module calls differ ({shown})")
         elif self.identical != self.calls:
-            parts.append(f"{self.calls - self.identical} of {self.calls} bodies differ")
+            parts.append(f"{self.calls - self.identical} of {plural(self.calls, 'body', 'bodies')} "
+                         f"{'differs' if self.calls - self.identical == 1 else 'differ'}")
         if self.other_changes:
             parts.append(f"{self.other_changes} change{'s' if self.other_changes != 1 else ''} besides the fold")
         return head + " and ".join(parts) + ", so not equivalent (listed below)"

@@ -29,6 +29,7 @@ from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS
 from inspector.core.util.paths import model_files
 from inspector.core.util.progress import Progress
 from inspector.core.util.sanitize import sanitize_text
+from inspector.core.util.units import plural
 
 if TYPE_CHECKING:
     from inspector.core.model.findings import Finding
@@ -315,7 +316,8 @@ def _build_index(model: LoadedModel, modules: bool, like: ModelIndex | None = No
         from inspector.core.model.findings import Finding  # (a finding's class where one is made: start-up)
 
         findings.append(Finding("damaged_metadata", "warning",
-                                f"{prov.damaged} nodes carry fx_node metadata that could not be read as FX text"))
+                                f"{plural(prov.damaged, 'node')} {'carries' if prov.damaged == 1 else 'carry'} "
+                                "fx_node metadata that could not be read as FX text"))
     facts = _facts(model, main_nodes, total, len(fidx.functions))
     index = ModelIndex(model, facts, fidx, prov, families, histogram, findings, _maps=maps,
                        _read=scanned.main if maps is None else None)
