@@ -149,3 +149,19 @@ def test_alt_left_in_a_window_with_two_graphs_goes_back_in_the_one_with_the_focu
     with qtbot.waitSignal(a.view_shown, timeout=30000):
         qtbot.keyClick(a.back_button, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
     assert a.current_view().expanded == frozenset() and (b.current_view(), b.history()) == before_b
+
+
+def test_clicking_the_search_tab_puts_what_is_typed_next_in_the_search_box(qtbot, window: MainWindow):
+    # it went on into the filter box above the tabs, which kept the focus: "rsqrt" filtered the Functions tree while
+    # the Search tab, shown, stayed empty
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    window.filter_box.setFocus()
+    bar = window.trees.tabBar()
+    search = window.trees.indexOf(window.search_panel)
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(search).center())
+    assert window.trees.currentWidget() is window.search_panel
+    with qtbot.waitSignal(window.search_panel.shown, timeout=10000):
+        qtbot.keyClicks(QApplication.focusWidget(), "rsqrt")
+    assert window.search_panel.box.text() == "rsqrt" and window.filter_box.text() == ""
+    calls = {f["name"] for f in _fx_nodes() if f["target"] == "aten::rsqrt"}  # (torch's FX nodes of rsqrt)
+    assert len(calls) == 5 and window.search_panel.results.count() >= len(calls)

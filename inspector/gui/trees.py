@@ -236,6 +236,8 @@ class Trees(QWidget):
         return True
 
     def _tab_shown(self, _index: int) -> None:
+        if self.tabs.currentWidget() is self.search_panel:  # (clicked to: what is typed next is a search)
+            self.search_panel.focus()
         if self._modules_pending and self.tabs.currentWidget() is self.module_view:
             self._filter_modules()
         if self._scroll_pending and self.tabs.currentWidget() is self.family_view:
