@@ -165,3 +165,20 @@ def test_clicking_the_search_tab_puts_what_is_typed_next_in_the_search_box(qtbot
     assert window.search_panel.box.text() == "rsqrt" and window.filter_box.text() == ""
     calls = {f["name"] for f in _fx_nodes() if f["target"] == "aten::rsqrt"}  # (torch's FX nodes of rsqrt)
     assert len(calls) == 5 and window.search_panel.results.count() >= len(calls)
+
+
+def test_a_selected_call_shows_its_body_by_its_own_names(qtbot, window: MainWindow):
+    # the five rsqrt calls share one body, built from the first; each selected call's body read "inputs: add_3 ...
+    # outputs: rsqrt" whatever the call (rsqrt_1 reads add_7 and makes rsqrt_1, as its graph beside it shows)
+    _open(qtbot, window, ZOO / "llama_gqa.onnx")
+    truth = [(f["name"], f["args"]["self"]["node"]) for f in _fx_nodes() if f["target"] == "aten::rsqrt"]
+    assert [name for name, _read in truth] == ["rsqrt", "rsqrt_1", "rsqrt_2", "rsqrt_3", "rsqrt_4"]
+    calls = {c.name: c for c in window.index.provenance.calls if c.target == "aten::rsqrt"}
+    for name, read in truth:
+        with qtbot.waitSignal(window.selection_shown, timeout=30000):
+            window.select_in_tree(calls[name])
+        lines = window.signature.view.toPlainText().splitlines()
+        body = lines[next(k for k, line in enumerate(lines) if line.startswith("inputs:")):]
+        assert body[0] == f"inputs: {read}" and f"{name} = Reciprocal" in "\n".join(body[:4])
+        assert f"outputs: {name}" in body[:5]
+        assert f"aten::rsqrt(self=%{read})" in window.signature.view.toPlainText()

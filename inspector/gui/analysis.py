@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import onnx
 
 from inspector.core.aten.torchlib import TorchlibEntry, torchlib_for
+from inspector.core.bodies.body import Body
+from inspector.core.bodies.fingerprint import fingerprint
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import Family, ModelIndex, Overload
@@ -66,6 +68,9 @@ class Selection:
     recognised: tuple[str, ...] = ()  # a call recognised by body template (no fx metadata): the templates that fit
     candidates: tuple[str, ...] = ()  # ... and their targets (several: an ambiguous body)
     ruled_out: tuple[str, ...] = ()  # ... and the targets it fits too, that its output's name rules out
+    # the selected aten call's own body, by its own names (the analysis's body is its first call's: the same nodes,
+    # constants and slots, read from another place of the graph); None: the analysis's is shown
+    own_body: Body | None = None
 
 
 class Preempted(Exception):  # not an error: a background job's turn ended
@@ -170,8 +175,18 @@ class Analyses:
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
                              _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
                              f"{obj.module_path or 'root'} › {obj.name}", obj.recognised, obj.candidates,
-                             obj.ruled_out)
+                             obj.ruled_out, self._own_body(obj, body))
         return None
+
+    def _own_body(self, call: AtenCall, body: BodyAnalysis) -> Body | None:
+        """``call``'s own group body where the analysis's was made from another call of it: one body per call
+        selected (tenths of a millisecond), never per call of a family; the fingerprint must be the analysis's (the
+        same group key), else none is given."""
+        first = body.members[0] if body.members else None
+        if first is call or not self.specialiser.in_one_graph(call):
+            return None
+        own = self.specialiser.body_of_call(call)
+        return own if fingerprint(own).full == body.fingerprints.full else None
 
     def _folded_signature(self, key: FunctionKey, site: CallSite | None) -> CallSignature | None:
         """The aten signature of an aten function (``fold``'s or another producer's), with the values of the call at

@@ -96,7 +96,8 @@ class SignaturePanel(QWidget):
         parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"fingerprint {prints.full[:12]}, template "
                                                                        f"{prints.template[:12]}, "
                                                                        f"{n} call{'s' if n != 1 else ''}")))
-        parts.append(self._pre(body_lines(analysis.body, analysis.specialised)))
+        # this call's own names where one is selected (the values and slots are the body's, as are its highlights)
+        parts.append(self._pre(body_lines(sel.own_body or analysis.body, analysis.specialised)))
         parts.append(self._spec_table(analysis.specialised, sel.lone))
         parts.append(self._per_call(analysis.specialised, sel.call))
         parts.append(self._left_out(analysis.left_out))
