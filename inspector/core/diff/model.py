@@ -113,9 +113,9 @@ class FoldRelation:
         """One account that agrees with the verdict: "bodies identical" only when nothing else differs."""
         flat, folded = ("A", "B") if self.folded == "b" else ("B", "A")
         domains = ", ".join(self.domains)
-        what = "aten calls" if self.unit == "aten" else "module instances"
-        head = (f"{folded} is {flat} folded: {self.calls} {what} became calls of {self.functions} local "
-                f"functions in {domains}; ")
+        what = plural(self.calls, "aten call") if self.unit == "aten" else plural(self.calls, "module instance")
+        head = (f"{folded} is {flat} folded: {what} became calls of {plural(self.functions, 'local function')} "
+                f"in {domains}; ")
         if self.identical == self.calls and not self.other_changes:
             return head + "bodies identical"
         parts = []
