@@ -128,3 +128,47 @@ def test_a_deep_hostile_module_tree_is_filtered_in_bounded_work():
     assert len(kept) == 3_002 and opened == []  # (its chain is past the budget: nothing expanded, all kept)
     kept, opened = module_matches(root, "hit", budget=OPENED_AT_MOST)  # (by class: m2 and m3, and all under them)
     assert len(kept) == 3_002 and [(a.name, m.name) for a, m in opened] == [("", "m0"), ("m0", "m1"), ("m1", "m2")]
+
+
+def _labels(view, parent=None) -> list[tuple[str, str]]:
+    """(the row's text, its module's path) of every row the view shows, depth first."""
+    parent = parent if parent is not None else QModelIndex()
+    model, out = view.model(), []
+    for r in range(model.rowCount(parent)):
+        index = model.index(r, 0, parent)
+        out.append((index.data(), object_of(index).path))
+        if view.isExpanded(index):
+            out += _labels(view, index)
+    return out
+
+
+def test_a_module_row_reads_its_path_past_its_parents(qtbot, window, tmp_path):
+    # torch records no module for a ModuleList (Llama's ``model.layers``): the decoder layers sit right under
+    # ``model``, and their rows read ``layers.0`` and ``layers.1``, as the graph's module boxes do; they read ``0`` and
+    # ``1``, which did not say which list. Truth: the module paths torch wrote (name_scopes)
+    model = tmp_path / "llama.onnx"
+    shutil.copy(ZOO / "llama_gqa.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    chains = _chains(model)
+    under = {chain[k]: chain[k - 1] for chain in chains for k in range(1, len(chain))}  # module -> the one above
+    assert under["model.layers.1"] == "model" and under["model.layers.1.self_attn.q_proj"] == "model.layers.1.self_attn"
+    view = window.module_view
+    view.expandAll()
+    rows = _labels(view)
+    assert len(rows) == len({m for chain in chains for m in chain}) == 31
+    for text, path in rows:
+        above = under.get(path, "")
+        assert text == ("(model)" if not path else path[len(above) + 1:] if above else path)
+    assert [text for text, path in rows if path.count(".") == 2 and path.startswith("model.layers.")] == [
+        "layers.0", "layers.1"]
+
+
+def test_a_module_whose_path_does_not_continue_its_parents_reads_its_whole_path():
+    # a hostile file's name_scopes may put any path under any module: such a row reads its whole path, not a cut one
+    root = ModuleNode("", "Root")
+    model = root.children["model"] = ModuleNode("model", "M")
+    model.children["modelx.y"] = odd = ModuleNode("modelx.y", "Odd")
+    model.children["model.a.b"] = fine = ModuleNode("model.a.b", "Fine")
+    assert (odd.name_under(model), fine.name_under(model), model.name_under(root), root.name_under(None)) == (
+        "modelx.y", "a.b", "model", "")

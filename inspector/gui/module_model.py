@@ -125,7 +125,7 @@ class ModuleModel(QAbstractItemModel):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             if index.column() == 0:
-                return node.name or "(model)"
+                return node.name_under(self._parent.get(id(node), (None, 0))[0]) or "(model)"
             if index.column() == 1:
                 return node.class_name.rsplit(".", 1)[-1]
             return str(self.total(node))

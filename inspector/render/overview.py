@@ -137,7 +137,7 @@ def _runs(children: list[ModuleNode], totals: dict[int, int]) -> list[tuple[Modu
 
 def _box(parent: ModuleNode, member: tuple[ModuleNode, int], totals: dict[int, int]) -> Box:
     module, run = member
-    name = module.path[len(parent.path) + 1:] if parent.path else module.path
+    name = module.name_under(parent)
     cls = module.class_name.rsplit(".", 1)[-1]
     total = totals[id(module)]
     nodes = f"{total:,} node{'s' if total != 1 else ''}"

@@ -34,6 +34,16 @@ class ModuleNode:
     def name(self) -> str:
         return self.path.rsplit(".", 1)[-1] if self.path else ""
 
+    def name_under(self, parent: ModuleNode | None) -> str:
+        """What this module is called under ``parent`` (the module above it in the tree): its path past the parent's,
+        ``layers.0`` under ``model`` (torch records no module for a ModuleList, so ``model.layers`` is no row of its
+        own and ``0`` alone would not say which list), its whole path under the root or where a hostile file's path
+        does not continue the parent's."""
+        above = parent.path if parent is not None else ""
+        if above and self.path.startswith(above) and self.path[len(above):len(above) + 1] == ".":
+            return self.path[len(above) + 1:]
+        return self.path
+
     def subtree(self) -> list[ModuleNode]:
         """This module and every module under it (without recursion: a hostile model's paths may nest deeply)."""
         out, stack = [], [self]
