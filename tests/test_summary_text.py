@@ -156,3 +156,20 @@ def test_fold_says_one_call_left_flat_in_the_singular(tmp_path: Path, capsys):
     assert main(["fold", str(ZOO / "llama_gqa_noopt.onnx"), "-o", str(tmp_path / "f.onnx")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "left flat: 1 call" in lines and not any(" 1 calls" in line for line in lines)
+
+
+def test_a_diff_reads_counts_of_one_in_the_singular_and_an_added_call_by_its_target(capsys):
+    # llama_gqa against its unoptimised export: one graph input and one output (the model's), RMSNorm's eps Add of
+    # two nodes became one, and two _unsafe_view calls of B have no counterpart in A. The diff read "1 inputs,
+    # 1 outputs", "2 -> 1 nodes", "call added  aten::_unsafe_view calls added", and a removed constant ended in a space
+    model = onnx.load(str(ZOO / "llama_gqa_noopt.onnx"), load_external_data=False)
+    assert (len(model.graph.input), len(model.graph.output)) == (1, 1)
+    assert main(["diff", str(ZOO / "llama_gqa.onnx"), str(ZOO / "llama_gqa_noopt.onnx")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    matched = next(line for line in lines if line.startswith("matched  "))
+    assert matched.endswith(", 1 input, 1 output") and matched.startswith("matched  110 aten calls (+58 -0), ")
+    assert "  body changed       2 -> 1 node: -1 (constant FLOAT[])" in lines
+    assert not any("-> 1 nodes" in line for line in lines)
+    at = lines.index("  call added         aten::_unsafe_view")
+    assert lines[at + 1].split() == ["at", "2", "sites:", "_unsafe_view,", "_unsafe_view_2"]
+    assert not any("calls added" in line or line != line.rstrip() for line in lines)

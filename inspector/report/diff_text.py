@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from inspector.core.diff import Change, ChangeKind, ModelDiff, Section
 from inspector.core.util.textsafe import printable
+from inspector.core.util.units import plural
 
 __all__ = ["KIND_TITLES", "SECTION_TITLES", "diff_text", "group_title", "kind_title", "matched_line", "sites_text",
            "verdict"]
@@ -44,20 +45,19 @@ def verdict(d: ModelDiff) -> str:
         return "equal"
     if d.equivalent:
         return "equivalent (structure differs, computation identical)"
-    n = len(d.changes)
-    return f"different: {n} change{'s' if n != 1 else ''}"
+    return f"different: {plural(len(d.changes), 'change')}"
 
 
 def matched_line(d: ModelDiff) -> str:
     parts = []
-    for key, title in (("aten_calls", "aten calls"), ("functions", "functions"), ("function_calls", "function calls"),
-                       ("nodes", "other nodes"), ("initializers", "initializers"), ("inputs", "inputs"),
-                       ("outputs", "outputs")):
+    for key, title in (("aten_calls", "aten call"), ("functions", "function"), ("function_calls", "function call"),
+                       ("nodes", "other node"), ("initializers", "initializer"), ("inputs", "input"),
+                       ("outputs", "output")):
         m = d.matched.get(key)
         if m is None or (m.matched == 0 and m.only_a == 0 and m.only_b == 0):
             continue
         extra = f" (+{m.only_b} -{m.only_a})" if m.only_a or m.only_b else ""
-        parts.append(f"{m.matched} {title}{extra}")
+        parts.append(f"{plural(m.matched, title)}{extra}")
     return ", ".join(parts) or "nothing to match"
 
 
@@ -94,7 +94,8 @@ def diff_text(d: ModelDiff) -> str:
                 at = f"#{e.index_a}" if e.index_a is not None else ""
                 at += ("->" if e.index_a is not None and e.index_b is not None else "") + \
                     (f"#{e.index_b}" if e.index_b is not None else "")
-                lines.append(f"  {'':<18}   {e.op:<8} {e.node} {at}{(': ' + e.detail) if e.detail else ''}")
+                lines.append(f"  {'':<18}   {e.op:<8} {' '.join(filter(None, (e.node, at)))}"
+                             f"{(': ' + e.detail) if e.detail else ''}")
             if len(c.edits) > 12:
                 lines.append(f"  {'':<18}   … {len(c.edits) - 12} more edits")
     return "\n".join(printable(line) for line in lines) + "\n"

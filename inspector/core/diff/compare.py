@@ -189,7 +189,7 @@ class Comparer:
             if kb is None:
                 if k not in covered_a and (has_target(B, call.target) or family in across_a):
                     self.add(Change("call_removed", "aten_call", family, call.name, call.target, None,
-                                    f"{call.target} calls removed"), ("call_removed", call.target), call.name)
+                                    call.target), ("call_removed", call.target), call.name)
                 continue
             ub = B.unit(kb)
             site = call.name
@@ -235,7 +235,7 @@ class Comparer:
             assert call is not None
             if kb not in covered_b and (has_target(A, call.target) or aten_family(call.target) in across_b):
                 self.add(Change("call_added", "aten_call", aten_family(call.target), call.name, None,
-                                call.target, f"{call.target} calls added"), ("call_added", call.target), call.name)
+                                call.target, call.target), ("call_added", call.target), call.name)
 
     def compare_call_attributes(self, family: str, section: Section, site: str, na: onnx.NodeProto,
                                 nb: onnx.NodeProto) -> None:
@@ -303,7 +303,8 @@ class Comparer:
             return
         n_a, n_b = count_nodes(ba), count_nodes(bb)
         self.add(Change("body_changed", section, family, site, {"nodes": n_a, "fingerprint": shown_a},
-                        {"nodes": n_b, "fingerprint": shown_b}, f"{n_a} -> {n_b} nodes: {edits_summary(edits)}",
+                        {"nodes": n_b, "fingerprint": shown_b},
+                        f"{n_a} -> {plural(n_b, 'node')}: {edits_summary(edits)}",
                         edits=edits[:MAX_EDITS]),
                  ("body", section, family, fpa.full, fpb.full), site)
 
