@@ -77,3 +77,21 @@ def test_the_review_column_is_visible_at_1024x700(qtbot, window: MainWindow):
     right = header.sectionViewportPosition(2) + header.sectionSize(2)
     assert header.sectionSize(2) >= 100 and right <= view.viewport().width()
     assert header.sectionSize(0) >= header.sectionSize(2)  # the names keep the larger part
+
+
+def test_the_breadcrumb_shows_both_ends_of_an_aten_calls_location_at_1366_by_768(qtbot, window: MainWindow):
+    # beside the graph's buttons the breadcrumb had ~90 px at 1366×768 and read "main g…ntion)"; on a line of its own
+    # it keeps where the call is and which call it is
+    window.resize(QSize(1366, 768))
+    with qtbot.waitSignal(window.center.view_shown, timeout=60000):
+        window.open_path(ZOO / "llama_gqa.onnx")
+    call = next(c for c in window.session.index.provenance.calls if c.name == "scaled_dot_product_attention")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(call)
+    qtbot.waitUntil(lambda: window.center.crumbs.width() > 100, timeout=5000)
+    crumbs = window.center.crumbs
+    assert crumbs.full_text() == ("main graph › model.layers.0.self_attn › "
+                                  "aten::scaled_dot_product_attention (scaled_dot_product_attention)")
+    shown = crumbs.text()
+    assert shown.startswith("main graph › model.") and shown.endswith("(scaled_dot_product_attention)"), shown
+    assert crumbs.width() >= window.center.width() - 10 and crumbs.geometry().top() > window.center.back_button.y()

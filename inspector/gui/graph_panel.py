@@ -56,6 +56,17 @@ def scope_label(scope: Scope) -> str:
     return str(scope)
 
 
+def _bar(left: list[QWidget], right: list[QWidget]) -> QHBoxLayout:
+    """A row of buttons: ``left`` at its start, ``right`` at its end."""
+    bar = QHBoxLayout()
+    for widget in left:
+        bar.addWidget(widget)
+    bar.addStretch(1)
+    for widget in right:
+        bar.addWidget(widget)
+    return bar
+
+
 def location(view: View) -> str:
     """Where a view is, as a breadcrumb: the main graph, a function body, or an aten call inside its module."""
     scope = view.scope
@@ -199,19 +210,19 @@ class GraphPanel(QWidget):
         self.history_menu = QMenu(self.back_button)
         self.back_button.setMenu(self.history_menu)
         self.forward_button = tool_button("▶", "Forward (Alt+Right): where Back came from", self.forward)
-        self.crumbs = ElidedLabel()  # the current location, elided in the middle
+        # the current location, elided in the middle, on a line of its own under the buttons: beside them it had
+        # ~90 px of a 1366-wide window and read "main g…ntion)"
+        self.crumbs = ElidedLabel()
         self.info = ElidedLabel(mode=Qt.TextElideMode.ElideRight)
         self.graph.fit_requested.connect(self.fit)
-        bar = QHBoxLayout()
-        for widget in (self.back_button, self.forward_button, self.crumbs,
-                       tool_button("Collapse", "Collapse all expanded boxes", self.collapse_all),
-                       tool_button("Fit", "Fit the graph in the view (F); a graph too big to read whole shows the "
-                                   "module overview", self.fit),
-                       tool_button("Export…", "Save the view as SVG or PNG", self.export_dialog)):
-            bar.addWidget(widget, 1 if widget is self.crumbs else 0)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addLayout(bar)
+        lay.addLayout(_bar([self.back_button, self.forward_button], [
+            tool_button("Collapse", "Collapse all expanded boxes", self.collapse_all),
+            tool_button("Fit", "Fit the graph in the view (F); a graph too big to read whole shows the module overview",
+                        self.fit),
+            tool_button("Export…", "Save the view as SVG or PNG", self.export_dialog)]))
+        lay.addWidget(self.crumbs)
         lay.addWidget(self.graph, 1)
         lay.addWidget(self.info)
         self.graph.back_requested.connect(self.back)
