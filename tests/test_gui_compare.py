@@ -413,3 +413,29 @@ def test_a_call_one_side_lacks_shows_what_stands_in_for_it_there(qtbot, compare:
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(rewired)
     assert "not in" not in compare.twin.a.info.toPlainText() + compare.twin.b.info.toPlainText()
+
+
+def test_a_body_change_row_too_long_for_the_list_keeps_its_start_and_a_value_row_both_ends(qtbot, compare):
+    """A row reading ``old → new`` is elided in the middle, where neither value is; any other row at its end. The
+    body change of llama_gqa's _unsafe_view against its unoptimised export read "body changed: 2 → 6 nodes: +5…oncat)
+    -1 (constant INT64[4])" at 1366x768, its node edits cut out."""
+    from inspector.gui.compare import ChangeRowDelegate
+
+    compare.resize(1366, 768)
+    _load(qtbot, compare, ZOO / "llama_gqa.onnx", ZOO / "llama_gqa_noopt.onnx")
+    body, = [row for g, row in _rows(compare) if g.startswith("aten::_unsafe_view") and
+             row.text(0) == "body changed: 2 → 6 nodes: +5 (Constant x4, Concat) -1 (constant INT64[4])"]
+    fm = compare.changes.fontMetrics()
+    index = compare.changes.indexFromItem(body)
+    width = fm.horizontalAdvance("body changed: 2 → 6 nodes: +5 (Constant x4, Concat) -1 (con")
+    what, where = ChangeRowDelegate.lines(index, fm, width)
+    assert what.startswith("body changed: 2 → 6 nodes: +5 (Constant x4, Concat)") and what.endswith("…"), what
+    assert where == "in _unsafe_view_1  +1"
+    _load(qtbot, compare, ZOO / "pair_eps_a.onnx", ZOO / "pair_eps_b.onnx")
+    (_g, value), = _rows(compare)
+    line = value.text(0)
+    assert " → " in line
+    old, new = line.rsplit(" → ", 1)
+    index = compare.changes.indexFromItem(value)
+    what, _where = ChangeRowDelegate.lines(index, fm, fm.horizontalAdvance(line) * 2 // 3)
+    assert what.endswith(" → " + new) and what.startswith(old[:4]) and "…" in what, what

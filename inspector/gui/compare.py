@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QPainter, QPalette
+from PySide6.QtGui import QCloseEvent, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QLabel,
@@ -135,7 +135,6 @@ class ChangeRowDelegate(QStyledItemDelegate):
             return
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        what, where = str(index.data() or ""), str(index.sibling(index.row(), 1).data() or "")
         opt.text = ""
         widget = opt.widget
         style = widget.style() if widget is not None else QApplication.style()
@@ -146,16 +145,26 @@ class ChangeRowDelegate(QStyledItemDelegate):
         active = bool(opt.state & QStyle.StateFlag.State_Active)
         group = QPalette.ColorGroup.Active if active else QPalette.ColorGroup.Inactive
         text = opt.palette.color(group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        what, where = self.lines(index, fm, rect.width())
         painter.save()
         painter.setPen(text)
-        painter.drawText(rect.x(), rect.y() + fm.ascent(), fm.elidedText(what, Qt.TextElideMode.ElideMiddle,
-                                                                          rect.width()))
+        painter.drawText(rect.x(), rect.y() + fm.ascent(), what)
         if not selected:
             text.setAlpha(160)
         painter.setPen(text)
-        painter.drawText(rect.x(), rect.y() + line + fm.ascent(),
-                         fm.elidedText(f"in {where}", Qt.TextElideMode.ElideMiddle, rect.width()))
+        painter.drawText(rect.x(), rect.y() + line + fm.ascent(), where)
         painter.restore()
+
+    @staticmethod
+    def lines(index: QModelIndex | QPersistentModelIndex, fm: QFontMetrics, width: int) -> tuple[str, str]:
+        """The change row's two lines as drawn ``width`` wide: what changed, elided in the middle where it reads
+        ``old → new`` (both ends are the values) and at its end otherwise (``body changed: 2 → 6 nodes: +5 (Constant
+        x4, Concat) -1 (…)`` lost its edits to a middle elision), and where."""
+        change = index.data(Qt.ItemDataRole.UserRole)
+        mode = Qt.TextElideMode.ElideMiddle if isinstance(change, Change) and reads_old_to_new(change) else \
+            Qt.TextElideMode.ElideRight
+        what, where = str(index.data() or ""), str(index.sibling(index.row(), 1).data() or "")
+        return fm.elidedText(what, mode, width), fm.elidedText(f"in {where}", Qt.TextElideMode.ElideMiddle, width)
 
 
 class CompareWindow(QMainWindow):
@@ -319,11 +328,16 @@ def stand_in(side: str, c: Change, scope: Scope) -> Rich:
     return tag("p", tag("b", side), ": ", tag("i", f"not in {side}"), "; shown for comparison: ", shown)
 
 
+def reads_old_to_new(c: Change) -> bool:
+    """Whether ``change_line`` reads ``… old → new``: a value, or both sides shown."""
+    return (c.kind == "value_changed" and bool(c.detail)) or (c.old is not None and c.new is not None and not c.detail)
+
+
 def change_line(c: Change) -> str:
     """One readable line naming what changed and how: ``scale (Mul.B): 0.5946 → 0.5477``, ``removed: val_82 …``."""
     if c.kind == "value_changed" and c.detail:
         return c.detail.replace(" -> ", " → ")
-    if c.old is not None and c.new is not None and not c.detail:
+    if reads_old_to_new(c):
         return f"{kind_title(c.kind)}: {show_value(c.old, 40)} → {show_value(c.new, 40)}"
     return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
 
