@@ -431,6 +431,10 @@ def test_a_body_change_row_too_long_for_the_list_keeps_its_start_and_a_value_row
     what, where = ChangeRowDelegate.lines(index, fm, width)
     assert what.startswith("body changed: 2 → 6 nodes: +5 (Constant x4, Concat)") and what.endswith("…"), what
     assert where == "in _unsafe_view_1  +1"
+    with qtbot.waitSignal(compare.change_shown, timeout=30000):
+        compare.changes.setCurrentItem(body)
+    details = compare.details.toPlainText()  # (read as the row reads: it said "2 -> 6 nodes" below "2 → 6 nodes")
+    assert "2 → 6 nodes: +5 (Constant x4, Concat) -1 (constant INT64[4])" in details and "->" not in details
     _load(qtbot, compare, ZOO / "pair_eps_a.onnx", ZOO / "pair_eps_b.onnx")
     (_g, value), = _rows(compare)
     line = value.text(0)

@@ -353,7 +353,7 @@ def change_html(c: Change) -> Rich:
     """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
     if c.detail:
-        rows.append(tag("p", c.detail))
+        rows.append(tag("p", c.detail.replace(" -> ", " → ")))  # (as its row reads it: ``change_line``)
     if c.old is not None or c.new is not None:
         rows.append(tag("table", tag("tr", tag("th", "A (old)", align="left"), tag("th", "B (new)", align="left")),
                         tag("tr", tag("td", tag("pre", _shown(c.old))), tag("td", tag("pre", _shown(c.new)))),
