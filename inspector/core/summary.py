@@ -242,7 +242,7 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
         out.append(f"        values put there at export time by {baked}")
     left_out = sum(b.get("left_out", 0) for b in ov.get("bodies", ()))
     if left_out:
-        out.append(f"        {left_out} attribute{'s' if left_out != 1 else ''} equal to the ONNX default left out")
+        out.append(f"        {plural(left_out, 'attribute')} equal to the ONNX default left out")
     return out
 
 

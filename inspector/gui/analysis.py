@@ -21,6 +21,7 @@ from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.signature import CallSignature, call_signature, function_call_signature
 from inspector.core.model.walk import NodePath
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Specialiser
+from inspector.core.util.units import plural
 from inspector.gui.worker import checkpoint, give_way, on_background_job
 
 TreeObject = Family | Overload | CallSite | FunctionKey | AtenCall | ModuleNode | None
@@ -145,7 +146,7 @@ class Analyses:
             return None
         analysis = self.family(fam)
         n_ov, n_b = len(fam.overloads), len(analysis.bodies)
-        note = (f"{fam.label}: {n_ov} overload{'s' if n_ov != 1 else ''}, "
+        note = (f"{fam.label}: {plural(n_ov, 'overload')}, "
                 f"{n_b} distinct bod{'ies' if n_b != 1 else 'y'}")
         if isinstance(obj, Family):
             obj = fam.overloads[0] if fam.overloads else None

@@ -48,6 +48,7 @@ from inspector.core.model.signature import CallSignature
 from inspector.core.model.walk import resolve_path
 from inspector.core.specialise.bodytext import Line, body_lines, signature_line
 from inspector.core.specialise.specialiser import SpecialisedValue
+from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, TreeObject, site_node
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.graph_panel import scene_id
@@ -297,7 +298,7 @@ def side_html(name: str, m: Member, lit_slots: set[Slot], lit_arguments: set[str
         parts += [tag("p", tag("b", "This call"), f" ({m.site.where}) passes"),
                   pre(*(rich(", " if k else "", part) for k, part in enumerate(shown)))]
     n = len(m.calls)
-    parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"{n} call{'s' if n != 1 else ''} with this body")))
+    parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"{plural(n, 'call')} with this body")))
     parts.append(_pre(body_lines(m.body, m.specialised), lit_slots))
     if n > 1:
         more = [tag("li", f"… {n - MAX_CALLS_LISTED} more")] if n > MAX_CALLS_LISTED else []
@@ -378,7 +379,7 @@ class OverloadCompareWindow(QMainWindow):
         self.twin.set_indexes(self.analyses.index, self.analyses.index)
         self.setWindowTitle(f"{c.family.label}: {c.a.title} ↔ {c.b.title} — ONNX Inspector")
         verdict = "identical bodies and arguments" if c.identical else \
-            f"{len(c.rows)} difference{'s' if len(c.rows) != 1 else ''}"
+            plural(len(c.rows), 'difference')
         self.header.setText(f"{c.family.label} — A: {c.a.title}   B: {c.b.title}   ({verdict})")
         self.rows.clear()
         for r in c.rows:

@@ -26,6 +26,7 @@ from inspector.core.model.keys import FunctionKey
 from inspector.core.review.store import Review, ReviewKey
 from inspector.core.specialise.categories import short_where
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
+from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
@@ -58,7 +59,7 @@ class ReviewItem:
         if isinstance(first, FunctionKey):
             return f"overload {first.overload or first.name}"
         n = len(body.members)
-        return f"{n} call{'s' if n != 1 else ''}, e.g. {getattr(first, 'name', first)}"
+        return f"{plural(n, 'call')}, e.g. {getattr(first, 'name', first)}"
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
 from inspector.core.model.walk import NodePath
 from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
+from inspector.core.util.units import plural
 from inspector.gui.analysis import main_call_owners
 from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.text import tooltip
@@ -138,7 +139,7 @@ class SearchPanel(QWidget):
             self.results.addItem(item)
         n = len(result.hits)
         more = f" (showing {n:,} of {result.total:,})" if result.truncated else ""
-        self.status.setText(f"{n:,} result{'s' if n != 1 else ''}{more}")
+        self.status.setText(f"{plural(n, 'result')}{more}")
         self.shown.emit(text or "")
         if text is not None and self._jump_when_shown == text:
             self._jump_when_shown = None

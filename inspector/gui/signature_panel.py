@@ -25,6 +25,7 @@ from inspector.core.specialise.categories import (
     value_text,
 )
 from inspector.core.specialise.specialiser import SpecialisedValue
+from inspector.core.util.units import plural
 from inspector.gui.analysis import Selection
 from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
 
@@ -95,7 +96,7 @@ class SignaturePanel(QWidget):
         prints = analysis.fingerprints
         parts.append(tag("p", tag("b", "ONNX body"), " ", tag("small", f"fingerprint {prints.full[:12]}, template "
                                                                        f"{prints.template[:12]}, "
-                                                                       f"{n} call{'s' if n != 1 else ''}")))
+                                                                       f"{plural(n, 'call')}")))
         # this call's own names where one is selected (the values and slots are the body's, as are its highlights)
         parts.append(self._pre(body_lines(sel.own_body or analysis.body, analysis.specialised)))
         parts.append(self._spec_table(analysis.specialised, sel.lone))
@@ -203,7 +204,7 @@ class SignaturePanel(QWidget):
         if not left_out:
             return Rich()
         n = len(left_out)
-        what = (f"Left out: {n} attribute{'s' if n != 1 else ''} equal to {'their' if n != 1 else 'its'} ONNX "
+        what = (f"Left out: {plural(n, 'attribute')} equal to {'their' if n != 1 else 'its'} ONNX "
                 "default (neither varying nor linked). ")
         if not self._left_out_open:
             return tag("p", tag("small", what, tag("a", "Show them", href=LEFT_OUT_LINK)))

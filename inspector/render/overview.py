@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from inspector.core.model.module_tree import ModuleNode
+from inspector.core.util.units import plural
 from inspector.render.layout import CHAR_WIDTH, LABEL_FONT_SIZE, LINE_HEIGHT, node_size
 from inspector.render.scene import MODULE, SceneNode
 
@@ -140,7 +141,7 @@ def _box(parent: ModuleNode, member: tuple[ModuleNode, int], totals: dict[int, i
     name = module.name_under(parent)
     cls = module.class_name.rsplit(".", 1)[-1]
     total = totals[id(module)]
-    nodes = f"{total:,} node{'s' if total != 1 else ''}"
+    nodes = plural(total, 'node')
     if run > 1:
         m = _NUMBERED.match(name)
         last = int(m.group(2)) + run - 1 if m else run - 1

@@ -37,6 +37,7 @@ from inspector.core.model.graph import node_reads
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope, MainGraph
 from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.walk import NodePath, as_text, may_have_subgraphs, resolve_path, subgraphs
+from inspector.core.util.units import plural
 from inspector.render.graph_facts import GraphFacts
 from inspector.render.grouping import Grouping, main_grouping, unique_id
 from inspector.render.labels import STANDARD_DOMAINS, attrs_text, constant_text, op_label
@@ -391,14 +392,14 @@ def _node_box(node: onnx.NodeProto, i: int, callee: FunctionKey | None) -> Scene
 
 def _call_box(key: str, call: AtenCall) -> SceneNode:
     count = len(call.node_paths)
-    detail = f"{call.name} ({count} node{'s' if count != 1 else ''})"
+    detail = f"{call.name} ({plural(count, 'node')})"
     return SceneNode(key, call.target, ATEN_CALL, call, detail, True)
 
 
 def _module_box(key: str, module: ModuleNode) -> SceneNode:
     count = module.total_nodes()
     cls = module.class_name.rsplit(".", 1)[-1]
-    detail = f"{cls}, {count} node{'s' if count != 1 else ''}" if cls else f"{count} node{'s' if count != 1 else ''}"
+    detail = f"{cls}, {plural(count, 'node')}" if cls else plural(count, 'node')
     return SceneNode(key, module.path, MODULE, module.path, detail, True)
 
 

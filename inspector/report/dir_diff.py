@@ -9,6 +9,7 @@ from inspector.core.diff.folders import DIR_STATUSES, DirDiff, DirRow, DirStatus
 from inspector.core.util.jsonsafe import json_text
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.textsafe import one_line
+from inspector.core.util.units import plural
 from inspector.report.diff_html import dir_diff_page
 from inspector.report.diff_markdown import fit_markdown
 from inspector.report.diff_text import KIND_TITLES
@@ -42,7 +43,7 @@ def dir_diff_verdict(d: DirDiff) -> str:
     counts = d.counts()
     parts = [f"{counts[s]} {STATUS_TITLES[s]}" for s in DIR_STATUSES if counts[s]]
     head = "equal" if d.equal else "different"
-    return f"{head}: {len(d.rows)} path{'s' if len(d.rows) != 1 else ''}" + (f" ({', '.join(parts)})" if parts
+    return f"{head}: {plural(len(d.rows), 'path')}" + (f" ({', '.join(parts)})" if parts
                                                                              else "")
 
 
@@ -62,7 +63,7 @@ def row_detail(row: DirRow) -> str:
     if not row.changes:
         return ""
     kinds = ", ".join(f"{_row_title(k)} {n}" for k, n in sorted(row.kinds.items()))
-    text = f"{row.changes} change{'s' if row.changes != 1 else ''} ({kinds})"
+    text = f"{plural(row.changes, 'change')} ({kinds})"
     if row.families:
         text += " in " + ", ".join(row.families)
     return text

@@ -17,7 +17,7 @@ from pathlib import PurePath
 from inspector.core.specialise.categories import Category, baked_text, value_text
 from inspector.core.util.textsafe import md_html, printable
 from inspector.core.util.textsafe import md_text as md
-from inspector.core.util.units import human_size
+from inspector.core.util.units import human_size, plural
 from inspector.report.data import (
     STATUSES,
     BodyInfo,
@@ -212,14 +212,14 @@ def _family_head(f: FamilyInfo) -> str:
     kind = "local function" if f.kind == "function" else "aten call"
     n = len(f.overloads)
     return (f"### {md(f.label, 200)}\n\n"
-            f"{kind}, {n} overload{'s' if n != 1 else ''}, {f.calls:,} call{'s' if f.calls != 1 else ''}, "
+            f"{kind}, {plural(n, 'overload')}, {plural(f.calls, 'call')}, "
             f"{f.body_count} distinct bod{'ies' if f.body_count != 1 else 'y'}")
 
 
 def _body(b: BodyInfo) -> str:
     status = f" — {BADGE.get(b.review.status, b.review.status)}" if b.review else ""
-    calls = f"{b.calls:,} call{'s' if b.calls != 1 else ''}"
-    nodes = f"{b.node_count:,} node{'s' if b.node_count != 1 else ''}"
+    calls = plural(b.calls, 'call')
+    nodes = plural(b.node_count, 'node')
     summary = (f"{html_text(b.title, 200)} ({calls}, {nodes}, {len(b.specialised)} specialised)"
                f"{html_text(status)}")
     out = [f"<details><summary>{summary}</summary>", ""]
@@ -282,7 +282,7 @@ def _body(b: BodyInfo) -> str:
     if b.left_out:
         n = len(b.left_out)
         shown = ", ".join(f"{md(s.where, 60)} = {md(s.value_text, 40)}" for s in b.left_out[:MAX_SPEC_ROWS])
-        out += [f"_Left out: {n} attribute{'s' if n != 1 else ''} equal to {'their' if n != 1 else 'its'} ONNX "
+        out += [f"_Left out: {plural(n, 'attribute')} equal to {'their' if n != 1 else 'its'} ONNX "
                 f"default (neither varying nor linked): {shown}" + (", …" if n > MAX_SPEC_ROWS else "") + "._", ""]
     out.append("</details>")
     return "\n".join(out)

@@ -126,7 +126,7 @@ class FoldRelation:
             parts.append(f"{self.calls - self.identical} of {plural(self.calls, 'body', 'bodies')} "
                          f"{'differs' if self.calls - self.identical == 1 else 'differ'}")
         if self.other_changes:
-            parts.append(f"{self.other_changes} change{'s' if self.other_changes != 1 else ''} besides the fold")
+            parts.append(f"{plural(self.other_changes, 'change')} besides the fold")
         return head + " and ".join(parts) + ", so not equivalent (listed below)"
 
 

@@ -34,6 +34,7 @@ from inspector.core.model.keys import FunctionKey
 from inspector.core.review.store import Review, ReviewKey, ReviewStore, fold_key_of, review_keys
 from inspector.core.specialise.categories import short_where
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue, Specialiser
+from inspector.core.util.units import plural
 
 if TYPE_CHECKING:
     from inspector.core.review.value_changes import ValueChange
@@ -245,7 +246,7 @@ def _owner(body: BodyAnalysis) -> str:
         named.append(f"{getattr(call, 'name', call)}" + (f" in {module}" if module else ""))
     n = len(members)
     more = f" and {n - MAX_CALLS_NAMED} more" if n > MAX_CALLS_NAMED else ""
-    return f"{n} call{'s' if n != 1 else ''}: {', '.join(named)}{more}"
+    return f"{plural(n, 'call')}: {', '.join(named)}{more}"
 
 
 def load_reviews(model_path: Path, reviews: Path | None) -> ReviewStore:
