@@ -218,6 +218,23 @@ class FamilyModel(QAbstractItemModel):
                     ov.made = False
                     self.fetch(ov)
 
+    def matched_overloads(self, matches: Matches, rows: int) -> list[QModelIndex]:
+        """The overload rows the filter keeps for some of their calls (not for their own name or their family's), in
+        the tree's order, as many as show at most ``rows`` call rows between them (the first one whatever its count,
+        which ``CAP`` bounds): the rows to expand so that the calls found are in view, not a click away."""
+        out: list[QModelIndex] = []
+        shown = 0
+        for fam in self._root.children:
+            for ov in fam.children:
+                found = matches.calls.get(id(ov))
+                if found is None:
+                    continue
+                shown += min(len(found), CAP)
+                if out and shown > rows:
+                    return out
+                out.append(self.createIndex(ov.row, 0, ov))
+        return out
+
     def fetch(self, item: _Item) -> None:
         """Make the call rows of overload ``item`` (once)."""
         if item.made or item.kind != "overload":
@@ -346,7 +363,10 @@ class FamilyModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 2:
             return self._badge(item, short=False) or None
         if role == Qt.ItemDataRole.DisplayRole:
-            return item.label() if index.column() == 0 else item.count
+            if index.column() == 0:
+                return item.label()
+            # an overload the filter keeps for some of its calls: how many of them (``2 of 15``)
+            return f"{len(item.match):,} of {item.count}" if item.match is not None else item.count
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
             return tooltip(item.label() + recognised_note(item.obj))
         if role == self.ObjectRole:

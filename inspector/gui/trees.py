@@ -23,6 +23,10 @@ from inspector.gui.session import Session
 from inspector.gui.widgets import HintedTreeView
 from inspector.gui.worker import Jobs
 
+# call rows a filter opens its overloads for (the calls it found by name or module path), at most: a 100k-node export's
+# "layers.1" keeps calls of most overloads, up to ``family_model.CAP`` rows each
+OPENED_CALL_ROWS = 1000
+
 
 class Trees(QWidget):
     """Functions, Modules, Review and Search tabs (``tabs``) under the functions filter box."""
@@ -113,7 +117,13 @@ class Trees(QWidget):
         if self.tabs.currentWidget() is self.module_view:
             self._filter_modules()
         if text:
+            if matches is not None:  # the overloads kept for some of their calls show those calls
+                view, proxy = self.family_view, self.family_filter
+                for row in self.families.matched_overloads(matches, OPENED_CALL_ROWS):
+                    view.expand(proxy.mapFromSource(row.parent()))
+                    view.expand(proxy.mapFromSource(row))
             return
+        self.family_view.collapseAll()  # (what the filter opened too: as it was before the filter)
         for obj in self._expanded:
             src = self.families.index_of(obj)
             if src.isValid():
