@@ -367,3 +367,25 @@ def test_opening_another_model_leaves_no_target_until_one_is_shown(qtbot, window
     reviews = _ctrl1_writes(qtbot, window, other)
     assert list(reviews) == [_expected_key(window, layer_norm)]
     assert not sidecar_path(gpt2).exists()
+
+
+def test_the_review_bar_names_which_body_of_an_overload_it_marks(qtbot, window, tmp_path):
+    """Llama's aten::add.Tensor has two bodies, each reviewed on its own: the 5 RMSNorm Adds of eps (torch: their
+    ``other`` is 1e-06) and the 8 Adds of two tensors. The bar read "overload aten::add.Tensor …" for both; it names the
+    body of the calls shown, and how many calls share it, and Ctrl+1 marks that body alone."""
+    model = tmp_path / "llama.onnx"
+    shutil.copy(ZOO / "llama_gqa.onnx", model)
+    truth = json.loads((ZOO / "llama_gqa.truth.json").read_text())["fx_nodes"]
+    adds = [n for n in truth if n["target"] == "aten::add.Tensor" and n["onnx_nodes"]]
+    eps = [n["name"] for n in adds if n["args"]["other"] == 1e-06]
+    assert (len(eps), len(adds) - len(eps)) == (5, 8) and eps[0] == "add_3"
+    _open(qtbot, window, model)
+    calls = {c.name: c for c in _calls(window, "add")}
+    _click_row(qtbot, window, calls["add_3"])
+    first = window.review_bar.target.full_text()
+    assert first.endswith(": body of 5 calls") and "(add_3)" in first and "overload" not in first
+    _click_row(qtbot, window, calls["add_4"])
+    second = window.review_bar.target.full_text()
+    assert second.endswith(": body of 8 calls") and "(add_4)" in second
+    reviews = _ctrl1_writes(qtbot, window, model)
+    assert list(reviews) == [_expected_key(window, calls["add_4"])] != [_expected_key(window, calls["add_3"])]

@@ -10,6 +10,7 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.review.store import Review, ReviewStore, review_keys
 from inspector.core.specialise.specialiser import BodyAnalysis, SpecialisedValue
+from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, Preempted, Selection
 from inspector.gui.review_panel import ReviewItem
 from inspector.gui.worker import give_way
@@ -43,8 +44,17 @@ def find_target(analyses: Analyses, index: ModelIndex, store: ReviewStore, sel: 
 
 
 def target_label(target: Target, sel: Selection) -> str:
-    """What the review bar names: a value with its place, or the overload shown."""
-    return target.item.label if target.item.key.kind == "value" else f"overload {sel.title}"
+    """What the review bar names: a value with its place; a function's overload; the body of the aten calls shown,
+    with how many calls share it (``aten::linear  (linear_6): body of 9 calls``): an overload may have several bodies,
+    each reviewed on its own, and "overload aten::linear" named the body of Qwen2's 6 linear calls with a bias and that
+    of its 9 without alike."""
+    item = target.item
+    if item.key.kind == "value":
+        return item.label
+    members = item.body.members if item.body is not None else []
+    if not members or isinstance(members[0], FunctionKey):
+        return f"overload {sel.title}"
+    return f"{sel.title}: body of {plural(len(members), 'call')}"
 
 
 def review_items(analyses: Analyses, store: ReviewStore
