@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from inspector.core.util.textsafe import xml_attr, xml_text
+from inspector.core.util.units import plural
 from inspector.render.dot import CLUSTER_FONT_SIZE, DotJob, DotResult, run_dot
 from inspector.render.scene import (
     ATEN_CALL,
@@ -358,7 +359,7 @@ def to_svg(scene: Scene, layout: Layout, highlights: dict[str, str] | None = Non
     height = layout.height + 2 * MARGIN
     note = ""
     if scene.truncated:
-        note = f"{scene.hidden_nodes} more node{'s' if scene.hidden_nodes != 1 else ''} not shown"
+        note = f"{plural(scene.hidden_nodes, 'more node')} not shown"
         height += 18
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',

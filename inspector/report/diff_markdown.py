@@ -10,6 +10,7 @@ from pathlib import Path
 
 from inspector.core.diff import Change, ModelDiff, Section
 from inspector.core.util.textsafe import md_text as md
+from inspector.core.util.units import plural
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
 __all__ = ["GITHUB_LIMIT", "MD_BUDGET", "changes_markdown", "fit_markdown", "render_markdown", "sites_shown",
@@ -76,7 +77,7 @@ def summary_markdown(d: ModelDiff) -> list[str]:
     out = [f"**{mark} {md(verdict(d))}** · matched: {md(matched_line(d))}"]
     if d.renamed:
         out.append("")
-        out.append(f"{d.renamed} matched items have different names (names are not changes).")
+        out.append(f"{plural(d.renamed, 'matched item')} named differently (names are not changes).")
     if d.fold is not None:
         out.append("")
         out.append(f"> {md(d.fold.explanation)}")
@@ -100,7 +101,8 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
         block = _markdown_group(section, family, changes, room) if room > 1000 else ""
         if not block:
             left = groups[k:]
-            out += ["", f"*{len(left)} more groups ({sum(len(g[2]) for g in left)} changes) are not shown here: "
+            out += ["", f"*{plural(len(left), 'more group')} ({plural(sum(len(g[2]) for g in left), 'change')}) "
+                        "not shown here: "
                         "use `--format json` or `--format html` for the full list.*"]
             break
         out.append(block)
@@ -110,8 +112,8 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
 
 def _markdown_group(section: Section, family: str, changes: list[Change], room: int) -> str:
     """One collapsed group, at most ``room`` characters (rows that do not fit are counted, not shown)."""
-    head = ["", f"<details><summary><b>{md(group_title(section, family), TITLE)}</b>: {len(changes)} "
-                f"change{'s' if len(changes) != 1 else ''}</summary>", "", "| Change | Detail | Where |",
+    head = ["", f"<details><summary><b>{md(group_title(section, family), TITLE)}</b>: "
+                f"{plural(len(changes), 'change')}</summary>", "", "| Change | Detail | Where |",
             "|---|---|---|"]
     tail = ["", "</details>"]
     size = sum(len(x) + 1 for x in head + tail) + 120

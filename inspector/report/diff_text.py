@@ -80,7 +80,7 @@ def diff_text(d: ModelDiff) -> str:
     """Plain text for a terminal, grouped by section and family; model strings made printable."""
     lines = [f"A  {d.a}", f"B  {d.b}", f"result   {verdict(d)}", f"matched  {matched_line(d)}"]
     if d.renamed:
-        lines.append(f"renamed  {d.renamed} matched items have different names (not a change)")
+        lines.append(f"renamed  {plural(d.renamed, 'matched item')} named differently (not a change)")
     for section, family, changes in d.grouped():
         lines.append("")
         lines.append(group_title(section, family))

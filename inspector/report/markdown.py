@@ -80,7 +80,7 @@ def render_markdown(report: Report, max_chars: int = MAX_CHARS) -> str:
                 break
             parts.append(block)
         if fam.bodies_omitted and not stopped:
-            parts.append(f"_{fam.bodies_omitted} more distinct bodies not shown._")
+            parts.append(f"_{plural(fam.bodies_omitted, 'more distinct body', 'more distinct bodies')} not shown._")
         if len(parts) > 1 or not fam.bodies:
             blocks.extend(parts)
             size += sum(len(x) + 2 for x in parts)
@@ -245,7 +245,7 @@ def _body(b: BodyInfo) -> str:
     cut = len(lines) - MAX_BODY_LINES + b.lines_omitted if len(lines) > MAX_BODY_LINES else b.lines_omitted
     body = "\n".join(printable(line, keep_newlines=True) for line in lines[:MAX_BODY_LINES])
     if cut:
-        body += f"\n… {cut:,} more lines"
+        body += f"\n… {plural(cut, 'more line')}"
     out += ["**ONNX body**", "", fence(body), ""]
     if b.specialised:
         with_reviews = any(s.review is not None for s in b.specialised)
@@ -307,7 +307,7 @@ def _per_call(b: BodyInfo) -> list[str]:
             cells.append(mark + md(c.text, 60) if c is not None else "-")
         out.append(f"| {md(call, 100)} | " + " | ".join(cells) + " |")
     if len(calls) > MAX_SPEC_ROWS:
-        out += ["", f"_{len(calls) - MAX_SPEC_ROWS} more calls not listed._"]
+        out += ["", f"_{plural(len(calls) - MAX_SPEC_ROWS, 'more call')} not listed._"]
     return [*out, ""]
 
 
