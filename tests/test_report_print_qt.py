@@ -46,3 +46,27 @@ def test_every_graph_of_the_qt_pdf_fits_one_page(monkeypatch: pytest.MonkeyPatch
     for (w, h), s in zip(images, sizes, strict=True):
         assert w <= width and h <= height, (w, h, width, height)
         assert abs(w / h - s.width() / s.height()) < 0.01  # scaled, not squeezed
+
+
+def test_the_qt_pdf_puts_a_changes_node_edits_on_a_line_of_their_own(monkeypatch: pytest.MonkeyPatch,
+                                                                     qapp: object) -> None:
+    # Qt's rich text knows no <details>: the summary "1 node edits" ran into the change's detail ("-1 (constant
+    # INT64[4])1 node edits"); printed, the count is a line of its own. llama_gqa against its unoptimised export
+    import PySide6.QtGui
+
+    laid_out: list[Any] = []
+
+    class Recording(PySide6.QtGui.QTextDocument):
+        def setHtml(self, html: str) -> None:
+            laid_out.append(self)
+            super().setHtml(html)
+
+    monkeypatch.setattr(PySide6.QtGui, "QTextDocument", Recording)
+    html = inspector.report(ZOO / "llama_gqa.onnx", format="html", compare=ZOO / "llama_gqa_noopt.onnx").text
+    assert "<summary>1 node edit</summary>" in html  # (a browser's page keeps them folded)
+    inspector.report(ZOO / "llama_gqa.onnx", format="pdf", compare=ZOO / "llama_gqa_noopt.onnx",  # noqa: B018
+                     graphs=False).data
+    (doc,) = laid_out
+    lines = doc.toPlainText().splitlines()
+    assert "1 node edit:" in lines and "2 -> 1 node: -1 (constant FLOAT[])" in lines
+    assert not any("node edit" in line and not line.endswith(":") for line in lines)

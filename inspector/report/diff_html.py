@@ -86,10 +86,12 @@ def dir_diff_page(d: DirDiff, **rows: Any) -> str:
     return _page(f"ONNX folder diff: {Path(d.a).name} vs {Path(d.b).name}", dirs=d, **rows)
 
 
-def diff_section_html(d: ModelDiff, max_changes: int | None = None, heading: str = "h3") -> Markup:
-    """The verdict and the changes (at most ``max_changes``, the rest counted by the caller), for another page."""
+def diff_section_html(d: ModelDiff, max_changes: int | None = None, heading: str = "h3",
+                      printing: bool = False) -> Markup:
+    """The verdict and the changes (at most ``max_changes``, the rest counted by the caller), for another page
+    (``printing``: one Qt's printer lays out, ``report.html.render_html``)."""
     macros: Any = template_environment(keep_newlines=False).get_template("diff.html.j2").make_module(_HELPERS)
-    return Markup(f"{macros.summary(d)}\n{macros.changes(_groups(d, max_changes), heading)}")
+    return Markup(f"{macros.summary(d)}\n{macros.changes(_groups(d, max_changes), heading, printing)}")
 
 
 def _page(title: str, **context: Any) -> str:

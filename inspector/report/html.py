@@ -45,7 +45,7 @@ def render_html(report: Report, open_all: bool = False, printing: bool = False) 
     d = report.diff
     diff_html = ""
     if d is not None:
-        diff_html = diff_section_html(d.diff, len(d.changes), heading="h3")
+        diff_html = diff_section_html(d.diff, len(d.changes), heading="h3", printing=printing)
     return template_environment().get_template("report.html.j2").render(
         r=report, csp=Markup(CSP), open_attr=" open" if open_all or printing else "", printing=printing,
         small=len(report.families) <= 12,
