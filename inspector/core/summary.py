@@ -11,6 +11,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.aten.torchlib import torchlib_json
+from inspector.core.bodies.literals import tensor_summary_text
 from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.index import Family, ModelIndex
 from inspector.core.util.units import human_size, plural
@@ -266,7 +267,7 @@ def _short(v: Any, width: int = 40) -> str:
     if v is None or isinstance(v, (bool, float)):
         text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
     else:
-        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+        text = tensor_summary_text(v, width) or (json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -115,6 +115,25 @@ def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
     return value, key
 
 
+def tensor_summary_text(v: Any, width: int = 0) -> str | None:
+    """A tensor too large to show whole, as ``tensor_value`` summarises it (dtype, shape, first values, digest), on
+    one line: ``FLOAT[32] [1, 1, 1, 1, 1, 1, 1, 1, …] #08c86c4a``, with fewer first values where ``width`` (if given)
+    would be passed; None for any other value. The one text of such a value wherever one is shown (the summary printed
+    its JSON cut at 40 characters, ``{"dtype": "FLOAT", "shape": [32], "firs…``, and check its repr)."""
+    if not isinstance(v, dict) or "dtype" not in v or not isinstance(v.get("shape"), list):
+        return None
+    head = f"{v['dtype']}[{', '.join(str(d) for d in v['shape'])}]"
+    tail = f" #{str(v['digest'])[:8]}" if v.get("digest") else ""
+    first = v.get("first")
+    values = [f"{x:.8g}" if isinstance(x, float) else str(x) for x in first] if isinstance(first, list) else []
+    while values:
+        text = f"{head} [{', '.join(values)}, …]{tail}"
+        if not width or len(text) <= width:
+            return text
+        values.pop()
+    return head + tail
+
+
 def body_literals(body: Body) -> list[Literal]:
     """Every literal of a body, in a fixed order; constants (small initializers) first."""
     out: list[Literal] = []

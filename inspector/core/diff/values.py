@@ -8,7 +8,7 @@ from typing import Any
 
 from onnx import TensorProto
 
-from inspector.core.bodies.literals import tensor_value
+from inspector.core.bodies.literals import tensor_summary_text, tensor_value
 from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
 
@@ -104,13 +104,11 @@ def _show(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_show(x) for x in v) + "]"
     if isinstance(v, dict):
-        if "dtype" in v and "shape" in v:
-            extra = ""
-            if "digest" in v:
-                extra = f" #{str(v['digest'])[:8]}"
-            elif "external" in v and isinstance(v["external"], dict):
-                ext = v["external"]
-                extra = f" @{ext.get('location', '?')}+{ext.get('offset', '0')}"
-            return f"{v['dtype']}[{', '.join(str(d) for d in v['shape'])}]{extra}"
+        tensor = tensor_summary_text(v)
+        if tensor is not None:
+            ext = v.get("external")
+            if "digest" not in v and isinstance(ext, dict):
+                tensor += f" @{ext.get('location', '?')}+{ext.get('offset', '0')}"
+            return tensor
         return "{" + ", ".join(f"{k}: {_show(x)}" for k, x in v.items()) + "}"
     return str(v)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from inspector.core.bodies.literals import tensor_summary_text
 from inspector.core.util.units import plural
 
 if TYPE_CHECKING:
@@ -148,6 +149,6 @@ def baked_text(function: str) -> str:
 
 def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
     """A value as one short line of text (strings quoted, long values cut with an ellipsis)."""
-    text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
+    text = tensor_summary_text(v, width) or (repr(v) if not isinstance(v, float) else f"{v:.8g}")
     text = " ".join(text.split()) if "\n" in text else text
     return text if len(text) <= width else text[: width - 1] + "…"
