@@ -97,7 +97,8 @@ class Trees(QWidget):
         self.module_view.expand(modules.index(0, 0))
         self.module_view.setColumnWidth(0, 220)
         self.module_view.selectionModel().currentChanged.connect(
-            lambda cur, _prev: None if self._following else self.chosen.emit(object_of(cur)))
+            lambda cur, _prev: None if self._following or self.module_view.focusing else
+            self.chosen.emit(object_of(cur)))
         self.search_panel.set_index(self.session.search)
 
     def _filter_changing(self, _text: str) -> None:
@@ -215,8 +216,8 @@ class Trees(QWidget):
         return model.total(node) if isinstance(model, ModuleModel) else node.total_nodes()
 
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if self.filter_box.filtering or self._following:  # rows came and went, or the tree follows: no choice
-            return
+        if self.filter_box.filtering or self._following or self.family_view.focusing:  # rows came and went, the tree
+            return  # follows, or the focus came in: no choice
         self.chosen.emit(current.siblingAtColumn(0).data(FamilyModel.ObjectRole))
 
     def _source_of(self, member: TreeObject) -> QModelIndex:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QPainter, QPaintEvent, QPalette, QResizeEvent
+from PySide6.QtGui import QFocusEvent, QGuiApplication, QKeyEvent, QPainter, QPaintEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QTreeView, QWidget
 
 from inspector.gui.text import tooltip
@@ -87,6 +87,17 @@ class HintedTreeView(QTreeView):
     def __init__(self, hint: Callable[[], str]) -> None:
         super().__init__()
         self._hint = hint
+        self.focusing = False  # the focus is coming in (``focusInEvent``): a row made current now is no one's choice
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        """Qt makes the first row current when a view without a current row gets the focus other than by a click (its
+        window activated, Tab), and the app took that for a choice: switching back to the window left the main graph
+        for the first family. ``focusing`` says it happens, for whoever follows the current row."""
+        self.focusing = True
+        try:
+            super().focusInEvent(event)
+        finally:
+            self.focusing = False
 
     def empty_hint(self) -> str:
         """The text shown: the hint when the tree has no rows, else empty."""
