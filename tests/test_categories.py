@@ -110,12 +110,12 @@ def test_parametric_lists_the_value_of_each_call_site():
     assert explain(eps).splitlines() == [
         "LayerNormalization.epsilon is parametric: bound to function attribute @inferred::LayerNormalization_epsilon",
         "each call passes its own value (they differ):",
-        "  main//blocks.0/Block: 9.9999997e-06",
+        "  main//blocks.0/Block: 1e-05",
         "  main//blocks.1/Block: 1e-06",
-        "  main//blocks.2/Block: 9.9999997e-06",
+        "  main//blocks.2/Block: 1e-05",
     ]
     truth = json.loads((ZOO / "ts_functions.truth.json").read_text())
     block = next(f for f in truth["module_functions"] if f["name"] == "Block")
     assert [(call.split("/")[-2], round(v, 12)) for call, v in eps.call_values] == [
         (i["path"], round(float(np.float32(i["eps"])), 12)) for i in block["instances"]]
-    assert explain(eps, max_calls=1).splitlines()[-2:] == ["  main//blocks.0/Block: 9.9999997e-06", "  … 2 more calls"]
+    assert explain(eps, max_calls=1).splitlines()[-2:] == ["  main//blocks.0/Block: 1e-05", "  … 2 more calls"]

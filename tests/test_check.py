@@ -127,7 +127,7 @@ def test_a_reexport_that_changes_the_sdpa_scale_fails_and_names_it(tmp_path, cap
 
     code, out, _err = _run(capsys, str(b), "--reviews", str(store.path))
     assert code == 1 and out.startswith("check failed:") and "4 changed since review" in out
-    assert f"-> {_f32(math.sqrt(new_scale)):.8g}" in out and "scaled_dot_product_attention in attns.0" in out
+    assert f"-> {np.float32(math.sqrt(new_scale))!s}" in out and "scaled_dot_product_attention in attns.0" in out
 
 
 def test_unreviewed_suspicious_and_wrong_items_fail(tmp_path, capsys):

@@ -50,7 +50,7 @@ def _call(index, name: str) -> AtenCall:
 
 @pytest.mark.parametrize(("model", "a", "b", "values"), [
     # eps=1e-5 vs 1e-6: the LayerNormalization's epsilon, linked to eps (1e-5 as the float32 ONNX stores)
-    ("tiny_noopt", "layer_norm", "layer_norm_1", [("eps (LayerNormalization.epsilon)", 9.9999997e-06, 1e-06)]),
+    ("tiny_noopt", "layer_norm", "layer_norm_1", [("eps (LayerNormalization.epsilon)", 1e-05, 1e-06)]),
     # view(1, 8, 2, 16) vs view(1, 8, 4, 8): two Constant nodes of the shape, both linked to size
     ("tiny_noopt", "view", "view_4", [("size (Constant.value_ints)", 2, 4),
                                       ("size (Constant.value_ints)", 16, 8)]),
@@ -169,7 +169,7 @@ def test_ctrl_d_on_two_selected_calls_shows_them_side_by_side_lit_and_in_step(qt
     assert ow.twin.side_b.current_scope() is ln1
     rows = [tuple(ow.rows.topLevelItem(i).text(k) for k in range(3)) for i in range(ow.rows.topLevelItemCount())]
     assert rows == [("argument eps", "1e-05", "1e-06"),
-                    ("eps (LayerNormalization.epsilon)", "9.9999997e-06", "1e-06")]
+                    ("eps (LayerNormalization.epsilon)", "1e-05", "1e-06")]
     # the LayerNormalization box is lit on both sides, and a click on one selects the other
     graph = index.proto.graph
     n0 = next(p[0] for p in ln0.node_paths if graph.node[p[0]].op_type == "LayerNormalization")
@@ -186,9 +186,9 @@ def test_ctrl_d_on_two_selected_calls_shows_them_side_by_side_lit_and_in_step(qt
     # the info panels: each side's signature and body, the differing argument and value lit
     html_a, html_b = ow.twin.a.info.toHtml(), ow.twin.b.info.toHtml()
     text_a = ow.twin.a.info.toPlainText()
-    assert "aten::layer_norm(" in text_a and "eps=1e-05" in text_a and "epsilon = 9.9999997e-06" in text_a
+    assert "aten::layer_norm(" in text_a and "eps=1e-05" in text_a and "epsilon = 1e-05" in text_a
     assert "Identical calls (2)" in text_a and "blocks.2.norm › layer_norm_2" in text_a
-    for html, value in ((html_a, "1e-05"), (html_a, "9.9999997e-06"), (html_b, "1e-06")):
+    for html, value in ((html_a, "1e-05"), (html_a, "1e-05"), (html_b, "1e-06")):
         assert _lit(html, value), value
     assert "normalized_shape=[32]" in text_a  # equal on both sides: not lit; only eps and epsilon are
     assert html_a.count("background-color:#e69138") == html_b.count("background-color:#e69138") == 2

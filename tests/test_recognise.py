@@ -508,7 +508,7 @@ def test_diff_of_stripped_exports_names_the_recognised_argument(stripped_dir: Pa
     main(["diff", str(a.path), str(b.path)])
     out = capsys.readouterr().out
     assert "different: 1 change" in out
-    assert "value changed      eps (LayerNormalization.epsilon): 9.9999997e-06 -> 1e-06" in out
+    assert "value changed      eps (LayerNormalization.epsilon): 1e-05 -> 1e-06" in out
     assert "at 3 sites" in out
 
 

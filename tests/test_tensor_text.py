@@ -28,3 +28,25 @@ def test_a_summarised_tensor_reads_alike_in_the_summary_check_and_diff():
     small, _key = tensor_value(numpy_helper.from_array(np.arange(3, dtype=np.int64), "i"))
     assert small == [0, 1, 2] and tensor_summary_text(small) is None and value_text(small) == "[0, 1, 2]"
     assert tensor_summary_text({"dtype": "FLOAT"}) is None and tensor_summary_text({"shape": [1]}) is None
+
+
+def _digits(text: str) -> int:
+    mantissa = text.lower().split("e")[0].replace("-", "").replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) or 1
+
+
+def test_a_float32_value_reads_in_the_fewest_digits_that_give_it_back():
+    from inspector.core.util.floats import float32, float_text
+
+    # eps=1e-5 as ONNX stores it (float32) read "9.9999997e-06"; numpy's shortest text of the float32 is the truth
+    assert float_text(float32(1e-5)) == str(np.float32(1e-5)) == "1e-05"
+    assert float_text(float32(0.044715)) == "0.044715" and float_text(float32(0.3) ** 0.5) != ""
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.standard_normal(2000), 10.0 ** rng.uniform(-12, 12, 2000)]).astype(np.float32)
+    for v in values:
+        shown, truth = float_text(float(v)), str(v)
+        if _digits(truth) <= 8:  # (a float32 needing 9 digits keeps 8, as every value did)
+            assert np.float32(float(shown)) == v and _digits(shown) == _digits(truth), (shown, truth)
+    # a double float32 does not hold keeps its 8 digits: shortened as a float32 it would read another number
+    assert float_text(0.3535533905932738) == "0.35355339" and float_text(1e-05) == "1e-05"
+    assert float_text(float("inf")) == "inf" and float_text(float("nan")) == "nan"

@@ -6,12 +6,10 @@ incompatible change.
 
 from __future__ import annotations
 
-import json
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.aten.torchlib import torchlib_json
-from inspector.core.bodies.literals import tensor_summary_text
 from inspector.core.model.calls import RULED_OUT, AtenCall
 from inspector.core.model.index import Family, ModelIndex
 from inspector.core.util.units import human_size, plural
@@ -264,11 +262,10 @@ def _torchlib_line(ov: dict[str, Any]) -> list[str]:
 
 
 def _short(v: Any, width: int = 40) -> str:
-    if v is None or isinstance(v, (bool, float)):
-        text = repr(v) if not isinstance(v, float) else f"{v:.8g}"
-    else:
-        text = tensor_summary_text(v, width) or (json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """A value in the summary's text: as everywhere (``value_text``), a string unquoted."""
+    from inspector.core.specialise.categories import value_text  # (the text summary's: start-up)
+
+    return value_text(v, width) if not isinstance(v, str) else v if len(v) <= width else v[: width - 1] + "…"
 
 
 def _printable(line: str) -> str:

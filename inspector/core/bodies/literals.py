@@ -13,7 +13,7 @@ from onnx import AttributeProto
 from inspector.core.bodies.body import Body, walk_body
 from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
-from inspector.core.util.floats import float32
+from inspector.core.util.floats import float32, float_text
 
 BodyPath = tuple[int | str, ...]
 LiteralKind = typing.Literal[
@@ -125,7 +125,7 @@ def tensor_summary_text(v: Any, width: int = 0) -> str | None:
     head = f"{v['dtype']}[{', '.join(str(d) for d in v['shape'])}]"
     tail = f" #{str(v['digest'])[:8]}" if v.get("digest") else ""
     first = v.get("first")
-    values = [f"{x:.8g}" if isinstance(x, float) else str(x) for x in first] if isinstance(first, list) else []
+    values = [float_text(x) if isinstance(x, float) else str(x) for x in first] if isinstance(first, list) else []
     while values:
         text = f"{head} [{', '.join(values)}, …]{tail}"
         if not width or len(text) <= width:

@@ -11,6 +11,7 @@ from onnx import TensorProto
 from inspector.core.bodies.literals import tensor_summary_text, tensor_value
 from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
+from inspector.core.util.floats import float_text
 
 
 def same_content(t: TensorProto, u: TensorProto) -> bool:
@@ -100,7 +101,7 @@ def _show(v: Any) -> str:
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
-        return f"{v:.8g}"
+        return float_text(v)
     if isinstance(v, list):
         return "[" + ", ".join(_show(x) for x in v) + "]"
     if isinstance(v, dict):

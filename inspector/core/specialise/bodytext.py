@@ -15,6 +15,7 @@ from inspector.core.bodies.body import Body, walk_body
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.signature import CallSignature
 from inspector.core.model.walk import as_text
+from inspector.core.specialise.categories import value_text
 from inspector.core.specialise.specialiser import SpecialisedValue
 
 MAX_VALUE_CHARS = 80
@@ -118,5 +119,7 @@ def _arg_text(value: object) -> str:
 
 
 def _short(value: object) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+    """A literal as the body shows it: a string as it is, anything else as every value reads (``value_text``)."""
+    if not isinstance(value, str):
+        return value_text(value, MAX_VALUE_CHARS)
+    return value if len(value) <= MAX_VALUE_CHARS else value[: MAX_VALUE_CHARS - 1] + "…"

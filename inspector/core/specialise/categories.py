@@ -20,6 +20,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from inspector.core.bodies.literals import tensor_summary_text
+from inspector.core.util.floats import float_text
 from inspector.core.util.units import plural
 
 if TYPE_CHECKING:
@@ -148,7 +149,18 @@ def baked_text(function: str) -> str:
 
 
 def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
-    """A value as one short line of text (strings quoted, long values cut with an ellipsis)."""
-    text = tensor_summary_text(v, width) or (repr(v) if not isinstance(v, float) else f"{v:.8g}")
+    """A value as one short line of text (strings quoted, floats by ``float_text``, long values cut with an
+    ellipsis)."""
+    text = tensor_summary_text(v, width) or _text(v)
     text = " ".join(text.split()) if "\n" in text else text
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, float):
+        return float_text(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(map(_text, v)) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(map(_text, v)) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
