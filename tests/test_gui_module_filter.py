@@ -172,3 +172,15 @@ def test_a_module_whose_path_does_not_continue_its_parents_reads_its_whole_path(
     model.children["model.a.b"] = fine = ModuleNode("model.a.b", "Fine")
     assert (odd.name_under(model), fine.name_under(model), model.name_under(root), root.name_under(None)) == (
         "modelx.y", "a.b", "model", "")
+
+
+def test_the_modules_tree_counts_nodes_with_thousands_separators(qtbot):
+    # as the Details tab and the graph's module boxes count them ("9,992 nodes"); the tree read 9992
+    from inspector.gui.module_model import ModuleModel
+
+    root = ModuleNode("", "Root")
+    root.children["model"] = model = ModuleNode("model", "M", node_count=9_991)
+    root.node_count = 1
+    tree = ModuleModel(root)
+    top = tree.index(0, 0)
+    assert tree.index(0, 2).data() == "9,992" and tree.index(0, 2, top).data() == "9,991" and model.path == "model"

@@ -106,7 +106,7 @@ class FamilyTree:
         self.root.made = True
         self._where: dict[int, _Item] = {}  # id(call) -> its overload's row
         for fam in index.families:
-            item = _Item(self.root, len(self.root.children), "family", fam, fam.label, str(fam.call_count))
+            item = _Item(self.root, len(self.root.children), "family", fam, fam.label, f"{fam.call_count:,}")
             item.made = True
             self.root.children.append(item)
             for ov in fam.overloads:
@@ -114,7 +114,7 @@ class FamilyTree:
 
     def _overload_item(self, parent: _Item, ov: Overload, index: ModelIndex) -> _Item:
         text = ov.label if ov.kind == "aten_call" else (ov.overload or "(default)")
-        item = _Item(parent, len(parent.children), "overload", ov, text, str(ov.call_count))
+        item = _Item(parent, len(parent.children), "overload", ov, text, f"{ov.call_count:,}")
         if ov.kind == "aten_call":
             item.calls = ov.aten_calls
         elif ov.function is not None:
