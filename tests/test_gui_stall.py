@@ -14,7 +14,7 @@ import pytest
 from inspector.core.model import loader
 from inspector.core.util.errors import ModelLoadError
 from inspector.core.util.progress import Progress
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, ZOO
 
 MODELS = sorted((ROOT / "tests" / "zoo").glob("*.onnx")) + sorted(FIXTURES.glob("*.onnx"))
 BAD = sorted((FIXTURES / "bad").glob("*.onnx"))
@@ -212,3 +212,24 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
             checked += 1
         stack += [model.index(r, 0, ix) for r in range(model.rowCount(ix))]
     assert checked == 12
+
+
+def test_a_module_s_details_say_how_many_calls_they_leave_out(monkeypatch: Any):
+    # the list of a module's calls stopped at 200 without a word, so a module of 300 calls looked whole; counts read
+    # with thousands separators as the model's do
+    from inspector.core.model.index import open_index
+    from inspector.core.model.module_tree import ModuleNode
+    from inspector.gui import details
+
+    index = open_index(ZOO / "llama_gqa.onnx")
+    calls = index.provenance.calls
+    module = ModuleNode("model", "LlamaModel", calls=list(range(len(calls))), node_count=1_234)
+    monkeypatch.setattr(details, "MAX_MODULE_CALLS", 50)
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setHtml(str(details.describe(index, module)))
+    text = doc.toPlainText()
+    assert f"\nAten calls\n{len(calls):,}\n" in text and "\nNodes (with submodules)\n1,234\n" in text
+    assert f"… {len(calls) - 50} more calls: the filter box finds them by the module's path" in text
+    assert sum(1 for c in calls[:50] if f"{c.target} {c.name}" in text) == 50 and calls[50].name not in text.split()

@@ -21,6 +21,8 @@ from inspector.core.util.units import plural
 from inspector.gui.analysis import TreeObject, site_node
 from inspector.gui.text import Rich, pre, rich, tag
 
+MAX_MODULE_CALLS = 200  # calls a module's details list (a 100k-node export's root module has thousands)
+
 
 def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> Rich:
     """``module_total``: nodes in a module and its submodules, when already counted (``ModuleModel.total``)."""
@@ -43,8 +45,8 @@ def model_overview(index: ModelIndex) -> Rich:
         ("File", index.path.name), ("IR version", f.ir_version),
         ("Opsets", ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(f.opsets.items()))),
         ("Producer", f"{f.producer_name} {f.producer_version}"),
-        ("Nodes", f"{f.main_nodes} main, {f.total_nodes} in all"),
-        ("Functions", f.function_count),
+        ("Nodes", f"{f.main_nodes:,} main, {f.total_nodes:,} in all"),
+        ("Functions", f"{f.function_count:,}"),
         ("Parameters", f"{index.parameters().count:,} ({index.parameters().bytes:,} bytes)"),
         ("Aten calls", _calls_line(index)), ("Findings", len(index.findings)),
     ]
@@ -147,9 +149,14 @@ def _call_site(index: ModelIndex, site: CallSite) -> Rich:
 
 def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode], int] | None) -> Rich:
     total = module_total(m) if module_total is not None else m.total_nodes()  # a walk of the subtree (18 ms at 100k)
-    rows = [("Class", m.class_name or "-"), ("Aten calls", len(m.calls)), ("Nodes (with submodules)", total)]
-    calls = [index.provenance.calls[i] for i in m.calls[:200]]
+    rows = [("Class", m.class_name or "-"), ("Aten calls", f"{len(m.calls):,}"),
+            ("Nodes (with submodules)", f"{total:,}")]
+    calls = [index.provenance.calls[i] for i in m.calls[:MAX_MODULE_CALLS]]
     items = [tag("li", tag("code", c.target), " ", c.name) for c in calls]
+    more = len(m.calls) - len(calls)  # (the list stopped at 200 without a word: a module of 300 calls looked whole)
+    if more > 0:
+        items.append(tag("li", tag("i", f"… {plural(more, 'more call')}: the filter box finds them by the module's "
+                                        "path")))
     return rich(tag("h2", m.path or "(root module)"), _table(rows), tag("ul", *items))
 
 
