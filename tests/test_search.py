@@ -93,6 +93,9 @@ def test_module_paths_and_classes(block):
     by_class = [h for h in search(block, "selfattention").hits if h.kind == "module"]
     assert [(h.text, h.ref) for h in by_class] == [("__main__.SelfAttention", "layers.0.attn"),
                                                    ("__main__.SelfAttention", "layers.1.attn")]
+    # each row says what its text does not: a module found by its path, its class; found by its class, its path
+    assert [h.where for h in by_class] == ["layers.0.attn", "layers.1.attn"]
+    assert hits[0].where == "SelfAttention" and [h.where for h in hits[1:5]] == ["Linear"] * 4
 
 
 def test_function_keys():

@@ -379,8 +379,12 @@ class SearchIndex:
             return Hit(kind, text, call.scope, (), where, call, exact)
         if kind == "module":
             m, path_cf, _cls_cf = self._modules[k]
-            text = m.path if (path_cf == q if exact else q in path_cf) else m.class_name
-            return Hit(kind, text, None, (), m.path or "(root module)", m.path, exact)
+            by_path = path_cf == q if exact else q in path_cf
+            text = m.path if by_path else m.class_name
+            # where: what the text is not (a module found by its path, its class; by its class, its path): the path
+            # twice read "model.layers.100.mlp.down_proj · model.layers.100.mlp.down_proj"
+            where = (m.class_name.rsplit(".", 1)[-1] or "(no class)") if by_path else (m.path or "(root module)")
+            return Hit(kind, text, None, (), where, m.path, exact)
         s = bisect.bisect_right(self._scope_start, k) - 1
         scope, nodes = self._scopes[s], self._scope_nodes[s]
         path = self._path[k] or (k - self._scope_start[s],)
