@@ -57,15 +57,19 @@ def test_sdpa_default_scale_and_reshapes_are_shape_specialised(capsys):
                          "(function_libs/torch_lib/ops/nn.py:1806)", "      2 distinct bodies"]
     scale = [line for line in sdpa if "from scale=None" in line]
     assert scale == [
-        "        const val_64 = [0.59460354]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "          const val_64 = [0.59460354]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
         "shape-specialised: default scale: constant val_64 is sqrt(1/sqrt(E)), applied to both query and key, for "
         "head dim E=8 (the last dim of query [1,4,8,8]))",
-        "        const val_142 = [0.5]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "          const val_142 = [0.5]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
         "shape-specialised: default scale: constant val_142 is sqrt(1/sqrt(E)), applied to both query and key, for "
         "head dim E=16 (the last dim of query [1,2,8,16]))",
     ]
+    # each under its own body (one call each), so that a reader sees which values go together
+    heads = [k for k, line in enumerate(sdpa) if line.startswith("        body of ")]
+    assert [sdpa[k] for k in heads] == ["        body of 1 call:"] * 2
+    assert heads[0] < sdpa.index(scale[0]) < heads[1] < sdpa.index(scale[1])
     assert [round(e ** -0.25, 8) for e in (8, 16)] == [0.59460356, 0.5]  # torch's default scale, as sqrt per side
-    assert ("        const val_59 = [-1, 8, 8]   (varies: [-1, 8, 8] | [-1, 8, 16]; shape-specialised: [-1, 8, 8] = "
+    assert ("          const val_59 = [-1, 8, 8]   (varies: [-1, 8, 8] | [-1, 8, 16]; shape-specialised: [-1, 8, 8] = "
             "(-1, S, E) of key transpose_1 [1, 4, 8, 8])") in sdpa
     assert sdpa[-1] == ("        values put there at export time by torchlib aten_scaled_dot_product_attention "
                         "(trace_only)")
@@ -174,3 +178,13 @@ def test_a_diff_reads_counts_of_one_in_the_singular_and_an_added_call_by_its_tar
     at = lines.index("  call added         aten::_unsafe_view")
     assert lines[at + 1].split() == ["at", "2", "sites:", "_unsafe_view,", "_unsafe_view_2"]
     assert not any("calls added" in line or line != line.rstrip() for line in lines)
+
+
+def test_an_argument_that_is_another_fx_node_reads_as_the_signature_writes_it(capsys):
+    # gpt2_dynamic's first view passes size=[-1, sym_size_int_19] (torch: the second entry is the FX node): the
+    # summary read "from size=[-1, {'node': 'sym_size_int_19'}]", a signature "size=[-1, %sym_size_int_19]"
+    view = next(n for n in _truth("gpt2_dynamic")["fx_nodes"] if n["name"] == "view")
+    assert view["args"]["size"] == [-1, {"node": "sym_size_int_19"}]
+    lines = _summary(ZOO / "gpt2_dynamic.onnx", capsys)
+    assert any("(from size=[-1, %sym_size_int_19] at Reshape[1])" in line for line in lines)
+    assert not any("{'node'" in line or '{"node"' in line for line in lines)

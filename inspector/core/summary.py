@@ -208,13 +208,40 @@ def summary_text(data: dict[str, Any]) -> str:
     return "\n".join(_printable(line) for line in lines) + "\n"
 
 
+MAX_BODIES = 4  # bodies of an overload whose values the text lists, each under its own line
+BODY_VALUES = 4  # values listed per body there
+
+
 def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8) -> list[str]:
     """One line per specialised value (those that vary or link to aten arguments or input shapes first): where it
     sits, its value, what varies, the aten arguments it came from and at which place, how an input shape made it; a
     parametric attribute with the value each call site passes; then what trace_only torchlib code put there, and how
-    many ONNX defaults were left out."""
-    items = sorted(ov.get("specialised", ()),
-                   key=lambda s: (not s["varies"], not (s["aten_arguments"] or s.get("shape_specialised"))))
+    many ONNX defaults were left out. An overload of several bodies lists each body's values under it (``body of 4
+    calls:``): listed together, ConvNeXt's two LayerNorm bodies read "axis = -1 (from normalized_shape=[8])" and
+    "axis = -1 (from normalized_shape=[16])" with nothing to say which eps went with which."""
+    items = ov.get("specialised", ())
+    bodies = ov.get("bodies", ())
+    out: list[str] = []
+    if len(bodies) > 1:
+        for b in bodies[:MAX_BODIES]:
+            values = _value_lines(b.get("specialised", ()), BODY_VALUES, calls_limit, "          ")
+            head = f"        body of {plural(b['calls'], 'call')}"
+            out += [f"{head}:", *values] if values else [f"{head}: nothing specialised"]
+        if len(bodies) > MAX_BODIES:
+            out.append(f"        … {plural(len(bodies) - MAX_BODIES, 'more body', 'more bodies')}")
+    else:
+        out = _value_lines(items, limit, calls_limit, "        ")
+    for baked in sorted({s["baked_by"] for s in items if s.get("baked_by")}):
+        out.append(f"        values put there at export time by {baked}")
+    left_out = sum(b.get("left_out", 0) for b in bodies)
+    if left_out:
+        out.append(f"        {plural(left_out, 'attribute')} equal to the ONNX default left out")
+    return out
+
+
+def _value_lines(values: Any, limit: int, calls_limit: int, indent: str) -> list[str]:
+    """``_specialised_lines`` of some values, at ``indent``, at most ``limit`` of them and a line counting the rest."""
+    items = sorted(values, key=lambda s: (not s["varies"], not (s["aten_arguments"] or s.get("shape_specialised"))))
     out = []
     for s in items[:limit]:
         where = s.get("attribute") or s.get("constant")
@@ -222,10 +249,10 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
         if s["kind"] == "parametric":
             calls = s.get("call_sites", [])
             state = "varies between calls" if s["varies"] else "the same at every call"
-            out.append(f"        {what} = @{s.get('refers_to')} (parametric" + (f", {state})" if calls else ")"))
-            out += [f"            {c['call']}  {_short(c['value'])}" for c in calls[:calls_limit]]
+            out.append(f"{indent}{what} = @{s.get('refers_to')} (parametric" + (f", {state})" if calls else ")"))
+            out += [f"{indent}    {c['call']}  {_short(c['value'])}" for c in calls[:calls_limit]]
             if len(calls) > calls_limit:
-                out.append(f"            … {len(calls) - calls_limit} more calls")
+                out.append(f"{indent}    … {plural(len(calls) - calls_limit, 'more call')}")
             continue
         note = []
         if s["varies"]:
@@ -234,14 +261,9 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
             note.append("from " + _arguments(s["aten_arguments"]))
         if s.get("shape_specialised"):
             note.append("shape-specialised: " + _short(s["shape_specialised"], 240))
-        out.append(f"        {what} = {_short(s['value'])}" + (f"   ({'; '.join(note)})" if note else ""))
+        out.append(f"{indent}{what} = {_short(s['value'])}" + (f"   ({'; '.join(note)})" if note else ""))
     if len(items) > limit:
-        out.append(f"        … {len(items) - limit} more")
-    for baked in sorted({s["baked_by"] for s in items if s.get("baked_by")}):
-        out.append(f"        values put there at export time by {baked}")
-    left_out = sum(b.get("left_out", 0) for b in ov.get("bodies", ()))
-    if left_out:
-        out.append(f"        {plural(left_out, 'attribute')} equal to the ONNX default left out")
+        out.append(f"{indent}… {len(items) - limit} more")
     return out
 
 

@@ -159,6 +159,8 @@ def value_text(v: Any, width: int = MAX_VALUE_TEXT) -> str:
 def _text(v: Any) -> str:
     if isinstance(v, float):
         return float_text(v)
+    if isinstance(v, dict) and len(v) == 1 and isinstance(v.get("node"), str):  # another FX node, as JSON holds it
+        return f"%{v['node']}"  # (as a signature reads it: ``size=[%sym_size_int_18, 8]``, not ``{'node': …}``)
     if isinstance(v, list):
         return "[" + ", ".join(map(_text, v)) + "]"
     if isinstance(v, tuple):
