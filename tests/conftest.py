@@ -4,6 +4,7 @@ exception printed while they run."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -48,6 +49,16 @@ def window(qtbot: Any, tmp_path: Path) -> Iterator[Any]:
     w.activateWindow()
     yield w
     QThreadPool.globalInstance().waitForDone(30000)
+
+
+def open_copy(qtbot: Any, window: Any, tmp_path: Path, name: str) -> Path:
+    """A copy of the zoo's export ``name`` (its sidecar written beside the copy, not in the zoo), opened in ``window``
+    and its reviews listed (the last step of opening a model)."""
+    model = tmp_path / f"{name}.onnx"
+    shutil.copy(ZOO / f"{name}.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    return model
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,7 +5,6 @@ truth is the module of each FX node as torch recorded it (``llama_gqa.truth.json
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -16,7 +15,7 @@ from PySide6.QtCore import QModelIndex
 from inspector.core.model.calls import AtenCall
 from inspector.gui.family_model import FamilyModel
 from inspector.gui.trees import OPENED_CALL_ROWS
-from tests.conftest import ZOO
+from tests.conftest import ZOO, open_copy
 
 
 def _shown_calls(view) -> list[str]:
@@ -36,10 +35,7 @@ def _shown_calls(view) -> list[str]:
 
 
 def test_a_filter_that_finds_calls_opens_their_overloads(qtbot, window, tmp_path):
-    model = tmp_path / "llama.onnx"
-    shutil.copy(ZOO / "llama_gqa.onnx", model)
-    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
-        window.open_path(model)
+    open_copy(qtbot, window, tmp_path, "llama_gqa")
     view = window.family_view
     assert _shown_calls(view) == []  # (as opened: families show their overloads, no call rows)
     truth = json.loads((ZOO / "llama_gqa.truth.json").read_text())["fx_nodes"]
@@ -66,10 +62,7 @@ def test_a_filter_that_finds_calls_opens_their_overloads(qtbot, window, tmp_path
 def test_the_overloads_a_filter_opens_show_a_bounded_number_of_call_rows(qtbot, window, tmp_path):
     # "layers" is in the module path of most of Llama's calls, in every family: overloads are opened in the tree's
     # order while their call rows stay within the bound (the first one whatever its count)
-    model = tmp_path / "llama.onnx"
-    shutil.copy(ZOO / "llama_gqa.onnx", model)
-    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
-        window.open_path(model)
+    open_copy(qtbot, window, tmp_path, "llama_gqa")
     matches = window.families.tree.matching("layers")
     found = sum(len(c) for c in matches.calls.values())
     assert found > 60 and len(matches.calls) > 10

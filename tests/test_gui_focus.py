@@ -5,8 +5,6 @@ t5 from the zoo."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 pytest.importorskip("PySide6")
@@ -16,15 +14,12 @@ from PySide6.QtGui import QFocusEvent
 from PySide6.QtWidgets import QApplication
 
 from inspector.core.model.keys import MAIN
-from tests.conftest import ZOO
+from tests.conftest import open_copy
 
 
 @pytest.mark.parametrize("reason", [Qt.FocusReason.ActiveWindowFocusReason, Qt.FocusReason.TabFocusReason])
 def test_the_focus_coming_into_a_tree_leaves_the_graph_where_it_is(qtbot, window, tmp_path, reason):
-    model = tmp_path / "t5.onnx"
-    shutil.copy(ZOO / "t5.onnx", model)
-    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
-        window.open_path(model)
+    open_copy(qtbot, window, tmp_path, "t5")
     assert window.center.current_scope() == MAIN
     chosen: list[object] = []
     window.left.chosen.connect(chosen.append)

@@ -17,7 +17,7 @@ from PySide6.QtCore import QModelIndex
 
 from inspector.core.model.module_tree import ModuleNode
 from inspector.gui.module_model import OPENED_AT_MOST, module_matches, object_of
-from tests.conftest import ZOO
+from tests.conftest import ZOO, open_copy
 
 
 def _shown(view, parent=None) -> list[str]:
@@ -146,10 +146,7 @@ def test_a_module_row_reads_its_path_past_its_parents(qtbot, window, tmp_path):
     # torch records no module for a ModuleList (Llama's ``model.layers``): the decoder layers sit right under
     # ``model``, and their rows read ``layers.0`` and ``layers.1``, as the graph's module boxes do; they read ``0`` and
     # ``1``, which did not say which list. Truth: the module paths torch wrote (name_scopes)
-    model = tmp_path / "llama.onnx"
-    shutil.copy(ZOO / "llama_gqa.onnx", model)
-    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
-        window.open_path(model)
+    model = open_copy(qtbot, window, tmp_path, "llama_gqa")
     chains = _chains(model)
     under = {chain[k]: chain[k - 1] for chain in chains for k in range(1, len(chain))}  # module -> the one above
     assert under["model.layers.1"] == "model" and under["model.layers.1.self_attn.q_proj"] == "model.layers.1.self_attn"
