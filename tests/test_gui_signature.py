@@ -66,7 +66,7 @@ def test_sdpa_of_llama_gqa_shows_the_scale_with_its_evidence_and_the_shape_speci
         "shape-specialised: [1, 4, 8, 8] = key's leading dims merged, then (E, S), of key expand_2 [1, 2, 2, 8, 8]",
         "val_210 (Mul)", "0.59460354", "no sibling to compare",
         "scale=0.35355339 at Mul on query/key: constant val_210 is sqrt(scale), applied to both query and key",
-        "val_214 (Where)", "0", "no sibling to compare", "-",
+        "val_214 (Where)", "0.0", "no sibling to compare", "-",  # (a float's zero: the Where's fill)
         "Transpose.perm", "[0, 2, 1]", "no sibling to compare", "-",
     ]
     scale = next(s for s in panel.specialised() if s.links)

@@ -1,6 +1,7 @@
 """A tensor too large to show whole reads the same wherever it is shown: its type, shape, first values and digest, on
-one line. Gemma's RMSNorm bakes ``1 + weight`` (32 floats) into its Mul: ``summary`` printed it as JSON cut at 40
-characters (``{"dtype": "FLOAT", "shape": [32], "firs…``), ``check`` as a dict's repr, the diff as type and digest."""
+one line (a float with its point: ``1.0``). Gemma's RMSNorm bakes ``1 + weight`` (32 floats) into its Mul: ``summary``
+printed it as JSON cut at 40 characters (``{"dtype": "FLOAT", "shape": [32], "firs…``), ``check`` as a dict's repr,
+the diff as type and digest."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ def test_a_summarised_tensor_reads_alike_in_the_summary_check_and_diff():
     value, key = tensor_value(numpy_helper.from_array(np.ones(32, np.float32), "add_4"))
     digest = value["digest"][:8]
     assert key.endswith(value["digest"]) and len(digest) == 8
-    whole = f"FLOAT[32] [1, 1, 1, 1, 1, 1, 1, 1, …] #{digest}"
+    whole = f"FLOAT[32] [{', '.join(['1.0'] * 8)}, …] #{digest}"
     assert tensor_summary_text(value) == value_text(value) == show_value(value) == whole
     # narrower: fewer first values, the type, shape and digest kept
-    assert _short(value) == f"FLOAT[32] [1, 1, 1, 1, 1, …] #{digest}" and len(_short(value)) <= 40
+    assert _short(value) == f"FLOAT[32] [1.0, 1.0, 1.0, …] #{digest}" and len(_short(value)) <= 40
     assert tensor_summary_text(value, 20) == f"FLOAT[32] #{digest}"
     halves, _key = tensor_value(numpy_helper.from_array(np.full((4, 8), 0.59460354, np.float32), "s"))
     assert tensor_summary_text(halves) == f"FLOAT[4, 8] [{', '.join(['0.59460354'] * 8)}, …] #{halves['digest'][:8]}"
@@ -50,3 +51,5 @@ def test_a_float32_value_reads_in_the_fewest_digits_that_give_it_back():
     # a double float32 does not hold keeps its 8 digits: shortened as a float32 it would read another number
     assert float_text(0.3535533905932738) == "0.35355339" and float_text(1e-05) == "1e-05"
     assert float_text(float("inf")) == "inf" and float_text(float("nan")) == "nan"
+    # a whole number keeps its point, as numpy writes a float32 (the body's ``Constant<value = 1.0>`` is no int)
+    assert [float_text(x) for x in (1.0, 0.0, -2.0)] == [str(np.float32(x)) for x in (1.0, 0.0, -2.0)]

@@ -25,15 +25,14 @@ def float_text(x: float) -> str:
     the fewest digits that give it back: ``1e-05``, not the ``9.9999997e-06`` that 8 digits make of float32(1e-5),
     so a baked eps reads as the model's config wrote it (the value compared, and saved in reviews, is unchanged). A
     value float32 does not hold (an FX argument, a Python double) keeps its 8 digits: shortened as a float32 it would
-    read another number (0.3535533905932738 is 0.35355339, its float32 0.35355338)."""
+    read another number (0.3535533905932738 is 0.35355339, its float32 0.35355338). A whole number keeps its
+    point (``1.0``)."""
     text = f"{x:.8g}"
     if not math.isfinite(x):
         return text
     x32 = float32(x)
-    if f"{x32:.8g}" != text:
-        return text
-    for digits in range(1, 8):
-        short = f"{x32:.{digits}g}"
-        if float32(float(short)) == x32:
-            return short
-    return text
+    if f"{x32:.8g}" == text:
+        text = next((short for short in (f"{x32:.{digits}g}" for digits in range(1, 8))
+                     if float32(float(short)) == x32), text)
+    # a whole number keeps its point, as numpy writes a float: ``Constant<value = 1.0>`` is a float's, ``1`` an int's
+    return text if any(c in text for c in ".en") else text + ".0"
