@@ -121,6 +121,7 @@ elif op == "app":
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, QThreadPool, QTimer
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
+    from inspector.gui.family_model import FamilyModel
     from inspector.gui.main_window import MainWindow
     settings = QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.Format.IniFormat)
     t0 = time.perf_counter()
@@ -182,10 +183,13 @@ elif op == "app":
         proxy = w.family_filter
         rows = [proxy.index(o, 0, proxy.index(f, 0)) for f in range(proxy.rowCount())
                 for o in range(proxy.rowCount(proxy.index(f, 0)))]
-        return max(rows, key=lambda ix: int(ix.siblingAtColumn(1).data() or 0), default=None)
+        return max(rows, key=calls_of, default=None)
+    def calls_of(ix):  # (the row's overload's own count: the column shows it as text, "6,120")
+        ov = ix.data(FamilyModel.ObjectRole)
+        return ov.call_count if ov is not None else 0
     def expand_overload(ov):
         if ov is not None:
-            out["expanded_calls"] = int(ov.siblingAtColumn(1).data())
+            out["expanded_calls"] = calls_of(ov)
             w.family_view.expand(ov)
             w.family_view.scrollTo(ov, w.family_view.ScrollHint.PositionAtTop)
     def search():
