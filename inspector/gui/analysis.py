@@ -147,7 +147,7 @@ class Analyses:
         analysis = self.family(fam)
         n_ov, n_b = len(fam.overloads), len(analysis.bodies)
         note = (f"{fam.label}: {plural(n_ov, 'overload')}, "
-                f"{n_b} distinct bod{'ies' if n_b != 1 else 'y'}")
+                f"{plural(n_b, 'distinct body', 'distinct bodies')}")
         if isinstance(obj, Family):
             obj = fam.overloads[0] if fam.overloads else None
         if isinstance(obj, FunctionKey):  # a function's body shown in the graph: its overload

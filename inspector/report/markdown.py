@@ -213,7 +213,7 @@ def _family_head(f: FamilyInfo) -> str:
     n = len(f.overloads)
     return (f"### {md(f.label, 200)}\n\n"
             f"{kind}, {plural(n, 'overload')}, {plural(f.calls, 'call')}, "
-            f"{f.body_count} distinct bod{'ies' if f.body_count != 1 else 'y'}")
+            f"{plural(f.body_count, 'distinct body', 'distinct bodies')}")
 
 
 def _body(b: BodyInfo) -> str:

@@ -117,9 +117,10 @@ def tensor_value(t: onnx.TensorProto) -> tuple[Any, str]:
 
 def tensor_summary_text(v: Any, width: int = 0) -> str | None:
     """A tensor too large to show whole, as ``tensor_value`` summarises it (dtype, shape, first values, digest), on
-    one line: ``FLOAT[32] [1, 1, 1, 1, 1, 1, 1, 1, …] #08c86c4a``, with fewer first values where ``width`` (if given)
-    would be passed; None for any other value. The one text of such a value wherever one is shown (the summary printed
-    its JSON cut at 40 characters, ``{"dtype": "FLOAT", "shape": [32], "firs…``, and check its repr)."""
+    one line: ``FLOAT[32] [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, …] #08c86c4a``, with fewer first values where
+    ``width`` would be passed; None for any other value. The one text of such a value wherever one is shown (the
+    summary printed its JSON cut at 40 characters, ``{"dtype": "FLOAT", "shape": [32], "firs…``, and check its
+    repr)."""
     if not isinstance(v, dict) or "dtype" not in v or not isinstance(v.get("shape"), list):
         return None
     head = f"{v['dtype']}[{', '.join(str(d) for d in v['shape'])}]"
