@@ -140,8 +140,10 @@ def test_expanded_modules_and_aten_calls_are_drawn_outlined_and_named(qtbot, win
     graph = window.center.graph
     groups = [i for i in graph.scene().items() if isinstance(i, GroupItem)]
     assert sorted(g.label.text() for g in groups) == [
-        "aten::scaled_dot_product_attention  scaled_dot_product_attention", "model  LlamaModel",
-        "model.layers.0  LlamaDecoderLayer", "model.layers.0.self_attn  LlamaAttention"]
+        "aten::scaled_dot_product_attention  scaled_dot_product_attention", "layers.0  LlamaDecoderLayer",
+        "model  LlamaModel", "self_attn  LlamaAttention"]
+    q_proj = graph.items_by_id["mod:model.layers.0.self_attn.q_proj"]  # named past its open module; whole in its tip
+    assert q_proj.node.label == "q_proj" and ">model.layers.0.self_attn.q_proj\nLinear, 1 node\n" in q_proj.toolTip()
     sdpa = next(g for g in groups if g.label.text().startswith("aten::scaled_dot_product_attention"))
     ops = [i for i in graph.items_by_id.values()
            if i.node.kind == "op" and sdpa.rect().contains(i.sceneBoundingRect())]

@@ -461,11 +461,16 @@ def test_expanded_modules_and_aten_calls_are_outlined_groups_holding_exactly_the
     scene = build_scene(index, MAIN, SDPA_OPEN)
     assert [(g.id, g.label, g.parent) for g in scene.groups] == [
         ("mod:model", "model  LlamaModel", None),
-        ("mod:model.layers.0", "model.layers.0  LlamaDecoderLayer", "mod:model"),
-        ("mod:model.layers.0.self_attn", "model.layers.0.self_attn  LlamaAttention", "mod:model.layers.0"),
+        # a module drawn inside an open one is named past it, as the Modules tree names it
+        ("mod:model.layers.0", "layers.0  LlamaDecoderLayer", "mod:model"),
+        ("mod:model.layers.0.self_attn", "self_attn  LlamaAttention", "mod:model.layers.0"),
         ("call:scaled_dot_product_attention", "aten::scaled_dot_product_attention  scaled_dot_product_attention",
          "mod:model.layers.0.self_attn"),
     ]
+    boxes = {n.id: n for n in scene.nodes if n.kind == "module"}
+    assert boxes["mod:model.layers.0.self_attn.q_proj"].label == "q_proj"
+    assert boxes["mod:model.layers.0.self_attn.q_proj"].ref == "model.layers.0.self_attn.q_proj"
+    assert boxes["mod:model.layers.1"].label == "layers.1" and boxes["mod:lm_head"].label == "lm_head"
     sdpa = index.provenance.calls[next(k for k, c in enumerate(index.provenance.calls)
                                        if c.name == "scaled_dot_product_attention")]
     in_call = {n for n, g in scene.group_of.items() if g == "call:scaled_dot_product_attention"}

@@ -119,13 +119,13 @@ class NodeItem(QGraphicsRectItem):
             t.setPos(rect.center().x() - br.width() / 2, y)
             y += br.height()
         self.badge = DrillBadge(self) if opens_body(node) and title is None else None
-        self.setToolTip(tooltip("\n".join([node.label, *small_lines(node)]) + hint(node)))
+        self.setToolTip(tooltip("\n".join([headline(node), *small_lines(node)]) + hint(node)))
 
     def set_mark(self, colour: str | None, note: str = "") -> None:
         """A thick border in ``colour`` (specialised values), with the note added to the tooltip."""
         self.mark = colour
         if note:
-            self.setToolTip(tooltip("\n".join([self.node.label, *small_lines(self.node)]) + hint(self.node)
+            self.setToolTip(tooltip("\n".join([headline(self.node), *small_lines(self.node)]) + hint(self.node)
                                     + f"\n\n{note}"))
         self._restyle()
 
@@ -163,6 +163,12 @@ class NodeItem(QGraphicsRectItem):
 def opens_body(node: SceneNode) -> bool:
     """Whether a box has a body to open: a function call (the function's body) or an aten call (its nodes)."""
     return node.kind in (FUNCTION_CALL, ATEN_CALL) and node.expandable
+
+
+def headline(node: SceneNode) -> str:
+    """A box's tooltip's first line: its label; for a module, its whole path (its box names it past the module it is
+    drawn in)."""
+    return node.ref if node.kind == MODULE and isinstance(node.ref, str) and node.ref else node.label
 
 
 def hint(node: SceneNode) -> str:

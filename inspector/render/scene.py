@@ -243,7 +243,8 @@ def _graph_scene(title: str, facts: GraphFacts, inputs: list[str], grouping: Gro
         elif grouping is not None and entry in grouping.calls:
             scene_nodes.append(_call_box(entry, grouping.calls[entry]))
         elif grouping is not None and entry in grouping.modules:
-            scene_nodes.append(_module_box(entry, grouping.modules[entry]))
+            above = grouping.open_modules.get(grouping.parent.get(entry) or "")
+            scene_nodes.append(_module_box(entry, grouping.modules[entry], above))
     edges = [_edge(src, dst, values, types) for (src, dst), values in pairs.items()]
     scene = Scene(title, scene_nodes, edges, truncated, hidden)
     if grouping is not None and (grouping.open_calls or grouping.open_modules):
@@ -277,7 +278,8 @@ def _groups(scene: Scene, grouping: Grouping, const_before: dict[int, list[str]]
             else:
                 module = grouping.open_modules[gid]
                 cls = module.class_name.rsplit(".", 1)[-1]
-                label = f"{module.path}  {cls}" if cls else module.path
+                name = module.name_under(grouping.open_modules.get(parent.get(gid) or ""))
+                label = f"{name}  {cls}" if cls else name
             scene.groups.append(SceneGroup(gid, label, parent.get(gid)))
 
 
@@ -396,11 +398,14 @@ def _call_box(key: str, call: AtenCall) -> SceneNode:
     return SceneNode(key, call.target, ATEN_CALL, call, detail, True)
 
 
-def _module_box(key: str, module: ModuleNode) -> SceneNode:
+def _module_box(key: str, module: ModuleNode, above: ModuleNode | None = None) -> SceneNode:
+    """A module's box, named past the open module it is drawn in (``gate_proj`` inside ``model.layers.100.mlp``, as
+    the Modules tree and the overview name it: the full path made each box as wide as the deepest one); its ref keeps
+    the whole path (its tooltip's)."""
     count = module.total_nodes()
     cls = module.class_name.rsplit(".", 1)[-1]
     detail = f"{cls}, {plural(count, 'node')}" if cls else plural(count, 'node')
-    return SceneNode(key, module.path, MODULE, module.path, detail, True)
+    return SceneNode(key, module.name_under(above), MODULE, module.path, detail, True)
 
 
 # --------------------------------------------------------------------------------------------
