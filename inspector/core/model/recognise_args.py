@@ -9,10 +9,12 @@ rather than a guess, and values reach the synthesised FX text only through ``rep
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import Slot, Template
+from inspector.core.util.floats import float32
 
 
 def template_arguments(t: Template, constants: dict[int, Any], attributes: dict[tuple[int, str], Any],
@@ -66,9 +68,31 @@ def _number(v: Any) -> float | None:
     return v
 
 
-def _short(x: float) -> float:
-    """A float32 literal as the float a user wrote (``1e-05``, not ``9.99999974738e-06``)."""
-    return float(f"{x:.7g}")
+def _written(got: float, literal: float, forward: Callable[[float], float] | None = None) -> float:
+    """The argument as a user writes it: the fewest significant digits whose lowering gives back the float32
+    ``literal`` (``1e-05`` for float32(1e-5), not 9.99999974738e-06), and as many as that takes (up to 17). Cut to 7
+    digits it could lower to another float32: a Swin attention's scale 0.35355338 came back as 0.3535534,
+    ``finfo(float32).min`` as -3.402823e+38, each another constant when baked again (28 of the 248 float arguments of
+    the stripped zoo and held-out exports). ``got``: the relation's inverse of ``literal``; ``forward``: the relation
+    (None: the literal is the argument)."""
+    target = float32(literal)
+    for digits in range(1, 18):
+        d = float(f"{got:.{digits}g}")
+        try:
+            lowered = float32(forward(d) if forward is not None else d)
+        except (ValueError, ZeroDivisionError):  # (a shortened argument out of the relation's domain)
+            continue
+        if lowered == target:
+            return d
+    return got
+
+
+_FORWARD: dict[str, tuple[Callable[[float], float], Callable[[float], float]]] = {  # relation: (inverse, forward)
+    "sqrt": (lambda x: x * x, math.sqrt),
+    "reciprocal": (lambda x: 1.0 / x, lambda a: 1.0 / a),
+    "rsqrt": (lambda x: 1.0 / (x * x) if x > 0 else math.nan, lambda a: 1.0 / math.sqrt(a)),
+    "neg": (lambda x: -x, lambda a: -a),
+}
 
 
 def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
@@ -77,9 +101,9 @@ def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
     if relation in ("equal", "stride_or_kernel"):
         if isinstance(value, (int, str, list)):
             return (value,)
-        return (_short(value),) if isinstance(value, float) else None
+        return (_written(value, value),) if isinstance(value, float) else None
     if relation == "scalar" and x is not None:
-        return (_short(x) if isinstance(x, float) else x,)
+        return (_written(x, x) if isinstance(x, float) else x,)
     if relation == "dim":  # as the slot holds it: non-negative where the exporter normalised it, else as written
         if isinstance(value, list) and all(isinstance(v, int) for v in value):
             return (value,)
@@ -96,6 +120,8 @@ def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
         return (value[:half],) if value[:half] == value[half:] else None
     if x is None or x == 0:
         return None
-    unary = {"sqrt": x * x, "reciprocal": 1.0 / x, "rsqrt": 1.0 / (x * x) if x > 0 else math.nan, "neg": -x}
-    got = unary.get(relation)
-    return (_short(got),) if got is not None and math.isfinite(got) else None
+    pair = _FORWARD.get(relation)
+    if pair is None:
+        return None
+    got = pair[0](x)
+    return (_written(got, x, pair[1]),) if math.isfinite(got) else None
