@@ -57,19 +57,20 @@ def test_sdpa_default_scale_and_reshapes_are_shape_specialised(capsys):
                          "(function_libs/torch_lib/ops/nn.py:1806)", "      2 distinct bodies"]
     scale = [line for line in sdpa if "from scale=None" in line]
     assert scale == [
-        "          const val_64 = [0.59460354]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "          const val_64 = [0.59460354]   (varies: 2 values in the family; from scale=None at Mul on query/key; "
         "shape-specialised: default scale: constant val_64 is sqrt(1/sqrt(E)), applied to both query and key, for "
         "head dim E=8 (the last dim of query [1,4,8,8]))",
-        "          const val_142 = [0.5]   (varies: [0.59460354] | [0.5]; from scale=None at Mul on query/key; "
+        "          const val_142 = [0.5]   (varies: 2 values in the family; from scale=None at Mul on query/key; "
         "shape-specialised: default scale: constant val_142 is sqrt(1/sqrt(E)), applied to both query and key, for "
         "head dim E=16 (the last dim of query [1,2,8,16]))",
     ]
-    # each under its own body (one call each), so that a reader sees which values go together
+    # each under its own body (one call each), so that a reader sees which values go together; what varies is counted
+    # there, each body showing its own (listed on each line, Swin's 16 view bodies repeated 11 sizes on each)
     heads = [k for k, line in enumerate(sdpa) if line.startswith("        body of ")]
     assert [sdpa[k] for k in heads] == ["        body of 1 call:"] * 2
     assert heads[0] < sdpa.index(scale[0]) < heads[1] < sdpa.index(scale[1])
     assert [round(e ** -0.25, 8) for e in (8, 16)] == [0.59460356, 0.5]  # torch's default scale, as sqrt per side
-    assert ("          const val_59 = [-1, 8, 8]   (varies: [-1, 8, 8] | [-1, 8, 16]; shape-specialised: [-1, 8, 8] = "
+    assert ("          const val_59 = [-1, 8, 8]   (varies: 2 values in the family; shape-specialised: [-1, 8, 8] = "
             "(-1, S, E) of key transpose_1 [1, 4, 8, 8])") in sdpa
     assert sdpa[-1] == ("        values put there at export time by torchlib aten_scaled_dot_product_attention "
                         "(trace_only)")

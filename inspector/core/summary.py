@@ -224,7 +224,7 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
     out: list[str] = []
     if len(bodies) > 1:
         for b in bodies[:MAX_BODIES]:
-            values = _value_lines(b.get("specialised", ()), BODY_VALUES, calls_limit, "          ")
+            values = _value_lines(b.get("specialised", ()), BODY_VALUES, calls_limit, "          ", by_body=True)
             head = f"        body of {plural(b['calls'], 'call')}"
             out += [f"{head}:", *values] if values else [f"{head}: nothing specialised"]
         if len(bodies) > MAX_BODIES:
@@ -239,8 +239,10 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
     return out
 
 
-def _value_lines(values: Any, limit: int, calls_limit: int, indent: str) -> list[str]:
-    """``_specialised_lines`` of some values, at ``indent``, at most ``limit`` of them and a line counting the rest."""
+def _value_lines(values: Any, limit: int, calls_limit: int, indent: str, by_body: bool = False) -> list[str]:
+    """``_specialised_lines`` of some values, at ``indent``, at most ``limit`` of them and a line counting the rest.
+    ``by_body``: the lines of one body among its siblings, each of which shows its own value: what varies is counted,
+    not listed again on every line (Swin's 16 view bodies repeated the 11 sizes of the family on each)."""
     items = sorted(values, key=lambda s: (not s["varies"], not (s["aten_arguments"] or s.get("shape_specialised"))))
     out = []
     for s in items[:limit]:
@@ -255,7 +257,9 @@ def _value_lines(values: Any, limit: int, calls_limit: int, indent: str) -> list
                 out.append(f"{indent}    … {plural(len(calls) - calls_limit, 'more call')}")
             continue
         note = []
-        if s["varies"]:
+        if s["varies"] and by_body:
+            note.append(f"varies: {plural(len(s['family_values']), 'value')} in the family")
+        elif s["varies"]:
             note.append("varies: " + " | ".join(_short(v) for v in s["family_values"]))
         if s["aten_arguments"]:
             note.append("from " + _arguments(s["aten_arguments"]))
