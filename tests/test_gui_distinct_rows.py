@@ -18,7 +18,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import QApplication, QTreeView
 
-from inspector.gui.distinct import DistinctDelegate, distinct_elide, shared
+from inspector.gui.distinct import DistinctDelegate, distinct_elide, shared, unique_ends
 from tests.conftest import ZOO
 
 MODELS = sorted(ZOO.glob("*.onnx"))
@@ -131,10 +131,35 @@ def test_elision_keeps_where_a_row_differs_and_the_end() -> None:
              "main//blocks.1/blocks.1.3/n1/TSNorm"]
     points = shared(paths)
     assert points == [(13, 24), (13, 24), (13,)]
+    # (a number keeps the name of the list it indexes: "…0…3/n1/TSNorm" before)
     assert [distinct_elide(p, q, fits(20)) for p, q in zip(paths, points, strict=True)] == [
-        "main//…0…3/n1/TSNorm", "main//…0…2/n1/TSNorm", "…1…cks.1.3/n1/TSNorm"]
+        "…blocks.0…0.3…TSNorm", "…blocks.0…0.2…TSNorm", "…blocks.1…/n1/TSNorm"]
     assert [distinct_elide(p, q, fits(8)) for p, q in zip(paths, points, strict=True)] == [
-        "…0…3…orm", "…0…2…orm", "…1…SNorm"]
+        "…0.3…orm", "…0.2…orm", "…s.1…orm"]
+
+
+def test_a_call_row_keeps_its_layer_and_its_fx_name() -> None:
+    """A call row reads module path › FX name (``AtenCall.place``), as the signature panel and search write a call:
+    the layer is where sibling rows first differ, and the FX name, which no other call has, is kept at the end even
+    where the column is too narrow for the path's differences. Swin's two softmax calls read
+    ``softmax  …ks.0.attention)`` and ``softmax_1…s.0.attention)`` with the FX name first: the layers were cut."""
+    texts = ["encoder.layers.0.blocks.0.attention › softmax", "encoder.layers.1.blocks.0.attention › softmax_1"]
+    points, ends = shared(texts), unique_ends(texts)
+    assert ends == [1, 1]  # ("x" and "1": no other row ends so)
+
+    def fits(n: int) -> Any:
+        return lambda s: len(s) <= n
+
+    assert [distinct_elide(t, p, fits(30), end=e) for t, p, e in zip(texts, points, ends, strict=True)] == [
+        "…layers.0….attention › softmax", "…layers.1…ttention › softmax_1"]
+    addmm = ["transformer.h.0.attn.c_attn › addmm", "transformer.h.0.mlp.c_fc › addmm_2",
+             "transformer.h.1.mlp.c_fc › addmm_6"]
+    points, ends = shared(addmm), unique_ends(addmm)
+    # the first row keeps its end (without: "…h.0…attn…")
+    assert [distinct_elide(t, p, fits(10), end=e) for t, p, e in zip(addmm, points, ends, strict=True)] == [
+        "…attn…ddmm", "…h.0…mlp…2", "…h.1…dmm_6"]
+    assert [distinct_elide(t, p, fits(18), end=e) for t, p, e in zip(addmm, points, ends, strict=True)] == [
+        "…h.0…attn… › addmm", "…h.0…mlp…› addmm_2", "…h.1…_fc › addmm_6"]
 
 
 def test_a_guess_of_the_width_changes_how_often_it_is_measured_not_the_result() -> None:

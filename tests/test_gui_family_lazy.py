@@ -54,8 +54,9 @@ def _all_call_rows(model: FamilyModel) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("name", ["llama_gqa", "gpt2", "t5", "whisper", "tiny_noopt"])
 @pytest.mark.parametrize("eager", [EAGER, 0])
 def test_call_rows_match_torch(name: str, eager: int, monkeypatch: pytest.MonkeyPatch, qtbot: Any) -> None:
-    """Every aten call is one row below the overload of its target, named by its FX name and module, with the
-    number of ONNX nodes torch says it emitted; the same whether the rows are made at once or on fetch."""
+    """Every aten call is one row below the overload of its target, named by its module and FX name
+    (``model.layers.0.self_attn › linear_1``), with the number of ONNX nodes torch says it emitted; the same whether
+    the rows are made at once or on fetch."""
     monkeypatch.setattr(family_model, "EAGER", eager)
     model = FamilyModel(open_index(ZOO / f"{name}.onnx"))
     if eager == 0:  # nothing below an overload until it is fetched
@@ -63,7 +64,7 @@ def test_call_rows_match_torch(name: str, eager: int, monkeypatch: pytest.Monkey
         assert model.rowCount(ov) == 0 and model.canFetchMore(ov) and model.hasChildren(ov)
     calls = _aten_calls(_truth(name))
     rows = _all_call_rows(model)
-    expected = Counter((n["target"], f"{n['name']}  ({n['module'] or 'root'})",
+    expected = Counter((n["target"], f"{n['module'] or 'root'} › {n['name']}",
                         f"{n['onnx_nodes']} node{'s' if n['onnx_nodes'] != 1 else ''}") for n in calls)
     assert Counter(rows) == expected
     per_target = Counter(n["target"] for n in calls)
@@ -96,7 +97,7 @@ def test_rows_beyond_the_cap_are_narrowed_by_the_filter_and_made_by_a_jump(monke
     ov = model.index(0, 0, fam)
     model.fetchMore(ov)
     rows = [r.data() for r in _rows(model, ov)]
-    assert rows[:3] == [f"{n['name']}  ({n['module']})" for n in calls[:3]]
+    assert rows[:3] == [f"{n['module']} › {n['name']}" for n in calls[:3]]
     assert rows[3] == f"… {len(calls) - 3:,} more calls: type in the filter to narrow them"
     matches = model.matching("layers.1.")
     model.apply(matches)
@@ -104,7 +105,7 @@ def test_rows_beyond_the_cap_are_narrowed_by_the_filter_and_made_by_a_jump(monke
     layer1 = [n for n in calls if n["module"].startswith("model.layers.1.")]
     pov = proxy.mapFromSource(model.index(0, 0, model.index(fam.row(), 0)))
     shown = [proxy.index(r, 0, pov).data() for r in range(proxy.rowCount(pov))]
-    assert shown[:3] == [f"{n['name']}  ({n['module']})" for n in layer1[:3]]
+    assert shown[:3] == [f"{n['module']} › {n['name']}" for n in layer1[:3]]
     assert len(layer1) == 7  # q, k, v, o, gate, up, down
     assert shown[3:] == ["… 4 more calls: type in the filter to narrow them"]
     model.apply(None)
@@ -112,7 +113,7 @@ def test_rows_beyond_the_cap_are_narrowed_by_the_filter_and_made_by_a_jump(monke
     last = index.families[[f.data() for f in _rows(model, model.index(-1, 0))].index("aten::linear")]
     target = last.overloads[0].aten_calls[-1]
     row = model.index_of(target)
-    assert row.isValid() and row.data() == f"{calls[-1]['name']}  ({calls[-1]['module']})"
+    assert row.isValid() and row.data() == f"{calls[-1]['module']} › {calls[-1]['name']}"
     assert model.rowCount(model.index(0, 0, model.index(fam.row(), 0))) == 3 + 1 + 1  # head, the jump, more
     assert model.index_of(target) == row  # the same row on a second jump
 

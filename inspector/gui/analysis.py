@@ -172,10 +172,10 @@ class Analyses:
             body = next((b for b in analysis.bodies if any(m is obj for m in b.members)), None)
             if body is None:
                 return None
-            same = tuple(f"{m.module_path or 'root'} › {m.name}" for m in body.members if isinstance(m, AtenCall))
+            same = tuple(m.place for m in body.members if isinstance(m, AtenCall))
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
                              _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
-                             f"{obj.module_path or 'root'} › {obj.name}", obj.recognised, obj.candidates,
+                             obj.place, obj.recognised, obj.candidates,
                              obj.ruled_out, self._own_body(obj, body))
         return None
 

@@ -71,13 +71,19 @@ def _common(a: str, b: str) -> int:
 
 def _component(text: str, at: int) -> tuple[int, int]:
     """The path component holding ``text[at]``: from after one separator to the next (at most ``BACK_OFF`` either
-    way)."""
+    way). A number's component keeps the name before it, the list it indexes: ``layers.1``, not ``1`` (a Swin's
+    attention calls read ``…1…s.0.attention`` while their rows kept the number alone)."""
     start = at
     while start > 0 and at - start < BACK_OFF and text[start - 1] not in SEPARATORS:
         start -= 1
     end = at + 1
     while end < len(text) and end - at < BACK_OFF and text[end] not in SEPARATORS:
         end += 1
+    if text[start:end].isdigit() and start > 1 and text[start - 1] == ".":
+        name = start - 1
+        while name > 0 and start - name <= BACK_OFF and text[name - 1] not in SEPARATORS:
+            name -= 1
+        start = name if name < start - 1 else start
     return start, end
 
 
@@ -119,20 +125,33 @@ def _join(text: str, spans: Sequence[tuple[int, int]], lead: int, tail: int) -> 
     return out + (ELLIPSIS if end > pos else "") + text[end:]
 
 
+def unique_ends(texts: Sequence[str]) -> list[int]:
+    """Per text, how many of its last characters no sibling ends with (the whole text where one ends as it does): a
+    call row's FX name, which no other call has. Found as ``shared`` finds a first difference, on the texts read
+    backwards: linear in the rows."""
+    backwards = shared([t[::-1] for t in texts])
+    return [min(len(t), max(points, default=-1) + 1) for t, points in zip(texts, backwards, strict=True)]
+
+
 def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool],
-                   guess: Callable[[str], bool] | None = None) -> str:
+                   guess: Callable[[str], bool] | None = None, end: int = 0) -> str:
     """``text`` shortened until it ``fits``, keeping what differs from its siblings: ``points`` are where it first
     differs from each (``shared``). The path component at each point is kept (in a narrow column only the
     characters around it; the earliest dropped first when they do not all fit), then as much of the end (the FX
-    or op name) and of the start as fits: ``module…0.mlp.fc1``, ``linear_1 …k_proj)``. ``guess``, a cheap estimate
-    of ``fits`` (character widths added up), only says where to look first: the result is ``fits``' own."""
+    or op name) and of the start as fits: ``module…0.mlp.fc1``, ``…layers.1…attn › linear_1``. ``end``: how much of
+    its end no sibling shares (``unique_ends``), kept before any point, so that a narrow column still tells rows
+    apart by their ends (``…h.0…c_fc › addmm_2``, not ``…mlp…fc…``). ``guess``, a cheap estimate of ``fits``
+    (character widths added up), only says where to look first: the result is ``fits``' own."""
     if fits(text):
         return text
     at = [min(p, len(text) - 1) for p in points if text]
+    if end and not fits(_join(text, [], 0, end)):
+        end = 0  # (too narrow for the end that tells it apart: the points alone, as far as they fit)
     spans: list[tuple[int, int]] = []
     for narrow in (False, True):  # whole components, else two characters either side of each point
         spans = [(max(a, p - 2), min(b, p + 2)) if narrow else (a, b) for p in at for a, b in [_component(text, p)]]
-        while spans and not fits(_join(text, spans, 0, 0)):
+        spans = [(a, b) for a, b in spans if a < len(text) - end]  # (a point inside the kept end is kept with it)
+        while spans and not fits(_join(text, spans, 0, end)):
             spans = spans[1:]
         if spans:
             break
@@ -141,9 +160,11 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
         hint = _longest(make, guess, len(text)) if guess is not None else None
         return _longest(make, fits, len(text), hint)
 
-    tail = longest(lambda n: _join(text, spans, 0, n))
-    lead = longest(lambda n: _join(text, spans, n, max(tail, 0)))
-    return _join(text, spans, max(lead, 0), max(tail, 0))
+    # (from the end kept: a shorter tail may read wider, its ellipsis in place of the characters that joined the last
+    # span to it, so the search, which takes "fits" to fall as the tail grows, starts where it is known to fit)
+    tail = end + max(longest(lambda n: _join(text, spans, 0, end + n)), 0)
+    lead = longest(lambda n: _join(text, spans, n, tail))
+    return _join(text, spans, max(lead, 0), tail)
 
 
 class _Advances(dict[str, float]):
@@ -168,8 +189,8 @@ class DistinctDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
         self._model: QObject | None = None
-        self._shared: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-        self._elided: dict[tuple[str, tuple[int, ...], int, int, int], str] = {}
+        self._shared: dict[tuple[int, ...], tuple[list[tuple[int, ...]], list[int]]] = {}
+        self._elided: dict[tuple[str, tuple[int, ...], int, int, int, int], str] = {}
         self._advances: dict[str, _Advances] = {}  # per font (``QFont.key``): each character's width, once
 
     def _forget(self, *_args: object) -> None:
@@ -184,8 +205,9 @@ class DistinctDelegate(QStyledItemDelegate):
                        model.dataChanged, model.rowsMoved):
             signal.connect(self._forget)
 
-    def _sibling_shared(self, index: QModelIndex | QPersistentModelIndex) -> tuple[int, ...]:
-        """Where the row of ``index`` first differs from each sibling (``shared``, once per parent)."""
+    def _sibling_shared(self, index: QModelIndex | QPersistentModelIndex) -> tuple[tuple[int, ...], int]:
+        """Where the row of ``index`` first differs from each sibling (``shared``), and how much of its end no sibling
+        shares (``unique_ends``): once per parent."""
         model, parent, key = index.model(), index.parent(), []
         self._watch(model)
         walk = parent
@@ -193,13 +215,14 @@ class DistinctDelegate(QStyledItemDelegate):
             key.append(walk.row())
             walk = walk.parent()
         found = self._shared.get(tuple(key))
-        if found is None or len(found) != model.rowCount(parent):
+        if found is None or len(found[0]) != model.rowCount(parent):
             texts_of = getattr(model, "child_texts", None)  # a model may hand them over in one call
             texts = texts_of(parent) if texts_of is not None else None
             if texts is None:
                 texts = [str(model.index(r, 0, parent).data() or "") for r in range(model.rowCount(parent))]
-            found = self._shared[tuple(key)] = shared(texts)
-        return found[index.row()] if index.row() < len(found) else ()
+            found = self._shared[tuple(key)] = (shared(texts), unique_ends(texts))
+        row = index.row()
+        return (found[0][row], found[1][row]) if row < len(found[0]) else ((), 0)
 
     def initStyleOption(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         super().initStyleOption(option, index)
@@ -211,8 +234,8 @@ class DistinctDelegate(QStyledItemDelegate):
             return metrics.horizontalAdvance(s) <= width - 1
 
         if not fits(option.text):  # the siblings are read only for a row that must be shortened
-            points = self._sibling_shared(index)
-            key = (option.text, points, width, metrics.averageCharWidth(), metrics.height())
+            points, end = self._sibling_shared(index)
+            key = (option.text, points, end, width, metrics.averageCharWidth(), metrics.height())
             shown = self._elided.get(key)
             if shown is None:  # (a repaint, on hover or selection, draws the same rows again: 16 widths tried a row)
                 if len(self._elided) > 4096:
@@ -224,7 +247,7 @@ class DistinctDelegate(QStyledItemDelegate):
                 def guess(s: str) -> bool:
                     return sum(map(advances.__getitem__, s)) <= width - 1
 
-                shown = self._elided[key] = distinct_elide(option.text, points, fits, guess)
+                shown = self._elided[key] = distinct_elide(option.text, points, fits, guess, end)
             option.text = shown
 
     def _text_width(self, option: QStyleOptionViewItem) -> int:

@@ -78,9 +78,13 @@ class _Item:
 
 
 def call_text(call: Call) -> str:
-    """A call row's name: the FX name and module path of an aten call, the path of a function call site."""
+    """A call row's name: the module path and FX name of an aten call (``model.layers.1.self_attn › softmax_1``, as
+    the signature panel and search write a call), the path of a function call site. The path comes first: siblings
+    differ there first (which layer), and a row too long for its column keeps where it differs and its end
+    (``distinct``); with the FX name first (``softmax_1  (…)``) the name was that first difference and the layer
+    was cut."""
     if isinstance(call, AtenCall):
-        return f"{call.name}  ({call.module_path or 'root'})"
+        return call.place
     return call.where
 
 

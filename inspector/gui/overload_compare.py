@@ -183,7 +183,7 @@ def _member(analyses: Analyses, obj: AtenCall | FunctionKey, site: CallSite | No
     passed: dict[str, str] = {}
     if isinstance(obj, AtenCall):
         body = analyses.specialiser.body_of_call(obj)
-        title = f"{obj.name}  ({obj.module_path or 'root'})"
+        title = obj.place
     else:
         proto = analyses.index.functions.functions.get(obj)
         if proto is None:
@@ -487,7 +487,7 @@ class FamilyCompare(QObject):
                     out.extend((f"call {site.where}", site) for site in calls.get(ov.function, ()) if site != obj)
             for call in ov.aten_calls:
                 if call is not me:
-                    out.append((f"{call.name}  ({call.module_path or 'root'})", call))
+                    out.append((call.place, call))
         return out
 
     def _role(self) -> int:

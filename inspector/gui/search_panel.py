@@ -123,7 +123,7 @@ class SearchPanel(QWidget):
             return
         for hit in result.hits:
             call = self.owner(hit)
-            place = f"{call.module_path or 'root'} › {call.name}" if call is not None else hit.where
+            place = call.place if call is not None else hit.where
             if call is not None and self._index is not None and call.node_paths and len(call.node_paths[0]) > 1:
                 place += f" in {self._index.graph_of(call)}"  # the branch: FX names repeat across branches
             if call is not None and hit.kind in NODE_KINDS and len(call.node_paths) > 1:

@@ -99,6 +99,12 @@ class AtenCall:
             self._module_path = chain[-1][0] if chain else ""
         return self._module_path
 
+    @property
+    def place(self) -> str:
+        """Where the call is, as the app names it: its module path and FX name (``model.layers.1.self_attn ›
+        softmax_1``; ``root › …`` for a call of the root module)."""
+        return f"{self.module_path or 'root'} › {self.name}"
+
     def tensor_args(self) -> list[str]:
         fx = self.fx
         if fx is None:
