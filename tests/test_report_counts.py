@@ -25,3 +25,16 @@ def test_diff_pages_read_counts_of_one_in_the_singular(tmp_path: Path):
     groups = re.findall(r"</b>: (\d+) (changes?)</summary>", markdown)
     assert ("1", "change") in groups and all((n == "1") == (w == "change") for n, w in groups)
     assert "1 changes" not in markdown and "1 node edits" not in page
+
+
+def test_pages_write_old_to_new_with_an_arrow_the_terminal_and_json_in_ascii(tmp_path: Path, capsys):
+    """The HTML and Markdown pages write a change as the app does (``2 → 1 node``); the command line's text and the
+    JSON keep ``2 -> 1 node``, plain ASCII to grep and compare. The pages read ``->`` under the app's ``→``."""
+    change = "2 {} 1 node: -1 (constant FLOAT"  # (Markdown writes the brackets after it as entities)
+    for suffix in ("html", "md"):
+        page = _diff(tmp_path, suffix)
+        assert change.format("→") in page and " -> " not in page, suffix
+    assert change.format("->") in _diff(tmp_path, "json")
+    assert main(["diff", str(ZOO / "llama_gqa.onnx"), str(ZOO / "llama_gqa_noopt.onnx")]) == 1
+    text = capsys.readouterr().out
+    assert change.format("->") in text and "→" not in text

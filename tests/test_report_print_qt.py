@@ -68,5 +68,5 @@ def test_the_qt_pdf_puts_a_changes_node_edits_on_a_line_of_their_own(monkeypatch
                      graphs=False).data
     (doc,) = laid_out
     lines = doc.toPlainText().splitlines()
-    assert "1 node edit:" in lines and "2 -> 1 node: -1 (constant FLOAT[])" in lines
+    assert "1 node edit:" in lines and "2 → 1 node: -1 (constant FLOAT[])" in lines  # (as the app reads it)
     assert not any("node edit" in line and not line.endswith(":") for line in lines)

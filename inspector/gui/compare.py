@@ -32,7 +32,7 @@ from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
-from inspector.core.util.units import plural
+from inspector.core.util.units import arrowed, plural
 from inspector.gui.compare_export import build_compare_menu
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
@@ -336,10 +336,10 @@ def reads_old_to_new(c: Change) -> bool:
 def change_line(c: Change) -> str:
     """One readable line naming what changed and how: ``scale (Mul.B): 0.5946 → 0.5477``, ``removed: val_82 …``."""
     if c.kind == "value_changed" and c.detail:
-        return c.detail.replace(" -> ", " → ")
+        return arrowed(c.detail)
     if reads_old_to_new(c):
         return f"{kind_title(c.kind)}: {show_value(c.old, 40)} → {show_value(c.new, 40)}"
-    return f"{kind_title(c.kind)}: {c.detail.replace(' -> ', ' → ')}" if c.detail else kind_title(c.kind)
+    return f"{kind_title(c.kind)}: {arrowed(c.detail)}" if c.detail else kind_title(c.kind)
 
 
 def _shown(value: object) -> str:
@@ -353,7 +353,7 @@ def change_html(c: Change) -> Rich:
     """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
     if c.detail:
-        rows.append(tag("p", c.detail.replace(" -> ", " → ")))  # (as its row reads it: ``change_line``)
+        rows.append(tag("p", arrowed(c.detail)))  # (as its row reads it: ``change_line``)
     if c.old is not None or c.new is not None:
         rows.append(tag("table", tag("tr", tag("th", "A (old)", align="left"), tag("th", "B (new)", align="left")),
                         tag("tr", tag("td", tag("pre", _shown(c.old))), tag("td", tag("pre", _shown(c.new)))),

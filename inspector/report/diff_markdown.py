@@ -10,7 +10,7 @@ from pathlib import Path
 
 from inspector.core.diff import Change, ModelDiff, Section
 from inspector.core.util.textsafe import md_text as md
-from inspector.core.util.units import plural
+from inspector.core.util.units import arrowed, plural
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 
 __all__ = ["GITHUB_LIMIT", "MD_BUDGET", "changes_markdown", "fit_markdown", "render_markdown", "sites_shown",
@@ -122,7 +122,7 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
     for c in changes:
         sites, more = sites_shown(c)
         where = ", ".join(md(s, TITLE) for s in sites) + (f", … {more} more" if more else "")
-        row = f"| {md(kind_title(c.kind))} | {md(c.detail, DETAIL)} | {where} |"
+        row = f"| {md(kind_title(c.kind))} | {md(arrowed(c.detail), DETAIL)} | {where} |"
         if size + len(row) + 1 > room:
             break
         rows.append(row)
@@ -140,7 +140,7 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
         for e in c.edits[:MAX_EDITS]:
             at = edit_at(e.index_a, e.index_b)
             lines.append(f"- {md(e.op)} <code>{md(e.node, TITLE)}</code> {md(at)}"
-                         + (f": {md(e.detail, DETAIL)}" if e.detail else ""))
+                         + (f": {md(arrowed(e.detail), DETAIL)}" if e.detail else ""))
         if len(c.edits) > MAX_EDITS:
             lines.append(f"- … {len(c.edits) - MAX_EDITS} more")
         extra = sum(len(x) + 1 for x in lines)

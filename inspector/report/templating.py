@@ -34,7 +34,7 @@ from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from inspector.core.util.textsafe import html_text, one_line
-from inspector.core.util.units import human_size, plural
+from inspector.core.util.units import arrowed, human_size, plural
 
 __all__ = ["COMPILED", "Markup", "compile_templates", "template_environment"]
 
@@ -94,7 +94,7 @@ def _environment(keep_newlines: bool, precompiled: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("inspector.report", "templates"), autoescape=True,
                              finalize=_finalize(keep_newlines), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, bytecode_cache=shipped)
-    env.filters.update(join=_join, num=lambda n: f"{n:,}", size=human_size, plural=plural,
+    env.filters.update(join=_join, num=lambda n: f"{n:,}", size=human_size, plural=plural, arrowed=arrowed,
                        line=lambda text, width=0: one_line(str(text), width))
     return env
 

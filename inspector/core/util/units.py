@@ -16,3 +16,9 @@ def human_size(n: int) -> str:
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """``1 node``, ``2 nodes``, ``1,204 boxes``: a count with its noun in the right number."""
     return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
+def arrowed(text: str) -> str:
+    """A change's text as a page or the app shows it: ``2 → 6 nodes``, ``1e-05 → 1e-06``. The command line's text and
+    the JSON keep ``->``, plain ASCII to grep and compare."""
+    return text.replace(" -> ", " → ")
