@@ -115,7 +115,7 @@ def test_a_scalar_initializer_is_one_value(qtbot, window: MainWindow):
     pow_node = next(n for n in model.graph.node if n.op_type == "Pow")
     exponent = next(t for t in model.graph.initializer if t.name == pow_node.input[1])
     assert list(exponent.dims) == [] and onnx.numpy_helper.to_array(exponent).item() == 2.0
-    assert exponent.name in text and "[2] min 2 max 2 mean 2 std 0 (1 value)" in text  # (spaces as HTML shows them)
+    assert exponent.name in text and "[2.0] min 2 max 2 mean 2 std 0 (1 value)" in text  # (spaces as HTML shows them)
     assert "1 values" not in text
 
 

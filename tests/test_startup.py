@@ -265,6 +265,7 @@ def test_fold_and_reports_make_their_messages_and_labels_without_the_rest_of_onn
 
 def test_constant_labels_read_without_numpy_say_what_numpy_read_says():
     from inspector.core.model.graph import is_small_constant
+    from inspector.core.util.floats import float_text
     from inspector.render.labels import constant_text
 
     shown = 0
@@ -280,7 +281,7 @@ def test_constant_labels_read_without_numpy_say_what_numpy_read_says():
             assert text == head
             continue
         shown += 1
-        parts = [f"{x:.6g}" if isinstance(x, float) else str(x) for x in values[:8]]
+        parts = [float_text(x) if isinstance(x, float) else str(x) for x in values[:8]]  # (as the panels write them)
         full = f"{head} = {', '.join(parts)}" + (", …" if len(values) > 8 else "")
         assert text == (full if len(full) <= 48 else full[:47] + "…"), t.name
     assert shown > 50

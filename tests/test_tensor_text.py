@@ -53,3 +53,26 @@ def test_a_float32_value_reads_in_the_fewest_digits_that_give_it_back():
     assert float_text(float("inf")) == "inf" and float_text(float("nan")) == "nan"
     # a whole number keeps its point, as numpy writes a float32 (the body's ``Constant<value = 1.0>`` is no int)
     assert [float_text(x) for x in (1.0, 0.0, -2.0)] == [str(np.float32(x)) for x in (1.0, 0.0, -2.0)]
+
+
+def test_graph_boxes_and_value_previews_write_a_float_as_the_signature_panel_does():
+    """A constant's box (``constant_text``) and a tensor's preview in the node details write a float32 in the fewest
+    digits that give it back, as the signature panel and the texts do: gpt2's tanh GELU multiplies by torch's
+    ``0.7978845608028654`` (its truth file), stored as the float32 0.7978846; six digits read ``0.797885``, and the
+    1.0 it adds read ``1``."""
+    import json
+
+    import onnx
+
+    from inspector.gui.node_details import tensor_preview
+    from inspector.render.labels import constant_text
+    from tests.conftest import ZOO
+
+    truth = json.loads((ZOO / "gpt2.truth.json").read_text())
+    others = [n["args"].get("other") for n in truth["fx_nodes"] if n["target"] == "aten::mul.Tensor"]
+    assert 0.7978845608028654 in others
+    model = onnx.load(str(ZOO / "gpt2.onnx"), load_external_data=False)
+    scalars = {constant_text(t) for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT
+               and not t.dims}
+    assert {"FLOAT[] = 0.7978846", "FLOAT[] = 0.044715", "FLOAT[] = 1.0", "FLOAT[] = 0.5"} <= scalars
+    assert tensor_preview(np.array([0.7978845608028654, 1.0], np.float32)).startswith("[0.7978846, 1.0]  min")

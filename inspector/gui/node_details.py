@@ -14,6 +14,7 @@ from PySide6.QtGui import QTextDocument
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.tensors import tensor_facts
+from inspector.core.util.floats import float_text
 from inspector.gui.text import BR, Rich, esc, pre, rich, tag
 
 PREVIEW_ELEMENTS = 12
@@ -37,7 +38,7 @@ def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
 
 def tensor_preview(array: np.ndarray) -> str:
     flat = array.reshape(-1)
-    first = ", ".join(f"{v:.6g}" if isinstance(v, float | np.floating) else str(v)
+    first = ", ".join(float_text(float(v)) if isinstance(v, float | np.floating) else str(v)
                       for v in flat[:PREVIEW_ELEMENTS].tolist())
     more = " …" if flat.size > PREVIEW_ELEMENTS else ""
     stats = ""

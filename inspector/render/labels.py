@@ -10,6 +10,7 @@ import onnx
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.graph import is_small_constant
 from inspector.core.model.tensor_sizes import dtype_name
+from inspector.core.util.floats import float_text
 from inspector.core.util.plain_tensors import plain_tensor
 
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -38,7 +39,9 @@ def attrs_text(node: onnx.NodeProto, limit: int = 80) -> str:
 
 
 def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
-    """``FLOAT[] = 0.353553``, ``INT64[3] = 1, 8, 16``: the type and (for small inline tensors) the values."""
+    """``FLOAT[] = 0.35355338``, ``INT64[3] = 1, 8, 16``: the type and (for small inline tensors) the values, a float
+    as the signature panel and the texts write it (``float_text``: ``1.0``, ``0.7978846``; 6 digits read ``1`` and
+    ``0.797885``)."""
     head = f"{dtype_name(t.data_type)}[{','.join(str(d) for d in t.dims)}]"
     if not is_small_constant(t):
         return head
@@ -52,6 +55,6 @@ def constant_text(t: onnx.TensorProto, width: int = 48) -> str:
             values = numpy_helper.to_array(t).reshape(-1).tolist()
         except Exception:
             return head
-    parts = [f"{x:.6g}" if isinstance(x, float) else str(x) for x in values[:8]]
+    parts = [float_text(x) if isinstance(x, float) else str(x) for x in values[:8]]
     text = f"{head} = {', '.join(parts)}" + (", …" if len(values) > 8 else "")
     return text if len(text) <= width else text[: width - 1] + "…"
