@@ -311,6 +311,8 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
     if call.scope is not MAIN and call.scope != MAIN:
         return "inside a function body"
     if not call.target.startswith("aten::"):
+        if len(call.candidates) > 1:  # (a recognised body several overloads lower to: no schema to bind)
+            return "fits several overloads: " + ", ".join(call.candidates)
         return "not an aten op"
     paths = call.node_paths
     for p in paths:
