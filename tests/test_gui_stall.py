@@ -199,19 +199,27 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
 
     monkeypatch.setattr(ModuleNode, "total_nodes", walked)
     model = window.module_view.model()
-    stack, checked = [model.index(0, 0)], 0
+    stack, checked, kinds = [model.index(0, 0)], 0, set()
     while stack and checked < 12:
         ix = stack.pop()
         node = object_of(ix)
         assert node is not None
         window.module_view.setCurrentIndex(ix)
         if node.path:
-            emitted = sum(n["onnx_nodes"] for n in truth["fx_nodes"]
-                          if n["graph"] == "" and node.path in n["module_stack"])
-            assert f"\nNodes (with submodules)\n{emitted}\n" in window.details.toPlainText(), node.path
+            under = [n for n in truth["fx_nodes"] if n["graph"] == "" and n["onnx_nodes"]
+                     and node.path in n["module_stack"]]
+            own = [n for n in under if n["module"] == node.path]
+            emitted = sum(n["onnx_nodes"] for n in under)
+            text = window.details.toPlainText()
+            kinds.add(bool(node.children))
+            if node.children:  # (its aten calls with its submodules', and its own: "Aten calls 0" read as none)
+                assert f"\nNodes (with submodules)\n{emitted}\n" in text, node.path
+                assert f"\nAten calls (with submodules)\n{len(under)}\nIts own aten calls\n{len(own)}\n" in text
+            else:
+                assert f"\nAten calls\n{len(own)}\nNodes\n{emitted}\n" in text and len(own) == len(under)
             checked += 1
         stack += [model.index(r, 0, ix) for r in range(model.rowCount(ix))]
-    assert checked == 12
+    assert checked == 12 and kinds == {True, False}
 
 
 def test_a_module_s_details_say_how_many_calls_they_leave_out(monkeypatch: Any):
@@ -230,6 +238,6 @@ def test_a_module_s_details_say_how_many_calls_they_leave_out(monkeypatch: Any):
     doc = QTextDocument()
     doc.setHtml(str(details.describe(index, module)))
     text = doc.toPlainText()
-    assert f"\nAten calls\n{len(calls):,}\n" in text and "\nNodes (with submodules)\n1,234\n" in text
+    assert f"\nAten calls\n{len(calls):,}\n" in text and "\nNodes\n1,234\n" in text
     assert f"… {len(calls) - 50} more calls: the filter box finds them by the module's path" in text
     assert sum(1 for c in calls[:50] if f"{c.target} {c.name}" in text) == 50 and calls[50].name not in text.split()

@@ -24,8 +24,10 @@ from inspector.gui.text import Rich, pre, rich, tag
 MAX_MODULE_CALLS = 200  # calls a module's details list (a 100k-node export's root module has thousands)
 
 
-def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None) -> Rich:
-    """``module_total``: nodes in a module and its submodules, when already counted (``ModuleModel.total``)."""
+def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleNode], int] | None = None,
+             module_calls: Callable[[ModuleNode], int] | None = None) -> Rich:
+    """``module_total``, ``module_calls``: nodes and aten calls in a module and its submodules, when already counted
+    (``ModuleModel.total``, ``calls``)."""
     if isinstance(obj, Family):
         return _family(obj)
     if isinstance(obj, Overload):
@@ -35,7 +37,7 @@ def describe(index: ModelIndex, obj: TreeObject, module_total: Callable[[ModuleN
     if isinstance(obj, CallSite):
         return _call_site(index, obj)
     if isinstance(obj, ModuleNode):
-        return _module(index, obj, module_total)
+        return _module(index, obj, module_total, module_calls)
     return model_overview(index)
 
 
@@ -147,10 +149,18 @@ def _call_site(index: ModelIndex, site: CallSite) -> Rich:
     return rich(*parts)
 
 
-def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode], int] | None) -> Rich:
+def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode], int] | None,
+            module_calls: Callable[[ModuleNode], int] | None = None) -> Rich:
     total = module_total(m) if module_total is not None else m.total_nodes()  # a walk of the subtree (18 ms at 100k)
-    rows = [("Class", m.class_name or "-"), ("Aten calls", f"{len(m.calls):,}"),
-            ("Nodes (with submodules)", f"{total:,}")]
+    rows: list[tuple[str, Any]] = [("Class", m.class_name or "-")]
+    if m.children:  # (a Swin's encoder read "Aten calls 0" beside "Nodes (with submodules) 87": its calls are its
+        # layers'; counted off the GUI thread, as the nodes are)
+        with_submodules = module_calls(m) if module_calls is not None else sum(len(x.calls) for x in m.subtree())
+        rows += [("Aten calls (with submodules)", f"{with_submodules:,}"),
+                 ("Its own aten calls", f"{len(m.calls):,}")]
+    else:
+        rows.append(("Aten calls", f"{len(m.calls):,}"))
+    rows.append(("Nodes (with submodules)" if m.children else "Nodes", f"{total:,}"))
     calls = [index.provenance.calls[i] for i in m.calls[:MAX_MODULE_CALLS]]
     items = [tag("li", tag("code", c.target), " ", c.name) for c in calls]
     more = len(m.calls) - len(calls)  # (the list stopped at 200 without a word: a module of 300 calls looked whole)

@@ -83,7 +83,8 @@ class MainWindow(QMainWindow):
         self.split.addWidget(self._build_right())
         self.split.setSizes([480, 460, 540])  # the trees keep a third: ~330 px at 1024 wide
         self.setCentralWidget(self.split)
-        self.nodes = NodeView(session, self.details, self.right, self.center, self.left.module_total)
+        self.nodes = NodeView(session, self.details, self.right, self.center, self.left.module_total,
+                              self.left.module_calls)
         self.bodies = BodyView(session, self.signature, self.right, self.center)
         self.family_compare = FamilyCompare(session, self.family_view, self)
         self._compare_windows: list[CompareWindow] = []  # kept referenced while open
@@ -310,7 +311,7 @@ class MainWindow(QMainWindow):
         """A tree row chosen: its details, its body (Signature tab) and its graph."""
         if self.index is None:
             return
-        self.details.setHtml(details.describe(self.index, obj, self.left.module_total))
+        self.details.setHtml(details.describe(self.index, obj, self.left.module_total, self.left.module_calls))
         self.session.show_object(obj)
         self.center.show_tree_object(obj)
 

@@ -24,10 +24,11 @@ OPENED_AT_MOST = 1000  # modules expanded for them at most (a hostile model's pa
 
 
 class ModuleModel(QAbstractItemModel):
-    """``totals``: nodes per module (``module_totals``, one pass off the GUI thread); without it, each shown row
-    walks its subtree."""
+    """``totals``: nodes per module (``module_totals``, one pass off the GUI thread), and ``call_totals`` its aten
+    calls with its submodules' (``module_call_totals``); without them, each shown row walks its subtree."""
 
-    def __init__(self, root: ModuleNode | None, totals: dict[int, int] | None = None) -> None:
+    def __init__(self, root: ModuleNode | None, totals: dict[int, int] | None = None,
+                 call_totals: dict[int, int] | None = None) -> None:
         """``root`` None: the model names no modules (no pkg.torch.onnx metadata), and the tree has no rows."""
         super().__init__()
         self.root = root
@@ -35,6 +36,7 @@ class ModuleModel(QAbstractItemModel):
         self._children: dict[int, list[ModuleNode]] = {}
         self._parent: dict[int, tuple[ModuleNode | None, int]] = {id(root): (None, 0)} if root is not None else {}
         self._totals: dict[int, int] = totals if totals is not None else {}
+        self._calls: dict[int, int] = call_totals if call_totals is not None else {}
         self.kept: frozenset[int] | None = None  # ids of the modules a filter keeps (``module_matches``); None: all
 
     def set_kept(self, kept: frozenset[int] | None) -> None:
@@ -48,6 +50,13 @@ class ModuleModel(QAbstractItemModel):
         self._children = {}
         self._parent = {id(root): (None, 0)} if root is not None else {}
         self.endResetModel()
+
+    def calls(self, node: ModuleNode) -> int:
+        """Aten calls of ``node`` and its submodules."""
+        total = self._calls.get(id(node))
+        if total is None:
+            total = self._calls[id(node)] = sum(len(m.calls) for m in node.subtree())
+        return total
 
     def total(self, node: ModuleNode) -> int:
         """Nodes in ``node`` and its submodules."""

@@ -30,9 +30,9 @@ class NodeView:
     """Shows nodes of the session's model in ``details`` (a tab of ``tabs``); the graph ``center`` reveals them."""
 
     def __init__(self, session: Session, details: QTextBrowser, tabs: QTabWidget, center: GraphPanel,
-                 module_total: Callable[[ModuleNode], int]) -> None:
+                 module_total: Callable[[ModuleNode], int], module_calls: Callable[[ModuleNode], int]) -> None:
         self.session, self.details, self.tabs, self.center = session, details, tabs, center
-        self.module_total = module_total
+        self.module_total, self.module_calls = module_total, module_calls
         self.shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
         details.anchorClicked.connect(self.link_clicked)
         session.model_loaded.connect(self._forget)
@@ -115,7 +115,8 @@ class NodeView:
         elif node.kind == "function_call" and isinstance(node.ref, tuple):
             self.show(graph_scope, node.ref[1], f"{scope_label(scope)} / call of {node.ref[0]}")
         elif node.kind == "module":
-            self.details.setHtml(details.describe(index, module_node(index, str(node.ref)), self.module_total))
+            self.details.setHtml(details.describe(index, module_node(index, str(node.ref)), self.module_total,
+                                                  self.module_calls))
             self.tabs.setCurrentWidget(self.details)
 
 

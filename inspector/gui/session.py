@@ -37,7 +37,7 @@ from inspector.gui.family_model import FamilyTree
 from inspector.gui.review_panel import ReviewItem
 from inspector.gui.reviewing import Reviewable, Target, badges, find_target, review_items, target_label
 from inspector.gui.worker import Jobs, checkpoint
-from inspector.render.overview import module_totals
+from inspector.render.overview import module_call_totals, module_totals
 from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, OP, SceneNode
 
 NO_MODEL = "Open a model to review its overloads and specialised values."
@@ -63,6 +63,7 @@ class Opened:
     values: GraphValues
     tree: FamilyTree  # the functions tree's rows
     totals: dict[int, int]  # nodes per module (module_totals)
+    call_totals: dict[int, int]  # aten calls per module, with its submodules' (module_call_totals)
     owners: dict[NodePath, AtenCall]  # main-graph node -> its aten call (main_call_owners): for graph picks
 
 
@@ -71,6 +72,7 @@ def open_for_display(path: Path) -> Opened:
     index = build_index(load_model(path, progress=checkpoint))  # a large file in pieces (worker.checkpoint)
     index.parameters()
     totals = module_totals(index.provenance.module_root)
+    call_totals = module_call_totals(index.provenance.module_root)
     torchlib_version()  # parses the torchlib catalogue here, not on the GUI thread at the first selection
     SchemaCatalogue.default()  # and the aten schemas (60 ms), which the family analyses read
     # and onnx's operator registry, which node details read for an operator's documentation: its first look-up
@@ -87,7 +89,8 @@ def open_for_display(path: Path) -> Opened:
     # made here, not at the first pick in the graph: a dict of every main-graph node, 30 ms on the GUI thread at 100k
     # nodes (the bench's "jump to result" step)
     owners = main_call_owners(index)
-    return Opened(index, reviews, error, search, graph_values(index.proto.graph), tree, totals, owners)
+    return Opened(index, reviews, error, search, graph_values(index.proto.graph), tree, totals, call_totals,
+                  owners)
 
 
 def _same(a: object, b: object) -> bool:
@@ -145,6 +148,7 @@ class Session(QObject):
         self.search: SearchIndex | None = None
         self.tree: FamilyTree | None = None  # the functions tree's rows, made off the GUI thread
         self.totals: dict[int, int] | None = None  # nodes per module, for the modules tree
+        self.call_totals: dict[int, int] | None = None  # aten calls per module, with its submodules
         self.review_list: list[tuple[ReviewItem, Review]] = []
         self.badges: dict[int, tuple[int, int]] = {}
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
@@ -179,7 +183,7 @@ class Session(QObject):
         self.analyses = Analyses(opened.index)
         self.reviews, self.review_error = opened.reviews, opened.review_error
         self.values, self.search = opened.values, opened.search
-        self.tree, self.totals = opened.tree, opened.totals
+        self.tree, self.totals, self.call_totals = opened.tree, opened.totals, opened.call_totals
         self._owners = opened.owners
         self.listing_pending = opened.reviews is not None
         self.why = MAIN_GRAPH
@@ -192,7 +196,7 @@ class Session(QObject):
         """Forget the model and everything bound to it: what is shown, the target, pending results, reviews."""
         self.index = self.analyses = self.reviews = None
         self.values = self.search = None
-        self.tree = self.totals = None
+        self.tree = self.totals = self.call_totals = None
         self.review_error = ""
         self.review_list, self.badges = [], {}
         self.listing_pending = False

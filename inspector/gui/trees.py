@@ -92,7 +92,7 @@ class Trees(QWidget):
         self.family_view.expandToDepth(0)  # families show their overloads; calls are rows only once expanded
         self._fit_counts(index)
         modules = ModuleModel(index.provenance.module_root if index.provenance.has_provenance else None,
-                              self.session.totals)
+                              self.session.totals, self.session.call_totals)
         self.module_view.setModel(modules)
         self.module_view.expand(modules.index(0, 0))
         self.module_view.setColumnWidth(0, 220)
@@ -214,6 +214,11 @@ class Trees(QWidget):
         """Nodes in a module and its submodules, as the modules tree counted them (off the GUI thread)."""
         model = self.module_view.model()
         return model.total(node) if isinstance(model, ModuleModel) else node.total_nodes()
+
+    def module_calls(self, node: ModuleNode) -> int:
+        """Aten calls of a module and its submodules, as counted off the GUI thread."""
+        model = self.module_view.model()
+        return model.calls(node) if isinstance(model, ModuleModel) else sum(len(m.calls) for m in node.subtree())
 
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self.filter_box.filtering or self._following or self.family_view.focusing:  # rows came and went, the tree

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -102,6 +103,16 @@ def title(box: Box) -> str:
 
 def module_totals(root: ModuleNode) -> dict[int, int]:
     """Nodes under each module (itself and its descendants), by ``id``: one pass."""
+    return _sums(root, lambda m: m.node_count)
+
+
+def module_call_totals(root: ModuleNode) -> dict[int, int]:
+    """Aten calls under each module (its own and its descendants'), by ``id``: one pass."""
+    return _sums(root, lambda m: len(m.calls))
+
+
+def _sums(root: ModuleNode, own: Callable[[ModuleNode], int]) -> dict[int, int]:
+    """``own`` of each module added up over its subtree, by ``id``: children before parents, without recursion."""
     order: list[ModuleNode] = []
     stack = [root]
     while stack:
@@ -110,7 +121,7 @@ def module_totals(root: ModuleNode) -> dict[int, int]:
         stack.extend(m.children.values())
     totals: dict[int, int] = {}
     for m in reversed(order):  # children before parents
-        totals[id(m)] = m.node_count + sum(totals[id(c)] for c in m.children.values())
+        totals[id(m)] = own(m) + sum(totals[id(c)] for c in m.children.values())
     return totals
 
 
