@@ -4,6 +4,7 @@ shape-specialised values, what trace_only code put there, TorchScript per-call v
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,8 @@ def test_sdpa_default_scale_and_reshapes_are_shape_specialised(capsys):
     # each under its own body (one call each), so that a reader sees which values go together; what varies is counted
     # there, each body showing its own (listed on each line, Swin's 16 view bodies repeated 11 sizes on each)
     heads = [k for k, line in enumerate(sdpa) if line.startswith("        body of ")]
-    assert [sdpa[k] for k in heads] == ["        body of 1 call:"] * 2
+    emitted = [n["onnx_nodes"] for n in truth["fx_nodes"] if n["target"] == "aten::scaled_dot_product_attention"]
+    assert [sdpa[k] for k in heads] == [f"        body of 1 call ({n} nodes):" for n in emitted]  # (torch's count)
     assert heads[0] < sdpa.index(scale[0]) < heads[1] < sdpa.index(scale[1])
     assert [round(e ** -0.25, 8) for e in (8, 16)] == [0.59460356, 0.5]  # torch's default scale, as sqrt per side
     assert ("          const val_59 = [-1, 8, 8]   (varies: 2 values in the family; shape-specialised: [-1, 8, 8] = "
@@ -189,3 +191,18 @@ def test_an_argument_that_is_another_fx_node_reads_as_the_signature_writes_it(ca
     lines = _summary(ZOO / "gpt2_dynamic.onnx", capsys)
     assert any("(from size=[-1, %sym_size_int_19] at Reshape[1])" in line for line in lines)
     assert not any("{'node'" in line or '{"node"' in line for line in lines)
+
+
+def test_each_body_says_how_many_nodes_it_has(capsys):
+    """Whisper's linear calls with a bias lower to MatMul and Add, those without (k_proj) to a MatMul: two bodies
+    that read alike ("nothing specialised") until each says its size, which torch's count of each call's nodes
+    gives."""
+    calls = [n for n in _truth("whisper")["fx_nodes"] if n["target"] == "aten::linear" and n["graph"] == ""]
+    sizes = Counter(n["onnx_nodes"] for n in calls)
+    assert sizes == {2: 13, 1: 4}
+    lines = _summary(ZOO / "whisper.onnx", capsys)
+    assert _section(lines, "  aten::linear ")[2:] == [
+        "      2 distinct bodies",
+        "        body of 13 calls (2 nodes): nothing specialised",
+        "        body of 4 calls (1 node): nothing specialised",
+    ]

@@ -217,15 +217,19 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
     sits, its value, what varies, the aten arguments it came from and at which place, how an input shape made it; a
     parametric attribute with the value each call site passes; then what trace_only torchlib code put there, and how
     many ONNX defaults were left out. An overload of several bodies lists each body's values under it (``body of 4
-    calls:``): listed together, ConvNeXt's two LayerNorm bodies read "axis = -1 (from normalized_shape=[8])" and
-    "axis = -1 (from normalized_shape=[16])" with nothing to say which eps went with which."""
+    calls (2 nodes):``): listed together, ConvNeXt's two LayerNorm bodies read "axis = -1 (from
+    normalized_shape=[8])" and "axis = -1 (from normalized_shape=[16])" with nothing to say which eps went with
+    which."""
     items = ov.get("specialised", ())
     bodies = ov.get("bodies", ())
     out: list[str] = []
     if len(bodies) > 1:
         for b in bodies[:MAX_BODIES]:
             values = _value_lines(b.get("specialised", ()), BODY_VALUES, calls_limit, "          ", by_body=True)
-            head = f"        body of {plural(b['calls'], 'call')}"
+            # (its size: qwen2's two linear bodies read "body of 6 calls: nothing specialised" and "body of 9 calls:
+            # nothing specialised", with nothing to say that one adds a bias, 2 nodes against 1)
+            size = f" ({plural(b['nodes'], 'node')})" if isinstance(b.get("nodes"), int) else ""
+            head = f"        body of {plural(b['calls'], 'call')}{size}"
             out += [f"{head}:", *values] if values else [f"{head}: nothing specialised"]
         if len(bodies) > MAX_BODIES:
             out.append(f"        … {plural(len(bodies) - MAX_BODIES, 'more body', 'more bodies')}")
