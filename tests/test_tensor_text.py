@@ -76,3 +76,22 @@ def test_graph_boxes_and_value_previews_write_a_float_as_the_signature_panel_doe
                and not t.dims}
     assert {"FLOAT[] = 0.7978846", "FLOAT[] = 0.044715", "FLOAT[] = 1.0", "FLOAT[] = 0.5"} <= scalars
     assert tensor_preview(np.array([0.7978845608028654, 1.0], np.float32)).startswith("[0.7978846, 1.0]  min")
+
+
+def test_a_constant_box_writes_a_large_tensor_as_the_signature_panel_does():
+    """A Constant node whose tensor is too large to show whole (a Swin's as_strided gathers from INT64[1, 32, 1, 1],
+    which fold moves into the function's body) read ``value={'dtype': 'INT64', 'shape': [1, 32, 1, 1], 'first': …``
+    in its box: it reads as the signature panel writes it, without the spaces a box has no room for."""
+    from onnx import helper
+
+    from inspector.core.bodies.literals import attribute_value
+    from inspector.render.labels import attrs_text
+
+    node = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+        np.arange(32, dtype=np.int64).reshape(1, 32, 1, 1)))
+    value, _key = attribute_value(node.attribute[0])
+    digest = value["digest"][:8]
+    assert value_text(value) == f"INT64[1, 32, 1, 1] [0, 1, 2, 3, 4, 5, 6, 7, …] #{digest}"
+    assert attrs_text(node) == f"value=INT64[1,32,1,1] [0,1,2,3,4,5,6,7,…] #{digest}"
+    scale = helper.make_node("Constant", [], ["s"], value_floats=[0.7978845608028654, 1.0])
+    assert attrs_text(scale) == "value_floats=[0.7978846,1.0]"  # (as float32 holds them, in their fewest digits)

@@ -10,6 +10,7 @@ import onnx
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.graph import is_small_constant
 from inspector.core.model.tensor_sizes import dtype_name
+from inspector.core.specialise.categories import value_text
 from inspector.core.util.floats import float_text
 from inspector.core.util.plain_tensors import plain_tensor
 
@@ -30,8 +31,11 @@ def attrs_text(node: onnx.NodeProto, limit: int = 80) -> str:
             parts.append(f"{a.name}=@{a.ref_attr_name}")
         elif a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             value, _key = attribute_value(a)
-            parts.append(f"{a.name}={value!r}".replace(", ", ",") if isinstance(value, list)
-                         else f"{a.name}={value}")
+            # as the signature panel writes a value (``value_text``: a float in its fewest digits, a tensor too large
+            # to show whole as type, first values and digest; the box read a dict's repr), lists without spaces
+            text = value if isinstance(value, str) else value_text(value, limit)
+            parts.append(f"{a.name}={text}".replace(", ", ",") if isinstance(value, list | dict)
+                         else f"{a.name}={text}")
         if sum(len(p) + 2 for p in parts) > limit:
             break
     text = ", ".join(parts)
