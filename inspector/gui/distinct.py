@@ -137,8 +137,9 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
                    guess: Callable[[str], bool] | None = None, end: int = 0) -> str:
     """``text`` shortened until it ``fits``, keeping what differs from its siblings: ``points`` are where it first
     differs from each (``shared``). The path component at each point is kept (in a narrow column only the
-    characters around it; the earliest dropped first when they do not all fit), then as much of the end (the FX
-    or op name) and of the start as fits: ``module…0.mlp.fc1``, ``…layers.1…attn › linear_1``. ``end``: how much of
+    characters around it; the earliest dropped first when they do not all fit, one at the start last: a search
+    hit's kind), then as much of the end (the FX or op name) and of the start as fits: ``module…0.mlp.fc1``,
+    ``…layers.1…attn › linear_1``. ``end``: how much of
     its end no sibling shares (``unique_ends``), kept before any point, so that a narrow column still tells rows
     apart by their ends (``…h.0…c_fc › addmm_2``, not ``…mlp…fc…``). ``guess``, a cheap estimate of ``fits``
     (character widths added up), only says where to look first: the result is ``fits``' own."""
@@ -152,7 +153,7 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
         spans = [(max(a, p - 2), min(b, p + 2)) if narrow else (a, b) for p in at for a, b in [_component(text, p)]]
         spans = [(a, b) for a, b in spans if a < len(text) - end]  # (a point inside the kept end is kept with it)
         while spans and not fits(_join(text, spans, 0, end)):
-            spans = spans[1:]
+            spans = spans[1:] if spans[0][0] > 0 or len(spans) == 1 else spans[:1] + spans[2:]
         if spans:
             break
 

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self.review_panel.jump.connect(self.jump_to_review)
         self.search_panel.jump.connect(self.jump_to_hit)
         self.review_bar.review_requested.connect(s.set_review)
+        self.review_bar.next_requested.connect(self._next_unreviewed)
         self.center.view_requested.connect(lambda view: s.follow_view(view.scope))
         self.center.node_selected.connect(s.pick)
         self.center.node_selected.connect(self.nodes.graph_node_selected)
@@ -294,6 +295,11 @@ class MainWindow(QMainWindow):
         if hit.kind in NODE_KINDS and hit.scope is not None and hit.path:  # name, op, stack trace, metadata
             self.show_node(hit.scope, hit.path, hit.where)
             self.nodes.reveal(hit.scope, hit.path, self.search_panel.owner(hit))
+
+    def _next_unreviewed(self) -> None:
+        target = self.session.target
+        if not self.review_panel.jump_next(target.item.key if target is not None else None):
+            self.statusBar().showMessage("No unreviewed item left in the Review list", 4000)
 
     def jump_to_review(self, item: ReviewItem) -> None:
         """Show the body of a Review list item (its row selected in the tree) and target the item itself."""

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -32,6 +33,7 @@ from inspector.gui.widgets import ElidedLabel, LineEdit
 
 STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999"}
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
+NEXT_SHORTCUT = "Ctrl+N"  # the next unreviewed item of the Review list
 ITEM, STATUS, NOTE = 0, 1, 2  # the Review panel's columns
 
 
@@ -76,9 +78,11 @@ class ReviewItem:
 
 
 class ReviewBar(QWidget):
-    """Marks the current target ok / suspicious / wrong with a note, by mouse or Ctrl+1/2/3 (Ctrl+0 resets)."""
+    """Marks the current target ok / suspicious / wrong with a note, by mouse or Ctrl+1/2/3 (Ctrl+0 resets); Next
+    (Ctrl+N) asks for the next unreviewed item, so that a review goes through the list from the keyboard."""
 
     review_requested = Signal(str, str)  # status, note
+    next_requested = Signal()
 
     def __init__(self) -> None:
         super().__init__()
@@ -96,12 +100,23 @@ class ReviewBar(QWidget):
             sc.activated.connect(lambda s=status: self.request(s))
             self.buttons[status] = b
             row.addWidget(b)
+        # on the target's line, as small as a link: a fifth button in the row widened the panel's least width, and
+        # at 1024 px the graph gave up the room
+        self.next = QToolButton()
+        self.next.setText("Next ▸")
+        self.next.setAutoRaise(True)
+        self.next.setToolTip(tooltip(f"Show the next unreviewed item of the Review list ({NEXT_SHORTCUT})"))
+        self.next.clicked.connect(self.next_requested)
+        next_key = QShortcut(QKeySequence(NEXT_SHORTCUT), self)
+        next_key.setContext(Qt.ShortcutContext.WindowShortcut)
+        next_key.activated.connect(self.next_requested)
         self.note.returnPressed.connect(lambda: self.request(self._current or "ok"))
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
         top.addWidget(self.target, 1)
         top.addWidget(self.status)
+        top.addWidget(self.next)
         lay.addLayout(top)
         lay.addLayout(row)
         lay.addWidget(self.note)
@@ -178,6 +193,28 @@ class ReviewPanel(QWidget):
         self._texts: dict[int, str] = {}  # id of an item of ``_items`` -> what the filter reads of it (``_text``)
         self._calls: frozenset[int] = frozenset()  # ids of the calls the filter keeps in the Functions tree
         self._kept_bodies: dict[int, bool] = {}  # id of a body -> whether one of its calls is in ``_calls``
+        self._target: ReviewKey | None = None  # the item the review bar marks: its row is the current one
+
+    def show_target(self, key: ReviewKey | None) -> None:
+        """Make the row of the item the review bar marks the current one (none where it is not listed), without a
+        jump: the list shows where Ctrl+N goes on from."""
+        self._target = key
+        row = next((r for r in self._rows() if r.data(0, Qt.ItemDataRole.UserRole).key == key), None) if key else None
+        if row is None:
+            self.tree.setCurrentIndex(QModelIndex())
+            self.tree.clearSelection()
+        else:
+            self.tree.setCurrentItem(row)
+            self.tree.scrollToItem(row)
+
+    def _rows(self) -> list[QTreeWidgetItem]:
+        """Every item's row (the rows under the families' rows)."""
+        tree, out = self.tree, []
+        for k in range(tree.topLevelItemCount()):
+            family = tree.topLevelItem(k)
+            if family is not None:
+                out += [row for j in range(family.childCount()) if (row := family.child(j)) is not None]
+        return out
 
     def set_filter(self, text: str, calls: frozenset[int] = frozenset()) -> None:
         """List only the items that ``text`` matches (all when it is blank); ``calls``: the ids of the calls the
@@ -251,6 +288,19 @@ class ReviewPanel(QWidget):
             parent.addChild(row)
         self.tree.expandAll()
         self.tree.setColumnHidden(NOTE, not any(r.note for _i, r in self._items))
+        self.show_target(self._target)
+
+    def jump_next(self, after: ReviewKey | None) -> bool:
+        """Jump to the first unreviewed item the list keeps (its filter) after the item ``after`` (the review target)
+        in the list's order, wrapping round; from the top without one. False when none is left."""
+        items = self._items
+        start = next((k + 1 for k, (item, _r) in enumerate(items) if item.key == after), 0) if after else 0
+        for k in range(len(items)):
+            item, review = items[(start + k) % len(items)]
+            if review.status == "unreviewed" and item.key != after and self._matches(item, review):
+                self.jump.emit(item)
+                return True
+        return False
 
     def _activated(self, row: QTreeWidgetItem, _column: int) -> None:
         item = row.data(0, Qt.ItemDataRole.UserRole)

@@ -79,6 +79,8 @@ class Trees(QWidget):
         session.model_loaded.connect(self._set_index)
         session.moved.connect(self.follow)
         session.reviews_changed.connect(self._reviews_changed)
+        session.target_changed.connect(lambda: self.review_panel.show_target(
+            session.target.item.key if session.target is not None else None))
 
     def _set_index(self, index: ModelIndex) -> None:
         """Forget the previous model's filter, search and selection, then show ``index``'s rows."""

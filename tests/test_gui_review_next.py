@@ -1,0 +1,63 @@
+"""A review goes through the list from the keyboard: Ctrl+N shows the next unreviewed item of the Review list (after
+the one the review bar marks, in the list's order, within its filter), Ctrl+1 marks it; at the end the status bar says
+none is left. GPT-2 from the zoo (torch 2.13): every item ends up ok in the sidecar beside the copy, each once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt
+
+from inspector.core.util.paths import sidecar_path
+from tests.conftest import open_copy
+
+CTRL = Qt.KeyboardModifier.ControlModifier
+
+
+def _next(qtbot: Any, window: Any) -> Any:
+    """Ctrl+N, as a user presses it; the item the review bar then marks."""
+    before = window.session.target
+    qtbot.keyClick(window, Qt.Key.Key_N, CTRL)
+    qtbot.waitUntil(lambda: window.session.target is not None and window.session.target is not before,
+                    timeout=30000)
+    return window.session.target.item
+
+
+def test_ctrl_n_goes_through_the_unreviewed_items_in_the_lists_order(qtbot, window, tmp_path: Path):
+    model = open_copy(qtbot, window, tmp_path, "gpt2")
+    session = window.session
+    order = [item.key for item, review in session.review_list if review.status == "unreviewed"]
+    assert len(order) == len(session.review_list) == 47
+    assert "(Ctrl+N)" in window.review_bar.next.toolTip()
+    # nothing marked yet: the list's first item, then (marked ok) the one after it; the list's current row is the
+    # item the review bar marks, so it shows where Ctrl+N goes on from
+    assert _next(qtbot, window).key == order[0]
+    assert window.review_panel.tree.currentItem().data(0, Qt.ItemDataRole.UserRole).key == order[0]
+    qtbot.keyClick(window, Qt.Key.Key_1, CTRL)
+    assert _next(qtbot, window).key == order[1]
+    # within the filter: the first unreviewed item of the family typed
+    window.filter_box.set_now("tanh")
+    tanh = [k for k in order if k.family == "aten::tanh"]
+    assert tanh and _next(qtbot, window).key == tanh[0]
+    window.filter_box.set_now("")
+    # to the end: each item marked once, in order after the tanh item, wrapping round to those before it
+    marked = [order[0]]
+    while True:
+        qtbot.keyClick(window, Qt.Key.Key_1, CTRL)
+        marked.append(session.target.item.key)
+        before = session.target
+        qtbot.keyClick(window, Qt.Key.Key_N, CTRL)
+        if session.target is before:  # (none left: the target stays)
+            break
+        qtbot.waitUntil(lambda b=before: session.target is not None and session.target is not b, timeout=30000)
+    assert window.statusBar().currentMessage() == "No unreviewed item left in the Review list"
+    start = order.index(tanh[0])
+    assert marked[1:] == [*order[start:], *order[1:start]] and sorted(map(str, marked)) == sorted(map(str, order))
+    saved = json.loads(sidecar_path(model).read_text())["reviews"]
+    assert len(saved) == 47 and {r["status"] for r in saved.values()} == {"ok"}
