@@ -160,6 +160,12 @@ def test_a_call_row_keeps_its_layer_and_its_fx_name() -> None:
         "…attn…ddmm", "…h.0…mlp…2", "…h.1…dmm_6"]
     assert [distinct_elide(t, p, fits(18), end=e) for t, p, e in zip(addmm, points, ends, strict=True)] == [
         "…h.0…attn… › addmm", "…h.0…mlp…› addmm_2", "…h.1…_fc › addmm_6"]
+    # calls of one module (a filter for "layers.3.self" keeps two of an overload): the room goes to the end, the FX
+    # name and its module, not to the start they share ("model.layers.3.self_at…68")
+    adds = ["model.layers.3.self_attn › add_68", "model.layers.3.self_attn › add_69"]
+    points, ends = shared(adds), unique_ends(adds)
+    assert [distinct_elide(t, p, fits(24), end=e) for t, p, e in zip(adds, points, ends, strict=True)] == [
+        "…rs.3.self_attn › add_68", "…rs.3.self_attn › add_69"]
 
 
 def test_a_guess_of_the_width_changes_how_often_it_is_measured_not_the_result() -> None:

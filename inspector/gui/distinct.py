@@ -146,6 +146,10 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
     if fits(text):
         return text
     at = [min(p, len(text) - 1) for p in points if text]
+    # a point whose component ends the text (``add_68`` against ``add_69``) is kept as the end is: the room left goes
+    # to the rest of the end before the start (``…self_attn › add_68``, not ``model.layers.3.self_at…68``)
+    last = min((a for p in at for a, b in [_component(text, p)] if b >= len(text)), default=len(text))
+    end = max(end, len(text) - last) if fits(_join(text, [], 0, max(end, len(text) - last))) else end
     if end and not fits(_join(text, [], 0, end)):
         end = 0  # (too narrow for the end that tells it apart: the points alone, as far as they fit)
     spans: list[tuple[int, int]] = []
