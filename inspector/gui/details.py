@@ -155,7 +155,7 @@ def _module(index: ModelIndex, m: ModuleNode, module_total: Callable[[ModuleNode
     rows: list[tuple[str, Any]] = [("Class", m.class_name or "-")]
     if m.children:  # (a Swin's encoder read "Aten calls 0" beside "Nodes (with submodules) 87": its calls are its
         # layers'; counted off the GUI thread, as the nodes are)
-        with_submodules = module_calls(m) if module_calls is not None else sum(len(x.calls) for x in m.subtree())
+        with_submodules = module_calls(m) if module_calls is not None else m.total_calls()
         rows += [("Aten calls (with submodules)", f"{with_submodules:,}"),
                  ("Its own aten calls", f"{len(m.calls):,}")]
     else:

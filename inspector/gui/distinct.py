@@ -139,22 +139,23 @@ def distinct_elide(text: str, points: Sequence[int], fits: Callable[[str], bool]
     differs from each (``shared``). The path component at each point is kept (in a narrow column only the
     characters around it; the earliest dropped first when they do not all fit, one at the start last: a search
     hit's kind), then as much of the end (the FX or op name) and of the start as fits: ``module…0.mlp.fc1``,
-    ``…layers.1…attn › linear_1``. ``end``: how much of
-    its end no sibling shares (``unique_ends``), kept before any point, so that a narrow column still tells rows
-    apart by their ends (``…h.0…c_fc › addmm_2``, not ``…mlp…fc…``). ``guess``, a cheap estimate of ``fits``
-    (character widths added up), only says where to look first: the result is ``fits``' own."""
+    ``…layers.1…attn › linear_1``. ``end``: how much of its end no sibling shares (``unique_ends``), kept before any
+    point, so that a narrow column still tells rows apart by their ends (``…h.0…c_fc › addmm_2``, not ``…mlp…fc…``).
+    ``guess``, a cheap estimate of ``fits`` (character widths added up), only says where to look first: the result
+    is ``fits``' own."""
     if fits(text):
         return text
     at = [min(p, len(text) - 1) for p in points if text]
+    components = [(p, *_component(text, p)) for p in at]
     # a point whose component ends the text (``add_68`` against ``add_69``) is kept as the end is: the room left goes
     # to the rest of the end before the start (``…self_attn › add_68``, not ``model.layers.3.self_at…68``)
-    last = min((a for p in at for a, b in [_component(text, p)] if b >= len(text)), default=len(text))
+    last = min((a for _p, a, b in components if b >= len(text)), default=len(text))
     end = max(end, len(text) - last) if fits(_join(text, [], 0, max(end, len(text) - last))) else end
     if end and not fits(_join(text, [], 0, end)):
         end = 0  # (too narrow for the end that tells it apart: the points alone, as far as they fit)
     spans: list[tuple[int, int]] = []
     for narrow in (False, True):  # whole components, else two characters either side of each point
-        spans = [(max(a, p - 2), min(b, p + 2)) if narrow else (a, b) for p in at for a, b in [_component(text, p)]]
+        spans = [(max(a, p - 2), min(b, p + 2)) if narrow else (a, b) for p, a, b in components]
         spans = [(a, b) for a, b in spans if a < len(text) - end]  # (a point inside the kept end is kept with it)
         while spans and not fits(_join(text, spans, 0, end)):
             spans = spans[1:] if spans[0][0] > 0 or len(spans) == 1 else spans[:1] + spans[2:]

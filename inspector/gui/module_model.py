@@ -55,7 +55,7 @@ class ModuleModel(QAbstractItemModel):
         """Aten calls of ``node`` and its submodules."""
         total = self._calls.get(id(node))
         if total is None:
-            total = self._calls[id(node)] = sum(len(m.calls) for m in node.subtree())
+            total = self._calls[id(node)] = node.total_calls()
         return total
 
     def total(self, node: ModuleNode) -> int:

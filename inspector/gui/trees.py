@@ -220,7 +220,7 @@ class Trees(QWidget):
     def module_calls(self, node: ModuleNode) -> int:
         """Aten calls of a module and its submodules, as counted off the GUI thread."""
         model = self.module_view.model()
-        return model.calls(node) if isinstance(model, ModuleModel) else sum(len(m.calls) for m in node.subtree())
+        return model.calls(node) if isinstance(model, ModuleModel) else node.total_calls()
 
     def _family_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if self.filter_box.filtering or self._following or self.family_view.focusing:  # rows came and went, the tree

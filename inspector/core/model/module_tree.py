@@ -53,6 +53,10 @@ class ModuleNode:
             stack.extend(m.children.values())
         return out
 
+    def total_calls(self) -> int:
+        """Aten calls of this module and of every module under it."""
+        return sum(len(m.calls) for m in self.subtree())
+
     def total_nodes(self) -> int:
         total = 0
         stack: list[ModuleNode] = [self]
