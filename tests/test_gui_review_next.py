@@ -30,6 +30,8 @@ def _next(qtbot: Any, window: Any) -> Any:
 
 
 def test_ctrl_n_goes_through_the_unreviewed_items_in_the_lists_order(qtbot, window, tmp_path: Path):
+    qtbot.keyClick(window, Qt.Key.Key_N, CTRL)  # (no model yet)
+    assert window.statusBar().currentMessage() == "Open a model to review it"
     model = open_copy(qtbot, window, tmp_path, "gpt2")
     session = window.session
     order = [item.key for item, review in session.review_list if review.status == "unreviewed"]
@@ -45,9 +47,14 @@ def test_ctrl_n_goes_through_the_unreviewed_items_in_the_lists_order(qtbot, wind
     window.filter_box.set_now("tanh")
     tanh = [k for k in order if k.family == "aten::tanh"]
     assert tanh and _next(qtbot, window).key == tanh[0]
+    window.review_bar.buttons["ok"].click()
+    if len(tanh) == 1:  # (every item the filter keeps is reviewed: said so, not "none left")
+        qtbot.keyClick(window, Qt.Key.Key_N, CTRL)
+        assert window.statusBar().currentMessage() == "No unreviewed item matches the filter"
     window.filter_box.set_now("")
     # to the end: each item marked once, in order after the tanh item, wrapping round to those before it
-    marked = [order[0]]
+    marked = [order[0], tanh[0]]
+    _next(qtbot, window)
     while True:
         qtbot.keyClick(window, Qt.Key.Key_1, CTRL)
         marked.append(session.target.item.key)
@@ -59,5 +66,19 @@ def test_ctrl_n_goes_through_the_unreviewed_items_in_the_lists_order(qtbot, wind
     assert window.statusBar().currentMessage() == "No unreviewed item left in the Review list"
     start = order.index(tanh[0])
     assert marked[1:] == [*order[start:], *order[1:start]] and sorted(map(str, marked)) == sorted(map(str, order))
+    assert len(tanh) == 1
     saved = json.loads(sidecar_path(model).read_text())["reviews"]
     assert len(saved) == 47 and {r["status"] for r in saved.values()} == {"ok"}
+
+
+def test_ctrl_n_before_the_list_is_made_says_so(qtbot, window, tmp_path: Path):
+    """A 100k-node export's Review list is made for seconds after it opens: until then Ctrl+N says the list is not
+    made yet, not that no item is left."""
+    open_copy(qtbot, window, tmp_path, "gpt2")
+    panel, items = window.review_panel, window.session.review_list
+    panel.set_items([], listed=False)
+    assert panel.jump_next(None) == "The Review list is not made yet: try again in a moment"
+    panel.set_items(items, listed=True)
+    with qtbot.waitSignal(panel.jump, timeout=1000) as jumped:
+        assert panel.jump_next(None) == ""
+    assert jumped.args[0].key == items[0][0].key

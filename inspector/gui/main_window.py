@@ -298,8 +298,9 @@ class MainWindow(QMainWindow):
 
     def _next_unreviewed(self) -> None:
         target = self.session.target
-        if not self.review_panel.jump_next(target.item.key if target is not None else None):
-            self.statusBar().showMessage("No unreviewed item left in the Review list", 4000)
+        missing = self.review_panel.jump_next(target.item.key if target is not None else None)
+        if missing:
+            self.statusBar().showMessage(missing if self.index is not None else "Open a model to review it", 4000)
 
     def jump_to_review(self, item: ReviewItem) -> None:
         """Show the body of a Review list item (its row selected in the tree) and target the item itself."""

@@ -194,6 +194,7 @@ class ReviewPanel(QWidget):
         self._calls: frozenset[int] = frozenset()  # ids of the calls the filter keeps in the Functions tree
         self._kept_bodies: dict[int, bool] = {}  # id of a body -> whether one of its calls is in ``_calls``
         self._target: ReviewKey | None = None  # the item the review bar marks: its row is the current one
+        self._listed = False  # ``_items`` are the model's whole list
 
     def show_target(self, key: ReviewKey | None) -> None:
         """Make the row of the item the review bar marks the current one (none where it is not listed), without a
@@ -251,8 +252,9 @@ class ReviewPanel(QWidget):
             text = self._texts[id(item)] = "\n".join([item.family.family.label, item.label, *names]).casefold()
         return text
 
-    def set_items(self, items: list[tuple[ReviewItem, Review]]) -> None:
-        self._items = items
+    def set_items(self, items: list[tuple[ReviewItem, Review]], listed: bool = True) -> None:
+        """The model's reviewable items; ``listed``: they are all of them (False while the list is being made)."""
+        self._items, self._listed = items, listed
         self._texts = {}
         self._refill()
 
@@ -290,17 +292,20 @@ class ReviewPanel(QWidget):
         self.tree.setColumnHidden(NOTE, not any(r.note for _i, r in self._items))
         self.show_target(self._target)
 
-    def jump_next(self, after: ReviewKey | None) -> bool:
+    def jump_next(self, after: ReviewKey | None) -> str:
         """Jump to the first unreviewed item the list keeps (its filter) after the item ``after`` (the review target)
-        in the list's order, wrapping round; from the top without one. False when none is left."""
+        in the list's order, wrapping round; from the top without one. "" when it jumped, else why it did not (a 100k
+        export's list is made for seconds after it opens: "none left" then would be wrong)."""
         items = self._items
         start = next((k + 1 for k, (item, _r) in enumerate(items) if item.key == after), 0) if after else 0
         for k in range(len(items)):
             item, review = items[(start + k) % len(items)]
             if review.status == "unreviewed" and item.key != after and self._matches(item, review):
                 self.jump.emit(item)
-                return True
-        return False
+                return ""
+        if not self._listed:
+            return "The Review list is not made yet: try again in a moment"
+        return "No unreviewed item matches the filter" if self._filter else "No unreviewed item left in the Review list"
 
     def _activated(self, row: QTreeWidgetItem, _column: int) -> None:
         item = row.data(0, Qt.ItemDataRole.UserRole)

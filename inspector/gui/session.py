@@ -150,6 +150,7 @@ class Session(QObject):
         self.totals: dict[int, int] | None = None  # nodes per module, for the modules tree
         self.call_totals: dict[int, int] | None = None  # aten calls per module, with its submodules
         self.review_list: list[tuple[ReviewItem, Review]] = []
+        self.listed = False  # ``review_list`` is the model's whole list (made off the GUI thread after it opens)
         self.badges: dict[int, tuple[int, int]] = {}
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
         self._token = 0  # bumped per request: the result of an older one is dropped
@@ -199,7 +200,7 @@ class Session(QObject):
         self.tree = self.totals = self.call_totals = None
         self.review_error = ""
         self.review_list, self.badges = [], {}
-        self.listing_pending = False
+        self.listed = self.listing_pending = False
         self._clear_shown()
         self.selection_changed.emit(None)
         self.target_changed.emit()
@@ -361,6 +362,7 @@ class Session(QObject):
             if analyses is not self.analyses:
                 return
             self.review_list, self.badges = result
+            self.listed = True
             self.reviews_changed.emit()
             self.reviews_listed.emit(len(self.review_list))
 

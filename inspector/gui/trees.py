@@ -168,7 +168,7 @@ class Trees(QWidget):
                 self.module_view.expand(row)
 
     def _reviews_changed(self) -> None:
-        self.review_panel.set_items(self.session.review_list)
+        self.review_panel.set_items(self.session.review_list, self.session.listed)
         self.families.set_badges(self.session.badges)
         self._fit_review()
 
