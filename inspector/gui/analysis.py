@@ -72,6 +72,16 @@ class Selection:
     # the selected aten call's own body, by its own names (the analysis's body is its first call's: the same nodes,
     # constants and slots, read from another place of the graph); None: the analysis's is shown
     own_body: Body | None = None
+    # every body of the call's target where it has several, in the family's order: (its first call, its calls, its
+    # nodes); the one shown among them is ``analysis``'s (Qwen2's linear: 6 calls with a bias, 9 without)
+    bodies: tuple[tuple[AtenCall, int, int], ...] = ()
+
+
+def _bodies_of(analysis: FamilyAnalysis, target: str) -> tuple[tuple[AtenCall, int, int], ...]:
+    """``Selection.bodies``: the bodies of ``target``'s calls where there are several, else none."""
+    found = [(first, len(b.members), len(b.body.nodes)) for b in analysis.bodies if b.members
+             and isinstance(first := b.members[0], AtenCall) and first.target == target]
+    return tuple(found) if len(found) > 1 else ()
 
 
 class Preempted(Exception):  # not an error: a background job's turn ended
@@ -176,7 +186,7 @@ class Analyses:
             return Selection(f"{obj.target}  ({obj.name})", body, call_signature(obj), note, obj.target, same,
                              _lone(analysis, body), _lowering(obj.target), tuple(obj.rule_names),
                              obj.place, obj.recognised, obj.candidates,
-                             obj.ruled_out, self._own_body(obj, body))
+                             obj.ruled_out, self._own_body(obj, body), _bodies_of(analysis, obj.target))
         return None
 
     def _own_body(self, call: AtenCall, body: BodyAnalysis) -> Body | None:

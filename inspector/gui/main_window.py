@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
         self.nodes = NodeView(session, self.details, self.right, self.center, self.left.module_total,
                               self.left.module_calls)
         self.bodies = BodyView(session, self.signature, self.right, self.center)
+        self.signature.call_requested.connect(self.select_in_tree)  # (another body of the target: its first call)
         self.family_compare = FamilyCompare(session, self.family_view, self)
         self._compare_windows: list[CompareWindow] = []  # kept referenced while open
         self._opening = Path()

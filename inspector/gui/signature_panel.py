@@ -41,6 +41,7 @@ class SignaturePanel(QWidget):
     """Shows one body: an aten call, an aten overload's body, or a function overload (folded or not)."""
 
     value_clicked = Signal(object)  # SpecialisedValue
+    call_requested = Signal(object)  # AtenCall: the first call of another body of the target shown
 
     def __init__(self) -> None:
         super().__init__()
@@ -85,6 +86,7 @@ class SignaturePanel(QWidget):
         parts = [tag("h3", sel.title)]
         if sel.family_note:
             parts.append(tag("p", sel.family_note))
+        parts.append(_bodies(sel))
         parts.append(_recognised(sel))
         parts.append(_lowering(sel))
         if sel.signature is not None:
@@ -227,6 +229,9 @@ class SignaturePanel(QWidget):
             self.show_left_out(not self._left_out_open)
         elif text.startswith("spec:") and text[5:].isdigit() and int(text[5:]) < len(self._specs):
             self.value_clicked.emit(self._specs[int(text[5:])])
+        elif text.startswith("body:") and text[5:].isdigit() and self._shown is not None \
+                and int(text[5:]) < len(self._shown.bodies):
+            self.call_requested.emit(self._shown.bodies[int(text[5:])][0])
 
     def _hover(self, url: QUrl) -> None:
         text = url.toString()
@@ -261,6 +266,21 @@ def _candidate_lowering(target: str) -> Rich:
         return rich(f"{target} → ", tag("i", "no torchlib function in the catalogue"))
     kind = "trace_only" if entry.trace_only else "script"
     return rich(f"{target} → torchlib ", tag("code", entry.function), f", {kind}")
+
+
+def _bodies(sel: Selection) -> Rich:
+    """The target's bodies where it has several, the one shown in bold and each other a link to its first call:
+    ``Its bodies: 6 calls, 2 nodes · 9 calls, 1 node`` (the family's note counted them, and the tree was the only way
+    to the other one)."""
+    if not sel.bodies:
+        return Rich()
+    shown = sel.analysis.members[0] if sel.analysis.members else None
+    items = []
+    for k, (first, calls, nodes) in enumerate(sel.bodies):
+        text = f"{plural(calls, 'call')}, {plural(nodes, 'node')}"
+        items.append(tag("b", text) if first is shown else tag("a", text, href=f"body:{k}"))
+    return tag("p", tag("small", f"Bodies of {sel.target}: ", *(rich(" · " if k else "", item)
+                                                                 for k, item in enumerate(items))))
 
 
 def _recognised(sel: Selection) -> Rich:
