@@ -228,3 +228,31 @@ def test_reviews_without_a_recorded_value_still_flag_the_change(tmp_path, capsys
     assert all(i["reviewed_value"] is None and i["changes"] == [] for i in failing)
     code, out, _err = _run(capsys, str(b), "--reviews", str(store.path))
     assert "was (not recorded) when reviewed ok" in out
+
+
+def test_the_worst_failing_items_come_first(tmp_path, capsys):
+    """A reviewer marks GPT-2's last review item wrong and another one suspicious, and leaves the rest: the text and
+    the GitHub annotations list the wrong one, then the suspicious one, then the unreviewed ones in the families'
+    order; the JSON keeps every item in the families' order. The other bodies of the view the reviewer marked wrong
+    are unreviewed, as the app lists them: a sibling body is no earlier version of it (they were "changed since
+    review")."""
+    model = _copy(tmp_path, "gpt2")
+    items = [(k, o) for a in Specialiser(open_index(model)).analyse_all() for k, o in review_keys(a)]
+    store = ReviewStore(model)
+    (last, last_obj), (middle, middle_obj) = items[-1], items[len(items) // 2]
+    store.set(last, "wrong", "not what torch computes", reviewed_value(last_obj))
+    store.set(middle, "suspicious", "", reviewed_value(middle_obj))
+    code, out, _err = _run(capsys, str(model), "--format", "json")
+    statuses = [i["status"] for i in json.loads(out)["items"]]
+    assert statuses[-1] == "wrong" and statuses[len(items) // 2] == "suspicious" and "changed" not in statuses
+    assert len(statuses) == len(items) and statuses.count("unreviewed") == len(items) - 2 - statuses.count(
+        "not_review_worthy")
+    code, out, _err = _run(capsys, str(model))
+    lines = [line.strip() for line in out.splitlines() if line.startswith("  ")]
+    assert code == 1 and lines[0].startswith(f"reviewed wrong: {last.family}:")
+    assert "not what torch computes" in lines[0]
+    assert lines[1].startswith(f"reviewed suspicious: {middle.family}:")
+    assert len(lines) == 2 + statuses.count("unreviewed") and all(line.startswith("unreviewed:") for line in lines[2:])
+    code, out, _err = _run(capsys, str(model), "--format", "github")
+    annotations = [line for line in out.splitlines() if line.startswith("::error")]
+    assert "title=reviewed wrong" in annotations[0] and "title=reviewed suspicious" in annotations[1]
