@@ -18,8 +18,8 @@ The items are exactly those the app's Review panel and the report list: ``review
 When several earlier bodies of one template were reviewed (two attention layers with different head counts),
 a body is compared with the one whose recorded values agree with it in the most slots (then the latest). An earlier
 body is one the model no longer has: a sibling body of the same template in this model (Swin's 16 view bodies) is
-no earlier version of another, and its review never stands for theirs (one reviewed view body made the 15 others
-"changed since review" in `check` while the app listed them unreviewed).
+no earlier version of another, and its review never stands for theirs (one value of one of them reviewed ok made
+10 items of the others "changed since review" in `check`, while the app listed them unreviewed).
 
 The check passes when no item is ``unreviewed``, ``suspicious``, ``wrong`` or ``changed``. Each pass is linear
 in the items and the reviews (the reviews are indexed once).
