@@ -31,7 +31,9 @@ from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
-STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999"}
+STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999",
+                  "changed": "#8e44ad"}  # (changed since reviewed on an earlier body: ``reviewing.carried_reviews``)
+OPEN = ("unreviewed", "changed")  # left to review (``reviewing.OPEN``, which imports this module)
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
 NEXT_SHORTCUT = "Ctrl+N"  # the next unreviewed item of the Review list
 ITEM, STATUS, NOTE = 0, 1, 2  # the Review panel's columns
@@ -137,11 +139,13 @@ class ReviewBar(QWidget):
         self.target.set_full_text(label or why or "Select an overload or click a highlighted value to review it",
                                   Qt.TextElideMode.ElideRight if value or label is None else
                                   Qt.TextElideMode.ElideMiddle)
-        self._current = review.status if review else None
+        own = review is not None and review.status in SHORTCUTS  # (not "changed": carried over, no status to save)
+        self._current = review.status if review is not None and own else None
         self.status.setText(review.status if review else "")
+        self.status.setToolTip(tooltip(review.note) if review is not None and not own and review.note else "")
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"
                                   if review else "")
-        self.note.setText(review.note if review else "")
+        self.note.setText(review.note if review is not None and own else "")
 
     def request(self, status: str) -> None:
         if self.note.isEnabled():
@@ -265,15 +269,17 @@ class ReviewPanel(QWidget):
         self._kept_bodies = {}
         self.tree.clear()
         open_count = sum(1 for _i, r in self._items if r.status == "unreviewed")
+        changed = sum(1 for _i, r in self._items if r.status == "changed")
         matching = [(i, r) for i, r in self._items if self._matches(i, r)]
-        summary = f"{open_count} of {len(self._items)} unreviewed"
+        summary = f"{open_count} of {len(self._items)} unreviewed" + (f" · {changed} changed" if changed else "")
         if self._filter:  # (what the filter keeps, whether "Only unreviewed" shows it or not)
-            summary += f" · filter: {len(matching)} ({sum(1 for _i, r in matching if r.status == 'unreviewed')} " \
-                       "unreviewed)"
+            kept = [r.status for _i, r in matching]
+            summary += f" · filter: {len(matching)} ({kept.count('unreviewed')} unreviewed" + (
+                f", {kept.count('changed')} changed)" if "changed" in kept else ")")
         self.summary.setText(summary)
         families: dict[str, QTreeWidgetItem] = {}
         for item, review in matching:
-            if self.only_open.isChecked() and review.status != "unreviewed":
+            if self.only_open.isChecked() and review.status not in OPEN:
                 continue
             fam_label = item.family.family.label
             parent = families.get(fam_label)
@@ -300,7 +306,7 @@ class ReviewPanel(QWidget):
         start = next((k + 1 for k, (item, _r) in enumerate(items) if item.key == after), 0) if after else 0
         for k in range(len(items)):
             item, review = items[(start + k) % len(items)]
-            if review.status == "unreviewed" and item.key != after and self._matches(item, review):
+            if review.status in OPEN and item.key != after and self._matches(item, review):
                 self.jump.emit(item)
                 return ""
         if not self._listed:

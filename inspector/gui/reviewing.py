@@ -1,6 +1,11 @@
 """Reviews of one model as plain data for the session (``gui.session``): every reviewable item with its review
 (the Review panel's list), per-overload badge counts (the functions tree), and the review target, bound to the
-model and sidecar store it was chosen in so that it can never write into another model's sidecar."""
+model and sidecar store it was chosen in so that it can never write into another model's sidecar.
+
+An item with no review of its own shows what ``check`` carries over to it from an earlier body (one the model no
+longer has: the same model re-exported over itself keeps its sidecar): the status of a review made on the same
+value, or ``changed`` where the value changed since. Without it the app listed as unreviewed what ``check`` passed,
+and said nothing of what ``check`` failed as changed since review."""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ from dataclasses import dataclass
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.review.store import Review, ReviewStore, review_keys
-from inspector.core.specialise.specialiser import BodyAnalysis, SpecialisedValue
+from inspector.core.review.check import CheckItem, check_model
+from inspector.core.review.store import Review, ReviewKey, ReviewStore, review_keys
+from inspector.core.specialise.categories import value_text
+from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, Preempted, Selection
-from inspector.gui.review_panel import ReviewItem
+from inspector.gui.review_panel import OPEN, ReviewItem
 from inspector.gui.worker import give_way
 
 Reviewable = BodyAnalysis | SpecialisedValue  # an overload's body, or one specialised value
@@ -58,9 +65,11 @@ def target_label(target: Target, sel: Selection) -> str:
 
 
 def review_items(analyses: Analyses, store: ReviewStore
-                 ) -> tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]]:
-    """Every reviewable item of every family with its review, and per-overload badge counts."""
+                 ) -> tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]], dict[ReviewKey, Review]]:
+    """Every reviewable item of every family with the review shown for it (``shown_review``), per-overload badge
+    counts, and the reviews carried over from earlier bodies (``carried_reviews``)."""
     items: list[tuple[ReviewItem, Review]] = []
+    family_analyses: list[FamilyAnalysis] = []
     for fam in analyses.index.families:
         while True:
             give_way()  # a background job: what the user clicks meanwhile goes first
@@ -69,9 +78,37 @@ def review_items(analyses: Analyses, store: ReviewStore
                 break
             except Preempted:  # a selection needed the analyses meanwhile: this family again, after it
                 continue
+        family_analyses.append(fa)
         for key, obj in review_keys(fa):
             items.append((ReviewItem(key, obj, fa), store.get(key)))  # type: ignore[arg-type]
-    return items, badges(items, analyses.index)
+    carried = carried_reviews(check_model(analyses.index, store, family_analyses).items)
+    items = [(item, shown_review(review, carried.get(item.key))) for item, review in items]
+    return items, badges(items, analyses.index), carried
+
+
+def carried_reviews(checked: list[CheckItem]) -> dict[ReviewKey, Review]:
+    """What ``check`` carried over to items with no review of their own, as reviews to show: the status of a review
+    of the same value on an earlier body, or ``changed`` with what it was. The earlier bodies are gone from the model,
+    so this does not change while it is reviewed."""
+    out: dict[ReviewKey, Review] = {}
+    for item in checked:
+        said = f": {item.note}" if item.note else ""
+        if item.basis == "same_value":
+            out[item.key] = Review(item.status, f"kept from an earlier body, same value{said}",
+                                   value=item.reviewed_value)
+        elif item.basis == "earlier_body" and item.status == "changed":
+            if item.key.kind == "value":
+                was = f"was {value_text(item.reviewed_value)} when reviewed {item.review_status}"
+            else:
+                was = f"body changed since reviewed {item.review_status}" + "".join(
+                    f"; {c.where}: {value_text(c.old)} → {value_text(c.new)}" for c in item.changes)
+            out[item.key] = Review("changed", was + said, value=item.reviewed_value)
+    return out
+
+
+def shown_review(own: Review, carried: Review | None) -> Review:
+    """The review the app shows for an item: its own, else the one carried over from an earlier body."""
+    return own if own.status != "unreviewed" or carried is None else carried
 
 
 def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> dict[int, tuple[int, int]]:
@@ -95,7 +132,7 @@ def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> 
             c = counts.setdefault(ov_id, [0, 0])  # type: ignore[arg-type]
             if item.key.kind == "value":
                 c[0] += 1
-            if review.status == "unreviewed":
+            if review.status in OPEN:
                 c[1] += 1
     return {k: (v[0], v[1]) for k, v in counts.items()}
 

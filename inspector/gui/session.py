@@ -28,14 +28,22 @@ from inspector.core.model.loader import load_model
 from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.model.walk import NodePath
-from inspector.core.review.store import Review, ReviewStore, reviewed_value
+from inspector.core.review.store import Review, ReviewKey, ReviewStore, reviewed_value
 from inspector.core.search import SearchIndex
 from inspector.core.util.errors import InspectorError
 from inspector.gui.analysis import Analyses, Selection, TreeObject, main_call_owners, same_scope, scope_of
 from inspector.gui.collector import release_model
 from inspector.gui.family_model import FamilyTree
 from inspector.gui.review_panel import ReviewItem
-from inspector.gui.reviewing import Reviewable, Target, badges, find_target, review_items, target_label
+from inspector.gui.reviewing import (
+    Reviewable,
+    Target,
+    badges,
+    find_target,
+    review_items,
+    shown_review,
+    target_label,
+)
 from inspector.gui.worker import Jobs, checkpoint
 from inspector.render.overview import module_call_totals, module_totals
 from inspector.render.scene import ATEN_CALL, FUNCTION_CALL, MODULE, OP, SceneNode
@@ -151,6 +159,7 @@ class Session(QObject):
         self.call_totals: dict[int, int] | None = None  # aten calls per module, with its submodules
         self.review_list: list[tuple[ReviewItem, Review]] = []
         self.listed = False  # ``review_list`` is the model's whole list (made off the GUI thread after it opens)
+        self.carried: dict[ReviewKey, Review] = {}  # reviews carried over from earlier bodies (``carried_reviews``)
         self.badges: dict[int, tuple[int, int]] = {}
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
         self._token = 0  # bumped per request: the result of an older one is dropped
@@ -199,7 +208,7 @@ class Session(QObject):
         self.values = self.search = None
         self.tree = self.totals = self.call_totals = None
         self.review_error = ""
-        self.review_list, self.badges = [], {}
+        self.review_list, self.badges, self.carried = [], {}, {}
         self.listed = self.listing_pending = False
         self._clear_shown()
         self.selection_changed.emit(None)
@@ -327,7 +336,11 @@ class Session(QObject):
         return target_label(self.target, self.selection)
 
     def target_review(self) -> Review | None:
-        return self.target.store.get(self.target.item.key) if self.target is not None else None
+        """The target's review as the Review list shows it (its own, else one carried over: ``shown_review``)."""
+        if self.target is None:
+            return None
+        key = self.target.item.key
+        return shown_review(self.target.store.get(key), self.carried.get(key))
 
     def set_review(self, status: str, note: str) -> None:
         """Record a review of the target and save the sidecar at once (atomically); a failure is reported."""
@@ -344,7 +357,7 @@ class Session(QObject):
             self.review_failed.emit(str(e))
             return
         review = store.get(item.key)
-        self.review_list = [(i, store.get(i.key)) for i, _r in self.review_list]
+        self.review_list = [(i, shown_review(store.get(i.key), self.carried.get(i.key))) for i, _r in self.review_list]
         self.badges = badges(self.review_list, self.index)
         self.target_changed.emit()
         self.reviews_changed.emit()
@@ -358,10 +371,11 @@ class Session(QObject):
         if analyses is None or store is None:
             return
 
-        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]]]) -> None:
+        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]],
+                               dict[ReviewKey, Review]]) -> None:
             if analyses is not self.analyses:
                 return
-            self.review_list, self.badges = result
+            self.review_list, self.badges, self.carried = result
             self.listed = True
             self.reviews_changed.emit()
             self.reviews_listed.emit(len(self.review_list))
