@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
@@ -63,6 +65,10 @@ def test_a_model_exported_again_over_itself_lists_what_check_says(qtbot, window,
     assert {row.text(1) for row in rows} == {"changed"} and len(rows) == 4
     value_row = next(r for r in rows if r.data(0, Qt.ItemDataRole.UserRole).key.kind == "value")
     assert value_row.text(2).startswith("was [0.") and "when reviewed ok: looked at it" in value_row.text(2)
+    # the value as the Signature tab writes it: sqrt of the new scale in float32's fewest digits (numpy's str), not the
+    # 8 digits of its repr (0.54772258)
+    scale = truth_b["pair"]["value"]
+    assert value_row.text(0).split("\n")[0].endswith(f" = {np.float32(math.sqrt(scale))!s}")
     with qtbot.waitSignal(window.selection_shown, timeout=30000):
         panel.tree.itemActivated.emit(value_row, 0)
     bar = window.review_bar

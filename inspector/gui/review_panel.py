@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import FunctionKey
 from inspector.core.review.store import Review, ReviewKey
-from inspector.core.specialise.categories import short_where
+from inspector.core.specialise.categories import short_where, value_text
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
@@ -67,15 +67,17 @@ class ReviewItem:
 
     @property
     def label(self) -> str:
+        """What the item is, whose (the review bar and the status line): a value as the Signature tab writes it
+        (``value_text``: ``0.5477226``; its repr read ``0.54772258`` beside it, a large tensor a dict)."""
         if isinstance(self.obj, SpecialisedValue):
-            return f"{short_where(self.obj)} = {self.obj.literal.value!r}  — {self.owner}"
+            return f"{short_where(self.obj)} = {value_text(self.obj.literal.value)}  — {self.owner}"
         return f"body of {self.owner}"
 
     @property
     def lines(self) -> str:
         """The label on two lines, as the Review panel shows it: what (and its value), then whose."""
         if isinstance(self.obj, SpecialisedValue):
-            return f"{short_where(self.obj)} = {self.obj.literal.value!r}\n{self.owner}"
+            return f"{short_where(self.obj)} = {value_text(self.obj.literal.value)}\n{self.owner}"
         return f"body of {self.owner}"
 
 
