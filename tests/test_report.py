@@ -174,7 +174,7 @@ def test_reviews_are_shown_and_the_sidecar_is_left_alone(tmp_path: Path):
     assert "should be <b>0132</b> & not 0231" in text  # shown as text ...
     assert "<b>0132</b>" not in html  # ... never as markup
     assert "checked against the torch code" in text
-    assert "Marked suspicious or wrong" in text
+    assert "Changed since reviewed, marked wrong or suspicious" in text
     md = render_markdown(report)
     assert "❌ wrong" in md and "✅ OK" in md and "should be &lt;b&gt;0132&lt;/b&gt; &amp; not 0231" in md
     data = _validate(render_json(report))
@@ -475,21 +475,3 @@ def test_an_unreadable_review_store_is_reported_not_raised(tmp_path: Path):
     assert not report.reviews.available and "cannot read review file" in (report.reviews.error or "")
     assert "The review file could not be read" in _text(render_html(report))
     assert sidecar_path(model).read_text() == '{"format": "something else"}'
-
-
-def test_a_review_of_changed_values_is_shown_as_previous(tmp_path: Path):
-    model = tmp_path / "m.onnx"
-    shutil.copyfile(FIXTURES / "dynamo_block.onnx", model)
-    index = open_index(model)
-    analysis = Specialiser(index).analyse(next(f for f in index.families if f.name == "scaled_dot_product_attention"))
-    key = next(k for k, _o in review_keys(analysis) if k.kind == "overload")
-    ReviewStore(model).set(key, "ok", "scale checked for 2 heads")
-    shutil.copyfile(FIXTURES / "dynamo_block_h4.onnx", model)  # re-exported with 4 heads: the values changed
-    report = build_report(open_index(model), ReviewStore(model), graphs=False)
-    sdpa = next(f for f in report.families if f.name == "scaled_dot_product_attention")
-    review = sdpa.bodies[0].review
-    assert review is not None and review.status == "unreviewed"
-    assert (review.previous_status, review.previous_note) == ("ok", "scale checked for 2 heads")
-    assert "reviewed ok before the values changed: scale checked for 2 heads" in _text(render_html(report))
-    body = next(f for f in _validate(render_json(report))["families"] if f["id"] == sdpa.id)["bodies"][0]
-    assert body["review"]["previous"] == {"status": "ok", "note": "scale checked for 2 heads"}

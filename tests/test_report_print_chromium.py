@@ -60,7 +60,8 @@ def test_chromium_prints_every_section_and_repeats_table_headers(paper: str, tmp
     for b in bodies:  # inside sections the screen shows closed
         assert b.fingerprint[:16] in everything, b.title  # ("fingerprint" itself is printed with an fi ligature)
     # the tables of flagged reviews and of families run over pages; each page they are on has their header
-    for header, start, end in [("statusfamilybodywhatnote", "Markedsuspiciousorwrong", "Findings(0)None."),
+    for header, start, end in [("statusfamilybodywhatnote", "Changedsincereviewed,markedwrongorsuspicious",
+                                "Findings(0)None."),
                                ("familykindoverloadscallsbodiesspecialisedreviews",
                                 "Families(32)familykind", "aten::_to_copy(atencall;")]:
         first = next(i for i, text in enumerate(pages) if start in text)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
-from inspector.core.review.check import CheckItem, check_model
+from inspector.core.review.carried import carried_reviews, shown_review
+from inspector.core.review.check import check_model
 from inspector.core.review.store import Review, ReviewKey, ReviewStore, review_keys
-from inspector.core.specialise.categories import value_text
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, Preempted, Selection
@@ -84,31 +84,6 @@ def review_items(analyses: Analyses, store: ReviewStore
     carried = carried_reviews(check_model(analyses.index, store, family_analyses).items)
     items = [(item, shown_review(review, carried.get(item.key))) for item, review in items]
     return items, badges(items, analyses.index), carried
-
-
-def carried_reviews(checked: list[CheckItem]) -> dict[ReviewKey, Review]:
-    """What ``check`` carried over to items with no review of their own, as reviews to show: the status of a review
-    of the same value on an earlier body, or ``changed`` with what it was. The earlier bodies are gone from the model,
-    so this does not change while it is reviewed."""
-    out: dict[ReviewKey, Review] = {}
-    for item in checked:
-        said = f": {item.note}" if item.note else ""
-        if item.basis == "same_value":
-            out[item.key] = Review(item.status, f"kept from an earlier body, same value{said}",
-                                   value=item.reviewed_value)
-        elif item.basis == "earlier_body" and item.status == "changed":
-            if item.key.kind == "value":
-                was = f"was {value_text(item.reviewed_value)} when reviewed {item.review_status}"
-            else:
-                was = f"body changed since reviewed {item.review_status}" + "".join(
-                    f"; {c.where}: {value_text(c.old)} → {value_text(c.new)}" for c in item.changes)
-            out[item.key] = Review("changed", was + said, value=item.reviewed_value)
-    return out
-
-
-def shown_review(own: Review, carried: Review | None) -> Review:
-    """The review the app shows for an item: its own, else the one carried over from an earlier body."""
-    return own if own.status != "unreviewed" or carried is None else carried
 
 
 def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> dict[int, tuple[int, int]]:

@@ -28,6 +28,7 @@ from inspector.core.model.loader import load_model
 from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.model.walk import NodePath
+from inspector.core.review.carried import shown_review
 from inspector.core.review.store import Review, ReviewKey, ReviewStore, reviewed_value
 from inspector.core.search import SearchIndex
 from inspector.core.util.errors import InspectorError
@@ -41,7 +42,6 @@ from inspector.gui.reviewing import (
     badges,
     find_target,
     review_items,
-    shown_review,
     target_label,
 )
 from inspector.gui.worker import Jobs, checkpoint

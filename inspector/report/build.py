@@ -49,6 +49,7 @@ from inspector.report.data import (
 
 if TYPE_CHECKING:
     from inspector.core.model.signature import CallSignature
+    from inspector.core.review.check import CheckItem
     from inspector.core.review.store import Review, ReviewKey, ReviewStore
     from inspector.core.specialise.bodytext import Line
     from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
@@ -117,21 +118,18 @@ def _reviews(store: ReviewStore | None) -> tuple[ReviewSummary, ReviewStore | No
 
 def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: list[str],
               scopes: dict[str, object]) -> tuple[list[FamilyInfo], int]:
-    out: list[FamilyInfo] = []
-    specialiser = None
-    detailed = 0
-    for k, fam in enumerate(index.families):
-        info = _family_info(f"f{k}", fam)
-        out.append(info)
-        if detailed >= lim.families:
-            continue
-        if specialiser is None:
-            from inspector.core.specialise.specialiser import Specialiser
+    out = [_family_info(f"f{k}", fam) for k, fam in enumerate(index.families)]
+    analyses: list[FamilyAnalysis] = []
+    if index.families and lim.families > 0:
+        from inspector.core.specialise.specialiser import Specialiser
 
-            specialiser = Specialiser(index)
-            specialiser.key_calls(index.families[: lim.families])  # the calls of the families detailed, in graph order
-        _detail(index, info, fam, specialiser.analyse(fam), store, lim, scopes)
-        detailed += 1
+        specialiser = Specialiser(index)
+        specialiser.key_calls(index.families[: lim.families])  # the calls of the families detailed, in graph order
+        analyses = [specialiser.analyse(fam) for fam in index.families[: lim.families]]
+    carried = _carried(index, store, analyses)
+    for info, fam, analysis in zip(out, index.families, analyses, strict=False):
+        _detail(index, info, fam, analysis, store, carried, lim, scopes)
+    detailed = len(analyses)
     omitted = len(out) - detailed
     if omitted:
         notes.append(f"{omitted} of {len(out)} families are listed without detail (the report shows the first "
@@ -174,8 +172,20 @@ def torchlib_info(target: str | None) -> TorchlibInfo | None:
     return TorchlibInfo(entry.target, entry.function, entry.trace_only, entry.source) if entry is not None else None
 
 
+def _carried(index: ModelIndex, store: ReviewStore | None, analyses: list[FamilyAnalysis]
+             ) -> dict[ReviewKey, CheckItem]:
+    """What ``check`` carries over from reviews of earlier bodies to the items of ``analyses``
+    (``core.review.carried``): the report shows each item as ``check`` and the app do."""
+    if store is None or not len(store) or not analyses:
+        return {}
+    from inspector.core.review.carried import carried_items
+    from inspector.core.review.check import check_model
+
+    return carried_items(check_model(index, store, analyses).items)
+
+
 def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAnalysis, store: ReviewStore | None,
-            lim: Limits, scopes: dict[str, object]) -> None:
+            carried: dict[ReviewKey, CheckItem], lim: Limits, scopes: dict[str, object]) -> None:
     from inspector.core.review.store import review_keys
 
     info.detailed = True
@@ -186,7 +196,7 @@ def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAn
     for key, obj in review_keys(analysis):
         keys[id(obj)] = key
         if store is not None:
-            r = _review_info(store, key)
+            r = _review_info(store, key, carried.get(key))
             reviewed[id(obj)] = r
             counts[r.status] = counts.get(r.status, 0) + 1
         else:
@@ -217,14 +227,17 @@ def _detail(index: ModelIndex, info: FamilyInfo, fam: Family, analysis: FamilyAn
     info.bodies_omitted = len(analysis.bodies) - len(info.bodies)
 
 
-def _review_info(store: ReviewStore, key: ReviewKey) -> ReviewInfo:
+def _review_info(store: ReviewStore, key: ReviewKey, carried: CheckItem | None) -> ReviewInfo:
+    """The item's own review, else what ``check`` carries over to it from an earlier body (``_carried``)."""
     r: Review = store.get(key)
-    info = ReviewInfo(r.status, r.note, r.updated)
-    if r.status == "unreviewed" and len(store):
-        previous = store.previous(key)
-        if previous:
-            info.previous_status, info.previous_note = previous[0][1].status, previous[0][1].note
-    return info
+    if r.status != "unreviewed" or carried is None:
+        return ReviewInfo(r.status, r.note, r.updated)
+    from inspector.core.review.carried import carried_review
+
+    shown = carried_review(carried)
+    return ReviewInfo(shown.status, previous_status=carried.review_status, previous_note=carried.note,
+                      previous_basis=carried.basis, previous_value=json_safe(carried.reviewed_value),
+                      carried=shown.note)
 
 
 def _body_info(index: ModelIndex, bid: str, fam: Family, body: BodyAnalysis, overloads: list[OverloadInfo],

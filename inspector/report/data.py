@@ -22,7 +22,9 @@ from inspector.core.model.index import ModelFacts
 from inspector.core.model.parameters import ParameterStats
 from inspector.core.specialise.categories import Category
 
-STATUSES = ("unreviewed", "ok", "suspicious", "wrong")
+# a review's statuses, and ``changed``: what ``check`` says of an item whose review was made on an earlier body and
+# whose values changed since (``core.review.carried``)
+STATUSES = ("unreviewed", "ok", "suspicious", "wrong", "changed")
 
 
 @dataclass(slots=True)
@@ -46,11 +48,18 @@ class Limits:
 
 @dataclass(slots=True)
 class ReviewInfo:
-    status: str  # one of STATUSES
-    note: str = ""
+    status: str  # one of STATUSES: the item's own review's, else what ``check`` carries over (below)
+    note: str = ""  # the item's own review's
     updated: str = ""
-    previous_status: str | None = None  # a review of an earlier body of this template (values changed since)
+    # where the item has no review of its own and ``check`` decides it by a review of an earlier body (one the model
+    # no longer has; ``core.review.carried``): that review's status and note, how it applies (``same_value``: the
+    # value is the one reviewed, so its status stands; ``earlier_body``: changed since), and the sentence the app
+    # shows for it ("was 0.5 when reviewed ok: …")
+    previous_status: str | None = None
     previous_note: str = ""
+    previous_basis: str = ""
+    previous_value: Any = None  # JSON-safe: the value that review recorded (a value item's)
+    carried: str = ""
 
 
 @dataclass(slots=True)
@@ -302,3 +311,21 @@ class Report:
     @property
     def title(self) -> str:
         return f"ONNX Inspector report: {self.model.file_name}"
+
+
+# what the report's Reviews section lists, the worst first as ``check`` lists failing items: changed since reviewed,
+# then marked wrong, then suspicious (an unreviewed item is counted, not listed)
+FLAGGED = ("changed", "wrong", "suspicious")
+
+
+def flagged_reviews(report: Report) -> list[tuple[FamilyInfo, BodyInfo, SpecialisedInfo | None, ReviewInfo]]:
+    """(family, body, specialised value or None for the overload, review) of each item whose status is in
+    ``FLAGGED``, in that order, then in the families' order."""
+    out: list[tuple[FamilyInfo, BodyInfo, SpecialisedInfo | None, ReviewInfo]] = []
+    for f in report.families:
+        for b in f.bodies:
+            if b.review is not None and b.review.status in FLAGGED:
+                out.append((f, b, None, b.review))
+            out += [(f, b, s, s.review) for s in b.specialised if s.review is not None and s.review.status in FLAGGED]
+    rank = {status: k for k, status in enumerate(FLAGGED)}
+    return sorted(out, key=lambda item: rank[item[3].status])

@@ -19,7 +19,7 @@ from pathlib import PurePath
 from typing import Any
 
 from inspector.core.specialise.categories import Category, baked_text, value_text
-from inspector.report.data import STATUSES, BodyInfo, OverloadInfo, Report, Span, SpecialisedInfo
+from inspector.report.data import STATUSES, BodyInfo, OverloadInfo, Report, Span, SpecialisedInfo, flagged_reviews
 from inspector.report.diff_html import DIFF_CSS, diff_section_html
 from inspector.report.templating import Markup, template_environment
 
@@ -32,7 +32,8 @@ MAX_METADATA = 500
 MAX_DOC_CHARS = 20000
 MAX_FAMILY_VALUES = 12
 MAX_CALL_ROWS = 200
-BADGE_LABELS = {"unreviewed": "unreviewed", "ok": "OK", "suspicious": "suspicious", "wrong": "wrong"}
+BADGE_LABELS = {"unreviewed": "unreviewed", "ok": "OK", "suspicious": "suspicious", "wrong": "wrong",
+                "changed": "changed"}
 
 _SVG_HEAD = re.compile(r"\A\s*<\?xml[^>]*\?>\s*")
 _SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
@@ -59,18 +60,6 @@ def render_html(report: Report, open_all: bool = False, printing: bool = False) 
 def _short_id(body_id: str) -> str:
     """``b0`` of ``f3-b0``."""
     return body_id.rsplit("-", 1)[1]
-
-
-def flagged_reviews(report: Report) -> list[tuple[Any, BodyInfo, SpecialisedInfo | None, Any]]:
-    """(family, body, specialised value or None for the overload, review) marked suspicious or wrong."""
-    out: list[tuple[Any, BodyInfo, SpecialisedInfo | None, Any]] = []
-    for f in report.families:
-        for b in f.bodies:
-            if b.review is not None and b.review.status in ("suspicious", "wrong"):
-                out.append((f, b, None, b.review))
-            out += [(f, b, s, s.review) for s in b.specialised
-                    if s.review is not None and s.review.status in ("suspicious", "wrong")]
-    return out
 
 
 def overload_what(ov: OverloadInfo) -> str:

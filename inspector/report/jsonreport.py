@@ -204,7 +204,8 @@ def _review(r: ReviewInfo | None) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {"status": r.status, "note": r.note, "updated": r.updated}
     if r.previous_status:
-        out["previous"] = {"status": r.previous_status, "note": r.previous_note}
+        out["previous"] = {"status": r.previous_status, "note": r.previous_note, "basis": r.previous_basis,
+                           "value": r.previous_value}
     return out
 
 

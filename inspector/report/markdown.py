@@ -24,6 +24,7 @@ from inspector.report.data import (
     FamilyInfo,
     Report,
     ReviewInfo,
+    flagged_reviews,
 )
 from inspector.report.diff_markdown import changes_markdown, fit_markdown, summary_markdown
 
@@ -35,7 +36,8 @@ MAX_OPS = 30
 MAX_BODY_LINES = 60
 MAX_SPEC_ROWS = 30
 CELL = 160  # characters of model text per table cell
-BADGE = {"unreviewed": "⚪ unreviewed", "ok": "✅ OK", "suspicious": "⚠️ suspicious", "wrong": "❌ wrong"}
+BADGE = {"unreviewed": "⚪ unreviewed", "ok": "✅ OK", "suspicious": "⚠️ suspicious", "wrong": "❌ wrong",
+         "changed": "🟣 changed"}
 
 _BACKTICKS = re.compile(r"`+")
 
@@ -145,21 +147,16 @@ def _reviews(r: Report) -> str:
         out.append(f"Reviews from {md(rv.sidecar or '', 200)}, matched by body fingerprint.")
     total = sum(rv.counts.values())
     if total:
-        out += ["", " · ".join(f"{BADGE[s]} {rv.counts.get(s, 0)}" for s in STATUSES)
+        out += ["", " · ".join(f"{BADGE[s]} {rv.counts.get(s, 0)}" for s in STATUSES
+                               if s != "changed" or rv.counts.get(s))
                 + f" (of {total} reviewable overloads and values)"]
-    flagged = []
-    for f in r.families:
-        for b in f.bodies:
-            if b.review is not None and b.review.status in ("suspicious", "wrong"):
-                flagged.append((f, b, "overload", b.review))
-            for s in b.specialised:
-                if s.review is not None and s.review.status in ("suspicious", "wrong"):
-                    flagged.append((f, b, s.where, s.review))
+    flagged = flagged_reviews(r)
     if flagged:
         out += ["", "| status | family | body | what | note |", "|---|---|---|---|---|"]
-        for f, b, what, review in flagged[:50]:
+        for f, b, spec, review in flagged[:50]:
+            what = spec.where if spec is not None else "overload"
             out.append(f"| {BADGE[review.status]} | {md(f.label, 80)} | {md(b.title, 80)} | {md(what, 80)} "
-                       f"| {md(review.note, CELL)} |")
+                       f"| {md(review.note or review.carried, CELL)} |")
         if len(flagged) > 50:
             out += ["", f"_{len(flagged) - 50} more not listed._"]
     return "\n".join(out)
@@ -223,7 +220,7 @@ def _body(b: BodyInfo) -> str:
     summary = (f"{html_text(b.title, 200)} ({calls}, {nodes}, {len(b.specialised)} specialised)"
                f"{html_text(status)}")
     out = [f"<details><summary>{summary}</summary>", ""]
-    if b.review is not None and (b.review.note or b.review.previous_status):
+    if b.review is not None and (b.review.note or b.review.carried):
         out += [f"**Overload review:** {_review_text(b.review)}", ""]
     if b.members and (len(b.members) > 1 or b.members[0] != b.title):
         more = f" and {b.members_omitted:,} more" if b.members_omitted else ""
@@ -348,9 +345,8 @@ def _review_text(r: ReviewInfo) -> str:
     out = BADGE.get(r.status, md(r.status))
     if r.note:
         out += f" {md(r.note, CELL)}"
-    if r.previous_status:
-        out += f" (reviewed {md(r.previous_status)} before the values changed"
-        out += f": {md(r.previous_note, 80)})" if r.previous_note else ")"
+    if r.carried:
+        out += f" ({md(r.carried, CELL)})"
     return out
 
 

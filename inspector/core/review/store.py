@@ -31,8 +31,8 @@ reviews.
 Matching after a re-export (``ReviewStore.get``): the exact key first; otherwise a review of the same kind and
 slot on a body with the same *full* fingerprint applies even when the family label differs (a renamed
 function, say). A review whose body has the same template but a different fingerprint does not apply: the
-baked values changed and must be looked at again; ``ReviewStore.previous`` lists such reviews. Across ``fold``
-(a flat aten call and the aten function made of it): a review of an aten family's body records the body's *fold
+baked values changed and must be looked at again (``check`` finds such reviews: ``core.review.carried``). Across
+``fold`` (a flat aten call and the aten function made of it): a review of an aten family's body records the body's *fold
 key* (``fold_keys``) as ``"fold": [template, fingerprint, slot]``, and applies to any body with that fold
 fingerprint and slot, flat or folded.
 """
@@ -257,19 +257,6 @@ class ReviewStore:
             best = max(candidates, key=lambda t: (str(self._entries[t].get("updated", "")), t))
             return self._review(self._entries[best])
         return Review("unreviewed")
-
-    def previous(self, key: ReviewKey) -> list[tuple[ReviewKey, Review]]:
-        """Reviews that do not apply to ``key`` but were made on a body of the same template in the same family
-        and slot: the values changed since (say, after a re-export with other settings)."""
-        self._ensure_loaded()
-        out = []
-        for text, other in self._keys.items():
-            if (other.kind, other.family, other.slot, other.template) == (key.kind, key.family, key.slot,
-                                                                          key.template) \
-                    and other.fingerprint != key.fingerprint:
-                out.append((other, self._review(self._entries[text])))
-        out.sort(key=lambda kr: kr[1].updated, reverse=True)
-        return out
 
     def items(self) -> Iterator[tuple[ReviewKey, Review]]:
         """Every readable review, by key text."""
