@@ -82,3 +82,26 @@ def test_ctrl_n_before_the_list_is_made_says_so(qtbot, window, tmp_path: Path):
     with qtbot.waitSignal(panel.jump, timeout=1000) as jumped:
         assert panel.jump_next(None) == ""
     assert jumped.args[0].key == items[0][0].key
+
+
+def test_a_clicked_button_keeps_the_focus_while_the_next_body_is_analysed(qtbot, window, tmp_path: Path):
+    """Ok clicked, then Ctrl+N to another family's body: while that body is analysed the bar has no target and its
+    buttons are disabled, and Qt moved the focus off the disabled button along the tab chain, into the filter box
+    with its text selected, so the next key typed replaced the filter. The bar now holds the focus meanwhile and
+    gives it back to the button."""
+    open_copy(qtbot, window, tmp_path, "gpt2")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    window.filter_box.setText("a")  # (gpt2's families with an "a": add, addmm, baddbmm, …)
+    first = _next(qtbot, window)
+    ok = window.review_bar.buttons["ok"]
+    for _step in range(4):
+        ok.setFocus()
+        qtbot.waitUntil(ok.hasFocus, timeout=1000)
+        ok.click()
+        item = _next(qtbot, window)
+        qtbot.waitUntil(lambda: ok.isEnabled(), timeout=30000)
+        assert ok.hasFocus(), type(window.focusWidget()).__name__
+        qtbot.keyClick(window.focusWidget(), Qt.Key.Key_X)
+        assert window.filter_box.text() == "a"
+    assert item.key.family != first.key.family  # (the steps went on to another family's body)

@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QHBoxLayout,
     QHeaderView,
@@ -125,6 +126,11 @@ class ReviewBar(QWidget):
         lay.addLayout(row)
         lay.addWidget(self.note)
         self._current: str | None = None
+        # the bar's widget that had the keyboard focus when its target went away for a moment (another body being
+        # analysed): Qt moves the focus off a widget it disables, along the tab chain, and from the bar's last one
+        # that is the filter box, its text selected for the next key to replace (Ok clicked, then Ctrl+N to the
+        # next family's body). The bar holds the focus meanwhile and gives it back.
+        self._refocus: QWidget | None = None
         self.set_target(None, None)
 
     def set_target(self, label: str | None, review: Review | None, why: str = "", value: bool = False) -> None:
@@ -133,6 +139,7 @@ class ReviewBar(QWidget):
         the value stays whole and the calls it belongs to go first; an overload's in the middle; the sentence that
         says why there is nothing to review at its end, so that it reads from its start."""
         enabled = label is not None
+        self._hold_focus(enabled)
         for status, b in self.buttons.items():
             b.setEnabled(enabled)
             b.setToolTip(tooltip(f"Mark {status} ({SHORTCUTS[status]})" if enabled else
@@ -148,6 +155,18 @@ class ReviewBar(QWidget):
         self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"
                                   if review else "")
         self.note.setText(review.note if review is not None and own else "")
+        if enabled and self._refocus is not None:
+            if self.hasFocus():  # (still held here: nobody took it meanwhile)
+                self._refocus.setFocus(Qt.FocusReason.OtherFocusReason)
+            self._refocus = None
+
+    def _hold_focus(self, enabled: bool) -> None:
+        """Before the bar's widgets are disabled, keep the keyboard focus in the bar if one of them has it
+        (``_refocus``). ``setFocus`` gives a widget the focus whatever its focus policy."""
+        focused = QApplication.focusWidget()
+        if not enabled and focused is not None and focused is not self and self.isAncestorOf(focused):
+            self._refocus = focused
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def request(self, status: str) -> None:
         if self.note.isEnabled():
