@@ -69,11 +69,12 @@ def _value(parameter: str, links: Sequence[ArgLink], ctx: CallContext | None) ->
     return plain_value(ctx.args.get(parameter)) if ctx is not None else None
 
 
-def arguments_text(arguments: Sequence[ArgChange]) -> str:
-    """``; dim1: 2 -> 3`` (empty without arguments); None is an argument left at its default."""
-    if not arguments:
-        return ""
-    return "; " + ", ".join(f"{a.parameter}: {_shown(a.old)} -> {_shown(a.new)}" for a in arguments)
+def arguments_text(arguments: Sequence[ArgChange], value: tuple[str, str] | None = None) -> str:
+    """``; dim1: 2 -> 3`` (empty without arguments); None is an argument left at its default. ``value``: the
+    changed value's old and new text, which an argument that reads the same need not repeat."""
+    shown = [(a.parameter, _shown(a.old), _shown(a.new)) for a in arguments]
+    shown = [s for s in shown if s[1:] != value]
+    return "; " + ", ".join(f"{p}: {old} -> {new}" for p, old, new in shown) if shown else ""
 
 
 def _shown(v: Any) -> str:

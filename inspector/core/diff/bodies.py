@@ -36,8 +36,11 @@ class Delta:
 
     @property
     def detail(self) -> str:
-        """``dim1 (Transpose.perm): [0, 2, 1, 3] -> [0, 3, 2, 1]; dim1: 2 -> 3``"""
-        return f"{self.label}: {show_value(self.old)} -> {show_value(self.new)}{arguments_text(self.arguments)}"
+        """``dim1 (Transpose.perm): [0, 2, 1, 3] -> [0, 3, 2, 1]; dim1: 2 -> 3``; an argument that changed as the
+        value did is named in the label alone (``size (Reshape.shape): [1, 8, -1, 24] -> [1, 8, -1, 48]``, not that
+        again after ``; size:``)."""
+        old, new = show_value(self.old), show_value(self.new)
+        return f"{self.label}: {old} -> {new}{arguments_text(self.arguments, (old, new))}"
 
 
 def key_of(node: onnx.NodeProto) -> FunctionKey:
