@@ -292,6 +292,36 @@ class EpsNet(nn.Module):
         return self.norm(x)
 
 
+class MLPBlock(nn.Module):
+    """``x + fc2(gelu(fc1(x)))``; with ``extra``, the activation adds its input back (``h + gelu(h)``)."""
+
+    def __init__(self, d: int, extra: bool) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d, 2 * d)
+        self.fc2 = nn.Linear(2 * d, d)
+        self.extra = extra
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x)
+        h = h + nn.functional.gelu(h) if self.extra else nn.functional.gelu(h)
+        return x + self.fc2(h)
+
+
+class ResidualMLP(nn.Module):
+    """Two residual MLP blocks. With ``extra`` each has an add before its residual add in graph order, so torch
+    numbers the residual adds otherwise: ``add`` and ``add_1`` without, ``add_1`` and ``add_3`` with (an FX name
+    says which call it is only among exports of one FX graph)."""
+
+    def __init__(self, d: int, extra: bool) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([MLPBlock(d, extra) for _ in range(2)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
 # --------------------------------------------------------------------------------------------
 # the zoo
 # --------------------------------------------------------------------------------------------
@@ -414,6 +444,12 @@ def entries() -> list[Entry]:
               "TransposeNet: view(b, s, 2, d/2).transpose(1, 2) vs .transpose(1, 3)"),
         *pair("scale", lambda v: TinyTransformer(32, [4, 2], [1e-5, 1e-5], scale=v), None, 0.3, [_ids("ids")],
               "TinyTransformer (heads 4, 2): SDPA default scale vs explicit scale=0.3"),
+        # not a pair of one hyperparameter: the FX graph differs, and a call more renumbers the calls after it
+        Entry("renumber_a", "dynamo", lambda: ResidualMLP(16, False), [InputSpec("x", [1, 4, 16], "float32")],
+              {"extra": False}, "ResidualMLP: gelu(h) in each block (against renumber_b)"),
+        Entry("renumber_b", "dynamo", lambda: ResidualMLP(16, True), [InputSpec("x", [1, 4, 16], "float32")],
+              {"extra": True}, "ResidualMLP: h + gelu(h) in each block, an add before each residual add, which "
+              "renumbers them (add_1, add_3 for renumber_a's add, add_1)"),
     ]
 
 

@@ -13,6 +13,7 @@ from onnx import TensorProto
 
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MatchCount
+from inspector.core.diff.renumbered import renumbering
 from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest, same_content
@@ -72,11 +73,12 @@ class Matcher:
         n_a, n_b = A.n_calls, B.n_calls
         ids_a: Iterable[int] = range(n_a)
         ids_b: Iterable[int] = range(n_b)
-        taken: set[int] = set()
+        taken: dict[int, int] = {}  # B's calls matched by key -> A's
         keyed: dict[int, int] = {}  # matched by key, in A's order
         unequal = self._unequal_calls()
         if unequal is not None:  # the calls of equal nodes match in place; the others only among themselves
             ids_a = ids_b = [k for k in sorted(unequal) if k < n_a]
+        renumbered = renumbering(A, B, ids_a, ids_b, keyed, taken, unequal)
         index_b: dict[tuple[str, str], list[int]] = {}  # (target, FX name) -> calls of B, in order
         for k in ids_b:
             call = units_b[k].call  # type: ignore[union-attr]
@@ -108,9 +110,11 @@ class Matcher:
                     left = groups.get(A.module(k))
                     if left:
                         kb = left.pop(0)
+            if renumbered is not None:
+                kb = renumbered.pair(k, kb)
             if kb is not None:
                 keyed[k] = kb
-                taken.add(kb)
+                taken[kb] = k
             else:
                 rest_a[call.target].append(k)
         if unequal is None:
@@ -132,7 +136,7 @@ class Matcher:
         for target, left_a in rest_a.items():
             left_b = rest_b.get(target, [])
             if left_b:
-                umap.update(self._align(left_a, left_b))
+                umap.update(_align(A, B, left_a, left_b))
         ks = list(filter(umap.__contains__, range(n_a)))  # (C loops: 80k calls in ~6 ms)
         renamed = sum(map(ne, map(_LABEL, map(units_a.__getitem__, ks)),
                           map(_LABEL, map(units_b.__getitem__, map(umap.__getitem__, ks)))))
@@ -149,27 +153,6 @@ class Matcher:
         if B.cut.followed is not A.cut or unequal is None or A.n_calls != B.n_calls:
             return None
         return unequal if _names_unique(A.units, B.units, A.n_calls) else None
-
-    def _align(self, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
-        """Pair left-over calls of one target by position, aligning on (module path, template) when counts differ."""
-        A, B = self.A, self.B
-        if len(left_a) == len(left_b):
-            return list(zip(left_a, left_b))
-
-        def key(side: Side, k: int) -> tuple[str, str]:
-            unit = side.unit(k)
-            assert unit.call is not None
-            return (side.module(k), side.unit_fp(unit).template)
-
-        ka, kb = [key(A, k) for k in left_a], [key(B, k) for k in left_b]
-        pairs: list[tuple[int, int]] = []
-        import difflib  # (here: units left to align; start-up)
-
-        sm = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            if tag in ("equal", "replace"):
-                pairs.extend(zip(left_a[i1:i2], left_b[j1:j2]))
-        return pairs
 
     def match_calls(self, fmap: dict[FunctionKey, FunctionKey], umap: dict[int, int]) -> None:
         A, B = self.A, self.B
@@ -324,6 +307,27 @@ class Matcher:
         self.matched["initializers"] = MatchCount(len(tmap), len(inits_a) - len(tmap), len(inits_b) - len(tmap),
                                                   renamed)
         return tmap
+
+
+def _align(A: Side, B: Side, left_a: list[int], left_b: list[int]) -> list[tuple[int, int]]:
+    """Pair left-over calls of one target by position, aligning on (module path, template) when counts differ."""
+    if len(left_a) == len(left_b):
+        return list(zip(left_a, left_b))
+
+    def key(side: Side, k: int) -> tuple[str, str]:
+        unit = side.unit(k)
+        assert unit.call is not None
+        return (side.module(k), side.unit_fp(unit).template)
+
+    ka, kb = [key(A, k) for k in left_a], [key(B, k) for k in left_b]
+    pairs: list[tuple[int, int]] = []
+    import difflib  # (here: units left to align; start-up)
+
+    sm = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag in ("equal", "replace"):
+            pairs.extend(zip(left_a[i1:i2], left_b[j1:j2]))
+    return pairs
 
 
 def _names_unique(units_a: list[Unit | None], units_b: list[Unit | None], n: int) -> bool:
