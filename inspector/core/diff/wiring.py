@@ -35,6 +35,7 @@ class WiringCheck:
         self.fast = False
         self.prod_a: dict[str, int] = {}
         self.prod_b: dict[str, int] = {}
+        self._back: dict[int, int] | None = None  # B's matched units -> A's, made on first use (``_matched_back``)
 
     def run(self, omap: dict[int, int]) -> None:
         """Check every matched unit's reads, then the graph outputs (``omap``: A's output -> B's)."""
@@ -118,10 +119,8 @@ class WiringCheck:
                 ka2 = node_unit_a[pa]
                 if units_a[ka2] is not None:
                     kb2 = umap.get(ka2)
-                    if kb2 is None:
-                        continue  # its producer is not matched: nothing to compare with
                     pb = prod_b.get(rb)
-                    if pb is not None and node_unit_b[pb] == kb2 and units_b[kb2] is not None:
+                    if kb2 is not None and pb is not None and node_unit_b[pb] == kb2 and units_b[kb2] is not None:
                         outs_a, outs_b = A.unit(ka2).outputs, B.unit(kb2).outputs
                         if (outs_a.index(ra) if ra in outs_a else -1) == (outs_b.index(rb) if rb in outs_b else -1):
                             continue
@@ -143,13 +142,15 @@ class WiringCheck:
                             continue
             sa = A.source(ra)
             want = self._mapped(sa)
-            if want is None:
-                continue
             sb = B.source(rb)
-            if want != sb and not self._same_source(sa, want, sb):
-                section, family = self._unit_place(A, ua)
-                self.add(Change("rewired", section, family, ua.label, A.describe(sa), B.describe(sb),
-                                f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
+            if want is None:
+                if not self._matched_back(sa, sb):
+                    continue  # what makes it is not matched, nor what B's reads instead: nothing to compare with
+            elif want == sb or self._same_source(sa, want, sb):
+                continue
+            section, family = self._unit_place(A, ua)
+            self.add(Change("rewired", section, family, ua.label, A.describe(sa), B.describe(sb),
+                            f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
 
     def _check_outputs(self, omap: dict[int, int]) -> None:
         A, B = self.A, self.B
@@ -166,6 +167,16 @@ class WiringCheck:
             if want != sb and not self._same_source(sa, want, sb):
                 self.add(Change("rewired", "output", "", outs_a[k].name, A.describe(sa), B.describe(sb),
                                 f"{outs_a[k].name}: was {A.describe(sa)}, now {B.describe(sb)}", [outs_a[k].name]))
+
+    def _matched_back(self, sa: tuple[Any, ...], sb: tuple[Any, ...]) -> bool:
+        """Whether A read a unit with no match (removed) where B reads one matched to a unit of A: the mirror of a
+        read of a unit B added, which is a rewiring (``renumber_b`` against ``renumber_a`` gave its fc2's reads of
+        the adds it lacks; the other way round said nothing)."""
+        if sa[0] != "unit" or sb[0] != "unit":
+            return False
+        if self._back is None:
+            self._back = {kb: ka for ka, kb in self.umap.items()}
+        return sb[1] in self._back
 
     def _mapped(self, src: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """A's source of a value as B's would be, or None when what makes it is not matched."""
