@@ -14,11 +14,13 @@ from PySide6.QtGui import QTextDocument
 from inspector.core.bodies.literals import attribute_value
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.tensors import tensor_facts
+from inspector.core.specialise.categories import value_text
 from inspector.core.util.floats import float_text
 from inspector.gui.text import BR, Rich, esc, pre, rich, tag
 
 PREVIEW_ELEMENTS = 12
 STATS_SAMPLE = 1 << 20  # statistics over at most this many values (64 evenly spaced blocks of a larger tensor)
+MAX_ATTRIBUTE_TEXT = 2000  # an attribute value in the panel, cut with an ellipsis beyond (a long list of ints)
 
 
 def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
@@ -76,7 +78,7 @@ def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mappin
             elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                 shown = "subgraph"
             else:
-                shown = repr(attribute_value(a)[0])
+                shown = value_text(attribute_value(a)[0], MAX_ATTRIBUTE_TEXT)  # (as the Signature tab and boxes)
             rows.append(tag("tr", tag("td", tag("b", a.name)), tag("td", tag("code", shown))))
         parts += [tag("h3", "Attributes"), tag("table", *rows, cellspacing=4)]
     for title, names in (("Inputs", node.input), ("Outputs", node.output)):
@@ -94,10 +96,10 @@ def node_html(index: ModelIndex, node: onnx.NodeProto, where: str, types: Mappin
         parts += [tag("h3", title), tag("table", *cells, cellspacing=4)]
     meta = [(p.key, p.value) for p in node.metadata_props]
     trace = next((v for k, v in meta if k.endswith("stack_trace")), "")
-    if meta:
-        parts += [tag("h3", "Metadata"), tag("table", *(tag("tr", tag("td", tag("b", k)), tag("td", tag("code", v)))
-                                                        for k, v in meta if not k.endswith("stack_trace")),
-                                             cellspacing=4)]
+    if meta:  # (each value under its key, the panel's width for it: beside keys as long as
+        # ``pkg.torch.onnx.class_hierarchy`` a name scope path was a column of a few characters a line)
+        parts += [tag("h3", "Metadata"), *(tag("p", tag("b", k), BR, tag("code", v))
+                                           for k, v in meta if not k.endswith("stack_trace"))]
     if trace:
         parts += [tag("h3", "Stack trace"), pre(trace)]
     doc = operator_doc(index, node)
