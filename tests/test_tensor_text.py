@@ -95,3 +95,20 @@ def test_a_constant_box_writes_a_large_tensor_as_the_signature_panel_does():
     assert attrs_text(node) == f"value=INT64[1,32,1,1] [0,1,2,3,4,5,6,7,…] #{digest}"
     scale = helper.make_node("Constant", [], ["s"], value_floats=[0.7978845608028654, 1.0])
     assert attrs_text(scale) == "value_floats=[0.7978846,1.0]"  # (as float32 holds them, in their fewest digits)
+
+
+def test_a_half_precision_preview_writes_each_value_in_its_own_types_fewest_digits():
+    """A float16 or bfloat16 tensor's preview writes each value by the fewest digits that give it back in its own
+    type (numpy's float16 text: ``0.1``), not float32's (``0.099975586`` for float16's 0.1), and a whole number
+    whole (float16's largest, ``65504.0``, not the ``6.55e+04`` of its 3 digits). Each text is checked by numpy: it
+    reads back as the very element."""
+    import ml_dtypes
+
+    from inspector.gui.node_details import tensor_preview
+
+    for dtype, want in ((np.float16, ["0.1", "1.0", "3.14", "65504.0", "0.0001", "-2.5"]),
+                        (ml_dtypes.bfloat16, ["0.1", "1.0", "3.14", "65536.0", "0.0001", "-2.5"])):
+        values = np.array([0.1, 1.0, 3.14159, 65504.0, 1e-4, -2.5], dtype)
+        shown = tensor_preview(values).split("]")[0].lstrip("[").split(", ")
+        assert shown == want, dtype
+        assert [np.array(float(t)).astype(dtype) for t in shown] == list(values)

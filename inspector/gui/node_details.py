@@ -4,6 +4,7 @@ text, never as markup."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping
 
@@ -23,6 +24,24 @@ STATS_SAMPLE = 1 << 20  # statistics over at most this many values (64 evenly sp
 MAX_ATTRIBUTE_TEXT = 2000  # an attribute value in the panel, cut with an ellipsis beyond (a long list of ints)
 
 
+def _element_text(v: object, dtype: np.dtype) -> str:
+    """One element of a preview: a float by the fewest digits that give it back in its own type (float32 as the
+    Signature tab writes it; float16's 0.1 is ``0.1``, where float32's shortest text made it ``0.099975586``; a
+    bfloat16's likewise, which numpy writes with 6 digits), a double by its shortest repr, anything else as is."""
+    if not isinstance(v, float):
+        return str(v)
+    if dtype == np.float32:
+        return float_text(v)
+    if dtype.itemsize >= 8 or not math.isfinite(v) or (v.is_integer() and abs(v) < 1e6):
+        return repr(v)  # (a whole number as such: float16's largest, 65504.0, not the 6.55e+04 of its 3 digits)
+    with np.errstate(all="ignore"):  # (a rounding beyond a float8's range is one more try, not a warning)
+        for digits in range(1, 10):  # (float16, bfloat16, float8: a few digits give each back)
+            text = f"{v:.{digits}g}"
+            if float(np.array(float(text)).astype(dtype)) == v:
+                return text
+    return repr(v)
+
+
 def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
     """The operator's documentation for the model's opset of its domain (empty for local functions)."""
     domain = node.domain if node.domain != "ai.onnx" else ""
@@ -40,8 +59,7 @@ def operator_doc(index: ModelIndex, node: onnx.NodeProto) -> str:
 
 def tensor_preview(array: np.ndarray) -> str:
     flat = array.reshape(-1)
-    first = ", ".join(float_text(float(v)) if isinstance(v, float | np.floating) else str(v)
-                      for v in flat[:PREVIEW_ELEMENTS].tolist())
+    first = ", ".join(_element_text(v, array.dtype) for v in flat[:PREVIEW_ELEMENTS].tolist())
     more = " …" if flat.size > PREVIEW_ELEMENTS else ""
     stats = ""
     if flat.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
