@@ -206,3 +206,31 @@ def test_each_body_says_how_many_nodes_it_has(capsys):
         "        body of 13 calls (2 nodes): nothing specialised",
         "        body of 4 calls (1 node): nothing specialised",
     ]
+
+
+def test_a_body_the_optimizers_rewriter_made_says_so_and_not_that_torchlib_baked_its_values(capsys):
+    """The convnet's batch norms are Conv nodes the rewriter's ``FuseBatchNormIntoConv`` made of each convolution and
+    its batch norm (torch's truth: the conv2d calls have no ONNX node of their own), and they carry the batch norm's
+    fx metadata: their kernels, strides and pads are the convolution's. The summary listed them under the batch norm
+    as if torchlib's lowering had made them; it now says the rewriter did, as the report and the app do, with the
+    rule names the file holds (JSON: ``rewritten_by`` of each body)."""
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    truth = {n["name"]: n for n in _truth("convnet")["fx_nodes"]}
+    assert all(not n.get("onnx_nodes") for n in truth.values() if n["target"] == "aten::conv2d")
+    model = onnx.load(str(ZOO / "convnet.onnx"), load_external_data=False)
+    rules = {p.value for n in model.graph.node for p in n.metadata_props
+             if p.key == "pkg.onnxscript.rewriter.rule_name"}
+    assert len(rules) == 1 and "FuseBatchNormIntoConv" in next(iter(rules))
+    lines = _section(_summary(ZOO / "convnet.onnx", capsys), "  aten::_native_batch_norm_legit_no_training")
+    assert f"        rewritten by the optimizer ({next(iter(rules))}): its values are not torchlib's" in lines
+    assert not any("values put there at export time" in line for line in lines)
+    assert main(["summary", str(ZOO / "convnet.onnx"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, json.loads((ROOT / "resources" / "summary.schema.json").read_text()))
+    bodies = {f["label"]: [b for ov in f["overloads"] for b in ov["bodies"]] for f in data["families"]}
+    norm = bodies.pop("aten::_native_batch_norm_legit_no_training")
+    assert norm and all(b["rewritten_by"] == [next(iter(rules))] for b in norm)
+    assert all("rewritten_by" not in b for bs in bodies.values() for b in bs)

@@ -15,7 +15,7 @@ from inspector.core.model.index import Family, ModelIndex
 from inspector.core.util.units import human_size, plural
 
 if TYPE_CHECKING:
-    from inspector.core.specialise.specialiser import FamilyAnalysis
+    from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis
 
 _NODE_PATHS = attrgetter("node_paths")  # (sum(map(len, map(...))): one C loop over the calls of a 100k-node export)
 
@@ -114,11 +114,20 @@ def _family_json(fam: Family, analysis: FamilyAnalysis | None, nodes: dict[int, 
                 {"fingerprint": b.fingerprints.full, "template": b.fingerprints.template,
                  "calls": calls,
                  "nodes": len(b.body.nodes),
-                 "specialised": [s.to_json() for s in b.specialised], "left_out": len(b.left_out)}
+                 "specialised": [s.to_json() for s in b.specialised], "left_out": len(b.left_out),
+                 **_rewritten(b)}
                 for b, calls in counted
             ]
             ov_json["specialised"] = [s for b in ov_json["bodies"] for s in b["specialised"]]
     return out
+
+
+def _rewritten(body: BodyAnalysis) -> dict[str, list[str]]:
+    """``{"rewritten_by": rules}`` when the optimizer's rewriter changed the body's nodes (the rule names of its first
+    call, as the report and the app give them), else nothing: ResNet's batch norms are Conv nodes its
+    ``FuseBatchNormIntoConv`` made, whose kernel, strides and pads are the convolution's, not its batch norm's."""
+    first = body.members[0] if body.members else None
+    return {"rewritten_by": list(first.rule_names)} if isinstance(first, AtenCall) and first.rule_names else {}
 
 
 def _aten_targets(index: ModelIndex, nodes: dict[int, int]) -> list[dict[str, Any]]:
@@ -223,24 +232,36 @@ def _specialised_lines(ov: dict[str, Any], limit: int = 6, calls_limit: int = 8)
     items = ov.get("specialised", ())
     bodies = ov.get("bodies", ())
     out: list[str] = []
+    # (said once when every body was rewritten alike: ResNet's 4 batch-norm bodies, each a Conv the rewriter made)
+    rules = {tuple(b.get("rewritten_by", ())) for b in bodies}
+    alike = len(rules) == 1 and bool(bodies) and _rules_text(bodies[0])
+    if alike:
+        out.append(f"        {alike}: its values are not torchlib's")
     if len(bodies) > 1:
         for b in bodies[:MAX_BODIES]:
             values = _value_lines(b.get("specialised", ()), BODY_VALUES, calls_limit, "          ", by_body=True)
             # (its size: qwen2's two linear bodies read "body of 6 calls: nothing specialised" and "body of 9 calls:
             # nothing specialised", with nothing to say that one adds a bias, 2 nodes against 1)
             size = f" ({plural(b['nodes'], 'node')})" if isinstance(b.get("nodes"), int) else ""
-            head = f"        body of {plural(b['calls'], 'call')}{size}"
+            rewritten = "" if alike else _rules_text(b)
+            head = f"        body of {plural(b['calls'], 'call')}{size}" + (f", {rewritten}" if rewritten else "")
             out += [f"{head}:", *values] if values else [f"{head}: nothing specialised"]
         if len(bodies) > MAX_BODIES:
             out.append(f"        … {plural(len(bodies) - MAX_BODIES, 'more body', 'more bodies')}")
     else:
-        out = _value_lines(items, limit, calls_limit, "        ")
+        out += _value_lines(items, limit, calls_limit, "        ")
     for baked in sorted({s["baked_by"] for s in items if s.get("baked_by")}):
         out.append(f"        values put there at export time by {baked}")
     left_out = sum(b.get("left_out", 0) for b in bodies)
     if left_out:
         out.append(f"        {plural(left_out, 'attribute')} equal to the ONNX default left out")
     return out
+
+
+def _rules_text(body: dict[str, Any]) -> str:
+    """``rewritten by the optimizer (FuseBatchNormIntoConv)`` for a body the rewriter changed, else empty."""
+    rules = body.get("rewritten_by")
+    return f"rewritten by the optimizer ({_short(', '.join(rules), 120)})" if rules else ""
 
 
 def _value_lines(values: Any, limit: int, calls_limit: int, indent: str, by_body: bool = False) -> list[str]:
