@@ -80,6 +80,15 @@ def test_usage_errors_and_help():
     assert proc.returncode == 0 and "summary MODEL" in proc.stdout
 
 
+@pytest.mark.parametrize("command", ["summary", "fold", "diff", "report", "check"])
+def test_a_commands_help_reads_as_plain_text(command: str, capsys):
+    """Each command's description is its module's docstring; ``report --help`` read ````--compare```` and the
+    other literals with the docstring's double backquotes."""
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert f"onnx-inspector {command} " in out and "``" not in out
+
+
 @pytest.mark.parametrize(("word", "meant"), [("gui", "open"), ("sumary", "summary"), ("compare", "diff"),
                                              ("frobnicate", None)])
 def test_a_mistyped_subcommand_is_an_error_naming_the_right_one(word: str, meant: str | None):

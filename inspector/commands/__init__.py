@@ -29,6 +29,11 @@ class _MadeWhenFormatting:
                  width: int | None = None) -> None:
         self._made_with = (prog, indent_increment, max_help_position, width)
 
+    def _format_text(self, text: str) -> str:
+        """A description (the command module's docstring) as a terminal shows it: its literals plain, without the
+        docstring's double backquotes (``report --help`` read them around every option it named)."""
+        return super()._format_text(text.replace("``", ""))  # type: ignore[misc]
+
     def __getattr__(self, name: str) -> Any:  # only for names not set yet: argparse's formatter's own
         made_with = self.__dict__.pop("_made_with", None)
         if made_with is None:
