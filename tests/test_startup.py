@@ -522,6 +522,7 @@ def test_help_usage_and_errors_are_argparses_own(command, columns, monkeypatch, 
     ours = module.build_parser()
     stock = module.build_parser()
     stock.formatter_class = next(c for c in ours.formatter_class.__mro__ if c.__module__ == "argparse")
+    stock.description = (stock.description or "").replace("``", "")  # (ours writes the docstring's literals plain)
     assert ours.formatter_class is not stock.formatter_class
     assert ours.format_help() == stock.format_help() and len(ours.format_help()) > 200
     assert ours.format_usage() == stock.format_usage()
