@@ -7,9 +7,10 @@ a name the two sides have a different number of calls of (``shifted_names``), wh
 does not: a pair by name whose call of B reads none of what the calls A's call reads are matched to gives way to the
 call of B of its target that reads all of that, where there is one; without one, it is given up when another call
 of A of its target reads all of what the calls B's call reads are matched to (that one is its pair). Otherwise the
-name stands: an optimised export and its unoptimised one have one FX graph, so one name for each call, and the
-optimiser rewires some reads (its ``_unsafe_view_1`` reads ``expand_3`` where the other's reads a ``clone_1`` the
-optimiser removed).
+name stands, and always where the two calls' FX texts are equal (their arguments' names with them): an optimised
+export and its unoptimised one have one FX graph, so one name for each call, and the optimiser rewires some reads
+(its ``_unsafe_view_1`` reads ``expand_3`` where the other's reads a ``clone_1`` the optimiser removed; t5's
+transposes read others where it folded some, and were paired with their neighbours).
 
 Case: BART exported again with ``gelu_new`` (4 adds more, in its activations) has its decoder's 3 residual adds as
 ``add_15``, ``add_16`` and ``add_19`` where the other export has ``add_13``, ``add_14`` and ``add_15``. Paired by
@@ -86,9 +87,10 @@ class Renumbered:
         """The call of B that A's call ``ka`` pairs with, given ``kb``, the one its FX name found (None: none)."""
         call = self.A.unit(ka).call
         assert call is not None
-        if name_base(call.name) not in self.shifted or call.recognised or (
-                kb is not None and self.B.unit(kb).call.recognised):  # type: ignore[union-attr]
-            return kb
+        named_b = self.B.unit(kb).call if kb is not None else None
+        if name_base(call.name) not in self.shifted or call.recognised or (named_b is not None and (
+                named_b.recognised or named_b.fx_text == call.fx_text)):
+            return kb  # (one FX node's whole text, its arguments' names with it: the same call of one FX graph)
         images = self._mapped(_calls_read(self.A, ka), "B")
         if kb is not None and (not images or not images.isdisjoint(_calls_read(self.B, kb))):
             return kb  # (it reads alike, or nothing it reads is matched yet: the name stands)
