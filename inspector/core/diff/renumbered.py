@@ -94,13 +94,23 @@ class Renumbered:
         images = self._mapped(_calls_read(self.A, ka), "B")
         if kb is not None and (not images or not images.isdisjoint(_calls_read(self.B, kb))):
             return kb  # (it reads alike, or nothing it reads is matched yet: the name stands)
-        other = self._reader("B", call.target, images, lambda k: k != kb and self.to_a(k) is None)
+        other = self._reader("B", call.target, images,
+                             lambda k: k != kb and self.to_a(k) is None and not self._claimed(k))
         if other is not None or kb is None:
             return other
         read_by_b = self._mapped(_calls_read(self.B, kb), "A")
         if self._reader("A", call.target, read_by_b, lambda k: k != ka and self.to_b(k) is None) is not None:
             return None  # (another call of A reads what B's call reads: that one is its pair)
         return kb
+
+    def _claimed(self, kb: int) -> bool:
+        """Whether B's call ``kb`` has its own call of A: one of its target and name with an equal FX text (the
+        optimiser of t5 folded a transpose its unoptimised export keeps: that one's neighbour, which reads what it
+        read, is the neighbour's own, not its)."""
+        call = self.B.unit(kb).call
+        assert call is not None
+        ka = self._named("A").get((call.target, call.name))
+        return ka is not None and self.A.unit(ka).call.fx_text == call.fx_text  # type: ignore[union-attr]
 
     def _mapped(self, calls: set[int], other: str) -> set[int]:
         """The calls of side ``other`` that ``calls`` (of the other side) are matched to so far; one not matched yet
