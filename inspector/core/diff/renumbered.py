@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 from inspector.core.diff.units import Side
 from inspector.core.model.calls import AtenCall
+
+SideName = Literal["A", "B"]
 
 
 def name_base(name: str) -> str:
@@ -78,10 +81,10 @@ class Renumbered:
     def __init__(self, A: Side, B: Side, shifted: set[str], left_a: Iterable[int], left_b: Iterable[int],
                  to_b: Callable[[int], int | None], to_a: Callable[[int], int | None]) -> None:
         self.A, self.B, self.shifted = A, B, shifted
-        self.left = {"A": left_a, "B": left_b}
+        self.left: dict[SideName, Iterable[int]] = {"A": left_a, "B": left_b}
         self.to_b, self.to_a = to_b, to_a
-        self._readers: dict[str, dict[tuple[str, int], list[int]]] = {}
-        self._names: dict[str, dict[tuple[str, str], int]] = {}
+        self._readers: dict[SideName, dict[tuple[str, int], list[int]]] = {}
+        self._names: dict[SideName, dict[tuple[str, str], int]] = {}
 
     def pair(self, ka: int, kb: int | None) -> int | None:
         """The call of B that A's call ``ka`` pairs with, given ``kb``, the one its FX name found (None: none)."""
@@ -112,7 +115,7 @@ class Renumbered:
         ka = self._named("A").get((call.target, call.name))
         return ka is not None and self.A.unit(ka).call.fx_text == call.fx_text  # type: ignore[union-attr]
 
-    def _mapped(self, calls: set[int], other: str) -> set[int]:
+    def _mapped(self, calls: set[int], other: SideName) -> set[int]:
         """The calls of side ``other`` that ``calls`` (of the other side) are matched to so far; one not matched yet
         (it comes later in this side's graph order) by its target and FX name, where that name is not shifted."""
         to_other = self.to_b if other == "B" else self.to_a
@@ -129,7 +132,7 @@ class Renumbered:
                 out.add(m)
         return out
 
-    def _named(self, side: str) -> dict[tuple[str, str], int]:
+    def _named(self, side: SideName) -> dict[tuple[str, str], int]:
         """A side's calls by target and FX name, made on first use."""
         found = self._names.get(side)
         if found is None:
@@ -138,18 +141,18 @@ class Renumbered:
                                          if (c := s.unit(k).call) is not None and not c.recognised}
         return found
 
-    def _reader(self, side: str, target: str, reads: set[int], free: Callable[[int], bool]) -> int | None:
+    def _reader(self, side: SideName, target: str, reads: set[int], free: Callable[[int], bool]) -> int | None:
         """The first call of ``side`` of ``target`` and a shifted name that reads every call of ``reads`` (not
-        empty) and is ``free``."""
+        empty) and is ``free``: looked for among the readers of the call of ``reads`` that the fewest read."""
         if not reads:
             return None
-        s = self.A if side == "A" else self.B
-        for k in self._index(side).get((target, min(reads)), ()):
+        s, index = (self.A if side == "A" else self.B), self._index(side)
+        for k in min((index.get((target, m), ()) for m in reads), key=len):
             if free(k) and reads <= _calls_read(s, k):
                 return k
         return None
 
-    def _index(self, side: str) -> dict[tuple[str, int], list[int]]:
+    def _index(self, side: SideName) -> dict[tuple[str, int], list[int]]:
         """A side's calls of shifted names by target and each call they read, made on first use."""
         found = self._readers.get(side)
         if found is None:
