@@ -101,7 +101,7 @@ def test_a_half_precision_preview_writes_each_value_in_its_own_types_fewest_digi
     """A float16 or bfloat16 tensor's preview writes each value by the fewest digits that give it back in its own
     type (numpy's float16 text: ``0.1``), not float32's (``0.099975586`` for float16's 0.1), and a whole number
     whole (float16's largest, ``65504.0``, not the ``6.55e+04`` of its 3 digits). Each text is checked by numpy: it
-    reads back as the very element."""
+    reads back as the very element. Both give their statistics."""
     import ml_dtypes
 
     from inspector.gui.node_details import tensor_preview
@@ -109,6 +109,10 @@ def test_a_half_precision_preview_writes_each_value_in_its_own_types_fewest_digi
     for dtype, want in ((np.float16, ["0.1", "1.0", "3.14", "65504.0", "0.0001", "-2.5"]),
                         (ml_dtypes.bfloat16, ["0.1", "1.0", "3.14", "65536.0", "0.0001", "-2.5"])):
         values = np.array([0.1, 1.0, 3.14159, 65504.0, 1e-4, -2.5], dtype)
-        shown = tensor_preview(values).split("]")[0].lstrip("[").split(", ")
+        preview = tensor_preview(values)
+        shown = preview.split("]")[0].lstrip("[").split(", ")
         assert shown == want, dtype
         assert [np.array(float(t)).astype(dtype) for t in shown] == list(values)
+        # with its statistics, as a float32's: numpy counts bfloat16 as no number, and its preview had none
+        wide = values.astype(np.float64)
+        assert f"min {wide.min():.6g}  max {wide.max():.6g}" in preview, preview

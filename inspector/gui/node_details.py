@@ -62,7 +62,8 @@ def tensor_preview(array: np.ndarray) -> str:
     first = ", ".join(_element_text(v, array.dtype) for v in flat[:PREVIEW_ELEMENTS].tolist())
     more = " …" if flat.size > PREVIEW_ELEMENTS else ""
     stats = ""
-    if flat.size and np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating):
+    real = np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating)
+    if flat.size and (real or array.dtype.name.startswith(("bfloat", "float"))):  # (ml_dtypes' floats: no np.number)
         if flat.size <= STATS_SAMPLE:
             sample, over = flat, "1 value" if flat.size == 1 else f"all {flat.size:,} values"
         else:  # bounded memory: a float64 copy of a sample, never of the whole tensor
