@@ -62,6 +62,7 @@ def test_a_sibling_bodys_review_is_not_shown_as_an_earlier_one(tmp_path, capsys)
     report = build_report(open_index(model), ReviewStore(model), graphs=False)
     for text in (_text(render_html(report)), render_markdown(report)):
         assert "earlier body" not in text and "before the values changed" not in text and "changed 0" not in text
+        assert "carries over" not in text
 
 
 def test_a_re_export_reads_as_check_decides(tmp_path, capsys):
@@ -95,6 +96,11 @@ def test_a_re_export_reads_as_check_decides(tmp_path, capsys):
     assert "(was [0.59460354] when reviewed ok: scale checked for 2 heads)" in text
     assert "(kept from an earlier body, same value: scale checked for 2 heads)" in text
     assert "Changed since reviewed, marked wrong or suspicious" in text
+    carried = json.dumps(data["families"]).count('"previous"')
+    assert carried == 5  # (the 4 changed items, and the perm kept as the same value)
+    said = f"{carried} items with no review of their own show what check carries over from an earlier body's"
+    assert said in text
     md = render_markdown(report)
+    assert said in md
     flagged = [line for line in md.splitlines() if line.startswith("| 🟣 changed |")]
     assert len(flagged) == 4 and "body changed since reviewed ok" in flagged[0]

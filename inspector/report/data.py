@@ -329,3 +329,9 @@ def flagged_reviews(report: Report) -> list[tuple[FamilyInfo, BodyInfo, Speciali
             out += [(f, b, s, s.review) for s in b.specialised if s.review is not None and s.review.status in FLAGGED]
     rank = {status: k for k, status in enumerate(FLAGGED)}
     return sorted(out, key=lambda item: rank[item[3].status])
+
+
+def carried_count(report: Report) -> int:
+    """How many review items read as a review of an earlier body (``ReviewInfo.carried``)."""
+    return sum(1 for f in report.families for b in f.bodies
+               for r in (b.review, *(s.review for s in b.specialised)) if r is not None and r.carried)

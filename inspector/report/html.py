@@ -19,7 +19,16 @@ from pathlib import PurePath
 from typing import Any
 
 from inspector.core.specialise.categories import Category, baked_text, value_text
-from inspector.report.data import STATUSES, BodyInfo, OverloadInfo, Report, Span, SpecialisedInfo, flagged_reviews
+from inspector.report.data import (
+    STATUSES,
+    BodyInfo,
+    OverloadInfo,
+    Report,
+    Span,
+    SpecialisedInfo,
+    carried_count,
+    flagged_reviews,
+)
 from inspector.report.diff_html import DIFF_CSS, diff_section_html
 from inspector.report.templating import Markup, template_environment
 
@@ -52,7 +61,8 @@ def render_html(report: Report, open_all: bool = False, printing: bool = False) 
         small=len(report.families) <= 12,
         diff_css=Markup(DIFF_CSS if d is not None else ""), diff_html=Markup(diff_html),
         diff_other=(PurePath(d.other).name or d.other) if d is not None else "",
-        flagged=flagged_reviews(report), body_view=body_view, overload_what=overload_what, short_id=_short_id,
+        flagged=flagged_reviews(report), carried=carried_count(report),
+        body_view=body_view, overload_what=overload_what, short_id=_short_id,
         statuses=STATUSES, badge_labels=BADGE_LABELS, highlighted=HIGHLIGHTED, varies=Category.VARIES,
         lone_label=Category.LONE.label, max_metadata=MAX_METADATA, max_doc_chars=MAX_DOC_CHARS)
 

@@ -24,6 +24,7 @@ from inspector.report.data import (
     FamilyInfo,
     Report,
     ReviewInfo,
+    carried_count,
     flagged_reviews,
 )
 from inspector.report.diff_markdown import changes_markdown, fit_markdown, summary_markdown
@@ -144,7 +145,11 @@ def _reviews(r: Report) -> str:
     elif not rv.available:
         out.append("No review file was used: everything is shown as unreviewed.")
     else:
-        out.append(f"Reviews from {md(rv.sidecar or '', 200)}, matched by body fingerprint.")
+        carried = carried_count(r)
+        more = (f"; {plural(carried, 'item')} with no review of {'its' if carried == 1 else 'their'} own "
+                f"{'shows' if carried == 1 else 'show'} what check carries over from an earlier body's"
+                if carried else "")
+        out.append(f"Reviews from {md(rv.sidecar or '', 200)}, matched by body fingerprint{more}.")
     total = sum(rv.counts.values())
     if total:
         out += ["", " · ".join(f"{BADGE[s]} {rv.counts.get(s, 0)}" for s in STATUSES
