@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import onnx
@@ -212,6 +213,21 @@ def test_review_does_not_apply_when_a_baked_value_changed(tmp_path):
         assert store2.get(key).status == "ok"
     todo = unreviewed(store2, _analyses(h4))
     assert {k.family for k, _o in todo} == {"aten::scaled_dot_product_attention", "aten::view"}
+
+
+def test_saving_keeps_the_sidecars_permissions_and_its_backup_gets_them(tmp_path):
+    """A sidecar made group-writable to share the review stays so when saved again, and its backup (the previous
+    state) is readable by whom the sidecar is: the backup was left 0o600 and the sidecar reset to the umask's."""
+    model = _copy(tmp_path, "overloads.onnx")
+    keys = [k for k, _o in _keys(open_index(model), "local.tr")]
+    store = ReviewStore(model)
+    store.set(keys[0], "ok", "first")
+    os.chmod(store.path, 0o664)
+    store.set(keys[1], "ok", "second")
+    backup = store.path.with_name(store.path.name + ".bak")
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o664
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o664
+    assert json.loads(backup.read_text("utf-8"))["reviews"].keys() == {keys[0].to_text()}
 
 
 @pytest.mark.parametrize("fail_on", ["backup", "final"])

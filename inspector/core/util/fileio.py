@@ -3,9 +3,11 @@ new one, never half of either.
 
 The data goes to a temporary file in the target's folder (``os.replace`` is atomic only within one file system),
 is flushed and fsynced, gets the mode an ordinary file of this user gets (``0o666`` less the umask; ``mkstemp``
-would leave ``0o600``), and is renamed over the target; the folder is fsynced where the platform allows it. Any
+would leave ``0o600``), or the permissions of the file it replaces (a review sidecar made group-writable to be
+shared stays so when it is saved again), and is renamed over the target; the folder is fsynced where the platform allows it. Any
 failure removes the temporary file and raises ``InspectorError`` with a one-line message. ``keep_backup`` first
-copies the old file to ``<path>.bak`` (atomically too), as review sidecars want. Missing folders are created only
+copies the old file to ``<path>.bak`` (atomically too, with the old file's permissions: it was left ``0o600``),
+as review sidecars want. Missing folders are created only
 when asked (``make_parents``): for a report, a mistyped path is an error, not a new folder.
 
 Only a regular file is ever replaced: a FIFO, device, socket, folder or symlink at the target is refused with a
@@ -58,7 +60,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes] | R
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     temps: list[str] = []
-    _check_replaceable(target)
+    old_mode = _check_replaceable(target)
     try:
         if make_parents:
             folder.mkdir(parents=True, exist_ok=True)
@@ -74,12 +76,13 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes] | R
                 _write_chunks(fh, data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        if keep_backup and target.exists():
+        os.chmod(tmp, old_mode if old_mode is not None else 0o666 & ~_umask())
+        if keep_backup and old_mode is not None:
             fd_bak, bak_tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".bak.tmp")
             os.close(fd_bak)
             temps.append(bak_tmp)
             shutil.copyfile(target, bak_tmp)
+            os.chmod(bak_tmp, old_mode)
             with open(bak_tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
             os.replace(bak_tmp, target.with_name(target.name + ".bak"))
@@ -141,16 +144,17 @@ def _write_chunks(fh: BinaryIO, chunks: Iterable[bytes]) -> None:
         raise failed[0]
 
 
-def _check_replaceable(target: Path) -> None:
-    """Refuse a target that exists and is not a regular file (checked without following a symlink)."""
+def _check_replaceable(target: Path) -> int | None:
+    """Refuse a target that exists and is not a regular file (checked without following a symlink); the permission
+    bits of the file there, None where there is none."""
     try:
         st = os.lstat(target)
     except FileNotFoundError:
-        return
+        return None
     except OSError as e:
         raise InspectorError(f"cannot write {target}: {e.strerror or e}") from None
     if stat.S_ISREG(st.st_mode):
-        return
+        return stat.S_IMODE(st.st_mode)
     what = ("a folder; give a file name" if stat.S_ISDIR(st.st_mode)
             else "a symbolic link; give the real file" if stat.S_ISLNK(st.st_mode)
             else "not a regular file (a FIFO, device or socket)")
