@@ -4,11 +4,11 @@ new one, never half of either.
 The data goes to a temporary file in the target's folder (``os.replace`` is atomic only within one file system),
 is flushed and fsynced, gets the mode an ordinary file of this user gets (``0o666`` less the umask; ``mkstemp``
 would leave ``0o600``), or the permissions of the file it replaces (a review sidecar made group-writable to be
-shared stays so when it is saved again), and is renamed over the target; the folder is fsynced where the platform allows it. Any
-failure removes the temporary file and raises ``InspectorError`` with a one-line message. ``keep_backup`` first
-copies the old file to ``<path>.bak`` (atomically too, with the old file's permissions: it was left ``0o600``),
-as review sidecars want. Missing folders are created only
-when asked (``make_parents``): for a report, a mistyped path is an error, not a new folder.
+shared stays so when it is saved again), and is renamed over the target; the folder is fsynced where the platform
+allows it. Any failure removes the temporary file and raises ``InspectorError`` with a one-line message.
+``keep_backup`` first copies the old file to ``<path>.bak`` (atomically too, with the old file's permissions: it
+was left ``0o600``), as review sidecars want. Missing folders are created only when asked (``make_parents``): for a
+report, a mistyped path is an error, not a new folder.
 
 Only a regular file is ever replaced: a FIFO, device, socket, folder or symlink at the target is refused with a
 one-line error (``-o /dev/null`` must not turn ``/dev/null`` into a file). Temporary files a killed write left
