@@ -150,6 +150,19 @@ class GraphCut:
             self._small = small_constants(self.graph, self.input_pos, self.described_values)
         return self._small
 
+    def call_readers(self, names: set[str]) -> dict[str, set[str]]:
+        """The FX names of the aten calls whose nodes read each of ``names`` (what other nodes read is left out), in
+        one pass over the main graph's nodes."""
+        out: dict[str, set[str]] = {}
+        units, unit_of_node, n_calls = self.units, self.unit_of_node, self.n_calls
+        for i, node in enumerate(self.graph.node):
+            uid = unit_of_node[i]
+            if 0 <= uid < n_calls and not names.isdisjoint(reads := self.reads_of(node)):
+                label = units[uid].label  # type: ignore[union-attr]  # (every call's unit is made)
+                for name in names.intersection(reads):
+                    out.setdefault(name, set()).add(label)
+        return out
+
     def reads_of(self, node: onnx.NodeProto) -> Any:
         """What ``node`` reads: its inputs, and what its subgraphs capture (``node_reads``) where it may hold any."""
         return node_reads(node) if self.nested and may_have_subgraphs(node) else node.input
@@ -392,6 +405,29 @@ def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int],
                         del small[v.name]
                         break
     return small
+
+
+def agree_small(a: GraphCut, b: GraphCut) -> None:
+    """What the two cuts of a diff may bake in, judged alike on both sides: an initializer that one side holds too
+    large to bake (or as a parameter), and the other small, is read on both where it is the same value, read by the
+    calls of the same FX names on both sides. Each side alone bakes what is small in it, so a value whose size crossed
+    the bound between two exports made a body gain or lose a constant: Swin's relative position bias (512 elements
+    with windows of 4, 32 with windows of 2) and Phi3's rotary tables with half the head rotated (64 -> 32) read as
+    their adds' and muls' bodies changed, where the summary and the app show one body each; they now read as the
+    initializers they are, reshaped. A name alone is no evidence: exporters number their constants, and the custom
+    transformers of ``pair_scale`` hold ``val_75`` as a Reshape's shape in one export and as a weight in the other.
+    The calls of both cuts must be cut (``_cut_calls``); their reads need not be resolved (a pass over the nodes
+    finds the readers, only where some value is small on one side alone)."""
+    small_a, small_b = a.small, b.small
+    names = {n for n in small_a if n in b.init_pos and n not in small_b}
+    names.update(n for n in small_b if n in a.init_pos and n not in small_a)
+    if not names:
+        return
+    readers_a, readers_b = a.call_readers(names), b.call_readers(names)
+    for name in names:
+        if readers_a.get(name) and readers_a.get(name) == readers_b.get(name):
+            small_a.pop(name, None)
+            small_b.pop(name, None)
 
 
 def callee_reads(node: onnx.NodeProto, f: onnx.FunctionProto) -> list[str]:

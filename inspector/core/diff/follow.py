@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from onnx import NodeProto
 
-from inspector.core.diff.cut import UNREAD, GraphCut, Unit
+from inspector.core.diff.cut import UNREAD, GraphCut, Unit, agree_small
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.scan_like import unequal_nodes
 from inspector.core.util.progress import Progress
@@ -61,6 +61,7 @@ def cut_pair(a: ModelIndex, b: ModelIndex,
     shared = _share_units(ca, cb)
     if not shared:
         cb.cut_calls()
+    agree_small(ca, cb)
     follow = Follow.make(ca, cb, shared, progress)
     if follow is None:
         if shared:
