@@ -31,6 +31,17 @@ STACK_TRACE = "pkg.torch.onnx.stack_trace"
 EMPTY_MODULE_STACK = "_empty_nn_module_stack_from_metadata_hook"
 
 
+def add_rules(seen: list[str], value: str) -> None:
+    """Add the rewrite rules a node's ``RULE_NAME`` metadata names to ``seen``, each once, in the order applied: the
+    rewriter writes the rules it applied to a node one after the other, comma-separated (MobileNetV2's convolutions
+    read ``RemoveOptionalBiasFromConv, FuseBatchNormIntoConv, RemoveOptionalBiasFromConv, FuseConvPad``, which the
+    summary repeated whole, its first rule twice)."""
+    for rule in value.split(","):
+        rule = rule.strip()
+        if rule and rule not in seen:
+            seen.append(rule)
+
+
 @dataclass(slots=True)
 class AtenCall:
     """The ONNX nodes one FX node (one aten call) was translated into."""

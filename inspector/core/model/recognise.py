@@ -45,7 +45,7 @@ from inspector.core.aten.templates import (
     Template,
     load_templates,
 )
-from inspector.core.model.calls import AtenCall
+from inspector.core.model.calls import AtenCall, add_rules
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.keys import MAIN
 from inspector.core.model.recognise_args import template_arguments
@@ -522,8 +522,12 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
     # and by its targets and arguments' tuple (every verdict stays alive in ``verdicts``: the ids are theirs)
     texts: dict[int, tuple[str, str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
     # the optimizer's rules that made a fused body (``Template.rules``): a call of it carries them, as one with its
-    # metadata does, so that its values are said to be the rewriter's, not torchlib's
-    rules_of = {t.name: t.rules for t in templates if t.rules}
+    # metadata does, so that its values are said to be the rewriter's, not torchlib's; each rule once, as a scan reads
+    # them (``add_rules``: the catalogue holds one rule_name metadata value as the export wrote it)
+    rules_of: dict[str, list[str]] = {}
+    for t in templates:
+        for value in t.rules:
+            add_rules(rules_of.setdefault(t.name, []), value)
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
     nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
     protos = graph.node
@@ -540,7 +544,7 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
                 kwargs = ", ".join(f"{p}: {v!r}" for p, v in arguments)
                 text = shared[key] = (target, raw, f" : [num_users=1] = call_function[target={raw}](args = (), "
                                                    f"kwargs = {{{kwargs}}})")
-            rules = tuple(sorted({r for n in templates_ for r in rules_of.get(n, ())})) if rules_of else ()
+            rules = tuple(dict.fromkeys(r for n in templates_ for r in rules_of.get(n, ()))) if rules_of else ()
             got = texts[id(verdict)] = (*text, templates_, candidates, ruled_out, rules)
         target, raw, tail, names, candidates, ruled_out, rules = got
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)

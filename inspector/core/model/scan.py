@@ -14,7 +14,7 @@ from operator import attrgetter
 
 import onnx
 
-from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall
+from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall, add_rules
 from inspector.core.model.keys import GraphScope, MainGraph
 from inspector.core.model.walk import SUBGRAPH_OPS, NodePath, as_text, subgraphs
 
@@ -235,9 +235,7 @@ def _read_all(r: ScanResult, scope: GraphScope, path: NodePath, node: onnx.NodeP
         paths.append(path)
     if rule is None:
         return pos, scopes_pos
-    seen = r.rules.setdefault(key, [])
-    if rule not in seen:
-        seen.append(rule)
+    add_rules(r.rules.setdefault(key, []), rule)
     return -1, scopes_pos
 
 

@@ -22,7 +22,7 @@ from operator import ne
 
 import onnx
 
-from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall
+from inspector.core.model.calls import FX_NODE, NAME_SCOPES, RULE_NAME, AtenCall, add_rules
 from inspector.core.model.keys import MAIN
 from inspector.core.model.scan import GroupKey, ScanResult
 from inspector.core.model.walk import STANDARD_DOMAINS, SUBGRAPH_OPS, NodePath, as_text
@@ -153,8 +153,8 @@ def _remake(r: ScanResult, key: GroupKey, paths: list[NodePath], nodes: Sequence
     seen: list[str] = []
     for node in _at(nodes, paths):
         _has, _fx, rule = _read(node.metadata_props)
-        if rule is not None and rule not in seen:
-            seen.append(rule)
+        if rule is not None:
+            add_rules(seen, rule)
     if seen:
         r.rules[key] = seen
     if modules:
