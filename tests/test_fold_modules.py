@@ -297,7 +297,7 @@ def test_command_folds_and_refuses_in_one_line(tmp_path: Path, capsys):
     assert main(["fold", str(ZOO / "llama_gqa.onnx"), "--modules", "LlamaDecoderLayer", "-o", str(out),
                  "--check"]) == 0
     text = capsys.readouterr().out
-    assert "folded 2 module instances into 1 functions (1 families): LlamaDecoderLayer" in text
+    assert "folded 2 module instances into 1 function (1 family): LlamaDecoderLayer" in text
     assert out.exists()
     assert main(["fold", str(ZOO / "llama_gqa.onnx"), "--modules", "NoSuchLayer", "-o", str(out)]) == 2
     err = capsys.readouterr().err

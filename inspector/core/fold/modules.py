@@ -42,6 +42,7 @@ from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.util.order import dependencies, kahn
 from inspector.core.util.textsafe import one_line
+from inspector.core.util.units import plural
 
 MODULE_DOMAIN = "pkg.torch.module"  # beside pkg.torch.aten (the aten fold) and pkg.torch.onnx (the metadata keys)
 
@@ -61,12 +62,12 @@ class ModuleFoldReport:
     def lines(self, verbose: bool = False) -> list[str]:
         """What the command prints: counts, then the instances left flat (ten unless ``verbose``), model strings
         escaped (module paths and classes come from the model)."""
-        out = [f"folded {self.instances_folded} module instances into {len(self.functions)} functions "
-               f"({self.families} families): "
+        out = [f"folded {plural(self.instances_folded, 'module instance')} into "
+               f"{plural(len(self.functions), 'function')} ({plural(self.families, 'family', 'families')}): "
                + ", ".join(one_line(k.name + (f":{k.overload}" if k.overload else ""), 80) for k in self.functions),
                f"main graph: {self.nodes_before} -> {self.nodes_after} nodes"]
         if self.left_flat:
-            out.append(f"left flat: {len(self.left_flat)} instances")
+            out.append(f"left flat: {plural(len(self.left_flat), 'instance')}")
             shown = self.left_flat if verbose else self.left_flat[:10]
             out.extend(f"  {one_line(path, 120)} ({one_line(cls, 120)}): {reason}" for path, cls, reason in shown)
             if len(shown) < len(self.left_flat):
