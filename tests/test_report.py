@@ -451,6 +451,14 @@ def _many_functions_model(path: Path, families: int, overloads: int) -> None:
     onnx.save(model, path)
 
 
+def test_one_family_past_the_cap_is_said_in_the_singular(tmp_path: Path):
+    path = tmp_path / "many.onnx"
+    _many_functions_model(path, families=201, overloads=1)
+    report = build_report(open_index(path), graphs=False)
+    assert report.families_omitted == 1
+    assert any("1 of 201 families is listed without detail" in n for n in report.notes)
+
+
 def test_many_families_are_capped_and_markdown_fits(tmp_path: Path):
     path = tmp_path / "many.onnx"
     _many_functions_model(path, families=230, overloads=3)

@@ -132,8 +132,8 @@ def _families(index: ModelIndex, store: ReviewStore | None, lim: Limits, notes: 
     detailed = len(analyses)
     omitted = len(out) - detailed
     if omitted:
-        notes.append(f"{omitted} of {len(out)} families are listed without detail (the report shows the first "
-                     f"{lim.families} in full).")
+        notes.append(f"{omitted} of {len(out)} families {'is' if omitted == 1 else 'are'} listed without detail "
+                     f"(the report shows the first {lim.families} in full).")
     cut = [f for f in out if f.bodies_omitted]
     if cut:
         omitted_bodies = sum(f.bodies_omitted for f in cut)
@@ -423,7 +423,7 @@ def _add_graphs(index: ModelIndex, families: list[FamilyInfo], scopes: dict[str,
             body.graph_note = f"graph omitted: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
     skipped = len(wanted) - drawn
     if skipped:
-        notes.append(f"{skipped} graphs could not be drawn (see the bodies concerned).")
+        notes.append(f"{plural(skipped, 'graph')} could not be drawn (see the bodies concerned).")
     total_bodies = sum(len(f.bodies) for f in families)
     if total_bodies > len(wanted):
         notes.append(f"Graphs are drawn for {len(wanted)} of {total_bodies} bodies shown (at most "

@@ -78,7 +78,8 @@ def render_markdown(report: Report, max_chars: int = MAX_CHARS) -> str:
             block = _body(b)
             if size + sum(len(x) + 2 for x in parts) + len(block) + 2 > budget:
                 rest = len(fam.bodies) - j + sum(len(f.bodies) for f in detailed[k + 1:])
-                left_out.append(f"{rest:,} bodies of {len(detailed) - k:,} families")
+                families = plural(len(detailed) - k, "family", "families")
+                left_out.append(f"{plural(rest, 'body', 'bodies')} of {families}")
                 stopped = True
                 break
             parts.append(block)
