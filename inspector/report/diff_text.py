@@ -56,7 +56,9 @@ def matched_line(d: ModelDiff) -> str:
         m = d.matched.get(key)
         if m is None or (m.matched == 0 and m.only_a == 0 and m.only_b == 0):
             continue
-        extra = f" (+{m.only_b} -{m.only_a})" if m.only_a or m.only_b else ""
+        # (of those, the ones baked into aten calls are compared with their calls, not listed as added or removed)
+        baked = f", {m.baked} baked into calls" if m.baked else ""
+        extra = f" (+{m.only_b} -{m.only_a}{baked})" if m.only_a or m.only_b else ""
         parts.append(f"{plural(m.matched, title)}{extra}")
     return ", ".join(parts) or "nothing to match"
 

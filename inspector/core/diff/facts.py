@@ -107,6 +107,10 @@ class GraphComparer:
             if u.name not in baked_b:
                 self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),
                                 f"{u.name} {tensor_type(u)}", [u.name]))
+        count = self.matched.get("initializers")
+        if count is not None:
+            count.baked = sum(1 for t, kb in left if kb is None and t.name in baked_a) + \
+                sum(1 for u in added if u.name in baked_b)
 
     def compare_values(self, section: Literal["input", "output"], va: Sequence[onnx.ValueInfoProto],
                        vb: Sequence[onnx.ValueInfoProto]) -> dict[int, int]:
