@@ -443,3 +443,29 @@ def test_a_body_change_row_too_long_for_the_list_keeps_its_start_and_a_value_row
     index = compare.changes.indexFromItem(value)
     what, _where = ChangeRowDelegate.lines(index, fm, fm.horizontalAdvance(line) * 2 // 3)
     assert what.endswith(" → " + new) and what.startswith(old[:4]) and "…" in what, what
+
+
+def test_an_initializer_change_shows_the_call_that_reads_it(qtbot, compare: CompareWindow, tmp_path: Path):
+    """T5's position bias written out per head (the same sums, 64 elements instead of 16): its row shows add_22,
+    which reads it, on both sides, not the whole main graph, where the bias is not drawn at all."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(ZOO / "t5.onnx"), load_external_data=False)
+    t = next(t for t in model.graph.initializer if t.name == "where_2")
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(np.tile(numpy_helper.to_array(t), (1, 4, 1, 1))),
+                                       "where_2"))
+    onnx.save(model, str(tmp_path / "t5_per_head.onnx"))
+    _load(qtbot, compare, ZOO / "t5.onnx", tmp_path / "t5_per_head.onnx")
+    rows = _rows(compare)
+    assert [(g, row.text(0)) for g, row in rows] == [
+        ("initializers", "reshaped: where_2 FLOAT[1, 1, 4, 4] → FLOAT[1, 4, 4, 4]")]
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(rows[0][1])
+    for side in (compare.side_a, compare.side_b):
+        scope = side.current_scope()
+        assert isinstance(scope, AtenCall) and scope.name == "add_22"
+    # (its box selected on both sides: with its values where it is small enough to show them, as an input where not)
+    selected = [side.graph.selected() for side in (compare.side_a, compare.side_b)]
+    assert [s.id if s is not None else None for s in selected] == ["const:where_2", "in:where_2"]

@@ -4,6 +4,7 @@ aligned box on the other side (``twin.TwinGraphs``), scrolling is kept in step."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from PySide6.QtWidgets import (
 
 from inspector.core.bodies.body import Body, function_body, group_body
 from inspector.core.diff import Change, ModelDiff, diff_models, show_value
-from inspector.core.model.calls import AtenCall, Scope
+from inspector.core.model.calls import FX_NODE, AtenCall, Scope
+from inspector.core.model.fx import fx_head
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
@@ -69,7 +71,11 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     # each index's own maps: the scenes of both main graphs read them too (built twice per side before)
     kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
     maps = {id(ia): ia.graph_maps(progress=checkpoint), id(ib): ib.graph_maps(progress=checkpoint)}
-    return Pair(ia, ib, diff_models(ia, ib, keep=kept, progress=checkpoint), maps,
+    diff = diff_models(ia, ib, keep=kept, progress=checkpoint)
+    if any(c.section in _READ_VALUES for c in diff.changes):  # (who reads each value: ``scope_for``, here once)
+        for m in maps.values():
+            m.consumers  # noqa: B018  # (a property made on first use)
+    return Pair(ia, ib, diff, maps,
                 {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept,
                 (graph_values(ia.proto.graph), graph_values(ib.proto.graph)))  # a box's details: off the GUI thread
 
@@ -84,10 +90,22 @@ def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
     return out
 
 
-def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None) -> Scope:
+_READ_VALUES = ("initializer", "input")  # changes of a value that calls read: shown where the first one reads it
+
+
+def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None,
+              maps: GraphMaps | None = None) -> Scope:
     """The scope a change lives in, on one side: an aten call, a function, or the main graph. ``by_name``:
-    ``calls_by_name(index)``, made off the GUI thread (80k calls at 100k nodes)."""
+    ``calls_by_name(index)``, made off the GUI thread (80k calls at 100k nodes). An initializer or graph input
+    that changed is shown in the first aten call that reads it (``maps``: the side's, whose readers the pair's job
+    made): Swin's relative position bias reshaped showed the whole main graph, which does not show it."""
     names = [change.where, *change.sites]
+    if change.section in _READ_VALUES and maps is not None:
+        if by_name is None:
+            by_name = calls_by_name(index)
+        reader = _first_reader(index, maps, by_name, names)
+        if reader is not None:
+            return reader
     if change.section == "aten_call":
         if by_name is None:
             by_name = calls_by_name(index)
@@ -107,6 +125,26 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
             if f"{k.domain}.{k.name}" == change.family or k.name == change.family:
                 return k
     return MAIN
+
+
+def _first_reader(index: ModelIndex, maps: GraphMaps, by_name: dict[str, AtenCall],
+                  names: list[str]) -> AtenCall | None:
+    """The main-graph aten call of the first node reading one of ``names`` (by its fx metadata), if any."""
+    nodes = index.proto.graph.node
+    for name in names:
+        for i in maps.consumers.get(name, ()):
+            text = next((p.value for p in nodes[i].metadata_props if p.key == FX_NODE), None)
+            head = fx_head(text) if isinstance(text, str) else None
+            call = by_name.get(head[0]) if head is not None else None
+            if call is not None and call.scope == MAIN:
+                return call
+    return None
+
+
+def value_box(boxes: Mapping[str, object], name: str) -> str | None:
+    """The box of the value ``name`` where the graph shows it read from outside: as an input (``in:<name>``) or, a
+    small initializer, with its value (``const:<name>``); None where it does not."""
+    return next((box for box in (f"in:{name}", f"const:{name}") if box in boxes), None)
 
 
 def body_of(index: ModelIndex, scope: Scope, maps: GraphMaps | None) -> Body | None:
@@ -280,8 +318,8 @@ class CompareWindow(QMainWindow):
         if pair is None:
             return
         self._current = change
-        scope_a = scope_for(pair.a, change, pair.calls.get(id(pair.a)))
-        scope_b = scope_for(pair.b, change, pair.calls.get(id(pair.b)))
+        scope_a = scope_for(pair.a, change, pair.calls.get(id(pair.a)), pair.maps.get(id(pair.a)))
+        scope_b = scope_for(pair.b, change, pair.calls.get(id(pair.b)), pair.maps.get(id(pair.b)))
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
@@ -300,6 +338,8 @@ class CompareWindow(QMainWindow):
             if pairing is not None:
                 found = changed_box(pairing.marks_a, self._current)
                 other = None if found else changed_box(pairing.marks_b, self._current)
+                if not (found or other) and self._current.section in _READ_VALUES:
+                    found = value_box(self.side_a.graph.items_by_id, self._current.where)  # (the value read)
                 if found or other:
                     self.twin.jump(found or other or "", from_a=bool(found))
             self.change_shown.emit(self._current)

@@ -163,6 +163,8 @@ class TwinGraphs(QSplitter):
         current = graph.selected()
         if self.pairing is None and target in graph.items_by_id and graph.items_by_id[target].node.label != node.label:
             target = None  # nothing aligned (two main graphs): a box pairs with the same box only if it is the same op
+        if target is not None and target not in graph.items_by_id:
+            target = other_form(target, graph.items_by_id)
         if target is None or target not in graph.items_by_id:
             if current is not None:
                 graph.scene().clearSelection()
@@ -238,3 +240,13 @@ def _preview(index: ModelIndex, tensor: onnx.TensorProto) -> str:
         return tensor_preview(read_tensor(tensor, index.path.parent))
     except InspectorError as e:
         return f"cannot read: {e}"
+
+
+def other_form(box: str, boxes: Mapping[str, object]) -> str | None:
+    """The box of the same value drawn the other way on this side, if there is one: a weight small enough to show its
+    values on one side (``const:NAME``) and drawn as an input on the other (``in:NAME``), as T5's position bias is
+    with 16 elements and with 64; None otherwise."""
+    kind, _colon, name = box.partition(":")
+    swapped = {"in": "const", "const": "in"}.get(kind)
+    found = f"{swapped}:{name}" if swapped else None
+    return found if found is not None and found in boxes else None
