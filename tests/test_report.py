@@ -457,6 +457,7 @@ def test_one_family_past_the_cap_is_said_in_the_singular(tmp_path: Path):
     report = build_report(open_index(path), graphs=False)
     assert report.families_omitted == 1
     assert any("1 of 201 families is listed without detail" in n for n in report.notes)
+    assert "1 family is listed without detail." in render_html(report)
 
 
 def test_many_families_are_capped_and_markdown_fits(tmp_path: Path):
