@@ -193,7 +193,7 @@ def _unit_of(u: Unit) -> tuple[Any, ...]:
             [(name, t.SerializeToString()) for name, t in u.constants.items()])
 
 
-def _own_sides(a: ModelIndex, b: ModelIndex) -> tuple[Side, Side]:
+def own_sides(a: ModelIndex, b: ModelIndex) -> tuple[Side, Side]:
     """The sides of a diff of ``a`` and ``b`` each cut on its own, what they may bake in judged alike
     (``agree_small``), as the diff cuts them when B is not mostly A."""
     cut_a, cut_b = GraphCut(a, alone=False), GraphCut(b, alone=False)
@@ -231,7 +231,7 @@ def test_cut_made_as_a_pair_is_its_own_cut(tmp_path: Path, case: str):
         assert {A.unit_of_node[i] for i in follow.reshaped} <= follow.suspect
         # no unit is resolved before it is used; (below) used, each is what a cut of its own finds
         assert all(u is None or u.reads is UNREAD for u in (*A.units, *B.units))
-    own_a, own_b = _own_sides(a, b)
+    own_a, own_b = own_sides(a, b)
     assert _cut_of(A) == _cut_of(own_a)
     assert _cut_of(B) == _cut_of(own_b)
     if unequal is not None:  # what the pair does not name is the same on both sides
@@ -313,7 +313,7 @@ def test_a_pair_differing_inside_an_if_branch(tmp_path: Path, change: Change, mo
 def _diff_of_own_cuts(a: ModelIndex, b: ModelIndex, monkeypatch: pytest.MonkeyPatch) -> ModelDiff:
     """The diff of ``a`` and ``b`` with each side cut on its own, as if B were not mostly A."""
     with monkeypatch.context() as m:
-        m.setattr(Side, "pair", classmethod(lambda cls, x, y, progress=None: _own_sides(x, y)))
+        m.setattr(Side, "pair", classmethod(lambda cls, x, y, progress=None: own_sides(x, y)))
         own = diff_models(a, b)
     return own
 

@@ -16,10 +16,10 @@ import pytest
 from onnx import numpy_helper
 
 from inspector.core.diff import diff_files, diff_models
-from inspector.core.diff.cut import GraphCut, agree_small
 from inspector.core.diff.units import Side
-from inspector.core.model.index import ModelIndex, open_index
+from inspector.core.model.index import open_index
 from tests.conftest import ROOT
+from tests.test_diff_cut import own_sides
 
 ZOO = ROOT / "tests" / "zoo"
 T5 = ZOO / "t5.onnx"
@@ -46,23 +46,15 @@ def test_a_bias_grown_past_the_bound_is_an_initializer_reshaped(tmp_path: Path, 
     assert [(c.kind, c.where, c.old, c.new) for c in d.changes] == [("initializer_reshaped", "where_2", old, new)]
 
 
-def _own_sides(a: ModelIndex, b: ModelIndex) -> tuple[Side, Side]:
-    cut_a, cut_b = GraphCut(a, alone=False), GraphCut(b, alone=False)
-    agree_small(cut_a, cut_b)
-    cut_a.finish()
-    cut_b.finish()
-    return Side(a, cut_a), Side(b, cut_b)
-
-
 def test_cut_on_its_own_each_side_reads_the_bias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """As the diff cuts two exports of other layouts: each side on its own, the bias read by add_22 on both."""
     a, b = open_index(T5, modules=False), open_index(_t5_bias_per_head(tmp_path), modules=False)
-    sides = _own_sides(a, b)
+    sides = own_sides(a, b)
     for side in sides:
         uid = next(k for k, u in enumerate(side.units[:side.n_calls]) if u is not None and u.label == "add_22")
         unit = side.unit(uid)
         assert "where_2" in unit.reads and "where_2" not in unit.constants
-    monkeypatch.setattr(Side, "pair", classmethod(lambda cls, x, y, progress=None: _own_sides(x, y)))
+    monkeypatch.setattr(Side, "pair", classmethod(lambda cls, x, y, progress=None: own_sides(x, y)))
     assert [(c.kind, c.where) for c in diff_models(a, b).changes] == [("initializer_reshaped", "where_2")]
 
 
