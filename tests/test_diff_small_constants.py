@@ -74,3 +74,19 @@ def test_a_name_held_for_other_values_is_not_agreed_on():
     d = diff_models(a, b)
     assert [(c.kind, c.where) for c in d.changes] == [("value_changed", "scaled_dot_product_attention"),
                                                       ("value_changed", "scaled_dot_product_attention_1")]
+
+
+def test_a_name_two_sdpa_calls_read_for_other_values_is_not_agreed_on():
+    """Two different transformers (the fixture block and pair_heads_a) whose SDPA calls both read ``val_49``: one as
+    its FLOAT[1] scale, the other as its [8, 8] mask, another operator's operand of another rank. Each keeps its
+    own: the first one's body loses its scale constant, and no initializer is said to be reshaped."""
+    from tests.conftest import FIXTURES
+
+    a, b = open_index(FIXTURES / "dynamo_block.onnx", modules=False), open_index(ZOO / "pair_heads_a.onnx",
+                                                                                  modules=False)
+    shapes = [list({t.name: t for t in ix.proto.graph.initializer}["val_49"].dims) for ix in (a, b)]
+    assert shapes == [[1], [8, 8]]
+    d = diff_models(a, b)
+    assert not [c for c in d.changes if c.where == "val_49"]
+    sdpa = [c for c in d.changes if c.kind == "body_changed" and "scaled_dot_product_attention" in c.family]
+    assert sdpa and all("-3 (constant INT64[3], constant INT64[4], constant FLOAT[1])" in c.detail for c in sdpa)

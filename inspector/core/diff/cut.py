@@ -150,17 +150,19 @@ class GraphCut:
             self._small = small_constants(self.graph, self.input_pos, self.described_values)
         return self._small
 
-    def call_readers(self, names: set[str]) -> dict[str, set[str]]:
-        """The FX names of the aten calls whose nodes read each of ``names`` (what other nodes read is left out), in
-        one pass over the main graph's nodes."""
-        out: dict[str, set[str]] = {}
+    def call_readers(self, names: set[str]) -> dict[str, set[tuple[str, str, int]]]:
+        """Where the aten calls read each of ``names``: (the call's FX name, the reading node's op type, the operand's
+        place; -1 for a value a subgraph captures), in one pass over the main graph's nodes; what other nodes read is
+        left out."""
+        out: dict[str, set[tuple[str, str, int]]] = {}
         units, unit_of_node, n_calls = self.units, self.unit_of_node, self.n_calls
         for i, node in enumerate(self.graph.node):
             uid = unit_of_node[i]
             if 0 <= uid < n_calls and not names.isdisjoint(reads := self.reads_of(node)):
                 label = units[uid].label  # type: ignore[union-attr]  # (every call's unit is made)
+                places = {name: k for k, name in enumerate(node.input)}
                 for name in names.intersection(reads):
-                    out.setdefault(name, set()).add(label)
+                    out.setdefault(name, set()).add((label, node.op_type, places.get(name, -1)))
         return out
 
     def reads_of(self, node: onnx.NodeProto) -> Any:
@@ -414,8 +416,11 @@ def agree_small(a: GraphCut, b: GraphCut) -> None:
     the bound between two exports made a body gain or lose a constant: Swin's relative position bias (512 elements
     with windows of 4, 32 with windows of 2) and Phi3's rotary tables with half the head rotated (64 -> 32) read as
     their adds' and muls' bodies changed, where the summary and the app show one body each; they now read as the
-    initializers they are, reshaped. A name alone is no evidence: exporters number their constants, and the custom
-    transformers of ``pair_scale`` hold ``val_75`` as a Reshape's shape in one export and as a weight in the other.
+    initializers they are, reshaped. The same value: the same name, element type and rank, read by the calls of the
+    same FX names, by nodes of the same operators at the same places. A name alone is no evidence: exporters number
+    their constants; ``pair_scale``'s custom transformers hold ``val_75`` as a Reshape's shape in one export and as a
+    weight in the other, and two exports' SDPA calls read ``val_49``, one as its FLOAT[1] scale, the other as its
+    [8, 8] mask.
     The calls of both cuts must be cut (``_cut_calls``); their reads need not be resolved (a pass over the nodes
     finds the readers, only where some value is small on one side alone)."""
     small_a, small_b = a.small, b.small
@@ -424,8 +429,11 @@ def agree_small(a: GraphCut, b: GraphCut) -> None:
     if not names:
         return
     readers_a, readers_b = a.call_readers(names), b.call_readers(names)
+    inits_a, inits_b = a.graph.initializer, b.graph.initializer
     for name in names:
-        if readers_a.get(name) and readers_a.get(name) == readers_b.get(name):
+        ta, tb = inits_a[a.init_pos[name]], inits_b[b.init_pos[name]]
+        if ta.data_type == tb.data_type and len(ta.dims) == len(tb.dims) \
+                and readers_a.get(name) and readers_a.get(name) == readers_b.get(name):
             small_a.pop(name, None)
             small_b.pop(name, None)
 
