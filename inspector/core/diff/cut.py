@@ -411,8 +411,8 @@ def small_constants(graph: onnx.GraphProto, input_pos: dict[str, int],
 
 def agree_small(a: GraphCut, b: GraphCut) -> None:
     """What the two cuts of a diff may bake in, judged alike on both sides: an initializer that one side holds too
-    large to bake (or as a parameter), and the other small, is read on both where it is the same value, read by the
-    calls of the same FX names on both sides. Each side alone bakes what is small in it, so a value whose size crossed
+    large to bake (or as a parameter), and the other small, is read on both where it is the same value (below). Each
+    side alone bakes what is small in it, so a value whose size crossed
     the bound between two exports made a body gain or lose a constant: Swin's relative position bias (512 elements
     with windows of 4, 32 with windows of 2) and Phi3's rotary tables with half the head rotated (64 -> 32) read as
     their adds' and muls' bodies changed, where the summary and the app show one body each; they now read as the
