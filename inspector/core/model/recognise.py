@@ -106,6 +106,7 @@ class _Match:
     attributes: dict[tuple[int, str], Any]  # masked attribute values
     extra: set[int]  # nodes that compute a masked constant operand in the graph (Constant, folded or symbolic)
     shared: set[int] = field(default_factory=set)  # template nodes another call computed (common subexpressions)
+    outside: dict[int, str] = field(default_factory=dict)  # outside tensor (``x`` operand) -> graph value
 
 
 class Matcher:
@@ -143,10 +144,10 @@ class Matcher:
         self._twins: dict[tuple[str, frozenset[tuple[Key, int]]], list[int]] = {}  # (``twin_escapes``)
         self._verdict_of = partial(_verdict, self)  # (what ``recognise_narrow`` narrows a verdict with, and by what
         self._says = ConstantNames(self.constants.is_constant, self.maps.parameters)  # a constant's name says)
+        self.wiring: dict[int, tuple[str, dict[int, str]]] = {}  # first node -> template, x -> value (as matched)
 
     def run(self) -> list[Recognised]:
-        nodes, verdicts = self.calls()
-        return [Recognised(n, *v) for n, v in zip(nodes, verdicts)]
+        return [Recognised(n, *v) for n, v in zip(*self.calls())]
 
     def calls(self) -> tuple[list[tuple[int, ...]], list[Verdict]]:
         """The calls found, in graph order: each call's nodes, and its verdict (one object for the calls of one
@@ -190,7 +191,8 @@ class Matcher:
             if len(verdict[1]) > 1:  # (narrowed by the names of its output and of the constants it reads)
                 verdict = narrowed(self._verdict_of, fits, output_name(self.maps.outputs, fits[0][0], first.nodes),
                                    reads_keep(fits, self.maps.inputs, self._says)) or verdict
-            found_nodes[members[0]], found[members[0]] = members, verdict
+            found_nodes[members[0]], found[members[0]], self.wiring[members[0]] = members, verdict, (fits[0][0].name,
+                                                                                              first.outside)
 
     def _one_node_calls(self, found_nodes: list[tuple[int, ...] | None], found: list[Verdict | None]) -> None:
         """The one-node calls, placed in ``found_nodes`` and ``found`` by their first node."""
@@ -251,7 +253,7 @@ class Matcher:
         last = len(t.nodes) - 1
         m = _Match({last: anchor}, set(), {}, {}, set())
         used = {anchor: last}
-        outside: dict[int, str] = {}
+        outside = m.outside
         stack = [last]
         while stack:
             j = stack.pop()
@@ -529,7 +531,9 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
         for value in t.rules:
             add_rules(rules_of.setdefault(t.name, []), value)
     shared: dict[tuple[tuple[str, ...], int], tuple[str, str, str]] = {}
-    nodes, verdicts = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare).calls()
+    matcher = Matcher(graph, maps, taken, templates, onnx_opset(proto), bare)
+    nodes, verdicts = matcher.calls()
+    wiring = matcher.wiring
     protos = graph.node
     make = recognised_call
     for k, (members, verdict) in enumerate(zip(nodes, verdicts)):
@@ -548,7 +552,8 @@ def recognised_calls(proto: onnx.ModelProto, calls: Sequence[AtenCall], maps: Gr
             got = texts[id(verdict)] = (*text, templates_, candidates, ruled_out, rules)
         target, raw, tail, names, candidates, ruled_out, rules = got
         # its name, FX text and (one node) paths made when read (``RecognisedCall``)
-        out.append(make(k, members, raw, target, names, candidates, tail, protos, ruled_out, rules))
+        out.append(make(k, members, raw, target, names, candidates, tail, protos, ruled_out, rules,
+                        wiring.get(members[0]) if len(members) > 1 else None))
     return out
 
 

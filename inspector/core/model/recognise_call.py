@@ -37,13 +37,16 @@ class RecognisedCall(AtenCall):
     one-node call's ``node_paths`` (a new list at each read: equal, never the same object). Made with AtenCall's
     fields (``dataclasses.replace``), it holds them as given."""
 
-    __slots__ = ("_graph_nodes", "_name", "_node", "_number", "_paths", "_tail")
+    __slots__ = ("_graph_nodes", "_name", "_node", "_number", "_paths", "_tail", "wiring")
     _graph_nodes: Sequence[onnx.NodeProto]  # the main graph's nodes
     _number: int | None  # the call's number (None: ``_name`` and ``_tail`` hold its name and FX text)
     _tail: str  # its FX text after its name
     _name: str
     _node: int | None  # a one-node call's node (None: ``_paths`` holds its paths)
     _paths: list[NodePath]
+    # a multi-node call's template and the graph value of each of its outside tensors (``x`` operands), as the match
+    # read them: what its signature binds (``signature.recognised_tensors``); None where it was not kept
+    wiring: tuple[str, dict[int, str]] | None
 
     def __init__(self, fx_text: str, name: str, raw_target: str, target: str, scope: GraphScope,
                  node_paths: list[NodePath], first_node: onnx.NodeProto | None = None, rule_names: tuple[str, ...] = (),
@@ -54,7 +57,7 @@ class RecognisedCall(AtenCall):
         self.raw_target, self.target, self.scope, self._node, self._paths = raw_target, target, scope, None, node_paths
         self.rule_names, self.scopes_text, self._fx, self._parsed = rule_names, scopes_text, _fx, _parsed
         self._meta, self._module_path, self.recognised, self.candidates = _meta, _module_path, recognised, candidates
-        self.ruled_out = ruled_out
+        self.ruled_out, self.wiring = ruled_out, None
         _FIRST_NODE.__set__(self, first_node)
 
     @property
@@ -105,7 +108,7 @@ class RecognisedCall(AtenCall):
                 c._paths = self._paths
             c.raw_target, c.target, c.recognised, c.candidates = self.raw_target, self.target, self.recognised, \
                 self.candidates
-            c.ruled_out = self.ruled_out
+            c.ruled_out, c.wiring = self.ruled_out, self.wiring
             c.scope, c.rule_names, c.scopes_text = self.scope, self.rule_names, self.scopes_text
             c._fx, c._meta, c._module_path, c._parsed = self._fx, self._meta, self._module_path, self._parsed
         c._graph_nodes = graph_nodes
@@ -152,13 +155,14 @@ def _fx_name(call: RecognisedCall) -> str:
 _UNSET: Any = object()
 # what a recognised call holds: its own slots and AtenCall's fields that no property of it stands in for
 _STORED = ("_number", "_tail", "_name", "_node", "_paths", "raw_target", "target", "scope", "rule_names",
-           "scopes_text", "_fx", "_parsed", "_meta", "_module_path", "recognised", "candidates", "ruled_out")
+           "scopes_text", "_fx", "_parsed", "_meta", "_module_path", "recognised", "candidates", "ruled_out", "wiring")
 
 
 def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target: str,
                     recognised: tuple[str, ...], candidates: tuple[str, ...], tail: str,
                     graph_nodes: Sequence[onnx.NodeProto], ruled_out: tuple[str, ...] = (),
-                    rule_names: tuple[str, ...] = ()) -> RecognisedCall:
+                    rule_names: tuple[str, ...] = (),
+                    wiring: tuple[str, dict[int, str]] | None = None) -> RecognisedCall:
     """The matcher's call numbered ``number`` (its FX name's), of the main-graph nodes ``nodes`` (in order) of
     ``graph_nodes``; ``tail``: its FX text after the name. Every field set here, none through a property, and no name,
     FX text or one-node path list made (the dataclass's ``__init__`` with every field, ``first_node`` through its
@@ -172,6 +176,7 @@ def recognised_call(number: int, nodes: tuple[int, ...], raw_target: str, target
         c._node, c._paths = None, list(zip(nodes))
     c.raw_target, c.target, c.recognised, c.candidates, c.ruled_out = raw_target, target, recognised, candidates, \
         ruled_out
+    c.wiring = wiring
     c.scope, c.rule_names, c.scopes_text = MAIN, rule_names, ""  # (a fused template's rules: ``Template.rules``)
     c._fx = c._meta = c._module_path = None
     c._parsed = False

@@ -97,14 +97,23 @@ def recognised_tensors(call: AtenCall) -> dict[str, Any]:
     operand the template takes from one of those nodes read from that node (``_by_wiring``: SDPA's query, key and
     value, read by its Mul, Reshape and last MatMul; a linear's input and bias where the optimizer folded its weight's
     Transpose); else, the template's first node is the call's first node (same operator and operand count) and reads
-    every outside tensor. Otherwise none (the signature shows those parameters as missing)."""
+    every outside tensor. Otherwise none (the signature shows those parameters as missing). A multi-node call the
+    matcher found holds what its match read (``RecognisedCall.wiring``): that comes first, for a body whose nodes lie
+    in another order than the template's (the zoo's stripped exports: 22 of 97 multi-node calls' tensors, missing
+    before, each the one torch's FX text names); a one-node body among the nodes computing its shape (an unoptimised
+    export's view) reads them from its one node of the template's operator."""
     from inspector.core.model.recognise_call import RecognisedCall  # (the matcher's module: start-up)
 
     t = _naming_template(call)
     if t is None or not t.nodes:
         return {}
-    nodes = call.nodes() if isinstance(call, RecognisedCall) else None
-    values = _by_wiring(t.nodes, nodes) if nodes else None
+    wiring = call.wiring if isinstance(call, RecognisedCall) else None
+    values = dict(wiring[1]) if wiring is not None and wiring[0] == t.name else None  # (as the match read them)
+    nodes = call.nodes() if isinstance(call, RecognisedCall) and values is None else None
+    if values is None and nodes:
+        values = _by_wiring(t.nodes, nodes)
+        if values is None and len(t.nodes) == 1:  # (a one-node body with the nodes computing its shape: noopt views)
+            values = _by_first_node(t.nodes, _the_node(t.nodes[0], nodes))
     if values is None:
         values = _by_first_node(t.nodes, call.first_node)
     out: dict[str, Any] = {}
@@ -144,6 +153,13 @@ def _by_wiring(template: Sequence[Any], nodes: list[onnx.NodeProto]) -> dict[int
             elif ref.kind == "x" and values.setdefault(ref.a, value) != value:
                 return None
     return values
+
+
+def _the_node(tn: Any, nodes: list[onnx.NodeProto]) -> onnx.NodeProto | None:
+    """The one node of ``nodes`` of template node ``tn``'s operator and operand count (a one-node body's, beside the
+    Constant, Cast and Concat nodes an unoptimised export computes its shape with), None unless exactly one is."""
+    found = [n for n in nodes if (n.op_type, n.domain, len(n.input)) == (tn.op_type, tn.domain, len(tn.inputs))]
+    return found[0] if len(found) == 1 else None
 
 
 def _by_first_node(template: Sequence[Any], node: onnx.NodeProto | None) -> dict[int, str]:
