@@ -38,10 +38,14 @@ dt { font-weight: 600; } dd { margin: 0; }
 _VERDICT = """.verdict { font-size: 1.1rem; font-weight: 600; }
 .equal { color: var(--ok); } .equivalent { color: var(--chg); } .different { color: var(--del); }
 """
+# (a folder diff's status and paths keep their width: ``anywhere`` let the table squeeze ``resnet.onnx`` to
+# ``resnet.on`` / ``nx`` beside a long row of changes; ``break-word`` still breaks a path longer than the page)
 _TABLE = """.muted { color: var(--muted); }
 table { border-collapse: collapse; width: 100%; margin: 0.5rem 0; }
 th, td { border: 1px solid var(--border); padding: 0.3rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: var(--head); }
+table.paths td:first-child { white-space: nowrap; }
+table.paths code { overflow-wrap: break-word; }
 """
 _CHANGES = """.k-add { color: var(--add); } .k-del { color: var(--del); } .k-chg { color: var(--chg); }
 details { margin: 0.3rem 0 0.6rem; } summary { cursor: pointer; color: var(--muted); }
