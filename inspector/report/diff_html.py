@@ -44,7 +44,7 @@ _TABLE = """.muted { color: var(--muted); }
 table { border-collapse: collapse; width: 100%; margin: 0.5rem 0; }
 th, td { border: 1px solid var(--border); padding: 0.3rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: var(--head); }
-table.paths td:first-child { white-space: nowrap; }
+table.paths td:nth-child(1) { white-space: nowrap; }
 table.paths code { overflow-wrap: break-word; }
 """
 _CHANGES = """.k-add { color: var(--add); } .k-del { color: var(--del); } .k-chg { color: var(--chg); }
