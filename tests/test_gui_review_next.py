@@ -105,3 +105,35 @@ def test_a_clicked_button_keeps_the_focus_while_the_next_body_is_analysed(qtbot,
         qtbot.keyClick(window.focusWidget(), Qt.Key.Key_X)
         assert window.filter_box.text() == "a"
     assert item.key.family != first.key.family  # (the steps went on to another family's body)
+
+
+def test_a_flagged_item_stays_findable_in_the_functions_tree(qtbot, window, tmp_path: Path):
+    """The Review column counted specialised values and open items only: once an item was marked suspicious or wrong
+    its overload's row read as one with nothing left, and the flag could be found only in the Review list. It now
+    counts them, first (a narrow column keeps them), in the review panel's colours. GPT-2's aten::pow (its gelu's
+    cube): one body with one specialised value, 2 items."""
+    from inspector.gui.theme import STATUS_COLOURS
+
+    open_copy(qtbot, window, tmp_path, "gpt2")
+    window.filter_box.set_now("pow")
+    proxy = window.family_filter
+    family = proxy.index(0, 0)
+    overload = proxy.index(0, 2, family)
+    row = proxy.index(0, 2)
+    assert family.data() == "aten::pow" and row.data() == "1 spec · 2 open" == overload.data()
+    assert row.data(Qt.ItemDataRole.ForegroundRole) is None
+    _next(qtbot, window)
+    qtbot.keyClick(window, Qt.Key.Key_2, CTRL)  # suspicious
+    qtbot.waitUntil(lambda: proxy.index(0, 2).data() == "1 spec · 1 susp · 1 open", timeout=10000)
+    assert proxy.index(0, 2).data(Qt.ItemDataRole.ToolTipRole) == (
+        "1 specialised value · 1 marked suspicious · 1 unreviewed item")
+    assert proxy.index(0, 2).data(Qt.ItemDataRole.ForegroundRole).color().name() == STATUS_COLOURS["suspicious"]
+    _next(qtbot, window)
+    qtbot.keyClick(window, Qt.Key.Key_3, CTRL)  # wrong: its colour wins
+    qtbot.waitUntil(lambda: proxy.index(0, 2).data() == "1 spec · 1 wrong · 1 susp", timeout=10000)
+    overload = proxy.index(0, 2, proxy.index(0, 0))
+    assert overload.data() == "1 spec · 1 wrong · 1 susp"
+    assert overload.data(Qt.ItemDataRole.ForegroundRole).color().name() == STATUS_COLOURS["wrong"]
+    window.review_bar.buttons["ok"].click()  # the wrong one is ok after all: only the suspicious one is flagged
+    qtbot.waitUntil(lambda: proxy.index(0, 2).data() == "1 spec · 1 susp", timeout=10000)
+    assert proxy.index(0, 2).data(Qt.ItemDataRole.ForegroundRole).color().name() == STATUS_COLOURS["suspicious"]

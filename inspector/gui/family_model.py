@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
@@ -22,6 +22,7 @@ from inspector.core.model.function_sites import CallSite
 from inspector.core.model.index import ModelIndex, Overload
 from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
+from inspector.gui.theme import status_brush
 
 Index = QModelIndex | QPersistentModelIndex
 ItemKind = Literal["root", "family", "overload", "aten_call", "call_site", "more"]  # KindRole's values
@@ -186,7 +187,7 @@ class FamilyModel(QAbstractItemModel):
         super().__init__()
         self.tree: FamilyTree | None = None
         self._root = _Item(None, 0, "root", None, "")
-        self._badges: dict[int, tuple[int, int]] = {}
+        self._badges: dict[int, BadgeCounts] = {}
         if index is not None:
             self.set_index(index)
 
@@ -277,16 +278,20 @@ class FamilyModel(QAbstractItemModel):
     def item_count(self) -> int:
         return self.tree.item_count() if self.tree is not None else 0
 
-    def _badge(self, item: _Item, short: bool) -> str:
+    def _counts(self, item: _Item) -> BadgeCounts | None:
         if item.kind == "overload":
-            return badge_text(*self._badges.get(id(item.obj), (0, 0)), short=short)
+            return self._badges.get(id(item.obj), _NONE)
         if item.kind != "family":
-            return ""
-        counts = [self._badges.get(id(c.obj), (0, 0)) for c in item.children]
-        return badge_text(sum(c[0] for c in counts), sum(c[1] for c in counts), short=short)
+            return None
+        counts = [self._badges.get(id(c.obj), _NONE) for c in item.children]
+        return BadgeCounts(*map(sum, zip(*counts))) if counts else _NONE
 
-    def set_badges(self, badges: dict[int, tuple[int, int]]) -> None:
-        """Per ``id(overload)``: (specialised values, unreviewed items), shown as "3 spec · 2 open"."""
+    def _badge(self, item: _Item, short: bool) -> str:
+        counts = self._counts(item)
+        return badge_text(*counts, short=short) if counts is not None else ""
+
+    def set_badges(self, badges: dict[int, BadgeCounts]) -> None:
+        """Per ``id(overload)``: its ``BadgeCounts``, shown as "3 spec · 1 wrong · 2 open"."""
         self._badges = badges
         if self._root.children:
             last = self.index(len(self._root.children) - 1, 2)
@@ -366,6 +371,11 @@ class FamilyModel(QAbstractItemModel):
             return self._badge(item, short=True)
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 2:
             return self._badge(item, short=False) or None
+        if role == Qt.ItemDataRole.ForegroundRole and index.column() == 2:
+            counts = self._counts(item)  # (a row holding a wrong item in its colour, else a suspicious one in that)
+            if counts is None or not (counts.wrong or counts.suspicious):
+                return None
+            return status_brush("wrong" if counts.wrong else "suspicious")
         if role == Qt.ItemDataRole.DisplayRole:
             if index.column() == 0:
                 return item.label()
@@ -392,13 +402,29 @@ def recognised_note(obj: object) -> str:
     return f"\nrecognised by template{'s' if len(names) != 1 else ''} {', '.join(names)} (no fx metadata){named}"
 
 
-def badge_text(specialised: int, unreviewed: int, short: bool = True) -> str:
-    """``3 spec · 2 open`` for the Review column (``3 specialised values · 2 unreviewed items`` in full)."""
-    words = ("spec", "open") if short else ("specialised values", "unreviewed items")
-    parts = [f"{specialised} {words[0]}"] if specialised else []
-    if unreviewed:
-        parts.append(f"{unreviewed} {words[1]}")
-    return " · ".join(parts)
+class BadgeCounts(NamedTuple):
+    """An overload's review counts (``reviewing.badges``): its specialised values, its items left to review, and the
+    items marked suspicious and wrong."""
+
+    specialised: int
+    unreviewed: int
+    suspicious: int = 0
+    wrong: int = 0
+
+
+_NONE = BadgeCounts(0, 0)
+
+
+def badge_text(specialised: int, unreviewed: int, suspicious: int = 0, wrong: int = 0, short: bool = True) -> str:
+    """``3 spec · 1 wrong · 2 open`` for the Review column (``3 specialised values · 1 marked wrong · 2 unreviewed
+    items`` in full): what is flagged before what is left, so that a narrow column keeps it."""
+    if short:
+        words = [(specialised, "spec"), (wrong, "wrong"), (suspicious, "susp"), (unreviewed, "open")]
+        return " · ".join(f"{n} {w}" for n, w in words if n)
+    parts = [plural(specialised, "specialised value"), f"{wrong} marked wrong", f"{suspicious} marked suspicious",
+             plural(unreviewed, "unreviewed item")]
+    return " · ".join(p for n, p in zip((specialised, wrong, suspicious, unreviewed), parts) if n)
+
 
 
 class FamilyFilter(QSortFilterProxyModel):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -30,10 +29,9 @@ from inspector.core.specialise.categories import short_where, value_text
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
+from inspector.gui.theme import STATUS_COLOURS, status_brush
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
-STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999",
-                  "changed": "#8e44ad"}  # (changed since reviewed on an earlier body: ``reviewing.carried_reviews``)
 OPEN = ("unreviewed", "changed")  # left to review (``reviewing.OPEN``, which imports this module)
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
 NEXT_SHORTCUT = "Ctrl+N"  # the next unreviewed item of the Review list
@@ -309,7 +307,7 @@ class ReviewPanel(QWidget):
                 parent.setToolTip(ITEM, tooltip(fam_label))
                 self.tree.addTopLevelItem(parent)
             row = QTreeWidgetItem([item.lines, "" if review.status == "unreviewed" else review.status, review.note])
-            row.setForeground(STATUS, _brush(review.status))
+            row.setForeground(STATUS, status_brush(review.status))
             row.setToolTip(ITEM, tooltip(item.label))
             if review.note:
                 row.setToolTip(NOTE, tooltip(review.note))
@@ -368,8 +366,3 @@ class WrappedItems(QStyledItemDelegate):
 
 WRAP = Qt.TextFlag.TextWordWrap | Qt.TextFlag.TextWrapAnywhere
 
-
-def _brush(status: str) -> Any:
-    from PySide6.QtGui import QBrush, QColor
-
-    return QBrush(QColor(STATUS_COLOURS.get(status, "#999999")))

@@ -19,8 +19,11 @@ from inspector.core.review.store import Review, ReviewKey, ReviewStore, review_k
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, Preempted, Selection
+from inspector.gui.family_model import BadgeCounts
 from inspector.gui.review_panel import OPEN, ReviewItem
 from inspector.gui.worker import give_way
+
+_FLAGGED = {"suspicious": 2, "wrong": 3}  # status -> its place in ``BadgeCounts``
 
 Reviewable = BodyAnalysis | SpecialisedValue  # an overload's body, or one specialised value
 
@@ -65,7 +68,7 @@ def target_label(target: Target, sel: Selection) -> str:
 
 
 def review_items(analyses: Analyses, store: ReviewStore
-                 ) -> tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]], dict[ReviewKey, Review]]:
+                 ) -> tuple[list[tuple[ReviewItem, Review]], dict[int, BadgeCounts], dict[ReviewKey, Review]]:
     """Every reviewable item of every family with the review shown for it (``shown_review``), per-overload badge
     counts, and the reviews carried over from earlier bodies (``carried_reviews``)."""
     items: list[tuple[ReviewItem, Review]] = []
@@ -86,8 +89,9 @@ def review_items(analyses: Analyses, store: ReviewStore
     return items, badges(items, analyses.index), carried
 
 
-def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> dict[int, tuple[int, int]]:
-    """(specialised values, unreviewed items) per overload, keyed by id(overload)."""
+def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> dict[int, BadgeCounts]:
+    """Per overload, keyed by id(overload): its specialised values, its items left to review, and those marked
+    suspicious and wrong (``BadgeCounts``), so that a flagged item stays findable in the tree once reviewed."""
     if index is None:
         return {}
     owner: dict[int, int] = {}
@@ -104,10 +108,12 @@ def badges(items: list[tuple[ReviewItem, Review]], index: ModelIndex | None) -> 
             continue
         ovs = {owner.get(hash(m) if isinstance(m, FunctionKey) else id(m)) for m in body.members}
         for ov_id in ovs - {None}:
-            c = counts.setdefault(ov_id, [0, 0])  # type: ignore[arg-type]
+            c = counts.setdefault(ov_id, [0, 0, 0, 0])  # type: ignore[arg-type]
             if item.key.kind == "value":
                 c[0] += 1
             if review.status in OPEN:
                 c[1] += 1
-    return {k: (v[0], v[1]) for k, v in counts.items()}
+            elif review.status in _FLAGGED:
+                c[_FLAGGED[review.status]] += 1
+    return {k: BadgeCounts(*v) for k, v in counts.items()}
 

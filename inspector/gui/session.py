@@ -34,7 +34,7 @@ from inspector.core.search import SearchIndex
 from inspector.core.util.errors import InspectorError
 from inspector.gui.analysis import Analyses, Selection, TreeObject, main_call_owners, same_scope, scope_of
 from inspector.gui.collector import release_model
-from inspector.gui.family_model import FamilyTree
+from inspector.gui.family_model import BadgeCounts, FamilyTree
 from inspector.gui.review_panel import ReviewItem
 from inspector.gui.reviewing import (
     Reviewable,
@@ -160,7 +160,7 @@ class Session(QObject):
         self.review_list: list[tuple[ReviewItem, Review]] = []
         self.listed = False  # ``review_list`` is the model's whole list (made off the GUI thread after it opens)
         self.carried: dict[ReviewKey, Review] = {}  # reviews carried over from earlier bodies (``carried_reviews``)
-        self.badges: dict[int, tuple[int, int]] = {}
+        self.badges: dict[int, BadgeCounts] = {}
         self.listing_pending = False  # list once the first graph is drawn, so it never delays it
         self._token = 0  # bumped per request: the result of an older one is dropped
         self._clear_shown()
@@ -371,7 +371,7 @@ class Session(QObject):
         if analyses is None or store is None:
             return
 
-        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, tuple[int, int]],
+        def done(result: tuple[list[tuple[ReviewItem, Review]], dict[int, BadgeCounts],
                                dict[ReviewKey, Review]]) -> None:
             if analyses is not self.analyses:
                 return

@@ -5,8 +5,16 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
+
+# a review's status as the review panel, its list and the Functions tree's Review column draw it
+STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999",
+                  "changed": "#8e44ad"}  # (changed since reviewed on an earlier body: ``reviewing.carried_reviews``)
+
+
+def status_brush(status: str) -> QBrush:
+    return QBrush(QColor(STATUS_COLOURS.get(status, STATUS_COLOURS["unreviewed"])))
 
 
 def wants_dark(app: QGuiApplication) -> bool:
