@@ -195,8 +195,13 @@ def test_graph_click_on_a_node_of_no_call_or_a_module_leaves_nothing_to_review(q
     _click_row(qtbot, window, _family(window, "layer_norm").overloads[0])
     with qtbot.waitSignal(window.center.view_shown, timeout=30000):
         window.center.back()  # the main graph, as it was opened
-    _click_box(qtbot, window, "n:7")  # the Split of the main graph, of no aten call
+    # the Split of the main graph that the optimizer made of the first attention's three Slices: of no aten call,
+    # drawn in that attention (``module_tree._by_neighbours``)
+    _main_with(qtbot, window, "transformer", "transformer.h.0", "transformer.h.0.attn")
+    _click_box(qtbot, window, "n:7")
     _nothing_written(qtbot, window, gpt2, "Split node of the main graph belongs to no aten call")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.back()
     _click_box(qtbot, window, "mod:transformer")
     _nothing_written(qtbot, window, gpt2, "Module transformer is not an overload")
     assert window.signature.view.toPlainText().startswith("Module transformer is not an overload")

@@ -102,12 +102,13 @@ def test_workers_hand_the_gil_to_the_gui_thread_often(qtbot: object) -> None:
 def test_module_rows_count_the_nodes_torch_says_each_module_emitted(name: str, qtbot: object) -> None:
     """The Nodes column of the modules tree, with the counts worked out in one pass off the GUI thread: for each
     nn.Module of the truth file, the ONNX nodes of the aten calls made inside it (modules that emitted none have
-    no row)."""
+    no row), and the nodes the optimizer made there (GPT-2's two Splits, one per attention)."""
     import json
 
     from inspector.core.model.index import open_index
     from inspector.gui.module_model import ModuleModel, object_of
     from inspector.render.overview import module_totals
+    from tests.truth_modules import made_by_optimizer
 
     root = open_index(ROOT / "tests" / "zoo" / f"{name}.onnx").provenance.module_root
     model = ModuleModel(root, module_totals(root))
@@ -119,10 +120,13 @@ def test_module_rows_count_the_nodes_torch_says_each_module_emitted(name: str, q
         assert node is not None
         shown[node.path] = ix.siblingAtColumn(2).data()
         stack += [model.index(r, 0, ix) for r in range(model.rowCount(ix))]
-    truth = json.loads((ROOT / "tests" / "zoo" / f"{name}.truth.json").read_text())
+    zoo = ROOT / "tests" / "zoo"
+    truth = json.loads((zoo / f"{name}.truth.json").read_text())
+    made = made_by_optimizer(zoo / f"{name}.onnx", zoo / f"{name}.truth.json")
+    assert sum(made.values()) == {"gpt2": 6}.get(name, 0)  # transformer, transformer.h.N, its attn: 2 each
     for path in truth["module_paths"]:
         emitted = sum(n["onnx_nodes"] for n in truth["fx_nodes"] if n["graph"] == "" and path in n["module_stack"])
-        assert shown.get(path, "0") == str(emitted), path
+        assert shown.get(path, "0") == str(emitted + made.get(path, 0)), path
     assert len(shown) > 10
 
 
@@ -189,10 +193,12 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
 
     from inspector.core.model.module_tree import ModuleNode
     from inspector.gui.module_model import object_of
+    from tests.truth_modules import made_by_optimizer
 
     with qtbot.waitSignal(window.model_loaded, timeout=60000):
         window.open_path(ROOT / "tests" / "zoo" / "gpt2.onnx")
     truth = json.loads((ROOT / "tests" / "zoo" / "gpt2.truth.json").read_text())
+    made = made_by_optimizer(ROOT / "tests" / "zoo" / "gpt2.onnx", ROOT / "tests" / "zoo" / "gpt2.truth.json")
 
     def walked(_node: ModuleNode) -> int:
         raise AssertionError("a module's subtree was walked on the GUI thread")
@@ -209,7 +215,7 @@ def test_a_module_s_details_count_its_nodes_without_walking_it(qtbot: Any, windo
             under = [n for n in truth["fx_nodes"] if n["graph"] == "" and n["onnx_nodes"]
                      and node.path in n["module_stack"]]
             own = [n for n in under if n["module"] == node.path]
-            emitted = sum(n["onnx_nodes"] for n in under)
+            emitted = sum(n["onnx_nodes"] for n in under) + made.get(node.path, 0)  # (and the optimizer's)
             text = window.details.toPlainText()
             kinds.add(bool(node.children))
             if node.children:  # (its aten calls with its submodules', and its own: "Aten calls 0" read as none)

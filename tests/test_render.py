@@ -177,14 +177,30 @@ def test_nested_calls_main_scene_has_function_call_boxes_and_no_subgraph_nodes()
     assert [n.kind for n in body.nodes if n.id.startswith("n:")] == ["function_call", "function_call"]
 
 
-def test_nodes_without_an_aten_call_stay_op_nodes_and_parallel_values_merge():
+def test_a_node_of_no_call_is_an_op_node_in_the_module_of_its_neighbours():
+    """The Split the optimizer made of the attention's three Slices carries no metadata at all. It was drawn at the
+    graph's top, between the ln_1 and attn boxes, with its outputs going back into attn; it is drawn in attn, where
+    what it reads (c_attn's output) and what reads it (three views) are, and counted there."""
     index = open_index(FIXTURES / "dynamo_rewritten.onnx")
-    scene = build_scene(index, MAIN)
+    top = build_scene(index, MAIN)
+    _check_consistent(top)
+    assert [n.kind for n in top.nodes].count("op") == 0
+    opened = build_scene(index, MAIN, frozenset({"mod:attn"}))
+    _check_consistent(opened)
+    split = [n for n in opened.nodes if n.kind == "op"]
+    assert [(n.id, n.label) for n in split] == [("n:3", "Split")]
+    assert sorted((e.source, e.target) for e in opened.edges if "n:3" in (e.source, e.target)) == [
+        ("mod:attn.c_attn", "n:3"), ("n:3", "call:view"), ("n:3", "call:view_1"), ("n:3", "call:view_2")]
+    attn = index.provenance.module_root.children["attn"]
+    own = sum(len(index.provenance.calls[k].node_paths) for k in attn.calls)
+    assert attn.bare == [3] and attn.node_count == own + 1
+
+
+def test_parallel_values_between_two_boxes_merge_into_one_edge():
+    scene = build_scene(open_index(FIXTURES / "dynamo_block_noopt.onnx"), MAIN)
     _check_consistent(scene)
-    split = [n for n in scene.nodes if n.kind == "op"]
-    assert [n.label for n in split] == ["Split"]
-    back = [e for e in scene.edges if e.source == split[0].id]
-    assert len(back) == 1 and back[0].label == f"{back[0].value} (+2)"  # three split outputs, one edge
+    between = [e for e in scene.edges if (e.source, e.target) == ("mod:layers.0", "mod:layers.1")]
+    assert len(between) == 1 and between[0].label == f"{between[0].value} (+2)"  # three values, one edge
 
 
 def test_max_nodes_truncates_in_graph_order(block):

@@ -26,9 +26,13 @@ def test_a_stripped_exports_bare_nodes_are_drawn_in_their_modules(tmp_path: Path
     original = open_index(ZOO / "gpt2_dynamic.onnx")
     stripped = open_index(stripped_file(ZOO / "gpt2_dynamic.onnx", tmp_path))
     placed = [i for m in stripped.provenance.module_root.subtree() for i in m.bare]
-    # (13 before the mask's two Ands were ``bitwise_and.Tensor``'s, whose template is exported with bool operands, and
-    # 11 before its Conv1Ds' eight Gemms were ``addmm``'s, whose bias of zeros the optimizer removed)
-    assert len(placed) == 3 and not original.provenance.module_root.subtree()[0].bare
+    # 3 by their own metadata and the optimizer's two Splits (one per attention, no metadata) by their neighbours, in
+    # both exports (13 by metadata before the mask's two Ands were ``bitwise_and.Tensor``'s, whose template is exported
+    # with bool operands, and 11 before its Conv1Ds' eight Gemms were ``addmm``'s, whose bias of zeros the optimizer
+    # removed)
+    splits = [i for m in original.provenance.module_root.subtree() for i in m.bare]
+    assert len(placed) == 5 and set(splits) < set(placed) and len(splits) == 2
+    assert {original.proto.graph.node[i].op_type for i in splits} == {"Split"}
     # every module holds as many nodes as the original's does (its calls', and now its bare nodes)
     want = {p: n for p, n in _modules(original.provenance.module_root).items() if p}
     assert {p: n for p, n in _modules(stripped.provenance.module_root).items() if p in want} == want

@@ -117,34 +117,107 @@ def build_module_tree(calls: Sequence[AtenCall], graph: onnx.GraphProto | None =
 
 
 def _place_bare(root: ModuleNode, graph: onnx.GraphProto, calls: Sequence[AtenCall]) -> None:
-    """Each main-graph node of no call that names its module (``namespace``, ``name_scopes``: a node the template
-    matcher did not recognise in a stripped export, one the exporter left without its fx_node) in that module's
-    ``bare`` nodes, so that it is drawn and counted where it belongs, not at the graph's top. A node of no module
-    stays at the top; nodes in a call are not read again. Where the calls hold as many nodes as the graph has (an
-    export with its metadata: every node is a call's), nothing is looked for (the 100k Llama replica's tree: 0.011-0.024
-    s more, best of 3, before this check; a call's nodes in an If's branches count too, so such a graph with bare
-    nodes may keep them at the top)."""
+    """Each main-graph node of no call in a module's ``bare`` nodes, so that it is drawn and counted where it belongs,
+    not at the graph's top: by its own metadata where it names its module (``namespace``, ``name_scopes``: a node the
+    template matcher did not recognise in a stripped export, one the exporter left without its fx_node), else by its
+    neighbours (``_by_neighbours``: a node the optimizer made, with no metadata at all). A node of no module stays at
+    the top; nodes in a call are not read again. Where the calls hold as many nodes as the graph has (an export with
+    its metadata: every node is a call's), nothing is looked for (the 100k Llama replica's tree: 0.011-0.024 s more,
+    best of 3, before this check; a call's nodes in an If's branches count too, so such a graph with bare nodes may
+    keep them at the top)."""
     nodes = graph.node
     n = len(nodes)
     if sum(map(len, map(_PATHS, calls))) >= n:
         return
+    where: list[ModuleNode | None] = [None] * n  # each main-graph node's module, once known
     held = bytearray(n)
-    for call in calls:
-        if call.scope is MAIN or call.scope == MAIN:
-            for p in call.node_paths:
-                if len(p) == 1 and type(p[0]) is int and 0 <= p[0] < n:
-                    held[p[0]] = 1
+    for module in root.subtree():
+        for k in module.calls:
+            call = calls[k]
+            if call.scope is MAIN or call.scope == MAIN:
+                for p in call.node_paths:
+                    if len(p) == 1 and type(p[0]) is int and 0 <= p[0] < n:
+                        held[p[0]] = 1
+                        where[p[0]] = module
     cache: dict[tuple[str, str, str], ModuleNode] = {}
+    unnamed: list[int] = []
     i = held.find(0)
     while i >= 0:
         props = nodes[i].metadata_props
         meta = {p.key: as_text(p.value) for p in props if p.key in _MODULE_KEYS} if props else None
         if meta:
             module = _module_for(root, cache, meta)
+            where[i] = module
             if module is not root:
                 module.bare.append(i)
                 module.node_count += 1
+        else:
+            unnamed.append(i)
         i = held.find(0, i + 1)
+    if unnamed:
+        _by_neighbours(root, nodes, unnamed, where)
+
+
+def _by_neighbours(root: ModuleNode, nodes: Sequence[onnx.NodeProto], unnamed: list[int],
+                   where: list[ModuleNode | None]) -> None:
+    """Nodes that name no module (``unnamed``, in graph order) placed in the deepest module that holds every node
+    they read from and every node that reads them, where those are placed: a node the optimizer made in place of a
+    call's (GPT-NeoX's Split of its fused query, key and value, made of three Slices, the only nodes drawn outside
+    ``gpt_neox`` in its overview) sits in its attention, where its reads and readers are. A node placed so counts for
+    the ones after it; one with no placed neighbour, or whose neighbours' deepest common module is the root, stays at
+    the top. One pass over every node's values, made only when some node names no module. (``fold --modules`` makes
+    the same choice among the instances it folds, ``fold.module_select.owners``, and keeps a node that makes a graph
+    output, or one it would share between instances, outside.)"""
+    wanted_in = {v for i in unnamed for v in nodes[i].input if v}  # values read: who makes them
+    wanted_out = {v for i in unnamed for v in nodes[i].output if v}  # values made: who reads them
+    maker: dict[str, int] = {}
+    readers: dict[str, list[int]] = {}
+    for j, node in enumerate(nodes):
+        for v in node.output:
+            if v in wanted_in:
+                maker[v] = j
+        for v in node.input:
+            if v in wanted_out:
+                readers.setdefault(v, []).append(j)
+    parent: dict[int, ModuleNode] = {}
+    for m in root.subtree():
+        for c in m.children.values():
+            parent[id(c)] = m
+    for i in unnamed:
+        node = nodes[i]
+        near = [maker[v] for v in node.input if v in maker]
+        near += [j for v in node.output for j in readers.get(v, ())]
+        placed = [at for j in near if j != i and (at := where[j]) is not None]
+        if not placed:
+            continue
+        module = _deepest_common(placed, parent)
+        where[i] = module
+        if module is not root:
+            module.bare.append(i)
+            module.node_count += 1
+
+
+def _deepest_common(modules: list[ModuleNode], parent: dict[int, ModuleNode]) -> ModuleNode:
+    """The deepest module that is ``modules``' own or above each of them."""
+    chain = _above(modules[0], parent)
+    for m in modules[1:]:
+        if m is chain[-1]:
+            continue
+        other = {id(x) for x in _above(m, parent)}
+        while id(chain[-1]) not in other:
+            chain.pop()
+    return chain[-1]
+
+
+def _above(module: ModuleNode, parent: dict[int, ModuleNode]) -> list[ModuleNode]:
+    """The modules from the root down to ``module``."""
+    chain = [module]
+    up = parent.get(id(module))
+    while up is not None:
+        chain.append(up)
+        up = parent.get(id(up))
+    chain.reverse()
+    return chain
 
 
 def _entry(props: Sequence[onnx.StringStringEntryProto], key: str, pos: int) -> tuple[str | bytes | None, int]:
