@@ -202,11 +202,17 @@ def test_github_annotations_keep_model_text_inside_one_command(tmp_path, capsys)
     code, out, _err = _run(capsys, str(path), "--format", "github")
     assert code == 1
     lines = out.splitlines()
-    annotations = lines[:-1]
-    assert annotations and lines[-1].startswith("check failed:")
+    assert lines[-1].startswith("check failed:")
+    # annotations, then the log's group of every failing item, whose lines no model text can start with "::" (a
+    # workflow command is read at a line's start only)
+    start = lines.index(next(line for line in lines if line.startswith("::group::")))
+    annotations, logged = lines[:start], lines[start + 1:-2]
+    assert annotations and lines[-2] == "::endgroup::" and len(logged) == len(annotations)
+    assert not any(line.startswith("::") for line in logged)
     for line in annotations:
-        assert line.startswith("::error ")
-        props, message = line[len("::error "):].split("::", 1)
+        level, rest = line[2:].split(" ", 1)
+        assert level in ("error", "warning", "notice")
+        props, message = rest.split("::", 1)
         fields = dict(p.split("=", 1) for p in props.split(","))
         assert set(fields) == {"file", "title"}  # the model's commas and colons never add a property
         assert _unescape(fields["file"]).endswith("evil,name:1.onnx")
@@ -254,5 +260,35 @@ def test_the_worst_failing_items_come_first(tmp_path, capsys):
     assert lines[1].startswith(f"reviewed suspicious: {middle.family}:")
     assert len(lines) == 2 + statuses.count("unreviewed") and all(line.startswith("unreviewed:") for line in lines[2:])
     code, out, _err = _run(capsys, str(model), "--format", "github")
-    annotations = [line for line in out.splitlines() if line.startswith("::error")]
-    assert "title=reviewed wrong" in annotations[0] and "title=reviewed suspicious" in annotations[1]
+    lines = out.splitlines()
+    assert lines[0].startswith("::error ") and "title=reviewed wrong" in lines[0]
+    assert lines[1].startswith("::warning ") and "title=reviewed suspicious" in lines[1]
+
+
+def test_github_annotations_stay_within_what_a_step_shows(tmp_path, capsys):
+    """GitHub shows 10 error, 10 warning and 10 notice annotations a step, in the order printed (actions/toolkit,
+    docs/problem-matchers.md). Every failing item was an ``::error``: GPT-2's 47 unreviewed items buried what a
+    reviewer marked wrong or suspicious past the tenth, and 37 of them were dropped without a word. A verdict that
+    fails is an error, a doubt a warning, an unreviewed item a notice; a level with more than 10 says in its tenth how
+    many more there are, and the log lists every failing item."""
+    model = _copy(tmp_path, "gpt2")
+    items = [(k, o) for a in Specialiser(open_index(model)).analyse_all() for k, o in review_keys(a)]
+    store = ReviewStore(model)
+    for key, obj in items[:12]:  # 12 marked wrong, 3 suspicious, the rest unreviewed
+        store.set(key, "wrong", "", reviewed_value(obj))
+    for key, obj in items[12:15]:
+        store.set(key, "suspicious", "", reviewed_value(obj))
+    code, out, _err = _run(capsys, str(model), "--format", "github")
+    lines = out.splitlines()
+    levels = [line[2:].split(" ", 1)[0] for line in lines if not line.startswith("::group") and line.startswith("::")]
+    levels.remove("endgroup::")
+    assert code == 1 and levels == ["error"] * 10 + ["warning"] * 3 + ["notice"] * 10
+    unreviewed = len(items) - 15 - 1  # (one of GPT-2's 47 items is not review-worthy)
+    assert len(items) == 47 and unreviewed == 31
+    assert "title=3 more not annotated::3 reviewed wrong: GitHub shows 10 error annotations a step" in lines[9]
+    assert f"title={unreviewed - 9} more not annotated::{unreviewed - 9} unreviewed" in lines[22]
+    logged = lines[lines.index("::group::46 failing review items") + 1:lines.index("::endgroup::")]
+    assert [line.split(":", 1)[0] for line in logged] == (
+        ["reviewed wrong"] * 12 + ["reviewed suspicious"] * 3 + ["unreviewed"] * unreviewed)
+    assert lines[-1] == (f"check failed: {model}: 12 reviewed wrong, 3 reviewed suspicious, 31 unreviewed; 0 ok, "
+                         "1 not review-worthy")

@@ -7,6 +7,7 @@ from inspector.core.review.check import FAILING, CheckItem, CheckResult
 from inspector.core.specialise.categories import value_text
 from inspector.core.util.jsonsafe import json_text
 from inspector.core.util.textsafe import github_data, github_property, one_line
+from inspector.core.util.units import plural
 
 __all__ = ["CHECK_FORMATS", "LABELS", "check_github", "check_text", "check_verdict", "describe", "render_check"]
 
@@ -62,10 +63,38 @@ def check_text(result: CheckResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The annotation level of each failing status: a verdict a reviewer gave that now fails (wrong, or a reviewed item
+# that changed) is an error, a doubt a warning, an item nobody looked at a notice. GitHub shows 10 annotations of each
+# level per step (and 50 per job), in the order printed (actions/toolkit, docs/problem-matchers.md): one level for
+# all of them showed the first 10 of GPT-NeoX's 48 and dropped the rest without a word.
+GITHUB_LEVELS = {"changed": "error", "wrong": "error", "suspicious": "warning", "unreviewed": "notice"}
+GITHUB_SHOWN = 10
+
+
 def check_github(result: CheckResult) -> str:
-    """One ``::error`` workflow command per failing item, then the verdict as a plain line."""
+    """A workflow annotation per failing item, worst first, at its status's level (``GITHUB_LEVELS``); where a level
+    has more than GitHub shows a step, its last one says how many more there are. Then every failing item as a line of
+    the log, in a group (what the annotations left out is read there), and the verdict."""
     file = github_property(result.model)
-    lines = [f"::error file={file},title={github_property(f'{LABELS[i.status]}: {one_line(i.key.family)}')}"
-             f"::{github_data(describe(i))}" for i in result.failing]
+    by_level: dict[str, list[CheckItem]] = {}
+    for item in result.failing:
+        by_level.setdefault(GITHUB_LEVELS[item.status], []).append(item)
+    lines: list[str] = []
+    for level, items in by_level.items():
+        shown = items if len(items) <= GITHUB_SHOWN else items[:GITHUB_SHOWN - 1]
+        lines += [f"::{level} file={file},title={github_property(f'{LABELS[i.status]}: {one_line(i.key.family)}')}"
+                  f"::{github_data(describe(i))}" for i in shown]
+        if len(shown) < len(items):
+            rest = items[len(shown):]
+            counts = ", ".join(f"{n} {LABELS[s]}" for s in dict.fromkeys(i.status for i in rest)
+                               if (n := sum(i.status == s for i in rest)))
+            why = (f"{counts}: GitHub shows {GITHUB_SHOWN} {level} annotations a step; every failing item is listed in "
+                   f"this step's log")
+            lines.append(f"::{level} file={file},title={github_property(f'{len(rest)} more not annotated')}"
+                         f"::{github_data(why)}")
+    if result.failing:  # (a group: folded in the log, opened with a click)
+        lines.append(f"::group::{github_data(plural(len(result.failing), 'failing review item'))}")
+        lines += [github_data(f"{LABELS[i.status]}: {one_line(i.key.family)}: {describe(i)}") for i in result.failing]
+        lines.append("::endgroup::")
     lines.append(github_data(check_verdict(result)))
     return "\n".join(lines) + "\n"
