@@ -20,6 +20,7 @@ from inspector.core.fold.aten_fold import fold_model
 from inspector.core.model.index import open_index
 from inspector.report.dir_diff import render_dir_diff
 from tests.builders import renamed_copy
+from tests.gfm import shown, tags
 
 ZOO = Path(__file__).resolve().parent / "zoo"
 HOSTILE = "<img src=x onerror=alert(1)> [a](javascript:alert) @someone.onnx"
@@ -155,7 +156,8 @@ def test_the_command_writes_a_file_with_o(folders, tmp_path, capsys):
 def test_markdown_and_html_keep_file_names_inert(result):
     md = render_dir_diff(result, "md")
     html = render_dir_diff(result, "html")
-    assert "<img" not in md and "](" not in md and "@someone" not in md
+    assert "<img" not in md and "@someone" not in md
+    assert "[a](javascript:alert)" in shown(md) and not tags(md) & {"a", "img"}  # the name shown, no link
     assert "<img" not in html and "&lt;img src&#61;x" in html
     assert html.count("<tr>") == len(EXPECTED) + 1 and "default-src 'none'" in html
     assert md.count("\n| ") == len(EXPECTED) + 2  # header and rule rows, then one row per path

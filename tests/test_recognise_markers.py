@@ -65,7 +65,7 @@ def test_report_marks_recognised_bodies_in_json_html_and_markdown(gpt2_renamed: 
     html = render_html(report)
     assert f"<p class='muted'>{MUL}</p>" in html and f"<p class='muted'>{VIEW}</p>" in html
     md = render_markdown(report)
-    assert "_Recognised by template aten::mul.Tensor&#35;0 (no fx metadata)_" in md  # (md_text: "#" inert)
+    assert "_Recognised by template aten::mul.Tensor\\#0 (no fx metadata)_" in md  # (md_text: "#" inert)
     body = next(b for f in report.families for b in f.bodies if b.recognised)  # escaped as any text is
     body.recognised, body.candidates = ["<b>x</b>"], ["<i>a</i>", "[b](http://c)"]
     assert "Recognised by template &lt;b&gt;x&lt;/b&gt; (no fx metadata); ambiguous body, candidates: " \

@@ -21,6 +21,7 @@ from inspector.report.data import BodyInfo, Report
 from inspector.report.html import render_html
 from inspector.report.jsonreport import report_dict
 from inspector.report.markdown import render_markdown
+from tests.gfm import gfm, shown, tags
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "zoo"
@@ -66,11 +67,15 @@ def test_transpose_body_names_torchlib_the_place_and_what_put_the_perm_there(rep
     assert fam.overloads[0].torchlib is not None and fam.overloads[0].torchlib.function == "aten_transpose"
     assert "<td><code>aten_transpose</code>, trace_only</td>" in html  # the family's overload table
     md = render_markdown(r)
-    assert ("aten::transpose.int → torchlib aten&#95;transpose, trace_only "
-            "(function&#95;libs/torch&#95;lib/ops/core.py:10114)") in md
-    assert ("| 🟦 | &#91;0, 3, 2, 1&#93; | Transpose.perm | no sibling to compare | dim0=1: perm swaps dims 1 and 3"
+    assert ("aten::transpose.int → torchlib aten\\_transpose, trace_only "
+            "(function\\_libs/torch\\_lib/ops/core.py:10114)") in md
+    assert ("| 🟦 | \\[0, 3, 2, 1\\] | Transpose.perm | no sibling to compare | dim0=1: perm swaps dims 1 and 3"
             "<br>dim1=3: perm swaps dims 1 and 3 |") in md
-    assert "_Put there at export time by torchlib aten&#95;transpose (trace&#95;only Python)._" in md
+    assert "_Put there at export time by torchlib aten\\_transpose (trace\\_only Python)._" in md
+    # as GitHub shows it: the names whole, the italic line italic
+    assert "aten::transpose.int → torchlib aten_transpose, trace_only (function_libs/torch_lib/ops/core.py:10114)" \
+        in shown(md)
+    assert "<em>Put there at export time by torchlib aten_transpose (trace_only Python).</em>" in gfm(md)
 
 
 def test_json_report_carries_the_summary_keys_and_validates(reports):
@@ -135,7 +140,7 @@ def test_left_out_values_are_one_click_away(reports):
             "linked)</summary><table><tr><th>value</th><th>where</th></tr><tr id='" + body.id + "-l0'><td class='mono'>"
             "0</td><td class='mono'>MaxPool.storage_order</td></tr>") in html
     assert ("_Left out: 2 attributes equal to their ONNX default (neither varying nor linked): "
-            "MaxPool.storage&#95;order = 0, MaxPool.auto&#95;pad = 'NOTSET'._") in render_markdown(r)
+            "MaxPool.storage\\_order = 0, MaxPool.auto\\_pad = 'NOTSET'._") in render_markdown(r)
 
 
 def test_folded_function_body_has_the_aten_signature_and_torchlib(tmp_path: Path):
@@ -169,6 +174,7 @@ def test_hostile_call_sites_are_escaped(tmp_path: Path):
     assert "<img" not in html and "<script>x" not in html and "http://" not in html
     assert "main/&lt;img src&#61;x onerror&#61;alert(0)&gt;|@bob" in html
     md = render_markdown(r)
-    assert "<img" not in md and "<script" not in md and "](http" not in md and "@bob" not in md
+    assert "<img" not in md and "<script" not in md and "@bob" not in md
+    assert not tags(md) & {"a", "img", "script"}  # no link, image or script forms
     assert "| @\u2060mode (Gelu.approximate) |" in md  # no mention, the cell intact
     jsonschema.validate(json.loads(json.dumps(report_dict(r))), SCHEMA)

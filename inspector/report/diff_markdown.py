@@ -80,7 +80,7 @@ def summary_markdown(d: ModelDiff) -> list[str]:
         out.append(f"{plural(d.renamed, 'matched item')} named differently (names are not changes).")
     if d.fold is not None:
         out.append("")
-        out.append(f"> {md(d.fold.explanation)}")
+        out.append(f"> {md(d.fold.explanation, line_start=True)}")
     return out
 
 
@@ -139,7 +139,7 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
         lines = ["", f"Node edits ({md(c.where, TITLE)}):", ""]
         for e in c.edits[:MAX_EDITS]:
             at = edit_at(e.index_a, e.index_b)
-            lines.append(f"- {md(e.op)} <code>{md(e.node, TITLE)}</code> {md(at)}"
+            lines.append(f"- {md(e.op, line_start=True)} <code>{md(e.node, TITLE)}</code> {md(at)}"
                          + (f": {md(arrowed(e.detail), DETAIL)}" if e.detail else ""))
         if len(c.edits) > MAX_EDITS:
             lines.append(f"- … {len(c.edits) - MAX_EDITS} more")

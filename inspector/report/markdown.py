@@ -1,7 +1,8 @@
 """The Markdown report: sized for a GitHub comment (under 65,000 characters), model strings neutralised.
 
 Model text outside code blocks goes through ``md`` (``inspector.core.util.textsafe.md_text``): ``&``, ``<``, ``>``
-and every Markdown punctuation character (``\\ ` * _ [ ] | ~ #``...) become entities, and a word joiner goes
+become entities and every Markdown punctuation character (``\\ ` * _ [ ] | ~ #``...) is backslash-escaped (at a
+line's start, what could start a block too), and a word joiner goes
 after ``@``, inside ``://`` and after ``www``, so no HTML tag, emphasis, link, autolink, image, mention or table
 cell can form. Text inside ``<summary>`` (an HTML block, where Markdown is not parsed) is HTML-escaped and
 unlinked the same way (``md_html``). Bodies and signatures go in fenced code blocks whose
@@ -324,7 +325,7 @@ def _ops(r: Report) -> str:
 
 
 def _notes(r: Report, left_out: list[str]) -> str:
-    notes = [md(n, 300) for n in r.notes]
+    notes = [md(n, 300, line_start=True) for n in r.notes]
     if left_out:
         notes.append("Left out to fit a GitHub comment: " + "; ".join(left_out)
                      + ". The HTML and JSON reports have everything.")
@@ -341,7 +342,7 @@ def _notes(r: Report, left_out: list[str]) -> str:
 def _quote(text: str, limit: int) -> str:
     """Free model text (a doc string) as a block quote of escaped lines; cut at ``limit`` characters."""
     cut = text[:limit]
-    lines = [md(line) for line in cut.replace("\r\n", "\n").split("\n")][:40]
+    lines = [md(line, line_start=True) for line in cut.replace("\r\n", "\n").split("\n")][:40]
     if len(text) > limit or len(lines) == 40:
         lines.append("…")
     return "\n".join(f"> {line}" + ("  " if k < len(lines) - 1 else "") for k, line in enumerate(lines))

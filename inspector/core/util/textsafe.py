@@ -74,21 +74,39 @@ def _html_escape(text: str) -> str:
         .replace("'", "&#x27;")
 
 
-# Every character Markdown (GitHub flavour) or inline HTML could read as syntax becomes an entity.
+# Every character Markdown (GitHub flavour) could read as syntax is escaped: ASCII punctuation by a backslash (any
+# may be, CommonMark 0.31 section 2.4; in a GFM table ``\|`` too), so that the file reads as it renders
+# (``gpt\_neox.onnx``, ``\[0, 2, 1, 3\]``; numeric entities made them ``gpt&#95;neox.onnx``, ``&#91;0, 2, 1, 3&#93;``),
+# and what inline HTML could read by an entity. At a line's start, what could start a block (``- `` a list item, ``=``
+# or ``-`` alone a heading's underline, ``1.`` an ordered list) is escaped too (``_block_start``); inside a line (a
+# table cell) ``-1`` stays as it is.
 _MD_ESCAPES = str.maketrans({
-    "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;", "*": "&#42;",
-    "_": "&#95;", "[": "&#91;", "]": "&#93;", "#": "&#35;", "~": "&#126;", "!": "&#33;",
-    "$": "&#36;", "{": "&#123;", "}": "&#125;", "=": "&#61;", "\t": " ",
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "`": "\\`", "\\": "\\\\", "*": "\\*",
+    "_": "\\_", "[": "\\[", "]": "\\]", "#": "\\#", "~": "\\~", "!": "\\!",
+    "$": "\\$", "{": "\\{", "}": "\\}", "\t": " ",
 })
 
 
-def md_text(text: object, width: int = 0) -> str:
+def md_text(text: object, width: int = 0, *, line_start: bool = False) -> str:
     """``text`` as inert inline Markdown (one line, cut to ``width`` when > 0): shown literally, never markup,
-    link, autolink, code span, table break or mention."""
+    link, autolink, code span, table break or mention; ``line_start``: where it starts a line (a quoted line, a list
+    item's text), never a block either."""
     s = printable(_shown(text))
     if width and len(s) > width:
         s = s[: width - 1] + "…"
-    return unlink(s.translate(_MD_ESCAPES))
+    s = s.translate(_MD_ESCAPES)
+    return unlink(_block_start(s) if line_start else s)
+
+
+def _block_start(text: str) -> str:
+    """``text`` with what could start a block at a line's start escaped (a Markdown writer may put it there)."""
+    if text[:1] in ("-", "+", "="):
+        return "\\" + text
+    if text[:1].isdigit():
+        digits = len(text) - len(text.lstrip("0123456789"))
+        if digits <= 9 and text[digits:digits + 1] in (".", ")"):
+            return text[:digits] + "\\" + text[digits:]
+    return text
 
 
 def unlink(text: str) -> str:
