@@ -18,7 +18,7 @@ from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
 from inspector.core.bodies.literals import Literal, attribute_value, body_literals, tensor_value
 from inspector.core.diff.arguments import CallContext, arguments_text, name_arguments
 from inspector.core.diff.model import ArgChange, EditOp, NodeEdit
-from inspector.core.diff.values import show_value, tensor_type, unwrap
+from inspector.core.diff.values import changed_text, show_value, tensor_type, unwrap, value_difference
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.walk import subgraphs
 
@@ -33,6 +33,7 @@ class Delta:
     old_key: str
     new_key: str
     arguments: tuple[ArgChange, ...] = ()
+    difference: str = ""  # where two tensors too large to show whole differ (``values.value_difference``)
 
     @property
     def detail(self) -> str:
@@ -40,7 +41,8 @@ class Delta:
         value did is named in the label alone (``size (Reshape.shape): [1, 8, -1, 24] -> [1, 8, -1, 48]``, not that
         again after ``; size:``)."""
         old, new = show_value(self.old), show_value(self.new)
-        return f"{self.label}: {old} -> {new}{arguments_text(self.arguments, (old, new))}"
+        return (f"{self.label}: {changed_text(self.old, self.new, self.difference)}"
+                f"{arguments_text(self.arguments, (old, new))}")
 
 
 def key_of(node: onnx.NodeProto) -> FunctionKey:
@@ -114,7 +116,9 @@ def value_deltas(ba: Body, bb: Body, ctx_a: CallContext | None, ctx_b: CallConte
         if other is None or other.key == lit.key:
             continue
         label, arguments = name_arguments(_literal_where(ba, lit), lit, ctx_a, other, ctx_b)
-        out.append(Delta(label, unwrap(lit.value), unwrap(other.value), lit.key, other.key, arguments))
+        ta, tb = ba.constants.get(lit.name), bb.constants.get(other.name)
+        differ = value_difference(ta, tb) if lit.kind == "initializer" and ta is not None and tb is not None else ""
+        out.append(Delta(label, unwrap(lit.value), unwrap(other.value), lit.key, other.key, arguments, differ))
     return out
 
 

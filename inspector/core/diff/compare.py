@@ -34,7 +34,7 @@ from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
 from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs, aten_family, not_in_place
-from inspector.core.diff.values import content_digest, unwrap
+from inspector.core.diff.values import content_digest, unwrap, value_difference
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import Family
 from inspector.core.model.keys import FunctionKey
@@ -328,7 +328,8 @@ class Comparer:
             lit = Literal((), slot.partition(".")[0], name, "initializer", va, ka, uses=uses)
             other = Literal((), slot.partition(".")[0], name, "initializer", vb, kb, uses=uses)
             label, arguments = name_arguments(slot, lit, ctx_a, other, ctx_b)
-            hit = self._constant_cache[key] = Delta(label, unwrap(va), unwrap(vb), ka, kb, arguments)
+            hit = self._constant_cache[key] = Delta(label, unwrap(va), unwrap(vb), ka, kb, arguments,
+                                                    value_difference(ta, tb))
         self.add(Change("value_changed", "aten_call", family, site, hit.old, hit.new, hit.detail,
                         arguments=hit.arguments),
                  ("value", "aten_call", family, hit.label, hit.old_key, hit.new_key, repr(hit.arguments)), site)

@@ -11,7 +11,15 @@ import onnx
 from inspector.core.diff.compare import Recorder
 from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount
 from inspector.core.diff.units import UnitPairs
-from inspector.core.diff.values import renamed_text, same_content, short, show_value, tensor_summary, tensor_type
+from inspector.core.diff.values import (
+    changed_text,
+    renamed_text,
+    same_content,
+    short,
+    tensor_summary,
+    tensor_type,
+    value_difference,
+)
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.provenance import ProvenanceIndex
 from inspector.core.model.values import type_text
@@ -101,8 +109,8 @@ class GraphComparer:
             elif not same_content(t, u):
                 old, new = tensor_summary(t), tensor_summary(u)
                 self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
-                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}: {show_value(old)} -> "
-                                f"{show_value(new)}", [t.name]))
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}: "
+                                f"{changed_text(old, new, value_difference(t, u), typed=True)}", [t.name]))
         for u in added:
             if u.name not in baked_b:
                 self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),

@@ -8,7 +8,7 @@ from typing import Any
 
 from onnx import TensorProto
 
-from inspector.core.bodies.literals import tensor_summary_text, tensor_value
+from inspector.core.bodies.literals import MAX_SHOWN_ELEMENTS, tensor_summary_text, tensor_value
 from inspector.core.model.tensor_sizes import dtype_name
 from inspector.core.util.digest import blake2b
 from inspector.core.util.floats import float_text
@@ -67,6 +67,51 @@ def tensor_summary(t: TensorProto) -> Any:
         value, _key = tensor_value(t)
         return unwrap(value)
     return {"dtype": dtype_name(t.data_type), "shape": [int(d) for d in t.dims], "digest": content_digest(t)[:16]}
+
+
+# Elements compared one by one at most (pure Python, no numpy at start-up: 65,536 floats take ~10 ms); a larger
+# tensor that changed keeps its digests alone
+MAX_COMPARED = 1 << 16
+
+
+def value_difference(t: TensorProto, u: TensorProto) -> str:
+    """Where two in-file tensors of one element type and shape differ, for a tensor too large to show whole (more than
+    ``MAX_SHOWN_ELEMENTS``): ``24 of 32 values differ, the most at [0, 0, 7, 1]: 0.7539058 -> 0.74893439``. The
+    first values a summary shows may all be equal (GPT-NeoX's rotary tables with another base: the eight shown read
+    alike but for one); this says how many differ and the largest difference. "" for anything else: a small tensor
+    (its values are shown), external data (never read), another type or shape, or more than ``MAX_COMPARED``."""
+    from inspector.core.util.plain_tensors import plain_tensor  # (here: a tensor read; start-up)
+
+    if t.data_type != u.data_type or list(t.dims) != list(u.dims):
+        return ""
+    a, b = plain_tensor(t), plain_tensor(u)
+    if a is None or b is None or not MAX_SHOWN_ELEMENTS < a.count <= MAX_COMPARED or a.data == b.data:
+        return ""
+    xs, ys = a.first(a.count), b.first(b.count)
+    differ, worst, at = 0, -1.0, 0
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        if x == y or (x != x and y != y):  # (equal, or NaN on both sides)
+            continue
+        differ += 1
+        gap = abs(float(x) - float(y))
+        gap = math.inf if gap != gap else gap
+        if gap > worst:
+            worst, at = gap, k
+    index, rest = [], at
+    for d in reversed(a.shape):
+        index.append(rest % d)
+        rest //= d
+    return (f"{differ} of {a.count} values differ, the most at {list(reversed(index))}: {_show(xs[at])} -> "
+            f"{_show(ys[at])}")
+
+
+def changed_text(old: Any, new: Any, difference: str, typed: bool = False) -> str:
+    """``old -> new`` as a diff's detail says it; with a ``difference`` (``value_difference``), the summaries' digests
+    and the difference instead of their first values (``typed``: the detail names the type already)."""
+    if not difference or not isinstance(old, dict) or not isinstance(new, dict):
+        return f"{show_value(old)} -> {show_value(new)}"
+    head = f"#{str(old.get('digest', ''))[:8]}" if typed else tensor_summary_text({**old, "first": None})
+    return f"{head} -> #{str(new.get('digest', ''))[:8]}: {difference}"
 
 
 def renamed_text(a: str, b: str) -> str:
