@@ -65,7 +65,7 @@ def test_a_revalued_initializer_says_where_it_differs(tmp_path: Path, capsys) ->
 def test_a_small_tensor_is_shown_whole_and_a_reshaped_one_not_compared(tmp_path: Path, capsys) -> None:
     # a tensor of at most 16 values reads whole on both sides: nothing more is said
     model = onnx.load(str(ZOO / "llama_gqa.onnx"), load_external_data=False)
-    small = [t for t in model.graph.initializer if 1 < int(np.prod(t.dims)) <= 16 and t.data_type == 7][0]
+    small = next(t for t in model.graph.initializer if 1 < int(np.prod(t.dims)) <= 16 and t.data_type == 7)
     values = numpy_helper.to_array(small).copy()
     values.flat[0] += 1
     small.CopyFrom(numpy_helper.from_array(values, small.name))

@@ -100,3 +100,19 @@ def test_fit_markdown_closes_what_it_cuts():
     rendered = gfm(cut)
     assert rendered.count("<pre>") == 1 and "Cut to fit" in rendered.split("</pre>", 1)[1]
     assert cut.count("<details>") == cut.count("</details>")
+
+
+@pytest.mark.parametrize("command", [
+    ["diff", str(ZOO / "pair_heads_a.onnx"), str(ZOO / "pair_heads_b.onnx"), "--format", "md"],
+    ["diff", str(ZOO / "llama_gqa.onnx"), str(ZOO / "llama_gqa_noopt.onnx"), "--format", "md"],
+    ["report", str(ZOO / "gpt2.onnx"), "--format", "md", "-o", "-"],
+])
+def test_markdown_reads_as_its_text_on_github(command: list[str], capsys) -> None:
+    """Model text is backslash-escaped (``gpt\\_neox``), which Markdown reads back and an HTML block (``<summary>``)
+    does not: a change group's summary read ``aten::mul \\[aten\\]`` on GitHub. Rendered, no escape shows."""
+    main(command)
+    out = capsys.readouterr().out
+    assert "\\_" in out  # (names with underscores are escaped in the file ...)
+    text = shown(out)
+    assert "_" in text and not re.search(r"\\[\\`*_{}\[\]#|~$!]", text)  # (... and read without their escapes)
+    assert "&amp;" not in text and "&#" not in text

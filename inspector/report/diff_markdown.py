@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inspector.core.diff import Change, ModelDiff, Section
+from inspector.core.util.textsafe import md_html
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.units import arrowed, plural
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
@@ -112,7 +113,7 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
 
 def _markdown_group(section: Section, family: str, changes: list[Change], room: int) -> str:
     """One collapsed group, at most ``room`` characters (rows that do not fit are counted, not shown)."""
-    head = ["", f"<details><summary><b>{md(group_title(section, family), TITLE)}</b>: "
+    head = ["", f"<details><summary><b>{md_html(group_title(section, family), TITLE)}</b>: "
                 f"{plural(len(changes), 'change')}</summary>", "", "| Change | Detail | Where |",
             "|---|---|---|"]
     tail = ["", "</details>"]
