@@ -7,9 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import jsonschema
+import onnx
 import pytest
 
 from inspector.cli import main
@@ -33,6 +35,25 @@ def test_summary_text_lists_facts_families_and_targets(capsys):
     assert main(["summary", str(SAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "aten::transpose.int" in out and "aten::scaled_dot_product_attention" in out
+
+
+@pytest.mark.parametrize("path", [ROOT / "tests" / "zoo" / "gpt2.onnx", FIXTURES / "torchscript_modfuncs.onnx",
+                                  Path(onnx.__file__).parent / "backend/test/data/light/light_inception_v1.onnx"])
+def test_summary_text_lists_the_main_graphs_operators(path: Path, capsys):
+    """A model with neither functions nor aten calls (onnx's own Caffe2 Inception, a TorchScript export) read as
+    "(none)" twice: the text now lists its op types, the most frequent first. Truth: onnx's own nodes, counted."""
+    nodes = onnx.load(str(path), load_external_data=False).graph.node
+    counts = Counter((n.domain, n.op_type) for n in nodes)
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    head = f"operators ({len(counts)} op types, {len(nodes)} nodes in the main graph)"
+    listed = out.split(head + "\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = [(f"{d}::{op}" if d not in ("", "ai.onnx") else op, n) for (d, op), n in ranked]
+    assert [line.split()[:2] for line in listed[:12]] == [[label, str(n)] for label, n in shown[:12]]
+    if len(shown) > 12:
+        rest = shown[12:]
+        assert listed[12] == f"  … {len(rest)} more op types ({sum(n for _l, n in rest)} nodes)" and len(listed) == 13
 
 
 @pytest.mark.parametrize("name", ["overloads.onnx", "dynamo_block.onnx", "torchscript_modfuncs.onnx",

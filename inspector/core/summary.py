@@ -209,12 +209,29 @@ def summary_text(data: dict[str, Any]) -> str:
                     if len(ov.get("bodies", ())) > 1:
                         lines.append(f"      {len(ov['bodies'])} distinct bodies")
                     lines.extend(_specialised_lines(ov))
+    lines += _operator_lines(data["op_histogram"], m["node_count"])
     findings = data["findings"]
     lines.append("")
     lines.append(f"findings ({len(findings)})")
     for x in findings:
         lines.append(f"  {x['severity']:<8} {x['message']}")
     return "\n".join(_printable(line) for line in lines) + "\n"
+
+
+MAX_OPERATORS = 12  # op types the text lists, the most frequent first (the JSON and the reports list every one)
+
+
+def _operator_lines(histogram: list[dict[str, Any]], nodes: int) -> list[str]:
+    """The main graph's op types with their counts, the most frequent first: for a model with neither functions nor
+    aten calls (a converter's, a TorchScript export's), the text said nothing of what its graph is made of."""
+    lines = ["", f"operators ({plural(len(histogram), 'op type')}, {plural(nodes, 'node')} in the main graph)"]
+    for op in histogram[:MAX_OPERATORS]:
+        label = f"{op['domain']}::{op['op_type']}" if op["domain"] not in ("", "ai.onnx") else op["op_type"]
+        lines.append(f"  {label:<48} {_column(op['count'], 5, 'node')}".rstrip())
+    if len(histogram) > MAX_OPERATORS:
+        rest = histogram[MAX_OPERATORS:]
+        lines.append(f"  … {plural(len(rest), 'more op type')} ({plural(sum(op['count'] for op in rest), 'node')})")
+    return lines
 
 
 MAX_BODIES = 4  # bodies of an overload whose values the text lists, each under its own line
