@@ -215,3 +215,25 @@ def test_a_body_wider_than_the_view_at_the_readable_scale_opens_on_whole_boxes(q
     assert len(cut) == 1
     graph.fit()  # F does the same
     assert _cut_at_the_sides(graph) == cut
+
+
+def test_a_graph_too_big_to_fit_opens_at_its_input(qtbot, window: MainWindow):
+    """A plain ONNX graph (onnx's own Caffe2 Inception: 239 boxes, 2,168 px wide at 1:1) is too big to read whole:
+    it opens at the readable scale at its top. Centred on its whole width, then slid to cut the fewest boxes, it
+    showed a column of ConstantOfShape and Conv boxes 400 px below the top, the graph's input just past the right
+    edge. It opens on its input, whole in view, at the top."""
+    import onnx
+
+    window.resize(1366, 768)
+    path = Path(onnx.__file__).parent / "backend/test/data/light/light_inception_v1.onnx"
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.open_path(path)
+    graph = window.center.graph
+    model = onnx.load(str(path), load_external_data=False).graph
+    weights = {t.name for t in model.initializer}  # (IR 3 lists them among the inputs too)
+    (first,) = [i.name for i in model.input if i.name not in weights]
+    assert first == "data_0" and graph.transform().m11() == pytest.approx(0.6)
+    seen = graph.mapToScene(graph.viewport().rect()).boundingRect()
+    box = graph.items_by_id[f"in:{first}"].sceneBoundingRect()
+    assert seen.contains(box) and box.top() - seen.top() < 50
+    assert not graph.fits() and graph.scene().itemsBoundingRect().width() > 3 * seen.width()
