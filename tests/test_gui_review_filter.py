@@ -69,11 +69,11 @@ def test_a_note_matches_the_filter_and_a_new_model_starts_unfiltered(qtbot, wind
     assert window.session.target is not None and window.session.target.item.key == tanh.key
     window.review_bar.note.setText("gelu's cube: check <approximate>")
     window.review_bar.buttons["suspicious"].click()
-    panel.only_open.setChecked(False)
-    window.filter_box.set_now("GELU'S CUBE")  # (reviewed: hidden while "Only unreviewed" is on, but it matches)
-    panel.only_open.setChecked(True)
-    assert _rows(panel.tree) == 0 and panel.summary.text().endswith(" · filter: 1 (0 unreviewed)")
-    panel.only_open.setChecked(False)
+    panel.showing.setCurrentIndex(panel.showing.findData("all"))
+    window.filter_box.set_now("GELU'S CUBE")  # (reviewed: hidden while the list shows the unreviewed, but it matches)
+    panel.showing.setCurrentIndex(panel.showing.findData("unreviewed"))
+    assert _rows(panel.tree) == 0 and panel.summary.text().endswith(" · 1 suspicious · filter: 1 (0 unreviewed)")
+    panel.showing.setCurrentIndex(panel.showing.findData("all"))
     assert _families(panel.tree) == ["aten::tanh"] and _rows(panel.tree) == 1
     shown = panel.tree.topLevelItem(0).child(0)
     assert shown.text(1) == "suspicious" and shown.text(2) == "gelu's cube: check <approximate>"

@@ -134,6 +134,17 @@ def test_a_flagged_item_stays_findable_in_the_functions_tree(qtbot, window, tmp_
     overload = proxy.index(0, 2, proxy.index(0, 0))
     assert overload.data() == "1 spec · 1 wrong · 1 susp"
     assert overload.data(Qt.ItemDataRole.ForegroundRole).color().name() == STATUS_COLOURS["wrong"]
+    # the Review list shows what was flagged, whatever the filter: the two, and says how many of each there are
+    panel = window.review_panel
+    window.filter_box.set_now("")
+    panel.showing.setCurrentIndex(panel.showing.findData("flagged"))
+    flagged = [panel.tree.topLevelItem(k).child(j) for k in range(panel.tree.topLevelItemCount())
+               for j in range(panel.tree.topLevelItem(k).childCount())]
+    assert [(row.parent().text(0), row.text(1)) for row in flagged] == [("aten::pow", "suspicious"),
+                                                                        ("aten::pow", "wrong")]
+    assert panel.summary.text() == "45 of 47 unreviewed · 1 wrong · 1 suspicious"
+    window.filter_box.set_now("pow")
     window.review_bar.buttons["ok"].click()  # the wrong one is ok after all: only the suspicious one is flagged
     qtbot.waitUntil(lambda: proxy.index(0, 2).data() == "1 spec · 1 susp", timeout=10000)
     assert proxy.index(0, 2).data(Qt.ItemDataRole.ForegroundRole).color().name() == STATUS_COLOURS["suspicious"]
+    assert panel.tree.topLevelItem(0).childCount() == 1

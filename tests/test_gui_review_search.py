@@ -97,7 +97,7 @@ def test_review_an_overload_and_a_value_then_reopen(qtbot, make_window, tmp_path
     assert reloaded == {("overload", "ok", "checked against torchlib"),
                         ("value", "suspicious", "perm should be [0,2,1,3]?")}
     # the review panel jumps to what is still open
-    again.review_panel.only_open.setChecked(True)
+    again.review_panel.showing.setCurrentIndex(again.review_panel.showing.findData("unreviewed"))
     first_family = again.review_panel.tree.topLevelItem(0)
     row = first_family.child(0)
     with qtbot.waitSignal(again.selection_shown, timeout=30000):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
-    QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -33,6 +34,9 @@ from inspector.gui.theme import STATUS_COLOURS, status_brush
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
 OPEN = ("unreviewed", "changed")  # left to review (``reviewing.OPEN``, which imports this module)
+SHOWN = {"unreviewed": "Unreviewed", "flagged": "Flagged", "all": "All"}  # what the Review list shows
+FLAGGED = ("wrong", "suspicious")
+SHOWN_STATUSES: dict[str, tuple[str, ...] | None] = {"unreviewed": OPEN, "flagged": FLAGGED, "all": None}
 SHORTCUTS = {"ok": "Ctrl+1", "suspicious": "Ctrl+2", "wrong": "Ctrl+3", "unreviewed": "Ctrl+0"}
 NEXT_SHORTCUT = "Ctrl+N"  # the next unreviewed item of the Review list
 ITEM, STATUS, NOTE = 0, 1, 2  # the Review panel's columns
@@ -182,9 +186,13 @@ class ReviewPanel(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.only_open = QCheckBox("Only unreviewed")
-        self.only_open.setChecked(True)
-        self.only_open.toggled.connect(self._refill)
+        # which items the list shows: those left to review, those a reviewer flagged, or all
+        self.showing = QComboBox()
+        for key, label in SHOWN.items():
+            self.showing.addItem(label, key)
+        self.showing.setToolTip(tooltip("Unreviewed: left to review (changed since reviewed too); Flagged: marked "
+                                        "wrong or suspicious; All"))
+        self.showing.currentIndexChanged.connect(self._refill)
         self.summary = QLabel("")
         self.tree = QTreeWidget()
         # the Item column comes first and takes the width the status and note leave; its text wraps (the value on
@@ -207,7 +215,7 @@ class ReviewPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
-        top.addWidget(self.only_open)
+        top.addWidget(self.showing)
         top.addWidget(self.summary, 1)
         lay.addLayout(top)
         lay.addWidget(self.tree)
@@ -287,18 +295,18 @@ class ReviewPanel(QWidget):
     def _refill(self) -> None:
         self._kept_bodies = {}
         self.tree.clear()
-        open_count = sum(1 for _i, r in self._items if r.status == "unreviewed")
-        changed = sum(1 for _i, r in self._items if r.status == "changed")
+        counts = Counter(r.status for _i, r in self._items)
         matching = [(i, r) for i, r in self._items if self._matches(i, r)]
-        summary = f"{open_count} of {len(self._items)} unreviewed" + (f" · {changed} changed" if changed else "")
-        if self._filter:  # (what the filter keeps, whether "Only unreviewed" shows it or not)
+        summary = f"{counts['unreviewed']} of {len(self._items)} unreviewed" + "".join(
+            f" · {counts[s]} {s}" for s in ("changed", "wrong", "suspicious") if counts[s])
+        if self._filter:  # (what the filter keeps, whatever the list shows of it)
             kept = [r.status for _i, r in matching]
             summary += f" · filter: {len(matching)} ({kept.count('unreviewed')} unreviewed" + (
                 f", {kept.count('changed')} changed)" if "changed" in kept else ")")
         self.summary.setText(summary)
         families: dict[str, QTreeWidgetItem] = {}
         for item, review in matching:
-            if self.only_open.isChecked() and review.status not in OPEN:
+            if (shown := SHOWN_STATUSES[self.showing.currentData()]) is not None and review.status not in shown:
                 continue
             fam_label = item.family.family.label
             parent = families.get(fam_label)
