@@ -139,3 +139,27 @@ def _truth_count(name: str, target: str) -> int:
 
     truth = json.loads((ZOO / f"{name}.truth.json").read_text())
     return sum(1 for n in truth["fx_nodes"] if n["target"] == target and n["onnx_nodes"])
+
+
+def test_a_node_the_optimizer_made_says_which_module_holds_it(qtbot, window: MainWindow):
+    """GPT-2's Split of its fused query, key and value carries no metadata: its details said "main graph" alone,
+    though the graph draws it in its attention. They name that module and why the node is there. Truth: the nodes
+    torch's FX graph says feed it and read it, in ``transformer.h.0.attn`` (``tests/truth_modules.py``)."""
+    from tests.truth_modules import made_by_optimizer
+
+    made = made_by_optimizer(ZOO / "gpt2.onnx", ZOO / "gpt2.truth.json")
+    assert made["transformer.h.0.attn"] == made["transformer.h.1.attn"] == 1
+    _open(qtbot, window, ZOO / "gpt2.onnx")
+    with qtbot.waitSignal(window.center.view_shown, timeout=30000):
+        window.center.show_scope(MAIN, frozenset({"mod:transformer", "mod:transformer.h.0",
+                                                  "mod:transformer.h.0.attn"}))
+    graph = window.center.graph
+    (split,) = [i for i, item in graph.items_by_id.items() if item.node.kind == "op" and item.node.label == "Split"]
+    node = window.index.proto.graph.node[graph.items_by_id[split].node.ref[0]]
+    assert node.op_type == "Split" and not node.metadata_props
+    graph.select(split)
+    assert (f"main graph › transformer.h.0.attn (no metadata: placed where its neighbours are) / {node.name}"
+            in window.details.toPlainText())
+    # a node in a call says nothing of a module: its call's scope says where it is
+    text = _select_op(qtbot, window, "layer_norm", "LayerNormalization")
+    assert " › " not in text.splitlines()[1]

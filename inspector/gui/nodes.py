@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QTabWidget, QTextBrowser
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import MAIN, FunctionKey, GraphScope
-from inspector.core.model.module_tree import ModuleNode
+from inspector.core.model.module_tree import ModuleNode, bare_modules
 from inspector.core.model.tensors import read_tensor
 from inspector.core.model.walk import resolve_path
 from inspector.core.util.errors import InspectorError
@@ -34,11 +34,27 @@ class NodeView:
         self.session, self.details, self.tabs, self.center = session, details, tabs, center
         self.module_total, self.module_calls = module_total, module_calls
         self.shown: tuple[GraphScope, tuple[Any, ...], str] | None = None
+        self._bare: dict[int, ModuleNode] | None = None  # (``_module_of``: made on first use, per model)
         details.anchorClicked.connect(self.link_clicked)
         session.model_loaded.connect(self._forget)
 
     def _forget(self, _index: ModelIndex) -> None:
         self.shown = None
+        self._bare = None
+
+    def _module_of(self, scope: GraphScope, path: tuple[Any, ...]) -> str:
+        """`` › module`` for a main-graph node of no call the module tree places in a module (by its own metadata, or,
+        with none, by its neighbours: said so), else ""."""
+        index = self.session.index
+        if index is None or scope != MAIN or len(path) != 1 or not index.provenance.module_root.children:
+            return ""
+        if self._bare is None:
+            self._bare = bare_modules(index.provenance.module_root)
+        module = self._bare.get(path[0])
+        if module is None:
+            return ""
+        bare = not index.proto.graph.node[path[0]].metadata_props
+        return f" › {module.path}" + (" (no metadata: placed where its neighbours are)" if bare else "")
 
     def show(self, scope: GraphScope, path: tuple[Any, ...], where: str) -> None:
         """Node details (attributes, types, metadata, operator docs, tensors) in the Details tab."""
@@ -108,7 +124,8 @@ class NodeView:
         graph_scope = scope if not isinstance(scope, AtenCall) else MAIN
         if node.kind == "op" and isinstance(node.ref, tuple):
             if _scope_nodes(index, scope) is not None:
-                self.show(graph_scope, node.ref, f"{scope_label(scope)} / {node.detail or node.label}")
+                where = f"{scope_label(scope)}{self._module_of(graph_scope, node.ref)} / {node.detail or node.label}"
+                self.show(graph_scope, node.ref, where)
         elif node.kind == "aten_call" and isinstance(node.ref, AtenCall):
             self.details.setHtml(details.describe(index, node.ref))
             self.tabs.setCurrentWidget(self.details)

@@ -116,6 +116,11 @@ def build_module_tree(calls: Sequence[AtenCall], graph: onnx.GraphProto | None =
     return root
 
 
+def bare_modules(root: ModuleNode) -> dict[int, ModuleNode]:
+    """Each main-graph node of no call that the tree places in a module (``ModuleNode.bare``): that module."""
+    return {i: m for m in root.subtree() for i in m.bare}
+
+
 def _place_bare(root: ModuleNode, graph: onnx.GraphProto, calls: Sequence[AtenCall]) -> None:
     """Each main-graph node of no call in a module's ``bare`` nodes, so that it is drawn and counted where it belongs,
     not at the graph's top: by its own metadata where it names its module (``namespace``, ``name_scopes``: a node the
