@@ -107,6 +107,7 @@ KEEP_WITH_NEXT = 48.0
 # 0.70 s, 1.02 s with its 5 moves; one move at a time, as a move may bring a later heading to a foot)
 MAX_MOVES = 60
 _HEADING = re.compile(r"<h[1-6]\b", re.I)  # (model text reaches the HTML escaped: no "<h" of its own)
+_BREAK = " style='page-break-before: always'"  # (put in a heading's tag)
 
 
 def _laid_out(doc: QTextDocument, html: str, size: QSizeF) -> None:
@@ -140,8 +141,8 @@ def keep_headings_with_next(doc: QTextDocument, html: str, size: QSizeF) -> str:
         else:
             return html
         at = tags[k]
-        html = html[:at] + " style='page-break-before: always'" + html[at:]
-        tags = [t + (34 if j > k else 0) for j, t in enumerate(tags)]
+        html = html[:at] + _BREAK + html[at:]
+        tags = [t + (len(_BREAK) if j > k else 0) for j, t in enumerate(tags)]
         first = k + 1
         _laid_out(doc, html, size)
     return html
