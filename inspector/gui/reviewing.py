@@ -20,10 +20,10 @@ from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, 
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Analyses, Preempted, Selection
 from inspector.gui.family_model import BadgeCounts
-from inspector.gui.review_panel import OPEN, ReviewItem
+from inspector.gui.review_panel import FLAGGED, OPEN, ReviewItem
 from inspector.gui.worker import give_way
 
-_FLAGGED = {"suspicious": 2, "wrong": 3}  # status -> its place in ``BadgeCounts``
+_FLAGGED = {status: BadgeCounts._fields.index(status) for status in FLAGGED}  # its place in ``BadgeCounts``
 
 Reviewable = BodyAnalysis | SpecialisedValue  # an overload's body, or one specialised value
 
