@@ -26,6 +26,7 @@ class BodyView:
         self.session, self.signature, self.tabs, self.center = session, signature, tabs, center
         self._torchlib: dict[str, Any] = {}
         session.selection_changed.connect(self.show)
+        session.reviews_changed.connect(self._reviews_changed)
         signature.value_clicked.connect(session.set_target)
 
     def show(self, selection: Selection | None) -> None:
@@ -35,12 +36,18 @@ class BodyView:
                                  "Select an overload or an aten call.")
             self.mark_graph()
             return
-        self.signature.show_selection(selection)
+        self.signature.show_selection(selection, self.session.value_reviews(selection))
         if self.session.signature_tab:
             self.tabs.setCurrentWidget(self.signature)
         self.mark_graph()
         if selection.target:
             self._show_torchlib(selection.target)
+
+    def _reviews_changed(self) -> None:
+        """A review saved (or the Review list made): the values' reviews in the body shown, where they are still."""
+        sel = self.session.selection
+        if sel is not None and self.signature.shown() is sel:
+            self.signature.set_reviews(self.session.value_reviews(sel))
 
     def _show_torchlib(self, target: str) -> None:
         signature = self.signature

@@ -53,6 +53,21 @@ def find_target(analyses: Analyses, index: ModelIndex, store: ReviewStore, sel: 
     return None
 
 
+def value_reviews(analyses: Analyses, index: ModelIndex, store: ReviewStore, carried: dict[ReviewKey, Review],
+                  sel: Selection) -> dict[int, Review]:
+    """The review of each specialised value of the body of ``sel``, as the Review list shows it (``shown_review``), by
+    ``id`` of the value: what the Signature tab's table says beside each."""
+    if analyses.index is not index or not sel.analysis.members or not sel.analysis.specialised:
+        return {}
+    fam = analyses.family_of(sel.analysis.members[0])
+    family_analysis = analyses.family(fam) if fam is not None else None
+    if family_analysis is None:
+        return {}
+    shown = {id(s) for s in sel.analysis.specialised}
+    return {id(obj): shown_review(store.get(key), carried.get(key)) for key, obj in review_keys(family_analysis)
+            if key.kind == "value" and id(obj) in shown}
+
+
 def target_label(target: Target, sel: Selection) -> str:
     """What the review bar names: a value with its place; a function's overload; the body of the aten calls shown,
     with how many calls share it (``aten::linear  (linear_6): body of 9 calls``): an overload may have several bodies,

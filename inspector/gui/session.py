@@ -43,6 +43,7 @@ from inspector.gui.reviewing import (
     find_target,
     review_items,
     target_label,
+    value_reviews,
 )
 from inspector.gui.worker import Jobs, checkpoint
 from inspector.render.overview import module_call_totals, module_totals
@@ -334,6 +335,12 @@ class Session(QObject):
         if self.target is None or self.selection is None:
             return self.why
         return target_label(self.target, self.selection)
+
+    def value_reviews(self, sel: Selection) -> dict[int, Review]:
+        """Each specialised value's review in ``sel``'s body, by ``id`` of the value (none without a review store)."""
+        if self.reviews is None or self.analyses is None or self.index is None:
+            return {}
+        return value_reviews(self.analyses, self.index, self.reviews, self.carried, sel)
 
     def target_review(self) -> Review | None:
         """The target's review as the Review list shows it (its own, else one carried over: ``shown_review``)."""

@@ -5,6 +5,7 @@ as ONNX defaults (one click shows them)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QUrl, Signal
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, Q
 
 from inspector.core.aten.torchlib import torchlib_for, torchlib_version
 from inspector.core.model.calls import RULED_OUT
+from inspector.core.review.store import Review
 from inspector.core.specialise.bodytext import Line, body_lines, signature_line
 from inspector.core.specialise.categories import (
     TEXT_COLOUR,
@@ -28,6 +30,7 @@ from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Selection
 from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
+from inspector.gui.theme import STATUS_COLOURS
 
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
@@ -58,6 +61,7 @@ class SignaturePanel(QWidget):
         lay.addWidget(self.tabs)
         self._specs: list[SpecialisedValue] = []
         self._shown: Selection | None = None
+        self._reviews: Mapping[int, Review] = {}
         self._left_out_open = False
         self.clear()
 
@@ -68,10 +72,22 @@ class SignaturePanel(QWidget):
         self.source.setHtml(tag("p", tag("i", "The torchlib implementation appears here for aten calls when torch "
                                               "and onnxscript are installed.")))
 
-    def show_selection(self, selection: Selection) -> None:
-        """Show the body of ``selection``; the values left out start hidden."""
+    def show_selection(self, selection: Selection, reviews: Mapping[int, Review] | None = None) -> None:
+        """Show the body of ``selection``; the values left out start hidden. ``reviews``: each specialised value's
+        review, by ``id`` of the value (``Session.value_reviews``), said beside it."""
         self._left_out_open = False
+        self._reviews = reviews or {}
         self._render(selection)
+
+    def set_reviews(self, reviews: Mapping[int, Review]) -> None:
+        """The values' reviews changed: say them again, where the view was scrolled to (a review marked from the
+        keyboard keeps the value in sight)."""
+        if self._shown is not None and reviews != self._reviews:
+            self._reviews = reviews
+            bar = self.view.verticalScrollBar()
+            at = bar.value()
+            self._render(self._shown)
+            bar.setValue(at)
 
     def show_left_out(self, shown: bool = True) -> None:
         """Show (or hide) the literals of a lone body left out as ONNX defaults."""
@@ -168,11 +184,13 @@ class SignaturePanel(QWidget):
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
             lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
+            review = [_review_cell(self._reviews.get(id(s)))] if self._reviews else []
             rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), _value_cell(value),
-                            tag("td", state), tag("td", lines)))
+                            tag("td", state), tag("td", lines), *review))
         baked = {s.baked_by for s in specs if s.baked_by}
         notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
-        head = tag("tr", *(tag("th", h, align="left") for h in ("where", "value", "in the family", "evidence")))
+        titles = ("where", "value", "in the family", "evidence") + (("review",) if self._reviews else ())
+        head = tag("tr", *(tag("th", h, align="left") for h in titles))
         return rich(tag("p", tag("b", "Specialised values")), tag("table", head, *rows, cellspacing=6), *notes)
 
     def _per_call(self, specs: list[SpecialisedValue], current: str | None) -> Rich:
@@ -296,6 +314,14 @@ def _recognised(sel: Selection) -> Rich:
              if sel.ruled_out else "")
     return tag("p", tag("small", f"Recognised by template{'s' if n != 1 else ''} ", names,
                         " (its nodes carry no fx metadata)", ambiguous, named))
+
+
+def _review_cell(review: Review | None) -> Rich:
+    """A value's review in its status's colour (as the Review list draws it), with its note."""
+    if review is None:
+        return tag("td", "-")
+    note = rich(BR, tag("small", review.note)) if review.note else ""
+    return tag("td", tag("span", review.status, style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}"), note)
 
 
 def _value_cell(value: str) -> Rich:
