@@ -145,7 +145,7 @@ def test_no_page_ends_on_a_heading(qapp: object, monkeypatch: pytest.MonkeyPatch
         (15, "aten::view, body 7 of 9 (2 calls, 1 node, 1 specialised)")]
     assert _foot_headings(kept, html) == []
     assert len(kept.pages) == len(loose.pages) == 18  # (the moves fit in the room the pages had)
-    # the same words (a table cut at another place repeats its header row on another page; blocks changed in place
-    # instead of in the HTML lost every paragraph after the first move, and 5 of the 18 pages)
+    # the same words (a table cut at another place repeats its header row on another page; headings' blocks changed in
+    # place, with no layout of what follows them, lost every paragraph after the first move, and 5 of the 18 pages)
     words = [{w for p in r.pages for w in p.extract_text().split()} for r in (kept, loose)]
     assert words[0] == words[1] and len(words[0]) > 700
