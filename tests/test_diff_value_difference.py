@@ -43,7 +43,8 @@ def test_a_baked_constant_says_where_it_differs(tmp_path: Path, capsys) -> None:
     worst = old[0, 0, 1, 6]
     assert change["detail"].endswith(f"2 of 32 values differ, the most at [0, 0, 1, 6]: {worst:.1f} -> "
                                      f"{worst + 0.75:.2f}")
-    assert change["detail"].startswith(f"Add.B: FLOAT[1, 1, 4, 8] #{change['old']['digest'][:8]} -> "
+    # named as the summary names it (torch's FX name for the value), then where it is read
+    assert change["detail"].startswith(f"where_3 (Add.B): FLOAT[1, 1, 4, 8] #{change['old']['digest'][:8]} -> "
                                        f"#{change['new']['digest'][:8]}: ")
 
 
@@ -72,3 +73,5 @@ def test_a_small_tensor_is_shown_whole_and_a_reshaped_one_not_compared(tmp_path:
     onnx.save(model, str(tmp_path / "m.onnx"))
     changes = _changes(capsys, ZOO / "llama_gqa.onnx", tmp_path / "m.onnx")
     assert changes and not any("values differ" in c["detail"] for c in changes)
+    # (and a constant the exporter numbered, ``val_111``, is named by the argument it holds, not by its number)
+    assert small.name == "val_111" and [c["detail"].split(":")[0] for c in changes] == ["size (Reshape.shape)"]

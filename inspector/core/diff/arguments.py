@@ -14,6 +14,7 @@ from inspector.core.bodies.body import Body
 from inspector.core.bodies.literals import Literal
 from inspector.core.diff.model import ArgChange
 from inspector.core.diff.values import show_value
+from inspector.core.model.calls import made_inside
 from inspector.core.specialise.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
 
 
@@ -51,7 +52,7 @@ def name_arguments(where: str, lit_a: Literal, ctx_a: CallContext | None, lit_b:
         if x.parameter not in params:
             params.append(x.parameter)
     if not params:
-        return where, ()
+        return _named(where, lit_a, lit_b), ()
     changed: list[ArgChange] = []
     for p in params:
         old = _value(p, links_a, ctx_a)
@@ -60,6 +61,16 @@ def name_arguments(where: str, lit_a: Literal, ctx_a: CallContext | None, lit_b:
             changed.append(ArgChange(p, old, new))
     shown = [a.parameter for a in changed] or params
     return f"{', '.join(shown)} ({where})", tuple(changed)
+
+
+def _named(where: str, lit_a: Literal, lit_b: Literal) -> str:
+    """``where`` with the name of the constant read there where both sides give it the name torch gave its FX value
+    (``unsqueeze_14 (Mul.B)``, GPT-NeoX's rotary table, as the summary and the app call it): the exporter's own
+    constants, ``val_<n>``, are numbered, and a number says nothing."""
+    name = lit_a.name
+    if lit_a.kind != "initializer" or name != lit_b.name or not name or made_inside(name):
+        return where
+    return f"{name} ({where})"
 
 
 def _value(parameter: str, links: Sequence[ArgLink], ctx: CallContext | None) -> Any:

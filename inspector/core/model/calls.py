@@ -31,6 +31,12 @@ STACK_TRACE = "pkg.torch.onnx.stack_trace"
 EMPTY_MODULE_STACK = "_empty_nn_module_stack_from_metadata_hook"
 
 
+def made_inside(name: str) -> bool:
+    """Whether ``name`` is named as a value made inside a call's torchlib body (``val_<n>``: the exporter numbers
+    them; a value torch's FX graph made keeps its FX name)."""
+    return name.startswith("val_") and name[4:].isdigit() and name.isascii()
+
+
 def add_rules(seen: list[str], value: str) -> None:
     """Add the rewrite rules a node's ``RULE_NAME`` metadata names to ``seen``, each once, in the order applied: the
     rewriter writes the rules it applied to a node one after the other, comma-separated (MobileNetV2's convolutions

@@ -32,6 +32,7 @@ from typing import Literal
 
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import Template
+from inspector.core.model.calls import made_inside
 
 
 def named_op(name: str, ops: Collection[str]) -> str | None:
@@ -75,10 +76,6 @@ def _is_op(name: str) -> bool:
 def _plain(name: str) -> bool:
     return name.replace("_", "a").isalnum() and name.isascii()
 
-
-def made_inside(name: str) -> bool:
-    """Whether ``name`` is named as a value made inside a call's torchlib body (``val_<n>``)."""
-    return name.startswith("val_") and name[4:].isdigit() and name.isascii()
 
 
 Read = Literal["x", "s"]  # how a template reads an operand: an outside tensor, or a constant made inside its body
