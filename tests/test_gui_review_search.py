@@ -221,7 +221,7 @@ def test_a_jump_from_search_selects_the_call_in_the_functions_tree_and_scrolls_t
 def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path: Path):
     """The Signature tab's table of specialised values said nothing of their reviews: which had been looked at was
     read in the Review list, one item at a time. A review column says each value's status, in the list's colours,
-    with its note, as soon as it is marked, and the table stays where it was scrolled to."""
+    and a row under it its note, as soon as it is marked, and the table stays where it was scrolled to."""
     from inspector.gui.theme import STATUS_COLOURS
 
     model = tmp_path / "overloads.onnx"
@@ -243,7 +243,7 @@ def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path:
     with qtbot.waitSignal(window.review_saved, timeout=5000):
         window.review_bar.buttons["wrong"].click()
     table = window.signature.view.toPlainText().split("Specialised values", 1)[1].split("\n")
-    assert table[6:12] == ["Transpose.perm", "[0, 2, 3, 1]", "varies", "-", "wrong", "perm swaps the last two"]
+    assert table[6:12] == ["Transpose.perm", "[0, 2, 3, 1]", "varies", "-", "wrong", "note: perm swaps the last two"]
     assert STATUS_COLOURS["wrong"] in window.signature.view.toHtml()
     assert bar.value() == at > 0
     window.close()

@@ -184,9 +184,13 @@ class SignaturePanel(QWidget):
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
             lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
-            review = [_review_cell(self._reviews.get(id(s)))] if self._reviews else []
+            review = self._reviews.get(id(s)) if self._reviews else None
+            cells = [_review_cell(review)] if self._reviews else []
             rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), _value_cell(value),
-                            tag("td", state), tag("td", lines), *review))
+                            tag("td", state), tag("td", lines), *cells))
+            if review is not None and review.note:  # (a row of its own: in the review's cell it took the evidence's
+                # width, whose words broke mid-word in a narrow panel)
+                rows.append(tag("tr", tag("td", tag("small", "note: ", review.note), colspan=5)))
         baked = {s.baked_by for s in specs if s.baked_by}
         notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
         titles = ("where", "value", "in the family", "evidence") + (("review",) if self._reviews else ())
@@ -317,11 +321,10 @@ def _recognised(sel: Selection) -> Rich:
 
 
 def _review_cell(review: Review | None) -> Rich:
-    """A value's review in its status's colour (as the Review list draws it), with its note."""
+    """A value's review in its status's colour (as the Review list draws it); its note goes on a row of its own."""
     if review is None:
         return tag("td", "-")
-    note = rich(BR, tag("small", review.note)) if review.note else ""
-    return tag("td", tag("span", review.status, style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}"), note)
+    return tag("td", tag("span", review.status, style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}"))
 
 
 def _value_cell(value: str) -> Rich:
