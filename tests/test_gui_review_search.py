@@ -220,7 +220,7 @@ def test_a_jump_from_search_selects_the_call_in_the_functions_tree_and_scrolls_t
 
 def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path: Path):
     """The Signature tab's table of specialised values said nothing of their reviews: which had been looked at was
-    read in the Review list, one item at a time. A review column says each value's status, in the list's colours,
+    read in the Review list, one item at a time. A line under each value says its status, in the list's colours,
     and a row under it its note, as soon as it is marked, and the table stays where it was scrolled to."""
     from inspector.gui.theme import STATUS_COLOURS
 
@@ -233,8 +233,8 @@ def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path:
     _select_overload(qtbot, window, "local.tr", "perm_0231")
     (perm,) = window.signature.specialised()
     table = window.signature.view.toPlainText().split("Specialised values", 1)[1].split("\n")
-    assert table[1:11] == ["where", "value", "in the family", "evidence", "review",
-                           "Transpose.perm", "[0, 2, 3, 1]", "varies", "-", "unreviewed"]
+    assert table[1:10] == ["where (review)", "value", "in the family", "evidence",
+                           "Transpose.perm", "unreviewed", "[0, 2, 3, 1]", "varies", "-"]
     window.signature.value_clicked.emit(perm)
     window.review_bar.note.setText("perm swaps the last two")
     bar = window.signature.view.verticalScrollBar()
@@ -243,7 +243,40 @@ def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path:
     with qtbot.waitSignal(window.review_saved, timeout=5000):
         window.review_bar.buttons["wrong"].click()
     table = window.signature.view.toPlainText().split("Specialised values", 1)[1].split("\n")
-    assert table[6:12] == ["Transpose.perm", "[0, 2, 3, 1]", "varies", "-", "wrong", "note: perm swaps the last two"]
+    assert table[5:11] == ["Transpose.perm", "wrong", "[0, 2, 3, 1]", "varies", "-", "note: perm swaps the last two"]
     assert STATUS_COLOURS["wrong"] in window.signature.view.toHtml()
     assert bar.value() == at > 0
+    window.close()
+
+
+def _broken_words(document) -> list[str]:
+    """Lines of ``document`` as laid out that end inside a word (a letter or digit on both sides of the break)."""
+    out = []
+    block = document.begin()
+    while block.isValid():
+        text, layout = block.text(), block.layout()
+        for k in range(layout.lineCount() - 1):
+            line = layout.lineAt(k)
+            end = line.textStart() + line.textLength()
+            if 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+                out.append(text[line.textStart():end] + "|" + text[end:end + 8])
+        block = block.next()
+    return out
+
+
+def test_the_signature_tab_breaks_no_word_in_a_narrow_panel(qtbot, make_window, tmp_path: Path):
+    """At a 1366 px window the Signature panel is about 440 px wide: its table of specialised values, with a review
+    column, broke its words anywhere ("evidenc / e", "unreview / ed", "ReduceMean / [1]"). Words stay whole, and
+    the review is said under the value's name."""
+    model = tmp_path / "llama_gqa.onnx"
+    shutil.copy(ZOO / "llama_gqa.onnx", model)
+    window = make_window()
+    window.resize(1366, 768)
+    _open(qtbot, window, model)
+    qtbot.waitUntil(lambda: window.session.listed, timeout=30000)
+    _select_overload(qtbot, window, "aten::mean", "aten::mean.dim")
+    view = window.signature.view
+    assert view.viewport().width() < 500 and window.signature.specialised()
+    assert "in the family" in view.toPlainText() and "unreviewed" in view.toPlainText()
+    assert _broken_words(view.document()) == []
     window.close()

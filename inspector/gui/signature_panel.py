@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QCursor
+from PySide6.QtGui import QCursor, QTextOption
 from PySide6.QtWidgets import QTabWidget, QTextBrowser, QToolTip, QVBoxLayout, QWidget
 
 from inspector.core.aten.torchlib import torchlib_for, torchlib_version
@@ -50,6 +50,9 @@ class SignaturePanel(QWidget):
         super().__init__()
         self.tabs = QTabWidget()
         self.view = QTextBrowser()
+        # (by default a word wider than its table column breaks anywhere, "unreview ed": words stay whole, and a
+        # table wider than the panel scrolls sideways)
+        self.view.setWordWrapMode(QTextOption.WrapMode.WordWrap)
         self.view.setOpenLinks(False)
         self.view.highlighted.connect(self._hover)
         self.view.anchorClicked.connect(self._clicked)
@@ -185,16 +188,15 @@ class SignaturePanel(QWidget):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
             lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
             review = self._reviews.get(id(s)) if self._reviews else None
-            cells = [_review_cell(review)] if self._reviews else []
-            rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), style=NOWRAP), _value_cell(value),
-                            tag("td", state), tag("td", lines), *cells))
-            if review is not None and review.note:  # (a row of its own: in the review's cell it took the evidence's
-                # width, whose words broke mid-word in a narrow panel)
-                rows.append(tag("tr", tag("td", tag("small", "note: ", review.note), colspan=5)))
+            said = _review_line(review) if self._reviews else ""
+            rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), said, style=NOWRAP), _value_cell(value),
+                            tag("td", state), tag("td", lines)))
+            if review is not None and review.note:  # (a row of its own: in a cell it took the evidence's width)
+                rows.append(tag("tr", tag("td", tag("small", "note: ", review.note), colspan=4)))
         baked = {s.baked_by for s in specs if s.baked_by}
         notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
-        titles = ("where", "value", "in the family", "evidence") + (("review",) if self._reviews else ())
-        head = tag("tr", *(tag("th", h, align="left") for h in titles))
+        titles = ("where" + (" (review)" if self._reviews else ""), "value", "in the family", "evidence")
+        head = tag("tr", *(tag("th", h, align="left", style=NOWRAP) for h in titles))
         return rich(tag("p", tag("b", "Specialised values")), tag("table", head, *rows, cellspacing=6), *notes)
 
     def _per_call(self, specs: list[SpecialisedValue], current: str | None) -> Rich:
@@ -320,11 +322,14 @@ def _recognised(sel: Selection) -> Rich:
                         " (its nodes carry no fx metadata)", ambiguous, named))
 
 
-def _review_cell(review: Review | None) -> Rich:
-    """A value's review in its status's colour (as the Review list draws it); its note goes on a row of its own."""
+def _review_line(review: Review | None) -> Rich:
+    """A value's review, on a line under where it sits, in its status's colour (as the Review list draws it); its
+    note goes on a row of its own. (A column of its own pushed the evidence past a 1366 px window's panel: 440 px
+    wide, the five columns' words broke anywhere, "unreview / ed", or, kept whole, scrolled sideways.)"""
     if review is None:
-        return tag("td", "-")
-    return tag("td", tag("span", review.status, style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}"))
+        return Rich()
+    return rich(BR, tag("small", tag("span", review.status,
+                                     style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}")))
 
 
 def _value_cell(value: str) -> Rich:
