@@ -233,8 +233,8 @@ def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path:
     _select_overload(qtbot, window, "local.tr", "perm_0231")
     (perm,) = window.signature.specialised()
     table = window.signature.view.toPlainText().split("Specialised values", 1)[1].split("\n")
-    assert table[1:10] == ["where (review)", "value", "in the family", "evidence",
-                           "Transpose.perm", "unreviewed", "[0, 2, 3, 1]", "varies", "-"]
+    assert table[1:9] == ["where (review)", "value", "in the family",
+                          "Transpose.perm", "unreviewed", "[0, 2, 3, 1]", "varies", "evidence: none"]
     window.signature.value_clicked.emit(perm)
     window.review_bar.note.setText("perm swaps the last two")
     bar = window.signature.view.verticalScrollBar()
@@ -243,7 +243,8 @@ def test_the_signature_tab_says_each_values_review(qtbot, make_window, tmp_path:
     with qtbot.waitSignal(window.review_saved, timeout=5000):
         window.review_bar.buttons["wrong"].click()
     table = window.signature.view.toPlainText().split("Specialised values", 1)[1].split("\n")
-    assert table[5:11] == ["Transpose.perm", "wrong", "[0, 2, 3, 1]", "varies", "-", "note: perm swaps the last two"]
+    assert table[4:10] == ["Transpose.perm", "wrong", "[0, 2, 3, 1]", "varies", "evidence: none",
+                           "note: perm swaps the last two"]
     assert STATUS_COLOURS["wrong"] in window.signature.view.toHtml()
     assert bar.value() == at > 0
     window.close()
@@ -266,8 +267,8 @@ def _broken_words(document) -> list[str]:
 
 def test_the_signature_tab_breaks_no_word_in_a_narrow_panel(qtbot, make_window, tmp_path: Path):
     """At a 1366 px window the Signature panel is about 440 px wide: its table of specialised values, with a review
-    column, broke its words anywhere ("evidenc / e", "unreview / ed", "ReduceMean / [1]"). Words stay whole, and
-    the review is said under the value's name."""
+    column, broke its words anywhere ("evidenc / e", "unreview / ed", "ReduceMean.k / eepdims"). Words stay whole:
+    the review is said under the value's name, the evidence on a row of its own, the table's width."""
     model = tmp_path / "llama_gqa.onnx"
     shutil.copy(ZOO / "llama_gqa.onnx", model)
     window = make_window()
@@ -279,4 +280,5 @@ def test_the_signature_tab_breaks_no_word_in_a_narrow_panel(qtbot, make_window, 
     assert view.viewport().width() < 500 and window.signature.specialised()
     assert "in the family" in view.toPlainText() and "unreviewed" in view.toPlainText()
     assert _broken_words(view.document()) == []
+    assert view.horizontalScrollBar().maximum() == 0  # (words kept whole, and the table fits)
     window.close()

@@ -186,16 +186,19 @@ class SignaturePanel(QWidget):
                             for a in s.links]
                 if s.shape and not any(a.rule == s.shape for a in s.links):
                     evidence.insert(0, f"shape-specialised: {s.shape}")
-            lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "-"
+            lines = rich(*(rich(BR if k else "", e) for k, e in enumerate(evidence))) if evidence else "none"
             review = self._reviews.get(id(s)) if self._reviews else None
             said = _review_line(review) if self._reviews else ""
             rows.append(tag("tr", tag("td", self._mark(s, short_where(s)), said, style=NOWRAP), _value_cell(value),
-                            tag("td", state), tag("td", lines)))
-            if review is not None and review.note:  # (a row of its own: in a cell it took the evidence's width)
-                rows.append(tag("tr", tag("td", tag("small", "note: ", review.note), colspan=4)))
+                            tag("td", state)))
+            # the evidence and the note on rows of their own, the table's width: in a column of their own, a 440 px
+            # panel (a 1366 px window) broke their words anywhere ("LayerNormalization.e / psilon")
+            rows.append(tag("tr", tag("td", tag("small", "evidence: ", lines), colspan=3)))
+            if review is not None and review.note:
+                rows.append(tag("tr", tag("td", tag("small", "note: ", review.note), colspan=3)))
         baked = {s.baked_by for s in specs if s.baked_by}
         notes = [tag("p", tag("small", f"{baked_text(b)[0].upper() + baked_text(b)[1:]}.")) for b in sorted(baked)]
-        titles = ("where" + (" (review)" if self._reviews else ""), "value", "in the family", "evidence")
+        titles = ("where" + (" (review)" if self._reviews else ""), "value", "in the family")
         head = tag("tr", *(tag("th", h, align="left", style=NOWRAP) for h in titles))
         return rich(tag("p", tag("b", "Specialised values")), tag("table", head, *rows, cellspacing=6), *notes)
 
