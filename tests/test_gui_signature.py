@@ -59,15 +59,17 @@ def test_sdpa_of_llama_gqa_shows_the_scale_with_its_evidence_and_the_shape_speci
     assert ("The optimizer's rewriter changed these nodes (rule ReshapeReshape), so their values are not attributed "
             "to torchlib's code.") in text
     assert _table(text) == [
-        "where", "value", "in the family", "evidence",
+        "where", "value", "in the family",
         "val_206/shape (Reshape)", "[4, 8, 8]", "no sibling to compare",
-        "shape-specialised: [4, 8, 8] = (-1, S, E) of key expand_2 [1, 2, 2, 8, 8] (-1 resolved)",
+        "evidence: shape-specialised: [4, 8, 8] = (-1, S, E) of key expand_2 [1, 2, 2, 8, 8] (-1 resolved)",
         "val_194 (Reshape)", "[1, 4, 8, 8]", "no sibling to compare",
-        "shape-specialised: [1, 4, 8, 8] = key's leading dims merged, then (E, S), of key expand_2 [1, 2, 2, 8, 8]",
+        "evidence: shape-specialised: [1, 4, 8, 8] = key's leading dims merged, then (E, S), of key expand_2 "
+        "[1, 2, 2, 8, 8]",
         "val_210 (Mul)", "0.59460354", "no sibling to compare",
-        "scale=0.35355339 at Mul on query/key: constant val_210 is sqrt(scale), applied to both query and key",
-        "val_214 (Where)", "0.0", "no sibling to compare", "-",  # (a float's zero: the Where's fill)
-        "Transpose.perm", "[0, 2, 1]", "no sibling to compare", "-",
+        "evidence: scale=0.35355339 at Mul on query/key: constant val_210 is sqrt(scale), applied to both query "
+        "and key",
+        "val_214 (Where)", "0.0", "no sibling to compare", "evidence: none",  # (a float's zero: the Where's fill)
+        "Transpose.perm", "[0, 2, 1]", "no sibling to compare", "evidence: none",
     ]
     scale = next(s for s in panel.specialised() if s.links)
     assert abs(float(scale.literal.value) ** 2 - head_dim ** -0.5) < 1e-6
@@ -86,7 +88,7 @@ def test_explicit_sdpa_scale_is_linked_and_put_there_by_trace_only_torchlib(qtbo
     k = rows.index("val_57 (Mul)")  # both attention layers use scale=0.3: the same value in the family
     assert rows[k + 1: k + 4] == [
         "0.5477226", "same in family",
-        "scale=0.3 at Mul on query/key: constant val_57 is sqrt(scale), applied to both query and key"]
+        "evidence: scale=0.3 at Mul on query/key: constant val_57 is sqrt(scale), applied to both query and key"]
     assert abs(0.54772258 ** 2 - 0.3) < 1e-7
     assert "Put there at export time by torchlib aten_scaled_dot_product_attention (trace_only Python)." in text
 
@@ -98,8 +100,8 @@ def test_default_scale_that_varies_says_it_is_shape_specialised_once(qtbot):
     k = rows.index("val_64 (Mul)")
     assert rows[k + 1: k + 4] == [
         "[0.59460354]", "varies",
-        "shape-specialised: scale=None at Mul on query/key: default scale: constant val_64 is sqrt(1/sqrt(E)), "
-        "applied to both query and key, for head dim E=8 (the last dim of query [1,4,8,8])"]
+        "evidence: shape-specialised: scale=None at Mul on query/key: default scale: constant val_64 is "
+        "sqrt(1/sqrt(E)), applied to both query and key, for head dim E=8 (the last dim of query [1,4,8,8])"]
     assert text.count("for head dim E=8") == 1
 
 
@@ -111,8 +113,8 @@ def test_torchscript_function_lists_each_call_sites_value_and_marks_the_one_that
     panel, sel, text = _panel(qtbot, index, second)
     assert sel.call == second.where and sel.signature is None and sel.target is None  # TorchScript: no aten
     rows = _table(text)
-    assert rows[4:8] == ["LayerNormalization.epsilon", "@inferred::LayerNormalization_epsilon", "varies between calls",
-                         "each call passes its own value (3 calls, below)"]
+    assert rows[3:7] == ["LayerNormalization.epsilon", "@inferred::LayerNormalization_epsilon", "varies between calls",
+                         "evidence: each call passes its own value (3 calls, below)"]
     per_call = text.split("Per call site the values each call passes to the function's attributes\n")[1]
     eps = [float(np.float32(i["eps"])) for i in next(
         f for f in _truth("ts_functions")["module_functions"] if f["name"] == "Block")["instances"]]
@@ -177,7 +179,8 @@ def test_window_shows_torchlib_and_evidence_for_a_selected_call(window: MainWind
     text = window.signature.view.toPlainText()
     assert "aten::transpose.int → torchlib aten_transpose, trace_only" in text
     # the place (Transpose.perm) is the row's where: said once
-    assert "Transpose.perm\n[0, 2, 1, 3]\nno sibling to compare\ndim0=1: perm swaps dims 1 and 2" in text
+    assert ("Transpose.perm\nunreviewed\n[0, 2, 1, 3]\nno sibling to compare\n"
+            "evidence: dim0=1: perm swaps dims 1 and 2") in text
     assert "Put there at export time by torchlib aten_transpose (trace_only Python)." in text
     assert "torchlib\naten::transpose.int → aten_transpose, trace_only" in window.details.toPlainText()
 
