@@ -408,10 +408,52 @@ def write_shifted(folder: Path) -> None:
         program.save(str(folder / f"shifted_names_{name}.onnx"))
 
 
+class StageMLP(torch.nn.Module):
+    """Two stages of widths 16 and 32 (as Swin's), each an MLP of hidden width ``ratio`` times its own with zero
+    biases (as Hugging Face initialises a Linear's), joined by a Linear: at ratio 4 the first stage's fc1 bias has
+    the 64 zeros the second stage's has at ratio 2, under another parameter's name (Swin's ``mlp_ratio``)."""
+
+    def __init__(self, ratio: int) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.stages = torch.nn.ModuleList([
+            torch.nn.Sequential(torch.nn.Linear(d, ratio * d), torch.nn.GELU(), torch.nn.Linear(ratio * d, d))
+            for d in (16, 32)])
+        self.merge = torch.nn.Linear(16, 32)
+        for m in self.modules():
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.stages[0](x)
+        x = self.merge(x)
+        return x + self.stages[1](x)
+
+
+def write_stage_ratio(folder: Path) -> None:
+    """``stage_ratio_a.onnx`` (ratio 4) and ``_b`` (ratio 2), and their parameters' shapes as torch holds them
+    (``stage_ratio.truth.json``)."""
+    import contextlib
+    import io
+    import warnings
+
+    truth: dict[str, Any] = {}
+    for name, ratio in (("a", 4), ("b", 2)):
+        model = StageMLP(ratio).eval()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
+        program.save(str(folder / f"stage_ratio_{name}.onnx"))
+        truth[name] = {"ratio": ratio, "shapes": {k: list(v.shape) for k, v in model.state_dict().items()}}
+    (folder / "stage_ratio.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                  encoding="utf-8")
+
+
 def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     """Export each pair (A: the base call, B: one argument changed) to ``folder`` with a truth file."""
     folder.mkdir(parents=True, exist_ok=True)
     write_shifted(folder)
+    write_stage_ratio(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

@@ -4,8 +4,8 @@ Matching records only pairs and counts (``MatchCount``); what differs between pa
 from __future__ import annotations
 
 from array import array
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from itertools import compress
 from operator import attrgetter, is_not, ne
 
@@ -13,7 +13,7 @@ from onnx import TensorProto
 
 from inspector.core.diff.cut import Unit
 from inspector.core.diff.model import MatchCount
-from inspector.core.diff.renumbered import renumbering
+from inspector.core.diff.renumbered import name_base, renumbering
 from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs
 from inspector.core.diff.values import content_digest, same_content
@@ -344,10 +344,11 @@ def _names_unique(units_a: list[Unit | None], units_b: list[Unit | None], n: int
 
 def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: list[TensorProto],
                        umap: dict[int, int]) -> dict[int, int]:
-    """Initializers by content before name: one name with one content first, then equal content (dtype, shape,
-    digest) under any name, so a weight the optimizer renamed (its ``val_242`` is the other export's ``val_243``)
-    is never reported removed and added; then one name with another content (re-valued or reshaped), then the
-    same input of matched calls, in that order. Contents are hashed only for what the first step leaves."""
+    """Initializers by content before name: one name with one content first; then one name with another content
+    where a pair of matched calls reads it in one place (``_same_place``); then equal content (dtype, shape, digest)
+    under any name, so a weight the optimizer renamed (its ``val_242`` is the other export's ``val_243``) is never
+    reported removed and added; then one name with another content (re-valued or reshaped), then the same input of
+    matched calls, in that order. Contents are hashed only for what the first two steps leave."""
     B = pairs.B
     tmap: dict[int, int] = {}
     for k, t in enumerate(inits_a):
@@ -355,6 +356,8 @@ def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: li
         if kb is not None and ((u := inits_b[kb]) == t or same_content(t, u)):  # (equal messages: one C comparison)
             tmap[k] = kb
     taken = set(tmap.values())
+    if len(tmap) < min(len(inits_a), len(inits_b)):
+        _same_place(pairs, umap, inits_a, tmap, taken)
     if len(tmap) < min(len(inits_a), len(inits_b)):
         # by content: equal tensors under other names, in order (a name shift keeps the order)
         pool: dict[tuple[int, tuple[int, ...], str], list[int]] = defaultdict(list)
@@ -375,6 +378,53 @@ def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: li
     if len(tmap) < min(len(inits_a), len(inits_b)):
         _by_role(pairs, umap, tmap, taken)
     return tmap
+
+
+def _same_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProto], tmap: dict[int, int],
+                taken: set[int]) -> None:
+    """Initializers of one name on both sides with another content that a node of A reads in the place where the
+    node of its matched call in B reads it (same op, same input), matched by that name before any is matched by
+    content. Case: Swin exported again with another ``mlp_ratio``. Its first stage's fc1 bias, 64 zeros, had the
+    content of the other export's second stage's, and was matched to it: the diff read a bias removed and a call
+    "rewired" from ``encoder.layers.0.blocks.0.mlp.fc1.bias`` to the same name (``tests/zoo/pair_ratio_*``). Not a
+    name torch numbered (``t``, ``t_1``, …) of which the two sides hold a different count: such names shift, and
+    the calls, paired by their own numbered names, shift with them (``tests/evidence/shifted_names_*``: B's ``t_1``
+    is A's ``t``). One pass over A's nodes' inputs, only when such a name is left."""
+    A, B = pairs.A, pairs.B
+    left = {t.name: k for k, t in enumerate(inits_a)
+            if k not in tmap and (kb := B.init_pos.get(t.name)) is not None and kb not in taken}
+    if left:
+        count_a, count_b = Counter(map(name_base, (t.name for t in inits_a))), Counter(map(name_base, B.init_pos))
+        left = {n: k for n, k in left.items() if count_a[base := name_base(n)] == count_b[base]}
+    if not left:
+        return
+    names = set(left)
+    io = A.index.node_io()
+    inputs: Iterable[Sequence[str]] = io[0] if io is not None else (n.input for n in A.graph.node)
+    for i, ins in enumerate(inputs):
+        if names.isdisjoint(ins):
+            continue
+        for place, name in enumerate(ins):
+            k = left.get(name)
+            if k is not None and k not in tmap and _read_there(pairs, umap, i, place, name):
+                tmap[k] = kb = B.init_pos[name]
+                taken.add(kb)
+
+
+def _read_there(pairs: UnitPairs, umap: dict[int, int], i: int, place: int, name: str) -> bool:
+    """Whether node ``i`` of A reading ``name`` as its input ``place`` has, in the unit of B matched to its unit, a
+    node of the same op in the same position that reads ``name`` there too."""
+    A, B = pairs.A, pairs.B
+    ka = A.unit_of_node[i]
+    kb = umap.get(ka) if ka >= 0 else None
+    if kb is None:
+        return False
+    nodes_a, nodes_b = A.unit(ka).nodes, B.unit(kb).nodes
+    if len(nodes_a) != len(nodes_b) or i not in nodes_a:
+        return False
+    node_b = B.graph.node[nodes_b[nodes_a.index(i)]]
+    ins = node_b.input
+    return place < len(ins) and ins[place] == name and node_b.op_type == A.graph.node[i].op_type
 
 
 def _by_role(pairs: UnitPairs, umap: dict[int, int], tmap: dict[int, int], taken: set[int]) -> None:
