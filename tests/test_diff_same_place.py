@@ -37,3 +37,4 @@ def test_a_bias_reshaped_by_the_ratio_is_reshaped_not_removed(order: str):
 def test_no_read_is_rewired_to_the_name_it_had(a: str, b: str):
     d = diff_files(ZOO.parent / f"{a}.onnx", ZOO.parent / f"{b}.onnx")
     assert not [c.detail for c in d.changes if c.kind == "rewired" and c.old == c.new]
+

@@ -35,6 +35,14 @@ def _load(qtbot, w: CompareWindow, a: Path, b: Path) -> None:
         w.open_pair(a, b)
 
 
+def _module_of(model: str, fx_name: str) -> str:
+    """The module of an FX node as torch's truth file says."""
+    import json
+
+    return next(f["module"] for f in json.loads((ZOO / f"{model}.truth.json").read_text())["fx_nodes"]
+                if f["name"] == fx_name)
+
+
 def _rows(w: CompareWindow) -> list[tuple[str, object]]:
     out = []
     for i in range(w.changes.topLevelItemCount()):
@@ -460,7 +468,8 @@ def test_an_initializer_change_shows_the_call_that_reads_it(qtbot, compare: Comp
     _load(qtbot, compare, ZOO / "t5.onnx", tmp_path / "t5_per_head.onnx")
     rows = _rows(compare)
     assert [(g, row.text(0)) for g, row in rows] == [
-        ("initializers", "reshaped: where_2 FLOAT[1, 1, 4, 4] → FLOAT[1, 4, 4, 4]")]
+        ("initializers", "reshaped: where_2 FLOAT[1, 1, 4, 4] → FLOAT[1, 4, 4, 4] (read by "
+                         f"{_module_of('t5', 'add_22')} › add_22)")]
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(rows[0][1])
     for side in (compare.side_a, compare.side_b):

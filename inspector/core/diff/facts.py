@@ -93,28 +93,30 @@ class GraphComparer:
         added = [u for kb, u in enumerate(inits_b) if kb not in matched_b]
         baked_a = A.baked({t.name for t, _kb in left})
         baked_b = B.baked({inits_b[kb].name for _t, kb in left if kb is not None} | {u.name for u in added})
-        for t, kb in left:
-            if t.name in baked_a:
-                continue
+        shown = [(t, kb) for t, kb in left if t.name not in baked_a and (kb is None or inits_b[kb].name not in baked_b)]
+        read_a = A.readers({t.name for t, kb in shown if kb is None or not same_content(t, inits_b[kb])
+                            or t.data_type != inits_b[kb].data_type or list(t.dims) != list(inits_b[kb].dims)})
+        read_b = B.readers({u.name for u in added if u.name not in baked_b})
+        for t, kb in shown:
+            read = _read_by(t.name, read_a.get(t.name))
             if kb is None:
                 self.add(Change("initializer_removed", "initializer", "", t.name, tensor_summary(t), None,
-                                f"{t.name} {tensor_type(t)}", [t.name]))
+                                f"{t.name} {tensor_type(t)}{read}", [t.name]))
                 continue
             u = inits_b[kb]
-            if u.name in baked_b:
-                continue
             if t.data_type != u.data_type or list(t.dims) != list(u.dims):
                 self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
-                                f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}", [t.name]))
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}{read}",
+                                [t.name]))
             elif not same_content(t, u):
                 old, new = tensor_summary(t), tensor_summary(u)
                 self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
-                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}: "
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}{read}: "
                                 f"{changed_text(old, new, value_difference(t, u), typed=True)}", [t.name]))
         for u in added:
             if u.name not in baked_b:
                 self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),
-                                f"{u.name} {tensor_type(u)}", [u.name]))
+                                f"{u.name} {tensor_type(u)}{_read_by(u.name, read_b.get(u.name))}", [u.name]))
         count = self.matched.get("initializers")
         if count is not None:
             count.baked = sum(1 for t, kb in left if kb is None and t.name in baked_a) + \
@@ -147,6 +149,20 @@ class GraphComparer:
         renamed = sum(1 for k, kb in vmap.items() if va[k].name != vb[kb].name)
         self.matched[f"{section}s"] = MatchCount(len(vmap), len(va) - len(vmap), len(vb) - len(vmap), renamed)
         return vmap
+
+
+def _read_by(name: str, readers: list[tuple[str, str]] | None) -> str:
+    """`` (read by encoder.layers.0.blocks.0.attention.q_proj › linear)``: what reads an initializer whose name does
+    not say (the optimizer's ``val_35``, a transposed weight; torch's ``unsqueeze_14``, a rotary table), so that a
+    changed weight is found by its layer; nothing for a parameter of the module that reads it
+    (``encoder.layers.0.blocks.0.mlp.fc1.bias``) or for what nothing reads."""
+    if not readers:
+        return ""
+    module, first = readers[0]
+    if module and name.startswith(module + "."):
+        return ""
+    more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
+    return f" (read by {module + ' › ' if module else ''}{first}{more})"
 
 
 def _call_sources(p: ProvenanceIndex) -> str:

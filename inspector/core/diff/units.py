@@ -4,7 +4,7 @@ works on), with what each unit reads and produces, its body and fingerprints bui
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress
 from operator import ne
 from typing import Any
@@ -240,6 +240,30 @@ class Side:
                 if u is not None and u.callee is None:
                     self._baked.update(u.constants)
         return self._baked & names
+
+    def readers(self, names: set[str]) -> dict[str, list[tuple[str, str]]]:
+        """What reads each of ``names`` in the main graph, in graph order, each once: an aten call as (module path,
+        FX name), another node as ("", its label). One pass over the nodes' inputs (as the scan read them, where it
+        did), for the few initializers a diff lists."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        if not names:
+            return out
+        io = self.index.node_io()
+        inputs: Iterable[Sequence[str]] = io[0] if io is not None else (n.input for n in self.graph.node)
+        seen: set[tuple[str, int]] = set()
+        for i, ins in enumerate(inputs):
+            if names.isdisjoint(ins):
+                continue
+            k = self.unit_of_node[i]
+            for name in dict.fromkeys(x for x in ins if x in names):
+                if (name, k if k >= 0 else -1 - i) in seen:
+                    continue
+                seen.add((name, k if k >= 0 else -1 - i))
+                unit = self.unit(k) if k >= 0 else None
+                call = unit.call if unit is not None else None
+                out.setdefault(name, []).append((call.module_path, call.name) if call is not None else
+                                                ("", unit.label if unit is not None else f"node {i}"))
+        return out
 
     def describe(self, src: tuple[Any, ...]) -> str:
         kind = src[0]
