@@ -449,3 +449,22 @@ def matched_line(text: str, q: str) -> str:
     lines = text.splitlines() or [text]
     line = next((x for x in lines if q in x.casefold()), lines[0]).strip()
     return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 1] + "…"
+
+
+def around(text: str, query: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters around where ``query`` first matches it (casefolded), an
+    ellipsis where cut: a result list's row of a long stack-trace line showed its start (``query_states, key_states
+    = apply_ro…``) and lost the match."""
+    if len(text) <= width:
+        return text
+    at = text.casefold().find(normalise(query).casefold()) if query.strip() else -1
+    if at < 0:
+        return text[: width - 1] + "…"
+    end = at + len(query.strip())
+    start = max(0, min(at - (width - (end - at)) // 3, len(text) - width))
+    cut = text[start:start + width]
+    if start > 0:
+        cut = "…" + cut[1:]
+    if start + width < len(text):
+        cut = cut[:-1] + "…"
+    return cut

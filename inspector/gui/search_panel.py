@@ -17,7 +17,7 @@ from shiboken6 import isValid
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.keys import MAIN
 from inspector.core.model.walk import NodePath
-from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult
+from inspector.core.search import NODE_KINDS, Hit, SearchIndex, SearchResult, around
 from inspector.core.util.units import plural
 from inspector.gui.analysis import main_call_owners
 from inspector.gui.distinct import use_distinct_elision
@@ -25,6 +25,7 @@ from inspector.gui.text import tooltip
 from inspector.gui.widgets import LineEdit
 from inspector.gui.worker import Jobs, checkpoint
 
+MATCH_CHARS = 36  # of a stack-trace or metadata line in a result's row, around the match (the tooltip has it whole)
 
 class SearchPanel(QWidget):
     """Type to search; Up/Down move through results, Enter (or a click) jumps to the selected one."""
@@ -130,7 +131,8 @@ class SearchPanel(QWidget):
                 # which of the call's nodes: its metadata and stack trace are on every one of them, so the rows
                 # of an SDPA call's ten nodes read the same without it
                 place += f" › {hit.where.rsplit('/', 1)[-1]}"
-            item = QListWidgetItem(f"{hit.matched_in}  {hit.text}  ·  {place}")
+            shown = around(hit.text, text or "", MATCH_CHARS) if hit.key else hit.text  # (a metadata line)
+            item = QListWidgetItem(f"{hit.matched_in}  {shown}  ·  {place}")
             item.setData(Qt.ItemDataRole.UserRole, hit)
             matched = f"{hit.matched_in} ({hit.key})" if hit.key else hit.matched_in
             item.setToolTip(tooltip(f"{matched}: {hit.text}\n{hit.where}"
