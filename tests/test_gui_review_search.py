@@ -283,26 +283,3 @@ def test_the_signature_tab_breaks_no_word_in_a_narrow_panel(qtbot, make_window, 
     assert view.horizontalScrollBar().maximum() == 0  # (words kept whole, and the table fits)
     window.close()
 
-
-def test_a_stack_trace_result_shows_the_line_around_what_matched(qtbot, make_window):
-    """Llama's rotary calls matched "rotary" in their stack trace line ``query_states, key_states =
-    apply_rotary_pos_emb(query_states, key_states, cos, sin)``, and their rows showed its start, elided before the
-    match. A row shows the line around the match, the tooltip the whole line."""
-    from inspector.gui.search_panel import MATCH_CHARS
-
-    window = make_window()
-    _open(qtbot, window, ZOO / "llama_gqa.onnx")
-    window.start_search()
-    window.search_panel.box.setText("rotary")
-    window.search_panel.run()
-    results = window.search_panel.results
-    rows = [results.item(i) for i in range(results.count())]
-    traces = [r for r in rows if r.text().startswith("stack trace  ")]
-    assert traces and len(traces) == len(rows)
-    for row in traces:
-        hit = row.data(Qt.ItemDataRole.UserRole)
-        assert len(hit.text) > MATCH_CHARS and "apply_rotary_pos_emb" in hit.text  # (the line, as the file has it)
-        shown = row.text().removeprefix("stack trace  ").split("  ·  ")[0]
-        assert "apply_rotary_pos_emb" in shown and len(shown) <= MATCH_CHARS
-        assert hit.text.replace("=", "&#61;") in row.toolTip()  # (escaped: shown as text)
-    window.close()

@@ -12,6 +12,9 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
 
+from inspector.core.search import around
+from inspector.gui.search_panel import MATCH_CHARS
+
 ZOO = Path(__file__).resolve().parent / "zoo"
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
 
@@ -41,8 +44,12 @@ def test_typing_rotary_lists_the_stack_trace_hits_and_a_click_reveals_the_node(q
     for row, hit in zip(rows, hits):
         call = panel.owner(hit)
         assert call is not None
-        # where it matched first, then the matched line, then the distinguishing module path and FX name last
-        assert row.text() == f"stack trace  {hit.text}  ·  {call.module_path} › {call.name}"
+        # where it matched first, then the matched line around the match (its start, elided, lost it: ``query_states,
+        # key_states = apply_ro…``), then the distinguishing module path and FX name last; the tooltip: the whole line
+        shown = around(hit.text, "rotary", MATCH_CHARS)
+        assert "apply_rotary_pos_emb" in shown and len(shown) <= MATCH_CHARS < len(hit.text)
+        assert row.text() == f"stack trace  {shown}  ·  {call.module_path} › {call.name}"
+        assert hit.text.replace("=", "&#61;") in row.toolTip()  # (escaped: shown as text)
     assert len({r.text() for r in rows}) == len(rows)  # no two rows alike
     assert panel.results.textElideMode() == Qt.TextElideMode.ElideMiddle
 
