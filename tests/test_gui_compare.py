@@ -478,3 +478,43 @@ def test_an_initializer_change_shows_the_call_that_reads_it(qtbot, compare: Comp
     # (its box selected on both sides: with its values where it is small enough to show them, as an input where not)
     selected = [side.graph.selected() for side in (compare.side_a, compare.side_b)]
     assert [s.id if s is not None else None for s in selected] == ["const:where_2", "in:where_2"]
+
+
+def test_a_change_says_what_the_reviews_of_a_said_of_its_body(qtbot, compare: CompareWindow, tmp_path: Path):
+    """A re-export compared with the reviewed model showed its changes without a word of their reviews: the epsilon
+    marked ok in A, with a note, had to be looked up again in the main window. The change's details now list what
+    A's sidecar says of the body it is in, in each status's colour; a body nobody reviewed says nothing."""
+    from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+    from inspector.core.specialise.categories import short_where
+    from inspector.core.specialise.specialiser import SpecialisedValue, Specialiser
+    from inspector.gui.theme import STATUS_COLOURS
+
+    model = tmp_path / "pair_eps_a.onnx"
+    shutil.copy(ZOO / "pair_eps_a.onnx", model)
+    store = ReviewStore(model)
+    items = [(k, o) for a in Specialiser(open_index(model)).analyse_all() for k, o in review_keys(a)
+             if k.family == "aten::layer_norm"]
+    (key, eps), = [(k, o) for k, o in items if isinstance(o, SpecialisedValue) and short_where(o).endswith("epsilon")]
+    store.set(key, "ok", "eps <1e-5> as configured", reviewed_value(eps))
+    body_key, body = next((k, o) for k, o in items if k.kind == "overload")
+    store.set(body_key, "suspicious", "", reviewed_value(body))
+    _load(qtbot, compare, model, ZOO / "pair_eps_b.onnx")
+    rows = _rows(compare)
+    (changed,) = [row for g, row in rows if g.startswith("aten::layer_norm")]
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(changed)
+    text = compare.details.toPlainText()
+    assert "Reviewed in A (the body this change is in, before it changed)" in text
+    assert "body: suspicious" in text
+    assert f"LayerNormalization.epsilon = {eps.literal.value:g}: ok — eps <1e-5> as configured" in text
+    assert STATUS_COLOURS["ok"] in compare.details.toHtml() and "<1e-5>" not in compare.details.toHtml()
+
+    compare.close()
+    other = CompareWindow()
+    qtbot.addWidget(other)
+    _load(qtbot, other, ZOO / "pair_eps_a.onnx", ZOO / "pair_eps_b.onnx")  # (no sidecar beside it)
+    (changed,) = [row for g, row in _rows(other) if g.startswith("aten::layer_norm")]
+    with qtbot.waitSignal(other.change_shown, timeout=60000):
+        other.changes.setCurrentItem(changed)
+    assert "Reviewed in A" not in other.details.toPlainText()
+    other.close()

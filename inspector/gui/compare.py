@@ -36,9 +36,11 @@ from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.util.units import arrowed, plural
 from inspector.gui.compare_export import build_compare_menu
+from inspector.gui.compare_reviews import Reviewed, reviews_of_changes
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, rich, tag, tooltip
+from inspector.gui.theme import status_text
 from inspector.gui.twin import TwinGraphs
 from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs, checkpoint
@@ -56,6 +58,7 @@ class Pair:
     calls: dict[int, dict[str, AtenCall]] = field(default_factory=dict)  # per id(index): aten calls by name
     kept: list[object] = field(default_factory=list)  # what the diff built (its sides): goes with the window
     values: tuple[GraphValues, GraphValues] | None = None  # both main graphs' value types and initializers
+    reviewed: dict[int, Reviewed] = field(default_factory=dict)  # per id(change): A's reviews of its body
 
 
 def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
@@ -75,9 +78,11 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     if any(c.section in _READ_VALUES for c in diff.changes):  # (who reads each value: ``scope_for``, here once)
         for m in maps.values():
             m.consumers  # noqa: B018  # (a property made on first use)
-    return Pair(ia, ib, diff, maps,
-                {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}, kept,
-                (graph_values(ia.proto.graph), graph_values(ib.proto.graph)))  # a box's details: off the GUI thread
+    calls = {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}
+    scoped = [(c, scope_for(ia, c, calls[id(ia)], maps[id(ia)])) for c in diff.changes if c.section in _REVIEWABLE]
+    return Pair(ia, ib, diff, maps, calls, kept,
+                (graph_values(ia.proto.graph), graph_values(ib.proto.graph)),  # a box's details: off the GUI thread
+                reviews_of_changes(ia, scoped))
 
 
 def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
@@ -91,6 +96,7 @@ def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
 
 
 _READ_VALUES = ("initializer", "input")  # changes of a value that calls read: shown where the first one reads it
+_REVIEWABLE = ("aten_call", "function")  # changes in a body A's reviews may have looked at
 
 
 def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None,
@@ -324,7 +330,7 @@ class CompareWindow(QMainWindow):
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
         self.twin.show_pair(scope_a, scope_b, pairing, stand_in("A", change, scope_a), stand_in("B", change, scope_b))
-        self.details.setHtml(change_html(change))
+        self.details.setHtml(change_html(change, pair.reviewed.get(id(change), [])))
 
     def _graph_maps(self, index: ModelIndex) -> GraphMaps:
         maps = self._maps.get(id(index))
@@ -389,8 +395,9 @@ def _shown(value: object) -> str:
     return show_value(value, 400)
 
 
-def change_html(c: Change) -> Rich:
-    """Old beside new, and where (all call sites), built from escaped parts: every model string is text."""
+def change_html(c: Change, reviewed: Reviewed | None = None) -> Rich:
+    """Old beside new, and where (all call sites), built from escaped parts: every model string is text.
+    ``reviewed``: what A's reviews said of the change's body (``compare_reviews``), each in its status's colour."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
     if c.detail:
         rows.append(tag("p", arrowed(c.detail)))  # (as its row reads it: ``change_line``)
@@ -399,6 +406,10 @@ def change_html(c: Change) -> Rich:
                         tag("tr", tag("td", tag("pre", _shown(c.old))), tag("td", tag("pre", _shown(c.new)))),
                         cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
+    if reviewed:
+        rows += [tag("p", tag("b", "Reviewed in A"), " (the body this change is in, before it changed)"),
+                 tag("ul", *(tag("li", what, ": ", status_text(r.status), f" — {r.note}" if r.note else "")
+                             for what, r in reviewed))]
     if c.edits:
         rows += [tag("p", tag("b", "Node edits")), tag("ul", *(tag("li", f"{e.op} {e.node} {e.detail}")
                                                             for e in c.edits[:50]))]

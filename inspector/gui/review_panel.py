@@ -30,7 +30,7 @@ from inspector.core.specialise.categories import short_where, value_text
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.text import tooltip
-from inspector.gui.theme import STATUS_COLOURS, status_brush
+from inspector.gui.theme import status_brush, status_colour
 from inspector.gui.widgets import ElidedLabel, LineEdit
 
 OPEN = ("unreviewed", "changed")  # left to review (``reviewing.OPEN``, which imports this module)
@@ -154,7 +154,7 @@ class ReviewBar(QWidget):
         self._current = review.status if review is not None and own else None
         self.status.setText(review.status if review else "")
         self.status.setToolTip(tooltip(review.note) if review is not None and not own and review.note else "")
-        self.status.setStyleSheet(f"color: {STATUS_COLOURS.get(review.status, '#999')}; font-weight: bold"
+        self.status.setStyleSheet(f"color: {status_colour(review.status)}; font-weight: bold"
                                   if review else "")
         self.note.setText(review.note if review is not None and own else "")
         if enabled and self._refocus is not None:

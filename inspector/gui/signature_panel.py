@@ -30,7 +30,7 @@ from inspector.core.specialise.specialiser import SpecialisedValue
 from inspector.core.util.units import plural
 from inspector.gui.analysis import Selection
 from inspector.gui.text import BR, Rich, pre, rich, tag, tooltip
-from inspector.gui.theme import STATUS_COLOURS
+from inspector.gui.theme import status_text
 
 MAX_CALLS_LISTED = 50
 MAX_VALUE_CHARS = 80  # of a value in a table cell (the tooltip has it whole)
@@ -331,8 +331,7 @@ def _review_line(review: Review | None) -> Rich:
     wide, the five columns' words broke anywhere, "unreview / ed", or, kept whole, scrolled sideways.)"""
     if review is None:
         return Rich()
-    return rich(BR, tag("small", tag("span", review.status,
-                                     style=f"color:{STATUS_COLOURS.get(review.status, '#999999')}")))
+    return rich(BR, tag("small", status_text(review.status)))
 
 
 def _value_cell(value: str) -> Rich:

@@ -8,13 +8,24 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from inspector.gui.text import Rich, tag
+
 # a review's status as the review panel, its list and the Functions tree's Review column draw it
 STATUS_COLOURS = {"ok": "#6aa84f", "suspicious": "#e69138", "wrong": "#cc0000", "unreviewed": "#999999",
                   "changed": "#8e44ad"}  # (changed since reviewed on an earlier body: ``reviewing.carried_reviews``)
 
 
+def status_colour(status: str) -> str:
+    return STATUS_COLOURS.get(status, STATUS_COLOURS["unreviewed"])
+
+
 def status_brush(status: str) -> QBrush:
-    return QBrush(QColor(STATUS_COLOURS.get(status, STATUS_COLOURS["unreviewed"])))
+    return QBrush(QColor(status_colour(status)))
+
+
+def status_text(status: str) -> Rich:
+    """A review's status as rich text, in its colour (the Signature tab's values, a comparison's reviews)."""
+    return tag("span", status, style=f"color:{status_colour(status)}")
 
 
 def wants_dark(app: QGuiApplication) -> bool:
