@@ -46,7 +46,9 @@ def test_a_changed_initializer_says_what_reads_it_where_its_name_does_not(tmp_pa
     (dims,) = [list(t.dims) for t in model.graph.initializer if t.name == name]
     shown = f"{name} FLOAT{dims}: "
     if name.startswith(module[readers[0]] + "."):
-        assert change.detail.startswith(shown)
+        assert change.detail.startswith(shown) and "read_by" not in change.to_json()
     else:
         more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
-        assert change.detail.startswith(f"{name} FLOAT{dims} (read by {module[readers[0]]} › {readers[0]}{more}): ")
+        read_by = f"{module[readers[0]]} › {readers[0]}{more}"
+        assert change.detail.startswith(f"{name} FLOAT{dims} (read by {read_by}): ")
+        assert change.read_by == read_by and change.to_json()["read_by"] == read_by  # (the diff's JSON says it too)

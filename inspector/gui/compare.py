@@ -296,7 +296,8 @@ class CompareWindow(QMainWindow):
             self.changes.addTopLevelItem(group)
             for c in changes:
                 more = f"  +{len(c.sites) - 1}" if len(c.sites) > 1 else ""
-                row = QTreeWidgetItem([change_line(c), c.where + more])
+                # (an initializer the optimizer named, ``val_35``: where its layer reads it; the name is above)
+                row = QTreeWidgetItem([change_line(c), c.read_by or c.where + more])
                 row.setToolTip(0, tooltip(f"{kind_title(c.kind)}: {change_line(c)}"))
                 row.setToolTip(1, tooltip(sites_text(c) or c.where))
                 row.setData(0, Qt.ItemDataRole.UserRole, c)

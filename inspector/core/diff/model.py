@@ -82,12 +82,17 @@ class Change:
     sites: list[str] = field(default_factory=list)
     edits: Sequence[NodeEdit] = ()  # a shared empty tuple: a diff may hold a million changes
     arguments: tuple[ArgChange, ...] = ()  # for value changes: the aten arguments whose values differ
+    # for an initializer whose name does not say where it is read: the first aten call that reads it, as its place
+    # (``encoder.layers.0.blocks.0.attention.q_proj › linear``), and how many more do (``facts._read_by``)
+    read_by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "kind": self.kind, "section": self.section, "family": self.family, "where": self.where,
             "old": json_safe(self.old), "new": json_safe(self.new), "detail": self.detail, "sites": list(self.sites),
         }
+        if self.read_by:
+            out["read_by"] = self.read_by
         if self.arguments:
             out["arguments"] = [a.to_json() for a in self.arguments]
         if self.edits:
