@@ -10,6 +10,8 @@ import json
 import pytest
 
 from inspector.core.diff import diff_files
+from inspector.report.diff_markdown import sites_shown
+from inspector.report.diff_text import sites_text
 from tests.conftest import ZOO
 
 
@@ -32,8 +34,9 @@ def _changed_copy(tmp_path, name: str):
 @pytest.mark.parametrize("name", ["val_105", "val_112", "model.layers.0.input_layernorm.weight"])
 def test_a_changed_initializer_says_what_reads_it_where_its_name_does_not(tmp_path, name: str):
     """A changed weight the optimizer named (``val_105``: the transposed q_proj weight) said nothing of its layer.
-    It now names the first aten call that reads it (truth: the readers' FX names in the file, their modules in
-    torch), and how many more do; a parameter read by its own module's call (its name says where) is left as it
+    It now names the first aten call that reads it where a change says where (the text's second line, the
+    reports' Where column, the app's list; truth: the readers' FX names in the file, their modules in torch), and
+    how many more do; a parameter read by its own module's call (its name says where) is left as it
     was."""
     import re
 
@@ -47,8 +50,10 @@ def test_a_changed_initializer_says_what_reads_it_where_its_name_does_not(tmp_pa
     shown = f"{name} FLOAT{dims}: "
     if name.startswith(module[readers[0]] + "."):
         assert change.detail.startswith(shown) and "read_by" not in change.to_json()
+        assert sites_shown(change) == ([name], 0)
     else:
         more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
         read_by = f"{module[readers[0]]} › {readers[0]}{more}"
-        assert change.detail.startswith(f"{name} FLOAT{dims} (read by {read_by}): ")
-        assert change.read_by == read_by and change.to_json()["read_by"] == read_by  # (the diff's JSON says it too)
+        assert change.detail.startswith(shown) and change.read_by == read_by
+        assert change.to_json()["read_by"] == read_by  # (the diff's JSON says it too)
+        assert sites_text(change) == f"read by {read_by}" and sites_shown(change) == ([read_by], 0)

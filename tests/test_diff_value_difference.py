@@ -58,7 +58,7 @@ def test_a_revalued_initializer_says_where_it_differs(tmp_path: Path, capsys) ->
     assert set(changes) == {"unsqueeze_14", "model.layers.0.input_layernorm.weight"}
     assert changes["unsqueeze_14"].endswith(
         f": 3 of 64 values differ, the most at [0, 0, 2, 5]: {old[0, 0, 2, 5]:.7g} -> {old[0, 0, 2, 5] + 0.5:.8g}")
-    assert changes["unsqueeze_14"].startswith("unsqueeze_14 FLOAT[1, 1, 8, 8] (read by ")
+    assert changes["unsqueeze_14"].startswith("unsqueeze_14 FLOAT[1, 1, 8, 8]: #")
     assert changes["model.layers.0.input_layernorm.weight"].endswith(
         f"2 of 32 values differ, the most at [30]: {weight[30]:.1f} -> {weight[30] - 0.5:.1f}")
 

@@ -27,7 +27,10 @@ DETAIL = 400  # characters of model text in a change's detail
 
 
 def sites_shown(c: Change) -> tuple[list[str], int]:
-    """The sites listed for a change (at most ``MAX_SITES``) and how many more there are."""
+    """The sites listed for a change (at most ``MAX_SITES``) and how many more there are; for an initializer the
+    optimizer named, the call that reads it (``Change.read_by``), not its name again."""
+    if c.read_by:
+        return [c.read_by], 0
     sites = c.sites or ([c.where] if c.where else [])
     return sites[:MAX_SITES], max(0, len(sites) - MAX_SITES)
 

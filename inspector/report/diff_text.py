@@ -71,6 +71,11 @@ def group_title(section: Section, family: str) -> str:
 
 
 def sites_text(c: Change, limit: int = 8) -> str:
+    """Where a change applies, when its name does not say: ``at 5 sites: …``, or for an initializer the optimizer
+    named (``val_35``), the aten call that reads it (``read by encoder.layers.0.blocks.0.attention.q_proj ›
+    linear``)."""
+    if c.read_by:
+        return f"read by {c.read_by}"
     if len(c.sites) <= 1:
         return ""
     shown = ", ".join(c.sites[:limit])

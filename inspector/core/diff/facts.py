@@ -101,24 +101,24 @@ class GraphComparer:
             read = _read_by(t.name, read_a.get(t.name))
             if kb is None:
                 self.add(Change("initializer_removed", "initializer", "", t.name, tensor_summary(t), None,
-                                f"{t.name} {tensor_type(t)}{_said(read)}", [t.name], read_by=read))
+                                f"{t.name} {tensor_type(t)}", [t.name], read_by=read))
                 continue
             u = inits_b[kb]
             if t.data_type != u.data_type or list(t.dims) != list(u.dims):
                 self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
-                                f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}{_said(read)}",
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}",
                                 [t.name], read_by=read))
             elif not same_content(t, u):
                 old, new = tensor_summary(t), tensor_summary(u)
                 self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
-                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}{_said(read)}: "
+                                f"{renamed_text(t.name, u.name)} {tensor_type(t)}: "
                                 f"{changed_text(old, new, value_difference(t, u), typed=True)}", [t.name],
                                 read_by=read))
         for u in added:
             if u.name not in baked_b:
                 read = _read_by(u.name, read_b.get(u.name))
                 self.add(Change("initializer_added", "initializer", "", u.name, None, tensor_summary(u),
-                                f"{u.name} {tensor_type(u)}{_said(read)}", [u.name], read_by=read))
+                                f"{u.name} {tensor_type(u)}", [u.name], read_by=read))
         count = self.matched.get("initializers")
         if count is not None:
             count.baked = sum(1 for t, kb in left if kb is None and t.name in baked_a) + \
@@ -165,10 +165,6 @@ def _read_by(name: str, readers: list[tuple[str, str]] | None) -> str:
         return ""
     more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
     return f"{module + ' › ' if module else ''}{first}{more}"
-
-
-def _said(read_by: str) -> str:
-    return f" (read by {read_by})" if read_by else ""
 
 
 def _call_sources(p: ProvenanceIndex) -> str:
