@@ -50,6 +50,8 @@ def _hostile_model(src: Path, dest: Path, tag: str, extra: int = 0, long: int = 
         name = f"{s} {tag} {k} " + "x" * long
         value = float(k + (1000 if tag == "B" else 0))  # differs, so that A's are removed and B's added
         m.graph.initializer.append(helper.make_tensor(name, TensorProto.FLOAT, [1], [value]))
+        if k < 3:  # read by a node of a hostile name, which the diff names as what reads it (``Change.read_by``)
+            m.graph.node.append(helper.make_node("Identity", [name], [f"read {tag} {k}"], name=f"{s} reader {k}"))
     for k in range(functions):  # families only one side has, with long names: the diff's summary table grows
         m.functions.append(helper.make_function(
             f"local{tag}", f"{HOSTILE[k % len(HOSTILE)]} {k} " + tag * long, ["x"], ["y"],
