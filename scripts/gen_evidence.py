@@ -32,7 +32,8 @@ Usage (in ``.venv-zoo``, with torch and onnxscript)::
 
 Resumable: each overload's result is one line of ``build/evidence/results.jsonl``, kept across runs (``--redo``
 forgets them); the catalogue and the coverage table are rewritten from all results after every overload. The
-priority overloads (``evidence_cases.PRIORITY``, the zoo's targets) come first, then the registry in order.
+priority overloads (``evidence_cases.PRIORITY``, the zoo's targets, prims ops among them) come first, then the
+registry in order.
 ``--pairs`` also writes the test pairs of ``tests/evidence`` (``evidence_cases.PAIRS``).
 """
 
@@ -95,13 +96,15 @@ def time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-def registry_targets() -> list[str]:
+def registry_targets(namespaces: tuple[str, ...] = ("aten::",)) -> list[str]:
+    """The targets torchlib registers in ``namespaces``: the aten ones, which the run walks and the coverage counts,
+    by default."""
     from onnxscript.function_libs.torch_lib import (
         ops,  # noqa: F401  (registers the functions)
         registration,
     )
 
-    return sorted({t for t, _o in registration.default_registry.items() if t.startswith("aten::")})
+    return sorted({t for t, _o in registration.default_registry.items() if t.startswith(namespaces)})
 
 
 # Tensors a model holds as a module's parameters or buffers (the names aten's schemas give them): their shapes stay
@@ -390,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs:
         cases.write_pairs(PAIRS_DIR, export)
     zoo = zoo_targets()
-    order = args.only if args.only is not None else cases.ordered(registry, zoo)
+    registered = set(registry_targets(("aten::", "prims::")))  # (the prims ops the zoo calls run too: ``ordered``)
+    order = args.only if args.only is not None else cases.ordered(registry, zoo, registered)
     chosen = {"zoo": set(cases.PRIORITY + zoo), "all": set(order), "none": set()}
     unoptimised, dynamic = chosen[args.unoptimised], chosen[args.dynamic]
     if args.redo:
@@ -436,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def zoo_targets() -> list[str]:
-    """The aten targets the zoo's exports call (they come first)."""
+    """The targets the zoo's exports call, aten's and prims' (they come first)."""
     from inspector.core.model.index import open_index
 
     found: list[str] = []
