@@ -100,7 +100,7 @@ def cut(path: Path, target: str, last: bool = False) -> Cut | None:
     index = open_index(path)
     # the exporter's own calls only: a node it left bare would be recognised by the shipped catalogue (circular)
     calls = [c for c in index.provenance.calls
-             if c.scope == MAIN and c.target.startswith("aten::") and not c.recognised]
+             if c.scope == MAIN and c.target.startswith(("aten::", "prims::")) and not c.recognised]
     mine = [c for c in calls if c.target == target] or [c for c in calls if op_name(c.target) == op_name(target)]
     if not mine and len({c.target for c in calls}) == 1:
         mine = calls[:1]
