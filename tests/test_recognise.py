@@ -702,3 +702,20 @@ def test_an_ambiguous_call_shows_each_candidates_schema_and_binds_none(stripped_
     named = [c for c in recognised(stripped("convnet", stripped_dir)) if "aten::conv2d" in c.ruled_out]
     assert len(named) == 6 and all(c.target == truth[_nodes(c)] == "aten::_native_batch_norm_legit_no_training"
                                    and c.ruled_out == ("aten::conv2d", "aten::convolution") for c in named)
+
+
+
+@pytest.mark.parametrize("name", ["gpt2_dynamic", "llama_gqa_noopt"])
+def test_a_cast_torch_made_as_a_prims_op_has_it_among_its_candidates(name: str, stripped_dir: Path) -> None:
+    """A model's FX graph holds ``prims::convert_element_type`` (torch's truth files; in these two exports its Cast
+    is left in the graph, elsewhere the optimizer folds it), which torchlib lowers to one Cast, as ``aten::_to_copy``'s.
+    Without its template (the generator ran aten overloads only) such a Cast without metadata was ``aten::_to_copy``
+    alone, a wrong guess; the generator now runs the prims ops the zoo's exports call, and the Cast lists both."""
+    truth = json.loads((ZOO / f"{name}.truth.json").read_text())
+    prims = {f["name"] for f in truth["fx_nodes"] if f["target"] == "prims::convert_element_type"}
+    by_nodes = {_nodes(c): c for c in recognised(stripped(name, stripped_dir))}
+    casts = [c for c in open_index(ZOO / f"{name}.onnx").provenance.calls if c.name in prims]
+    assert casts  # (the call is in the graph: the test is not vacuous)
+    for call in casts:
+        found = by_nodes[_nodes(call)]
+        assert {"prims::convert_element_type", "aten::_to_copy"} <= set(found.candidates), found.target
