@@ -518,3 +518,37 @@ def test_a_change_says_what_the_reviews_of_a_said_of_its_body(qtbot, compare: Co
         other.changes.setCurrentItem(changed)
     assert "Reviewed in A" not in other.details.toPlainText()
     other.close()
+
+
+def test_a_review_made_in_the_main_window_is_said_in_its_compare(qtbot, tmp_path: Path):
+    """The main window's review of a value, then Compare with… a re-export: the change of that value says it was
+    reviewed, with the note typed (the sidecar the review was saved to, read with the pair)."""
+    model = tmp_path / "pair_eps_a.onnx"
+    shutil.copy(ZOO / "pair_eps_a.onnx", model)
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.model_loaded, timeout=30000):
+        w.open_path(model)
+    qtbot.waitUntil(lambda: w.session.listed, timeout=30000)
+    w.filter_box.set_now("layer_norm")
+    proxy = w.family_filter
+    family = proxy.index(0, 0)
+    with qtbot.waitSignal(w.selection_shown, timeout=30000):
+        w.family_view.setCurrentIndex(proxy.index(0, 0, family))
+    (eps,) = [s for s in w.signature.specialised() if s.literal.name == "epsilon"]
+    w.signature.value_clicked.emit(eps)
+    w.review_bar.note.setText("as configured")
+    with qtbot.waitSignal(w.review_saved, timeout=5000):
+        w.review_bar.buttons["ok"].click()
+    compare = w.open_compare(ZOO / "pair_eps_b.onnx")
+    assert compare is not None
+    with qtbot.waitSignal(compare.pair_loaded, timeout=60000):
+        pass
+    (changed,) = [row for g, row in _rows(compare) if g.startswith("aten::layer_norm")]
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(changed)
+    assert f"LayerNormalization.epsilon = {eps.literal.value:g}: ok — as configured" in compare.details.toPlainText()
+    compare.close()
+    w.close()
+    QThreadPool.globalInstance().waitForDone(30000)
