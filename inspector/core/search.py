@@ -457,10 +457,11 @@ def around(text: str, query: str, width: int) -> str:
     = apply_ro…``) and lost the match."""
     if len(text) <= width:
         return text
-    at = text.casefold().find(normalise(query).casefold()) if query.strip() else -1
+    q = normalise(query)
+    at = text.casefold().find(q) if q else -1
     if at < 0:
         return text[: width - 1] + "…"
-    end = at + len(query.strip())
+    end = at + len(q)
     start = max(0, min(at - (width - (end - at)) // 3, len(text) - width))
     cut = text[start:start + width]
     if start > 0:

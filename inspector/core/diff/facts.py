@@ -94,8 +94,7 @@ class GraphComparer:
         baked_a = A.baked({t.name for t, _kb in left})
         baked_b = B.baked({inits_b[kb].name for _t, kb in left if kb is not None} | {u.name for u in added})
         shown = [(t, kb) for t, kb in left if t.name not in baked_a and (kb is None or inits_b[kb].name not in baked_b)]
-        read_a = A.readers({t.name for t, kb in shown if kb is None or not same_content(t, inits_b[kb])
-                            or t.data_type != inits_b[kb].data_type or list(t.dims) != list(inits_b[kb].dims)})
+        read_a = A.readers({t.name for t, _kb in shown})  # (a few more than are listed: those of equal content)
         read_b = B.readers({u.name for u in added if u.name not in baked_b})
         for t, kb in shown:
             read = _read_by(t.name, read_a.get(t.name))

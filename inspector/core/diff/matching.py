@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import compress
 from operator import attrgetter, is_not, ne
 
@@ -386,10 +386,10 @@ def _same_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProt
     node of its matched call in B reads it (same op, same input), matched by that name before any is matched by
     content. Case: Swin exported again with another ``mlp_ratio``. Its first stage's fc1 bias, 64 zeros, had the
     content of the other export's second stage's, and was matched to it: the diff read a bias removed and a call
-    "rewired" from ``encoder.layers.0.blocks.0.mlp.fc1.bias`` to the same name (``tests/zoo/pair_ratio_*``). Not a
+    "rewired" from ``encoder.layers.0.blocks.0.mlp.fc1.bias`` to the same name (``tests/evidence/stage_ratio_*``). Not a
     name torch numbered (``t``, ``t_1``, …) of which the two sides hold a different count: such names shift, and
     the calls, paired by their own numbered names, shift with them (``tests/evidence/shifted_names_*``: B's ``t_1``
-    is A's ``t``). One pass over A's nodes' inputs, only when such a name is left."""
+    is A's ``t``). One pass over A's nodes' inputs (``Side.reads_of``), only when such a name is left."""
     A, B = pairs.A, pairs.B
     left = {t.name: k for k, t in enumerate(inits_a)
             if k not in tmap and (kb := B.init_pos.get(t.name)) is not None and kb not in taken}
@@ -398,17 +398,11 @@ def _same_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProt
         left = {n: k for n, k in left.items() if count_a[base := name_base(n)] == count_b[base]}
     if not left:
         return
-    names = set(left)
-    io = A.index.node_io()
-    inputs: Iterable[Sequence[str]] = io[0] if io is not None else (n.input for n in A.graph.node)
-    for i, ins in enumerate(inputs):
-        if names.isdisjoint(ins):
-            continue
-        for place, name in enumerate(ins):
-            k = left.get(name)
-            if k is not None and k not in tmap and _read_there(pairs, umap, i, place, name):
-                tmap[k] = kb = B.init_pos[name]
-                taken.add(kb)
+    for i, place, name in A.reads_of(set(left)):
+        k = left[name]
+        if k not in tmap and _read_there(pairs, umap, i, place, name):
+            tmap[k] = kb = B.init_pos[name]
+            taken.add(kb)
 
 
 def _read_there(pairs: UnitPairs, umap: dict[int, int], i: int, place: int, name: str) -> bool:

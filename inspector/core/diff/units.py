@@ -241,28 +241,32 @@ class Side:
                     self._baked.update(u.constants)
         return self._baked & names
 
-    def readers(self, names: set[str]) -> dict[str, list[tuple[str, str]]]:
-        """What reads each of ``names`` in the main graph, in graph order, each once: an aten call as (module path,
-        FX name), another node as ("", its label). One pass over the nodes' inputs (as the scan read them, where it
-        did), for the few initializers a diff lists."""
-        out: dict[str, list[tuple[str, str]]] = {}
+    def reads_of(self, names: set[str]) -> Iterator[tuple[int, int, str]]:
+        """``(node, input place, name)`` for each read of one of ``names`` by a main-graph node, in graph order: one
+        pass over the nodes' inputs (as the scan read them, where it did), for the few initializers a diff asks
+        about."""
         if not names:
-            return out
+            return
         io = self.index.node_io()
         inputs: Iterable[Sequence[str]] = io[0] if io is not None else (n.input for n in self.graph.node)
-        seen: set[tuple[str, int]] = set()
         for i, ins in enumerate(inputs):
-            if names.isdisjoint(ins):
-                continue
+            if not names.isdisjoint(ins):
+                yield from ((i, place, name) for place, name in enumerate(ins) if name in names)
+
+    def readers(self, names: set[str]) -> dict[str, list[tuple[str, str]]]:
+        """What reads each of ``names`` in the main graph, in graph order, each once: an aten call as (module path,
+        FX name), another node as ("", its label)."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        seen: set[tuple[str, int]] = set()
+        for i, _place, name in self.reads_of(names):
             k = self.unit_of_node[i]
-            for name in dict.fromkeys(x for x in ins if x in names):
-                if (name, k if k >= 0 else -1 - i) in seen:
-                    continue
-                seen.add((name, k if k >= 0 else -1 - i))
-                unit = self.unit(k) if k >= 0 else None
-                call = unit.call if unit is not None else None
-                out.setdefault(name, []).append((call.module_path, call.name) if call is not None else
-                                                ("", unit.label if unit is not None else f"node {i}"))
+            if (name, k if k >= 0 else -1 - i) in seen:
+                continue
+            seen.add((name, k if k >= 0 else -1 - i))
+            unit = self.unit(k) if k >= 0 else None
+            call = unit.call if unit is not None else None
+            out.setdefault(name, []).append((call.module_path, call.name) if call is not None else
+                                            ("", unit.label if unit is not None else f"node {i}"))
         return out
 
     def describe(self, src: tuple[Any, ...]) -> str:
