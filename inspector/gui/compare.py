@@ -36,7 +36,7 @@ from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.util.units import arrowed, plural
 from inspector.gui.compare_export import build_compare_menu
-from inspector.gui.compare_reviews import Reviewed, reviews_of_changes
+from inspector.gui.compare_reviews import READ, Reviewed, reviews_of_changes
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, rich, tag, tooltip
@@ -75,14 +75,14 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     kept: list[object] = []  # freed with B's index, not at the end of the job (0.11-0.5 s in one go at 100k)
     maps = {id(ia): ia.graph_maps(progress=checkpoint), id(ib): ib.graph_maps(progress=checkpoint)}
     diff = diff_models(ia, ib, keep=kept, progress=checkpoint)
-    if any(c.section in _READ_VALUES for c in diff.changes):  # (who reads each value: ``scope_for``, here once)
+    if any(c.section in READ for c in diff.changes):  # (who reads each value: ``scope_for``, here once)
         for m in maps.values():
             m.consumers  # noqa: B018  # (a property made on first use)
     calls = {id(ia): calls_by_name(ia), id(ib): calls_by_name(ib)}
-    scoped = [(c, scope_for(ia, c, calls[id(ia)], maps[id(ia)])) for c in diff.changes if c.section in _REVIEWABLE]
+    reviewed = reviews_of_changes(ia, diff.changes, lambda c: scope_for(ia, c, calls[id(ia)], maps[id(ia)]))
     return Pair(ia, ib, diff, maps, calls, kept,
                 (graph_values(ia.proto.graph), graph_values(ib.proto.graph)),  # a box's details: off the GUI thread
-                reviews_of_changes(ia, scoped))
+                reviewed)
 
 
 def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
@@ -95,8 +95,6 @@ def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
     return out
 
 
-_READ_VALUES = ("initializer", "input")  # changes of a value that calls read: shown where the first one reads it
-_REVIEWABLE = ("aten_call", "function")  # changes in a body A's reviews may have looked at
 
 
 def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None,
@@ -106,7 +104,7 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
     that changed is shown in the first aten call that reads it (``maps``: the side's, whose readers the pair's job
     made): Swin's relative position bias reshaped showed the whole main graph, which does not show it."""
     names = [change.where, *change.sites]
-    if change.section in _READ_VALUES and maps is not None:
+    if change.section in READ and maps is not None:
         if by_name is None:
             by_name = calls_by_name(index)
         reader = _first_reader(index, maps, by_name, names)
@@ -345,7 +343,7 @@ class CompareWindow(QMainWindow):
             if pairing is not None:
                 found = changed_box(pairing.marks_a, self._current)
                 other = None if found else changed_box(pairing.marks_b, self._current)
-                if not (found or other) and self._current.section in _READ_VALUES:
+                if not (found or other) and self._current.section in READ:
                     found = value_box(self.side_a.graph.items_by_id, self._current.where)  # (the value read)
                 if found or other:
                     self.twin.jump(found or other or "", from_a=bool(found))
@@ -408,7 +406,8 @@ def change_html(c: Change, reviewed: Reviewed | None = None) -> Rich:
                         cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if reviewed:
-        rows += [tag("p", tag("b", "Reviewed in A"), " (the body this change is in, before it changed)"),
+        whose = "the body of the first call that reads it" if c.section in READ else "the body this change is in"
+        rows += [tag("p", tag("b", "Reviewed in A"), f" ({whose}, before it changed)"),
                  tag("ul", *(tag("li", what, ": ", status_text(r.status), f" — {r.note}" if r.note else "")
                              for what, r in reviewed))]
     if c.edits:

@@ -12,7 +12,7 @@ it opens the model). Notes and values come from the sidecar and the model (untru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from inspector.core.diff.model import Change
@@ -25,12 +25,16 @@ from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, 
 from inspector.core.util.errors import InspectorError
 
 Reviewed = list[tuple[str, Review]]  # (what was reviewed: "body" or a value's place and value, its review)
-_SECTIONS = ("aten_call", "function")  # changes whose scope is a call or a function: a body that may be reviewed
+READ = ("initializer", "input")  # changes of a value that calls read: shown, and reviewed, where the first one reads it
+# changes whose scope is a call or a function (a body that may be reviewed), or a value a call reads (its first reader)
+SECTIONS = ("aten_call", "function", *READ)
 
 
-def reviews_of_changes(index: ModelIndex, scoped: Sequence[tuple[Change, object]]) -> dict[int, Reviewed]:
-    """For each change (by ``id``) whose scope in ``index`` (the change's call or function there) is in a body with
-    reviews in the model's sidecar: those reviews, the body's first. Each family is analysed once."""
+def reviews_of_changes(index: ModelIndex, changes: Sequence[Change],
+                       scope_of: Callable[[Change], object]) -> dict[int, Reviewed]:
+    """For each change (by ``id``) whose scope in ``index`` (``scope_of``: the change's call or function there, for a
+    value the first call that reads it) is in a body with reviews in the model's sidecar: those reviews, the body's
+    first. Scopes are looked up only where the sidecar holds a review; each family is analysed once."""
     store = ReviewStore(index.path)
     try:
         store.load()
@@ -42,9 +46,10 @@ def reviews_of_changes(index: ModelIndex, scoped: Sequence[tuple[Change, object]
     analyses: dict[int, FamilyAnalysis] = {}
     said: dict[int, Reviewed] = {}  # per body (by ``id``): the changes of one body share its reviews
     out: dict[int, Reviewed] = {}
-    for change, scope in scoped:
-        if change.section not in _SECTIONS:
+    for change in changes:
+        if change.section not in SECTIONS:
             continue
+        scope = scope_of(change)
         analysis = _analysis(index, specialiser, analyses, scope)
         if analysis is None:
             continue
