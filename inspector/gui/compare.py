@@ -27,16 +27,16 @@ from PySide6.QtWidgets import (
 
 from inspector.core.bodies.body import Body, function_body, group_body
 from inspector.core.diff import Change, ModelDiff, diff_models, show_value
-from inspector.core.model.calls import FX_NODE, AtenCall, Scope
-from inspector.core.model.fx import fx_head
+from inspector.core.diff.scopes import READ, calls_by_name, scope_for
+from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.keys import MAIN, FunctionKey
 from inspector.core.model.loader import ReadBuffer, load_model
 from inspector.core.model.values import GraphValues, graph_values
+from inspector.core.reviewed_changes import Reviewed, reviewed_place, reviews_of_changes
 from inspector.core.util.units import arrowed, plural
 from inspector.gui.compare_export import build_compare_menu
-from inspector.gui.compare_reviews import READ, Reviewed, reviews_of_changes
 from inspector.gui.graph_panel import GraphPanel, scope_label
 from inspector.gui.pairing import ADDED, CHANGED, REMOVED, changed_box, pair_bodies
 from inspector.gui.text import Rich, rich, tag, tooltip
@@ -46,7 +46,7 @@ from inspector.gui.widgets import fit_to_screen
 from inspector.gui.worker import Jobs, checkpoint
 from inspector.report.diff_text import group_title, kind_title, sites_text, verdict
 
-__all__ = ["ADDED", "CHANGED", "REMOVED", "CompareWindow", "body_of", "change_html", "change_line", "scope_for"]
+__all__ = ["ADDED", "CHANGED", "REMOVED", "CompareWindow", "body_of", "change_html", "change_line"]
 
 
 @dataclass(slots=True)
@@ -83,66 +83,6 @@ def _open_pair(a: Path | ModelIndex, b: Path) -> Pair:
     return Pair(ia, ib, diff, maps, calls, kept,
                 (graph_values(ia.proto.graph), graph_values(ib.proto.graph)),  # a box's details: off the GUI thread
                 reviewed)
-
-
-def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
-    """Aten calls by FX name, a main-graph call before one of that name inside a function body."""
-    out: dict[str, AtenCall] = {}
-    for c in index.provenance.calls:
-        held = out.get(c.name)
-        if held is None or (held.scope != MAIN and c.scope == MAIN):
-            out[c.name] = c
-    return out
-
-
-
-
-def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None,
-              maps: GraphMaps | None = None) -> Scope:
-    """The scope a change lives in, on one side: an aten call, a function, or the main graph. ``by_name``:
-    ``calls_by_name(index)``, made off the GUI thread (80k calls at 100k nodes). An initializer or graph input
-    that changed is shown in the first aten call that reads it (``maps``: the side's, whose readers the pair's job
-    made): Swin's relative position bias reshaped showed the whole main graph, which does not show it."""
-    names = [change.where, *change.sites]
-    if change.section in READ and maps is not None:
-        if by_name is None:
-            by_name = calls_by_name(index)
-        reader = _first_reader(index, maps, by_name, names)
-        if reader is not None:
-            return reader
-    if change.section == "aten_call":
-        if by_name is None:
-            by_name = calls_by_name(index)
-        for name in names:
-            if name in by_name:  # a call inside a function body (a module fold's layer): that function
-                call = by_name[name]
-                return call if call.scope == MAIN else call.scope
-        for call in index.provenance.calls:  # renamed on this side: the first call of the family
-            if f"{call.family[0]}::{call.family[1]}" == change.family and call.scope == MAIN:
-                return call
-    if change.section == "function":
-        keys = {str(k): k for k in index.functions.functions}
-        for name in names:
-            if name in keys:
-                return keys[name]
-        for k in index.functions.functions:
-            if f"{k.domain}.{k.name}" == change.family or k.name == change.family:
-                return k
-    return MAIN
-
-
-def _first_reader(index: ModelIndex, maps: GraphMaps, by_name: dict[str, AtenCall],
-                  names: list[str]) -> AtenCall | None:
-    """The main-graph aten call of the first node reading one of ``names`` (by its fx metadata), if any."""
-    nodes = index.proto.graph.node
-    for name in names:
-        for i in maps.consumers.get(name, ()):
-            text = next((p.value for p in nodes[i].metadata_props if p.key == FX_NODE), None)
-            head = fx_head(text) if isinstance(text, str) else None
-            call = by_name.get(head[0]) if head is not None else None
-            if call is not None and call.scope == MAIN:
-                return call
-    return None
 
 
 def value_box(boxes: Mapping[str, object], name: str) -> str | None:
@@ -396,7 +336,8 @@ def _shown(value: object) -> str:
 
 def change_html(c: Change, reviewed: Reviewed | None = None) -> Rich:
     """Old beside new, and where (all call sites), built from escaped parts: every model string is text.
-    ``reviewed``: what A's reviews said of the change's body (``compare_reviews``), each in its status's colour."""
+    ``reviewed``: what A's reviews said of the change's body (``core.reviewed_changes``), each status in its
+    colour."""
     rows = [tag("h3", kind_title(c.kind), " ", tag("small", c.family))]
     if c.detail:
         rows.append(tag("p", arrowed(c.detail)))  # (as its row reads it: ``change_line``)
@@ -406,8 +347,7 @@ def change_html(c: Change, reviewed: Reviewed | None = None) -> Rich:
                         cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if reviewed:
-        whose = "the body of the first call that reads it" if c.section in READ else "the body this change is in"
-        rows += [tag("p", tag("b", "Reviewed in A"), f" ({whose}, before it changed)"),
+        rows += [tag("p", tag("b", "Reviewed in A"), f" ({reviewed_place(c)}, before it changed)"),
                  tag("ul", *(tag("li", what, ": ", status_text(r.status), f" — {r.note}" if r.note else "")
                              for what, r in reviewed))]
     if c.edits:

@@ -1,13 +1,16 @@
-"""What model A's reviews say of the body each change of a comparison is in, for the change's details.
+"""What a model's reviews say of the body each change of a diff is in: the compare window's change details and the
+report with a diff (its Changes table) both show it.
 
 Why: a re-export compared with the model that was reviewed showed its changes without a word of the reviews. Swin
 exported again with another ``layer_norm_eps``: its changed ``LayerNormalization.epsilon`` had been marked ok in A,
-with a note that said why; to read it the user went back to the main window and looked the body up again.
+with a note that said why; to read it the user went back to the main window and looked the body up again, and the
+report handed to the model's owner said nothing of it at all.
 
 Only reviews of the body itself count (its overload, and its specialised values), as the sidecar holds them by
-fingerprint: what ``check`` would carry over from earlier bodies is the main window's to show. The sidecar is read
-off the GUI thread with the pair, and a sidecar that cannot be read gives no reviews (the main window says why when
-it opens the model). Notes and values come from the sidecar and the model (untrusted): they are escaped where shown.
+fingerprint: what ``check`` carries over from earlier bodies is the Review panel's and the Reviews section's to
+show. A changed initializer or input is said of the body of the first call that reads it (``diff.scopes``). The
+sidecar is only read; a sidecar that cannot be read gives no reviews (whoever opened the model says why). Notes and
+values come from the sidecar and the model (untrusted): each renderer escapes them where it shows them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from inspector.core.diff.model import Change
+from inspector.core.diff.scopes import READ, calls_by_name, scope_for
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
@@ -24,20 +28,45 @@ from inspector.core.specialise.categories import short_where, value_text
 from inspector.core.specialise.specialiser import BodyAnalysis, FamilyAnalysis, Member, SpecialisedValue, Specialiser
 from inspector.core.util.errors import InspectorError
 
+__all__ = ["SECTIONS", "Reviewed", "reviewed_place", "reviews_of_changes", "reviews_of_diff"]
+
 Reviewed = list[tuple[str, Review]]  # (what was reviewed: "body" or a value's place and value, its review)
-READ = ("initializer", "input")  # changes of a value that calls read: shown, and reviewed, where the first one reads it
 # changes whose scope is a call or a function (a body that may be reviewed), or a value a call reads (its first reader)
 SECTIONS = ("aten_call", "function", *READ)
 
 
-def reviews_of_changes(index: ModelIndex, changes: Sequence[Change],
-                       scope_of: Callable[[Change], object]) -> dict[int, Reviewed]:
+def reviewed_place(change: Change) -> str:
+    """Which body a change's reviews are of, as a reader is told: the one the change is in, or for a value, the one
+    of the first call that reads it."""
+    return "the body of the first call that reads it" if change.section in READ else "the body this change is in"
+
+
+def reviews_of_diff(index: ModelIndex, changes: Sequence[Change],
+                    store: ReviewStore | None = None) -> dict[int, Reviewed]:
+    """``reviews_of_changes`` with each change's scope looked up in ``index`` (the diff's side A), its calls by name
+    and graph maps made only where the sidecar holds a review."""
+    by_name: dict[str, AtenCall] | None = None
+
+    def scope_of(change: Change) -> object:
+        nonlocal by_name
+        if by_name is None:
+            by_name = calls_by_name(index)
+        maps = index.graph_maps() if change.section in READ else None
+        return scope_for(index, change, by_name, maps)
+
+    return reviews_of_changes(index, changes, scope_of, store)
+
+
+def reviews_of_changes(index: ModelIndex, changes: Sequence[Change], scope_of: Callable[[Change], object],
+                       store: ReviewStore | None = None) -> dict[int, Reviewed]:
     """For each change (by ``id``) whose scope in ``index`` (``scope_of``: the change's call or function there, for a
-    value the first call that reads it) is in a body with reviews in the model's sidecar: those reviews, the body's
-    first. Scopes are looked up only where the sidecar holds a review; each family is analysed once."""
-    store = ReviewStore(index.path)
+    value the first call that reads it) is in a body with reviews in ``store`` (default: the model's sidecar): those
+    reviews, the body's first. Scopes are looked up only where the sidecar holds a review; each family is analysed
+    once."""
+    if store is None:
+        store = ReviewStore(index.path)
     try:
-        store.load()
+        len(store)  # (loads the sidecar if nobody has; never writes)
     except InspectorError:
         return {}
     if not any(r.status != "unreviewed" for _k, r in store.items()):
