@@ -86,6 +86,10 @@ def _build_report(index: ModelIndex, reviews: ReviewStore | None, compare: Model
     diff = diff_info(compare, lim.changes) if compare is not None else None
     if diff is not None and diff.changes_omitted:
         notes.append(f"{diff.changes_omitted} more changes of the diff are not listed.")
+    if diff is not None and store is not None:  # (the changes listed: what the reviews said of their bodies)
+        from inspector.core.reviewed_changes import reviews_of_diff
+
+        diff.reviewed = reviews_of_diff(index, diff.changes, store)
     return Report(
         generator=f"onnx-inspector {__version__}",
         model=_model_info(index),

@@ -20,6 +20,7 @@ from inspector.core.diff import Change, ModelDiff
 from inspector.core.model.calls import RULED_OUT
 from inspector.core.model.index import ModelFacts
 from inspector.core.model.parameters import ParameterStats
+from inspector.core.reviewed_changes import Reviewed
 from inspector.core.specialise.categories import Category
 
 # a review's statuses, and ``changed``: what ``check`` says of an item whose review was made on an earlier body and
@@ -271,6 +272,8 @@ class DiffInfo:
     diff: ModelDiff
     changes: list[Change]  # the first ``Limits.changes`` changes
     changes_omitted: int
+    # per change listed (by ``id``): what this model's reviews say of its body (``core.reviewed_changes``)
+    reviewed: dict[int, Reviewed] = field(default_factory=dict)
 
     @property
     def other(self) -> str:
@@ -313,6 +316,9 @@ class Report:
         return f"ONNX Inspector report: {self.model.file_name}"
 
 
+# how the HTML pages name each review status on its badge (the report's, and its diff's reviewed changes)
+BADGE_LABELS = {"unreviewed": "unreviewed", "ok": "OK", "suspicious": "suspicious", "wrong": "wrong",
+                "changed": "changed"}
 # what the report's Reviews section lists, the worst first as ``check`` lists failing items: changed since reviewed,
 # then marked wrong, then suspicious (an unreviewed item is counted, not listed)
 FLAGGED = ("changed", "wrong", "suspicious")

@@ -5,11 +5,14 @@ shown as ``\\x0a`` so that a value stays on its line."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.diff.folders import DirDiff
+from inspector.core.reviewed_changes import Reviewed, reviewed_place
+from inspector.report.data import BADGE_LABELS
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 from inspector.report.templating import Markup, template_environment
@@ -60,6 +63,8 @@ DIFF_CSS = """
 .diff .equal { color: var(--ok); } .diff .equivalent { color: var(--chg); } .diff .different { color: var(--del); }
 .diff .k-add { color: var(--add); } .diff .k-del { color: var(--del); } .diff .k-chg { color: var(--chg); }
 .diff ul.edits { margin: 0.2rem 0; padding-left: 1.2rem; }
+.diff .reviewed { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0.2rem 0; }
+.diff ul.reviewed { padding-left: 1.2rem; }
 .diff dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
 .diff dt { font-weight: 600; } .diff dd { margin: 0; }
 """
@@ -91,10 +96,14 @@ def dir_diff_page(d: DirDiff, **rows: Any) -> str:
 
 
 def diff_section_html(d: ModelDiff, max_changes: int | None = None, heading: str = "h3",
-                      printing: bool = False) -> Markup:
+                      printing: bool = False, reviewed: Mapping[int, Reviewed] | None = None) -> Markup:
     """The verdict and the changes (at most ``max_changes``, the rest counted by the caller), for another page
-    (``printing``: one Qt's printer lays out, ``report.html.render_html``)."""
-    macros: Any = template_environment(keep_newlines=False).get_template("diff.html.j2").make_module(_HELPERS)
+    (``printing``: one Qt's printer lays out, ``report.html.render_html``); ``reviewed``: what the reviews of model
+    A said of each change's body, by the change's ``id`` (``core.reviewed_changes``), shown under its detail."""
+    said = reviewed or {}
+    macros: Any = template_environment(keep_newlines=False).get_template("diff.html.j2").make_module(
+        {**_HELPERS, "reviews_of": lambda c: said.get(id(c), ()), "reviewed_place": reviewed_place,
+         "badge_labels": BADGE_LABELS})
     return Markup(f"{macros.summary(d)}\n{macros.changes(_groups(d, max_changes), heading, printing)}")
 
 

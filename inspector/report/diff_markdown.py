@@ -6,9 +6,11 @@ both Markdown writers (never more than 65,536 characters, and it says what it cu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from inspector.core.diff import Change, ModelDiff, Section
+from inspector.core.reviewed_changes import Reviewed
 from inspector.core.util.textsafe import md_html
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.units import arrowed, plural
@@ -88,8 +90,9 @@ def summary_markdown(d: ModelDiff) -> list[str]:
     return out
 
 
-def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
-    """The summary table and the collapsed groups, in at most ``budget`` characters."""
+def changes_markdown(d: ModelDiff, budget: int, reviewed: Mapping[int, Reviewed] | None = None) -> list[str]:
+    """The summary table and the collapsed groups, in at most ``budget`` characters; ``reviewed``: what the reviews of
+    model A said of each change's body, by the change's ``id`` (``core.reviewed_changes``), under its detail."""
     groups = d.grouped()
     if not groups:
         return []
@@ -102,7 +105,7 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
     used = sum(len(line) + 1 for line in out)
     for k, (section, family, changes) in enumerate(groups):
         room = budget - 400 - used  # keep room for the note below
-        block = _markdown_group(section, family, changes, room) if room > 1000 else ""
+        block = _markdown_group(section, family, changes, room, reviewed or {}) if room > 1000 else ""
         if not block:
             left = groups[k:]
             out += ["", f"*{plural(len(left), 'more group')} ({plural(sum(len(g[2]) for g in left), 'change')}) "
@@ -114,7 +117,16 @@ def changes_markdown(d: ModelDiff, budget: int) -> list[str]:
     return out
 
 
-def _markdown_group(section: Section, family: str, changes: list[Change], room: int) -> str:
+def _said(reviewed: Reviewed | None) -> str:
+    """What A's reviews said of a change's body, on lines of its table cell (``<br>``: a cell is one line)."""
+    if not reviewed:
+        return ""
+    return "".join(f"<br>reviewed in A: {md(what, TITLE)}: **{md(r.status)}**"
+                   + (f" — {md(r.note, DETAIL)}" if r.note else "") for what, r in reviewed)
+
+
+def _markdown_group(section: Section, family: str, changes: list[Change], room: int,
+                    reviewed: Mapping[int, Reviewed]) -> str:
     """One collapsed group, at most ``room`` characters (rows that do not fit are counted, not shown)."""
     head = ["", f"<details><summary><b>{md_html(group_title(section, family), TITLE)}</b>: "
                 f"{plural(len(changes), 'change')}</summary>", "", "| Change | Detail | Where |",
@@ -126,7 +138,7 @@ def _markdown_group(section: Section, family: str, changes: list[Change], room: 
     for c in changes:
         sites, more = sites_shown(c)
         where = ", ".join(md(s, TITLE) for s in sites) + (f", … {more} more" if more else "")
-        row = f"| {md(kind_title(c.kind))} | {md(arrowed(c.detail), DETAIL)} | {where} |"
+        row = f"| {md(kind_title(c.kind))} | {md(arrowed(c.detail), DETAIL)}{_said(reviewed.get(id(c)))} | {where} |"
         if size + len(row) + 1 > room:
             break
         rows.append(row)

@@ -20,6 +20,7 @@ from typing import Any
 
 from inspector.core.specialise.categories import Category, baked_text, value_text
 from inspector.report.data import (
+    BADGE_LABELS,
     STATUSES,
     BodyInfo,
     OverloadInfo,
@@ -41,8 +42,6 @@ MAX_METADATA = 500
 MAX_DOC_CHARS = 20000
 MAX_FAMILY_VALUES = 12
 MAX_CALL_ROWS = 200
-BADGE_LABELS = {"unreviewed": "unreviewed", "ok": "OK", "suspicious": "suspicious", "wrong": "wrong",
-                "changed": "changed"}
 
 _SVG_HEAD = re.compile(r"\A\s*<\?xml[^>]*\?>\s*")
 _SVG_NS = ' xmlns="http://www.w3.org/2000/svg"'
@@ -55,7 +54,7 @@ def render_html(report: Report, open_all: bool = False, printing: bool = False) 
     d = report.diff
     diff_html = ""
     if d is not None:
-        diff_html = diff_section_html(d.diff, len(d.changes), heading="h3", printing=printing)
+        diff_html = diff_section_html(d.diff, len(d.changes), heading="h3", printing=printing, reviewed=d.reviewed)
     return template_environment().get_template("report.html.j2").render(
         r=report, csp=Markup(CSP), open_attr=" open" if open_all or printing else "", printing=printing,
         small=len(report.families) <= 12,

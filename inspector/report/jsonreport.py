@@ -220,7 +220,9 @@ def _diff(r: Report) -> dict[str, Any] | None:
         "equivalent": d.diff.equivalent,
         "summary": data["explanation"],
         "changes": [{"kind": c.kind, "section": c.section, "where": c.where, "family": c.family,
-                     "old": json_safe(c.old), "new": json_safe(c.new), "detail": c.detail, "sites": len(c.sites)}
+                     "old": json_safe(c.old), "new": json_safe(c.new), "detail": c.detail, "sites": len(c.sites),
+                     **({"reviews": [{"what": what, "status": r.status, "note": r.note, "updated": r.updated}
+                                     for what, r in d.reviewed[id(c)]]} if id(c) in d.reviewed else {})}
                     for c in d.changes],
         "changes_omitted": d.changes_omitted,
         # the diff's own object, without its change list (given above, capped)

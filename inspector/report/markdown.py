@@ -190,7 +190,7 @@ def _diff(r: Report) -> str:
     total = len(d.diff.changes)
     out = [f"## Changes ({total})", "", f"Compared with {md(PurePath(d.other).name or d.other, 200)}.", ""]
     out += summary_markdown(d.diff)
-    out += changes_markdown(d.diff, MAX_CHARS // 3 - sum(len(line) + 1 for line in out))
+    out += changes_markdown(d.diff, MAX_CHARS // 3 - sum(len(line) + 1 for line in out), d.reviewed)
     return "\n".join(out)
 
 
