@@ -58,7 +58,8 @@ def test_head_count_change_shows_the_scale_old_beside_new(qtbot, compare: Compar
     assert any("scaled_dot_product_attention" in g for g in groups) and any("aten::view" in g for g in groups)
     sdpa_scale = next(row for g, row in _rows(compare) if "scaled_dot" in g and "0.594" in row.text(0))
     assert sdpa_scale.text(0) == "scale (Mul.B): 0.59460354 → 0.70710677"  # names the value, old and new
-    assert sdpa_scale.text(1) == "scaled_dot_product_attention  +1"  # the first call, and how many more
+    # the first call, in its module, and how many more
+    assert sdpa_scale.text(1) == "layers.0.attn › scaled_dot_product_attention and 1 more"  # (make_fixtures.py)
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(sdpa_scale)
     assert isinstance(compare.side_a.current_scope(), AtenCall)
@@ -206,7 +207,8 @@ def test_a_click_selects_the_aligned_node_on_the_other_side_and_both_panels_desc
     dynamic sequence), so a box's partner is found by the diff engine's alignment, not by its id."""
     _load(qtbot, compare, ZOO / "gpt2.onnx", ZOO / "gpt2_dynamic.onnx")
     body = next(row for g, row in _rows(compare)
-                if "scaled_dot" in g and row.text(1) == "scaled_dot_product_attention" and "body" in row.text(0))
+                if "scaled_dot" in g and row.text(1) == f"{_module_of('gpt2', 'scaled_dot_product_attention')} › "
+                "scaled_dot_product_attention" and "body" in row.text(0))
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(body)
     ga, gb = compare.side_a.graph, compare.side_b.graph
@@ -260,7 +262,8 @@ def test_change_rows_read_whole_at_1366x768(qtbot, compare: CompareWindow):
         for line in (row.text(0), f"in {row.text(1)}"):
             assert fm.horizontalAdvance(line) <= rect.width() - 8, line
     sdpa = [row for g, row in _rows(compare) if g.startswith("aten::scaled_dot_product_attention")]
-    assert [row.text(1) for row in sdpa] == ["scaled_dot_product_attention", "scaled_dot_product_attention_1"]
+    names = ("scaled_dot_product_attention", "scaled_dot_product_attention_1")
+    assert [row.text(1) for row in sdpa] == [f"{_module_of('pair_scale_a', name)} › {name}" for name in names]
     assert all(row.text(0).startswith("scale (Mul.B): ") and " → 0.5477226" in row.text(0) for row in sdpa)
 
 
@@ -438,7 +441,8 @@ def test_a_body_change_row_too_long_for_the_list_keeps_its_start_and_a_value_row
     width = fm.horizontalAdvance("body changed: 2 → 6 nodes: +5 (Constant x4, Concat) -1 (con")
     what, where = ChangeRowDelegate.lines(index, fm, width)
     assert what.startswith("body changed: 2 → 6 nodes: +5 (Constant x4, Concat)") and what.endswith("…"), what
-    assert where == "in _unsafe_view_1  +1"
+    assert where == fm.elidedText(f"in {_module_of('llama_gqa', '_unsafe_view_1')} › _unsafe_view_1 and 1 more",
+                                  Qt.TextElideMode.ElideMiddle, width), where
     with qtbot.waitSignal(compare.change_shown, timeout=30000):
         compare.changes.setCurrentItem(body)
     details = compare.details.toPlainText()  # (read as the row reads: it said "2 -> 6 nodes" below "2 → 6 nodes")

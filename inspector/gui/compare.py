@@ -229,13 +229,13 @@ class CompareWindow(QMainWindow):
             text += "\n" + d.fold.explanation
         self.summary.setText(text)
         self.changes.clear()
+        named = pair.calls.get(id(pair.a), {})
         for section, family, changes in d.grouped():
             group = QTreeWidgetItem([group_title(section, family), "", ""])
             self.changes.addTopLevelItem(group)
             for c in changes:
-                more = f"  +{len(c.sites) - 1}" if len(c.sites) > 1 else ""
                 # (an initializer the optimizer named, ``val_35``: where its layer reads it; the name is above)
-                row = QTreeWidgetItem([change_line(c), c.read_by or c.where + more])
+                row = QTreeWidgetItem([change_line(c), c.read_by or where_line(c, named)])
                 row.setToolTip(0, tooltip(f"{kind_title(c.kind)}: {change_line(c)}"))
                 row.setToolTip(1, tooltip(sites_text(c) or c.where))
                 row.setData(0, Qt.ItemDataRole.UserRole, c)
@@ -316,6 +316,15 @@ def stand_in(side: str, c: Change, scope: Scope) -> Rich:
 def reads_old_to_new(c: Change) -> bool:
     """Whether ``change_line`` reads ``… old → new``: a value, or both sides shown."""
     return (c.kind == "value_changed" and bool(c.detail)) or (c.old is not None and c.new is not None and not c.detail)
+
+
+def where_line(c: Change, named: Mapping[str, AtenCall]) -> str:
+    """A change row's second line: the call it is in, with its module (``model.layers.0.input_layernorm › add_3``),
+    and how many more sites, as a weight's readers say it (``… and 4 more``): Gemma's changed RMSNorm epsilon read
+    ``add_3  +4`` beside ``model.layers.0.self_attn › mul_6 and 3 more``. ``named``: A's aten calls by FX name."""
+    call = named.get(c.where) if c.section == "aten_call" else None
+    place = call.place if call is not None and call.module_path else c.where
+    return place + (f" and {len(c.sites) - 1} more" if len(c.sites) > 1 else "")
 
 
 def change_line(c: Change) -> str:
