@@ -455,11 +455,49 @@ def write_stage_ratio(folder: Path) -> None:
                                                   encoding="utf-8")
 
 
+class SplitEps(torch.nn.Module):
+    """Three LayerNorms of one width with a Linear between each two, ``eps`` per layer: a re-export that changes
+    ``eps`` on some layers only (Swin's ``layer_norm_eps`` for part of its layers) moves those layers' calls to a
+    new body of the same template while the others stay in the body that was reviewed."""
+
+    def __init__(self, eps: Sequence[float]) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.norms = torch.nn.ModuleList([torch.nn.LayerNorm(16, eps=e) for e in eps])
+        self.mixes = torch.nn.ModuleList([torch.nn.Linear(16, 16) for _ in eps[1:]])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norms[0](x)
+        for mix, norm in zip(self.mixes, self.norms[1:], strict=True):
+            x = norm(mix(x))
+        return x
+
+
+def write_split_eps(folder: Path) -> None:
+    """``split_eps_a.onnx`` (``eps`` 1e-5 on each LayerNorm) and ``_b`` (1e-6 on the last two), and each
+    LayerNorm's ``eps`` as torch holds it (``split_eps.truth.json``: module name -> eps)."""
+    import contextlib
+    import io
+    import warnings
+
+    truth: dict[str, Any] = {}
+    for name, eps in (("a", (1e-5, 1e-5, 1e-5)), ("b", (1e-5, 1e-6, 1e-6))):
+        model = SplitEps(eps).eval()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
+        program.save(str(folder / f"split_eps_{name}.onnx"))
+        truth[name] = {k: m.eps for k, m in model.named_modules() if isinstance(m, torch.nn.LayerNorm)}
+    (folder / "split_eps.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                 encoding="utf-8")
+
+
 def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     """Export each pair (A: the base call, B: one argument changed) to ``folder`` with a truth file."""
     folder.mkdir(parents=True, exist_ok=True)
     write_shifted(folder)
     write_stage_ratio(folder)
+    write_split_eps(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

@@ -25,8 +25,12 @@ from PySide6.QtCore import Qt
 from inspector.cli import main
 from inspector.core.model.index import open_index
 from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+from inspector.core.specialise.categories import value_text
 from inspector.core.specialise.specialiser import Specialiser
+from inspector.core.util.paths import sidecar_path
 from tests.conftest import ZOO
+
+EVIDENCE = Path(__file__).resolve().parent / "evidence"
 
 
 def _check(model: Path) -> dict[tuple[str, str, str, str], dict]:
@@ -78,3 +82,59 @@ def test_a_model_exported_again_over_itself_lists_what_check_says(qtbot, window,
     window.review_bar.buttons["ok"].click()
     assert _check(model)[(key.kind, key.family, key.fingerprint, key.slot or "")]["status"] == "ok"
     assert panel.summary.text().endswith(" · 3 changed")
+
+
+def test_a_body_split_off_a_body_reviewed_in_the_app_lists_changed(qtbot, window, tmp_path: Path):
+    """Reviewed in the app, each review records the bodies of its template the model has (``siblings``); exported
+    again with another eps on some LayerNorms (tests/evidence/split_eps_*, truth from torch), those calls move to a
+    new body while the reviewed one stays: the new body's eps lists ``changed`` with what it was, as ``check`` says."""
+    truth = json.loads((EVIDENCE / "split_eps.truth.json").read_text())
+    moved = {m for m, eps in truth["b"].items() if eps != truth["a"][m]}
+    assert moved and len({truth["b"][m] for m in moved}) == 1 and len(set(truth["a"].values())) == 1
+    model = tmp_path / "norms.onnx"
+    shutil.copy(EVIDENCE / "split_eps_a.onnx", model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    session = window.session
+    for _ in range(sum(r.status == "unreviewed" for _i, r in session.review_list)):  # Ctrl+N, Ctrl+1: each ok
+        before = session.target
+        qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda b=before: session.target is not None and session.target is not b, timeout=30000)
+        with qtbot.waitSignal(window.review_saved, timeout=5000):
+            qtbot.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    saved = json.loads(sidecar_path(model).read_text())["reviews"]
+    norms = [e for e in saved.values() if e["family"] == "aten::layer_norm"]
+    assert len(norms) == 3 and all(e["status"] == "ok" and len(e["siblings"]) == 1 for e in norms)
+    shutil.copy(EVIDENCE / "split_eps_b.onnx", model)  # (exported again over the reviewed file)
+    checked = _check(model)
+    with qtbot.waitSignal(window.reviews_listed, timeout=60000):
+        window.open_path(model)
+    shown = {(i.key.kind, i.key.family, i.key.fingerprint, i.key.slot or ""): (i, r) for i, r in session.review_list}
+    assert set(shown) == set(checked)
+    new = {k: (i, r) for k, (i, r) in shown.items()
+           if i.body is not None and {getattr(c, "module_path", "") for c in i.body.members} == moved}
+    assert {(k[0], k[3]): (r.status, checked[k]["status"]) for k, (_i, r) in new.items()} == {
+        ("overload", ""): ("changed", "changed"), ("value", "0|attribute|epsilon"): ("changed", "changed"),
+        ("value", "0|attribute|axis"): ("ok", "ok")}
+    (eps,) = [(i, r) for (_k, _f, _fp, slot), (i, r) in new.items() if slot == "0|attribute|epsilon"]
+    (was,) = {truth["a"][m] for m in moved}
+    assert np.float32(eps[1].value) == np.float32(was)
+    assert eps[1].note == f"was {value_text(eps[1].value)} when reviewed ok"
+    assert np.float32(eps[0].obj.literal.value) == np.float32(truth["b"][next(iter(moved))])
+    tree = window.review_panel.tree  # the list to review: the new body and its eps, changed
+    rows = [tree.topLevelItem(k).child(j) for k in range(tree.topLevelItemCount())
+            for j in range(tree.topLevelItem(k).childCount())]
+    assert sorted(row.text(1) for row in rows) == ["changed", "changed"]
+    # the reviewed body is still in the model: marked again in the app, what the new body carries of it follows
+    (kept_axis,) = [i for i, _r in session.review_list if i.key.slot == "0|attribute|axis" and i.key.kind == "value"
+                    and i.body is not None and {getattr(c, "module_path", "") for c in i.body.members} != moved]
+    window.review_panel.jump.emit(kept_axis)
+    qtbot.waitUntil(lambda: session.target is not None and session.target.item.key == kept_axis.key, timeout=30000)
+    with qtbot.waitSignal(window.review_saved, timeout=5000):
+        window.review_bar.buttons["wrong"].click()
+    checked = _check(model)
+    now = {(i.key.kind, i.key.family, i.key.fingerprint, i.key.slot or ""): r for i, r in session.review_list}
+    compared = {k: (r.status, checked[k]["status"]) for k, r in now.items()
+                if checked[k]["status"] != "not_review_worthy"}
+    assert all(app == cli for app, cli in compared.values()), compared
+    assert [now[k].status for k in new if k[3] == "0|attribute|axis"] == ["wrong"]

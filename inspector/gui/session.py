@@ -28,8 +28,9 @@ from inspector.core.model.loader import load_model
 from inspector.core.model.module_tree import ModuleNode
 from inspector.core.model.values import GraphValues, graph_values
 from inspector.core.model.walk import NodePath
-from inspector.core.review.carried import shown_review
-from inspector.core.review.store import Review, ReviewKey, ReviewStore, reviewed_value
+from inspector.core.review.carried import carried_reviews, shown_review
+from inspector.core.review.check import check_model
+from inspector.core.review.store import Review, ReviewKey, ReviewStore, reviewed_value, template_siblings
 from inspector.core.search import SearchIndex
 from inspector.core.util.errors import InspectorError
 from inspector.gui.analysis import Analyses, Selection, TreeObject, main_call_owners, same_scope, scope_of
@@ -358,12 +359,16 @@ class Session(QObject):
             return
         item, store = target.item, target.store
         try:
-            store.set(item.key, status, note, reviewed_value(item.obj))
+            store.set(item.key, status, note, reviewed_value(item.obj), template_siblings(item.family, item.key))
         except (InspectorError, OSError, ValueError) as e:
             self.message.emit(f"Review not saved: {e}", 0)
             self.review_failed.emit(str(e))
             return
         review = store.get(item.key)
+        if any(k.family == item.key.family for k in self.carried):  # what they carry may be this review, of a body
+            # still in the model (``check``: the bodies that came after it), so they follow it as ``check`` would
+            families = list({id(i.family): i.family for i, _r in self.review_list}.values())
+            self.carried = carried_reviews(check_model(target.index, store, families).items)
         self.review_list = [(i, shown_review(store.get(i.key), self.carried.get(i.key))) for i, _r in self.review_list]
         self.badges = badges(self.review_list, self.index)
         self.target_changed.emit()

@@ -1,12 +1,13 @@
 """What ``check`` carries over to a review item with no review of its own, as the app and the report show it.
 
 A model exported again over itself keeps its sidecar, but its bodies have new fingerprints: no review applies to
-them by key. ``check`` then looks for a review of the same slot on an earlier body (one the model no longer has)
-and passes a value that is the same as the one reviewed (``basis`` ``same_value``) or fails the item as
-``changed`` (``earlier_body``). The app's Review list and the report show those items as ``check`` decides them,
-from here: before, the app listed them unreviewed while ``check`` passed or failed them, and the report said
-"reviewed before the values changed" of sibling bodies in the same model (one of GPT-2's view bodies marked wrong
-made 7 items of the others read so), which ``check`` and the app left unreviewed.
+them by key. ``check`` then looks for a review of the same slot on an earlier body (one the model no longer has, or
+one it still has that was reviewed before this body appeared: ``check``'s module doc) and passes a value that is the
+same as the one reviewed (``basis`` ``same_value``) or fails the item as ``changed`` (``earlier_body``). The app's
+Review list and the report show those items as ``check`` decides them, from here: before, the app listed them
+unreviewed while ``check`` passed or failed them, and the report said "reviewed before the values changed" of
+sibling bodies in the same model (one of GPT-2's view bodies marked wrong made 7 items of the others read so), which
+``check`` and the app left unreviewed.
 
 The notes and values come from the sidecar and the model (untrusted); they are escaped wherever they are shown.
 """
@@ -40,7 +41,8 @@ def carried_review(item: CheckItem) -> Review:
 
 def carried_reviews(checked: list[CheckItem]) -> dict[ReviewKey, Review]:
     """What ``check`` carried over to items with no review of their own, as reviews to show (``carried_review``).
-    The earlier bodies are gone from the model, so this does not change while it is reviewed."""
+    Which items get one does not change while the model is reviewed (a review written now records the model's bodies
+    as its siblings); what one says does when the review it comes from, of a body still in the model, is changed."""
     return {key: carried_review(item) for key, item in carried_items(checked).items()}
 
 

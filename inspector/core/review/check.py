@@ -15,11 +15,16 @@ The items are exactly those the app's Review panel and the report list: ``review
 - ``not_review_worthy``: an overload whose body holds no specialised value and that is its family's only body
   (nothing was baked in, nothing differs from a sibling). Specialised values are always review-worthy.
 
-When several earlier bodies of one template were reviewed (two attention layers with different head counts),
-a body is compared with the one whose recorded values agree with it in the most slots (then the latest). An earlier
-body is one the model no longer has: a sibling body of the same template in this model (Swin's 16 view bodies) is
-no earlier version of another, and its review never stands for theirs (one value of one of them reviewed ok made
-10 items of the others "changed since review" in `check`, while the app listed them unreviewed).
+When several earlier bodies of one template were reviewed (two attention layers with different head counts), a body
+is compared with the one whose recorded values agree with it in the most slots (then the latest). An earlier body is
+one the model no longer has, or one it still has whose review recorded the bodies of its template the model had then
+(``siblings``, see ``store``) and the body checked is not among them: it appeared after the review. A re-export that
+changed Swin's ``layer_norm_eps`` for part of its layers moved those layer_norm calls to a new body and left the
+others in the reviewed one; the new body's eps read ``unreviewed`` where it had changed from the value reviewed. A
+sibling body of the same template that was in the model when the review was made (Swin's 16 view bodies) is no later
+version of the reviewed one, and the review never stands for it (one value of one of them reviewed ok made 10 items
+of the others "changed since review" in `check`, while the app listed them unreviewed); nor does a review of a body
+still in the model that recorded no siblings (an older sidecar): which bodies came after it is unknown.
 
 The check passes when no item is ``unreviewed``, ``suspicious``, ``wrong`` or ``changed``. Each pass is linear
 in the items and the reviews (the reviews are indexed once).
@@ -141,25 +146,33 @@ def check_model(index: ModelIndex, store: ReviewStore,
 
 class _Earlier:
     """Reviews indexed once by (kind, family, template, slot), to find those made on an earlier body: one whose
-    fingerprint is none of ``present``, the bodies of the model checked."""
+    fingerprint is none of ``present``, the bodies of the model checked, or one still present whose review
+    recorded its template's bodies then (``Review.siblings``), for the bodies that were not among them."""
 
     def __init__(self, store: ReviewStore, present: set[str]) -> None:
-        self.by_slot: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review]]] = {}
+        # with each review, the bodies it never stands for: its recorded siblings if its body is present, else none
+        self.by_slot: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review, frozenset[str]]]] = {}
         # the same by the fold key (``fold_keys``): reviews made on the body's flat or folded form
         self.by_fold: dict[tuple[str, str, str, str], list[tuple[ReviewKey, Review, str]]] = {}
         for key, review in store.items():
-            if review.status != "unreviewed" and key.fingerprint not in present:
-                self.by_slot.setdefault((key.kind, key.family, key.template, key.slot), []).append((key, review))
-                fold = fold_key_of(store, key)
-                if fold is not None:
-                    self.by_fold.setdefault((key.kind, key.family, fold[0], fold[2]), []).append(
-                        (key, review, fold[1]))
+            if review.status == "unreviewed" or (key.fingerprint in present and not review.siblings):
+                continue  # (a body of this model reviewed without siblings: no body is known to be later)
+            slot = (key.kind, key.family, key.template, key.slot)
+            if key.fingerprint in present:  # earlier only for the bodies that came after it
+                self.by_slot.setdefault(slot, []).append((key, review, frozenset(review.siblings)))
+                continue  # (the model has this review's body: it is in this review's form, no look across fold)
+            self.by_slot.setdefault(slot, []).append((key, review, frozenset()))
+            fold = fold_key_of(store, key)
+            if fold is not None:
+                self.by_fold.setdefault((key.kind, key.family, fold[0], fold[2]), []).append((key, review, fold[1]))
 
     def of(self, key: ReviewKey) -> dict[str, Review]:
         """Reviews of ``key``'s slot on other bodies of its template (in either form across fold), by their body's
-        fingerprint."""
+        fingerprint: those of bodies gone from the model, and those of bodies still in it whose recorded siblings
+        do not hold ``key``'s body (it appeared since)."""
         found = self.by_slot.get((key.kind, key.family, key.template, key.slot), [])
-        out = {k.fingerprint: r for k, r in found if k.fingerprint != key.fingerprint}
+        out = {k.fingerprint: r for k, r, then in found
+               if k.fingerprint != key.fingerprint and key.fingerprint not in then}
         if key.fold[0]:
             for k, r, ffp in self.by_fold.get((key.kind, key.family, key.fold[0], key.fold[2]), []):
                 if ffp != key.fold[1] and k.fingerprint != key.fingerprint:

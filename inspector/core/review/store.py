@@ -8,10 +8,21 @@ The sidecar ``<model file>.review.json`` is JSON (UTF-8, pretty-printed, sorted 
 
     {"format": "onnx-inspector/review", "version": 1, "model": "model.onnx",
      "reviews": {"<key text>": {"status": "ok", "note": "...", "updated": "2025-01-01T12:00:00+00:00",
-                                "family": "aten::transpose", "slot": "0|attribute|perm", "value": [0, 2, 1]}}}
+                                "family": "aten::transpose", "slot": "0|attribute|perm", "value": [0, 2, 1],
+                                "siblings": ["<full fingerprint>", "..."]}}}
 
 ``value`` (optional, kind ``value`` only) is the specialised value as it was when reviewed, so that a later
 export whose value changed can be reported with its old and new value (``onnx-inspector check``).
+
+``siblings`` (optional) are the sorted full fingerprints of the bodies of the family with the reviewed body's
+template that the model had when the entry was first written, the reviewed body among them (``template_siblings``).
+``check`` reads them to tell a body that appeared after the review (a re-export with another eps for part of Swin's
+layers moved their layer_norm calls to a new body, the others stayed in the reviewed one) from one that was beside
+it all along (Swin's view bodies): the first is a later version of the reviewed body, the second is not. They are
+sticky: setting a new status or note keeps the siblings an entry has, so the record keeps meaning "the bodies of
+this template when this was first reviewed", and the items the app carries a review over to do not move while a
+model is reviewed. An entry without them (older sidecars) is read as before; a ``siblings`` that is not a list of
+strings is damage and is ignored.
 
 The key text is ``ReviewKey.to_text()``: a compact JSON array ``[kind, family, template, fingerprint, slot]``.
 Unknown top-level members and unknown members of an entry are kept as they are when the file is saved, and
@@ -111,6 +122,7 @@ class Review:
     note: str = ""
     updated: str = ""  # ISO-8601 UTC timestamp of the last change; "" when never reviewed
     value: Any = None  # kind "value": the value as it was when reviewed (JSON), None when not recorded
+    siblings: tuple[str, ...] = ()  # full fingerprints of its template's bodies when first reviewed; () when none
 
 
 def slot_text(literal: Literal) -> str:
@@ -241,7 +253,7 @@ class ReviewStore:
     def _review(entry: dict[str, Any]) -> Review:
         note, updated = entry.get("note", ""), entry.get("updated", "")
         return Review(str(entry["status"]), note if isinstance(note, str) else "",
-                      updated if isinstance(updated, str) else "", entry.get("value"))
+                      updated if isinstance(updated, str) else "", entry.get("value"), _siblings_of(entry))
 
     def get(self, key: ReviewKey) -> Review:
         """The review of ``key`` (see the module doc for matching after a re-export); unreviewed when none."""
@@ -270,10 +282,13 @@ class ReviewStore:
 
     # --- writing ------------------------------------------------------------------------------------------------
 
-    def set(self, key: ReviewKey, status: str, note: str = "", value: Any = None) -> None:
+    def set(self, key: ReviewKey, status: str, note: str = "", value: Any = None,
+            siblings: Iterable[str] | None = None) -> None:
         """Record a review of ``key`` and save at once; ``ValueError`` for an unknown status or kind.
 
-        ``value``: what a ``value`` key's literal holds now (``reviewed_value``), kept to report a later change."""
+        ``value``: what a ``value`` key's literal holds now (``reviewed_value``), kept to report a later change.
+        ``siblings``: the full fingerprints of the bodies of ``key``'s template in the model now
+        (``template_siblings``); recorded when the entry has none yet, else the ones it has are kept (sticky)."""
         if status not in STATUSES:
             raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(STATUSES)}")
         if key.kind not in KINDS:
@@ -290,6 +305,8 @@ class ReviewStore:
             entry["value"] = value
         else:
             entry.pop("value", None)
+        if siblings is not None and not _siblings_of(entry):  # sticky: the first ones recorded stay
+            entry["siblings"] = sorted({str(s) for s in siblings} | {key.fingerprint})
         self._entries[text] = entry
         self._index_entry(text, entry)
         self._dirty.add(text)
@@ -428,6 +445,21 @@ def _fold_of(entry: dict[str, Any]) -> tuple[str, str, str] | None:
     if isinstance(fold, list) and len(fold) == 3 and all(isinstance(x, str) for x in fold):
         return (fold[0], fold[1], fold[2])
     return None
+
+
+def _siblings_of(entry: dict[str, Any]) -> tuple[str, ...]:
+    """An entry's ``siblings``, () when it has none or they are not a list of strings (damage is ignored)."""
+    siblings = entry.get("siblings")
+    if isinstance(siblings, list) and all(isinstance(s, str) for s in siblings):
+        return tuple(siblings)
+    return ()
+
+
+def template_siblings(analysis: FamilyAnalysis, key: ReviewKey) -> list[str]:
+    """What a review of ``key`` records as its ``siblings``: the sorted full fingerprints of ``analysis``'s bodies
+    with ``key``'s template (``key``'s own body among them)."""
+    return sorted({b.fingerprints.full for b in analysis.bodies if b.fingerprints.template == key.template}
+                  | {key.fingerprint})
 
 
 def fold_key_of(store: ReviewStore, key: ReviewKey) -> tuple[str, str, str] | None:
