@@ -492,12 +492,50 @@ def write_split_eps(folder: Path) -> None:
                                                  encoding="utf-8")
 
 
+class ProjBias(torch.nn.Module):
+    """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
+    Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
+    optimizer's numbers of the weights it folds (``val_<n>``) shift, so one name reads another layer's weight in the
+    other export; the weights differ too (each bias drew from the generator before the next layer's weight)."""
+
+    def __init__(self, bias: bool) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.q, self.k, self.v = (torch.nn.Linear(16, 16, bias=bias) for _ in range(3))
+        self.up, self.down = torch.nn.Linear(16, 32, bias=False), torch.nn.Linear(32, 16, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2), dim=-1)
+        x = x + scores @ self.v(x)
+        return x + self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+def write_proj_bias(folder: Path) -> None:
+    """``proj_bias_a.onnx`` (no biases) and ``_b`` (biases on q, k and v), and each one's parameters with the shape
+    torch holds them in (``proj_bias.truth.json``: parameter name -> shape)."""
+    import contextlib
+    import io
+    import warnings
+
+    truth: dict[str, Any] = {}
+    for name, bias in (("a", False), ("b", True)):
+        model = ProjBias(bias).eval()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
+        program.save(str(folder / f"proj_bias_{name}.onnx"))
+        truth[name] = {k: list(v.shape) for k, v in model.state_dict().items()}
+    (folder / "proj_bias.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                 encoding="utf-8")
+
+
 def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     """Export each pair (A: the base call, B: one argument changed) to ``folder`` with a truth file."""
     folder.mkdir(parents=True, exist_ok=True)
     write_shifted(folder)
     write_stage_ratio(folder)
     write_split_eps(folder)
+    write_proj_bias(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

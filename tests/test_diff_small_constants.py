@@ -79,7 +79,8 @@ def test_a_name_held_for_other_values_is_not_agreed_on():
 def test_a_name_two_sdpa_calls_read_for_other_values_is_not_agreed_on():
     """Two different transformers (the fixture block and pair_heads_a) whose SDPA calls both read ``val_49``: one as
     its FLOAT[1] scale, the other as its [8, 8] mask, another operator's operand of another rank. Each keeps its
-    own: the first one's body loses its scale constant, and no initializer is said to be reshaped."""
+    own: the first one's body loses its scale constant, and no initializer is said to be reshaped. A's scale is the
+    other's ``val_64``, read by the same Mul of the matched call; the other's mask, which A has none of, is added."""
     from tests.conftest import FIXTURES
 
     a, b = open_index(FIXTURES / "dynamo_block.onnx", modules=False), open_index(ZOO / "pair_heads_a.onnx",
@@ -87,6 +88,9 @@ def test_a_name_two_sdpa_calls_read_for_other_values_is_not_agreed_on():
     shapes = [list({t.name: t for t in ix.proto.graph.initializer}["val_49"].dims) for ix in (a, b)]
     assert shapes == [[1], [8, 8]]
     d = diff_models(a, b)
-    assert not [c for c in d.changes if c.where == "val_49"]
+    masks = [(n.op_type, list(n.input).index("val_49")) for n in b.proto.graph.node if "val_49" in n.input]
+    assert masks == [("Add", 1), ("Add", 1)]  # (B's mask: what its two SDPA calls add to their scores)
+    assert [(c.kind, c.new["shape"] if c.new else None) for c in d.changes if c.where == "val_49"] == [
+        ("initializer_added", [8, 8])]
     sdpa = [c for c in d.changes if c.kind == "body_changed" and "scaled_dot_product_attention" in c.family]
     assert sdpa and all("-3 (constant INT64[3], constant INT64[4], constant FLOAT[1])" in c.detail for c in sdpa)

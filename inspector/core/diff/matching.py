@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import compress
 from operator import attrgetter, is_not, ne
 
@@ -347,8 +347,9 @@ def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: li
     """Initializers by content before name: one name with one content first; then one name with another content
     where a pair of matched calls reads it in one place (``_same_place``); then equal content (dtype, shape, digest)
     under any name, so a weight the optimizer renamed (its ``val_242`` is the other export's ``val_243``) is never
-    reported removed and added; then one name with another content (re-valued or reshaped), then the same input of
-    matched calls, in that order. Contents are hashed only for what the first two steps leave."""
+    reported removed and added; then another content under any names read in one place by matched calls
+    (``_by_place``); then one name with another content (re-valued or reshaped), then the same input of matched calls,
+    in that order. Contents are hashed only for what the first two steps leave."""
     B = pairs.B
     tmap: dict[int, int] = {}
     for k, t in enumerate(inits_a):
@@ -369,6 +370,9 @@ def match_initializers(pairs: UnitPairs, inits_a: list[TensorProto], inits_b: li
             if cands:
                 tmap[k] = cands.pop(0)
                 taken.add(tmap[k])
+    if len(tmap) < min(len(inits_a), len(inits_b)):
+        _by_place(pairs, umap, inits_a, inits_b, tmap, taken)
+    if len(tmap) < min(len(inits_a), len(inits_b)):
         # by name: one name, another content
         for k, t in enumerate(inits_a):
             kb = B.init_pos.get(t.name)
@@ -419,6 +423,55 @@ def _read_there(pairs: UnitPairs, umap: dict[int, int], i: int, place: int, name
     node_b = B.graph.node[nodes_b[nodes_a.index(i)]]
     ins = node_b.input
     return place < len(ins) and ins[place] == name and node_b.op_type == A.graph.node[i].op_type
+
+
+def _by_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProto], inits_b: list[TensorProto],
+              tmap: dict[int, int], taken: set[int]) -> None:
+    """Initializers of another content under any names that a node of A and its node in B's matched call read in
+    one place: the same op, its same occurrence among the call's nodes of that op, the same input; of one type.
+    Before names alone: the optimizer numbers the weights it folds (``val_243``), and one node more in a call shifts
+    every number after it. Case: a Llama-shaped export against one with biases on its attention projections (Mistral
+    against Qwen2): each projection's ``linear`` gained an Add, so neither positions nor templates pair the calls'
+    nodes; the down projection's weight ``val_243`` was paired with B's ``val_243``, the up projection's, and read
+    "reshaped FLOAT[64, 32] -> FLOAT[32, 64]", its call "rewired", and B's own weight "added"; each q, k and v weight
+    read removed and added. One pass over A's reads of what is left (``Side.reads_of``), each call's nodes ranked
+    once."""
+    A, B = pairs.A, pairs.B
+    left = {t.name: k for k, t in enumerate(inits_a) if k not in tmap and t.name not in A.input_pos}
+    if not left:
+        return
+    ranks_a: dict[int, dict[int, tuple[str, int]]] = {}  # unit -> node -> (op, its occurrence among the unit's)
+    ranks_b: dict[int, dict[tuple[str, int], int]] = {}  # unit -> (op, occurrence) -> node
+    for i, place, name in A.reads_of(set(left)):
+        k = left[name]
+        ka = A.unit_of_node[i]
+        kb = umap.get(ka) if ka >= 0 and k not in tmap else None
+        if kb is None:
+            continue
+        at_a = ranks_a.get(ka)
+        if at_a is None:
+            at_a = ranks_a[ka] = {g: r for r, g in _ranked(A, A.unit(ka).nodes)}
+        at_b = ranks_b.get(kb)
+        if at_b is None:
+            at_b = ranks_b[kb] = {r: g for r, g in _ranked(B, B.unit(kb).nodes)}
+        j = at_b.get(at_a[i]) if i in at_a else None
+        ins = B.graph.node[j].input if j is not None else ()
+        found = B.init_pos.get(ins[place]) if place < len(ins) else None
+        if found is not None and found not in taken and ins[place] not in B.input_pos \
+                and inits_b[found].data_type == inits_a[k].data_type:
+            tmap[k] = found
+            taken.add(found)
+
+
+def _ranked(side: Side, nodes: Iterable[int]) -> Iterator[tuple[tuple[str, int], int]]:
+    """Each of ``nodes`` with its op (domain, type) and its occurrence among ``nodes`` of that op."""
+    seen: Counter[tuple[str, str]] = Counter()
+    graph = side.graph.node
+    for g in nodes:
+        node = graph[g]
+        op = (node.domain, node.op_type)
+        yield (f"{op[0]}:{op[1]}", seen[op]), g
+        seen[op] += 1
 
 
 def _by_role(pairs: UnitPairs, umap: dict[int, int], tmap: dict[int, int], taken: set[int]) -> None:
