@@ -61,3 +61,22 @@ def test_a_weight_is_paired_with_the_one_its_layer_reads(order: str):
         assert c.read_by.startswith(f"{module_a[c.where]} › "), c.read_by
     # every weight of a layer both exports hold, changed in value, is said so once, of its own layer
     assert sorted(module_a[c.where] for c in revalued) == sorted({module_a[c.where] for c in revalued})
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_a_projection_given_a_bias_says_so_beside_its_new_node(order: str):
+    """Each projection's ``linear`` lowers to one node more where torch gave it a bias: the body change says which
+    argument is passed now (or no longer), from the calls' aten signatures, not only "+1 (Add)"."""
+    first, second = order
+    d = diff_files(EVIDENCE / f"proj_bias_{first}.onnx", EVIDENCE / f"proj_bias_{second}.onnx")
+    biased = sorted(k.split(".")[0] for k in {*TRUTH[first], *TRUTH[second]} if k.endswith(".bias"))
+    (change,) = [c for c in d.changes if c.kind == "body_changed" and c.family == "aten::linear"]
+    model = onnx.load(str(EVIDENCE / f"proj_bias_{first}.onnx"))
+    fx = {next(p.value for p in n.metadata_props if p.key == "pkg.torch.onnx.fx_node").split(" ")[0][1:]:
+          ast.literal_eval(next(p.value for p in n.metadata_props if p.key == "pkg.torch.onnx.name_scopes"))[-2]
+          for n in model.graph.node if n.op_type == "MatMul"}
+    assert sorted(fx[site] for site in change.sites) == biased  # (the calls of the modules torch gave a bias)
+    was, now = ("None", "tensor") if "bias" not in str(TRUTH[first]) else ("tensor", "None")
+    assert change.detail.endswith(f"; bias: {was} -> {now}"), change.detail
+    assert [(a.parameter, a.old, a.new) for a in change.arguments] == [
+        ("bias", None if was == "None" else "tensor", None if now == "None" else "tensor")]

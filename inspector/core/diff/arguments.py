@@ -15,6 +15,8 @@ from inspector.core.bodies.literals import Literal
 from inspector.core.diff.model import ArgChange
 from inspector.core.diff.values import show_value
 from inspector.core.model.calls import made_inside
+from inspector.core.model.fx import TensorRef
+from inspector.core.model.signature import CallSignature
 from inspector.core.specialise.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
 
 
@@ -78,6 +80,35 @@ def _value(parameter: str, links: Sequence[ArgLink], ctx: CallContext | None) ->
         if x.parameter == parameter:
             return x.value
     return plain_value(ctx.args.get(parameter)) if ctx is not None else None
+
+
+TENSOR = "tensor"  # a tensor passed as an argument, as an argument change shows it (``bias: None -> tensor``)
+
+
+def passed_differently(sig_a: CallSignature, sig_b: CallSignature) -> tuple[ArgChange, ...]:
+    """The arguments two calls of one overload pass differently, for a body whose operators changed: what the
+    aten signature says of why. A tensor counts as passed or not (``bias: None -> tensor``: a Linear given a bias
+    lowers to MatMul and Add), never by its name, which differs in every call; any other value by its value. Case:
+    Qwen2 against Mistral, each attention projection's body "1 -> 2 nodes: +1 (Add)" without a word of its bias."""
+    if sig_a.schema is None or sig_b.schema is None or sig_a.schema.name != sig_b.schema.name \
+            or sig_a.schema.overload != sig_b.schema.overload:
+        return ()
+    passed_b = {x.parameter.name: x.value for x in sig_b.bound}
+    out: list[ArgChange] = []
+    for x in sig_a.bound:
+        if x.parameter.name in passed_b:
+            old, new = _passed(x.value), _passed(passed_b[x.parameter.name])
+            if old != new:
+                out.append(ArgChange(x.parameter.name, old, new))
+    return tuple(out)
+
+
+def _passed(v: Any) -> Any:
+    if isinstance(v, TensorRef):
+        return TENSOR
+    if isinstance(v, (list, tuple)) and any(isinstance(x, TensorRef) for x in v):
+        return [_passed(x) for x in v]
+    return plain_value(v)
 
 
 def arguments_text(arguments: Sequence[ArgChange], value: tuple[str, str] | None = None) -> str:

@@ -13,7 +13,7 @@ from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.bodies.body import Body, function_body, function_body_by_use
 from inspector.core.bodies.fingerprint import Fingerprints, fingerprint
 from inspector.core.bodies.literals import Literal, tensor_value
-from inspector.core.diff.arguments import name_arguments
+from inspector.core.diff.arguments import arguments_text, name_arguments, passed_differently
 from inspector.core.diff.bodies import (
     Delta,
     attribute_detail,
@@ -31,13 +31,14 @@ from inspector.core.diff.bodies import (
     value_deltas,
 )
 from inspector.core.diff.cut import Unit
-from inspector.core.diff.model import MAX_EDITS, Change, NodeEdit, Section
+from inspector.core.diff.model import MAX_EDITS, ArgChange, Change, NodeEdit, Section
 from inspector.core.diff.sources import Sources
 from inspector.core.diff.units import Side, UnitPairs, aten_family, not_in_place
 from inspector.core.diff.values import content_digest, unwrap, value_difference
 from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import Family
 from inspector.core.model.keys import FunctionKey
+from inspector.core.model.signature import call_signature
 from inspector.core.util.units import plural
 
 
@@ -72,6 +73,7 @@ class Comparer:
         self.catalogue = catalogue
         self._body_cache: dict[tuple[str, ...], tuple[list[Delta], list[NodeEdit]]] = {}
         self._constant_cache: dict[tuple[Any, ...], Delta] = {}
+        self._passed: dict[tuple[str, str], tuple[ArgChange, ...]] = {}  # per body pair (``passed_differently``)
 
     @property
     def cat(self) -> SchemaCatalogue:
@@ -302,10 +304,15 @@ class Comparer:
                          ("body", section, family, fpa.full, fpb.full), site)
             return
         n_a, n_b = count_nodes(ba), count_nodes(bb)
+        args = self._passed.get((fpa.full, fpb.full))
+        if args is None:  # (once per pair of bodies: an FX text bound per call would cost 80k bindings at 100k)
+            args = self._passed[(fpa.full, fpb.full)] = passed_differently(
+                call_signature(call_a[1], self.cat), call_signature(call_b[1], self.cat)) \
+                if call_a is not None and call_b is not None and call_b[1] is not None else ()
         self.add(Change("body_changed", section, family, site, {"nodes": n_a, "fingerprint": shown_a},
                         {"nodes": n_b, "fingerprint": shown_b},
-                        f"{n_a} -> {plural(n_b, 'node')}: {edits_summary(edits)}",
-                        edits=edits[:MAX_EDITS]),
+                        f"{n_a} -> {plural(n_b, 'node')}: {edits_summary(edits)}{arguments_text(args)}",
+                        edits=edits[:MAX_EDITS], arguments=args),
                  ("body", section, family, fpa.full, fpb.full), site)
 
 
