@@ -529,6 +529,46 @@ def write_proj_bias(folder: Path) -> None:
                                                  encoding="utf-8")
 
 
+class ParallelNorms(torch.nn.Module):
+    """A block's two LayerNorms, as GPT-NeoX's ``use_parallel_residual`` places them: both reading the block's input
+    (parallel), or the second reading the first branch's sum. Freshly made, their weights are equal (ones, zeros), so
+    in the parallel block the two calls compute one value and the exporter's optimizer keeps one of them."""
+
+    def __init__(self, parallel: bool) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.parallel = parallel
+        self.norm1, self.norm2 = torch.nn.LayerNorm(16), torch.nn.LayerNorm(16)
+        self.attn, self.mlp = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.parallel:
+            return x + self.attn(self.norm1(x)) + self.mlp(self.norm2(x))
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+def write_parallel_norms(folder: Path) -> None:
+    """``parallel_norms_a.onnx`` (parallel) and ``_b`` (sequential), and what each LayerNorm reads in torch's graph
+    (``parallel_norms.truth.json``: module -> the FX node its call reads)."""
+    import contextlib
+    import io
+    import warnings
+
+    truth: dict[str, Any] = {}
+    for name, parallel in (("a", True), ("b", False)):
+        model = ParallelNorms(parallel).eval()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
+        program.save(str(folder / f"parallel_norms_{name}.onnx"))
+        graph = program.exported_program.graph
+        truth[name] = {str(n.meta["nn_module_stack"][next(reversed(n.meta["nn_module_stack"]))][0]): n.args[0].name
+                       for n in graph.nodes if n.op == "call_function" and "layer_norm" in str(n.target)}
+    (folder / "parallel_norms.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                      encoding="utf-8")
+
+
 def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     """Export each pair (A: the base call, B: one argument changed) to ``folder`` with a truth file."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -536,6 +576,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_stage_ratio(folder)
     write_split_eps(folder)
     write_proj_bias(folder)
+    write_parallel_norms(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

@@ -83,7 +83,10 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     graph.compare_initializers(tmap)
     imap = graph.compare_values("input", A.inputs, B.inputs)
     omap = graph.compare_values("output", list(A.graph.output), list(B.graph.output))
-    WiringCheck(pairs, recorder.add, umap, tmap, imap).run(omap)
+    wiring = WiringCheck(pairs, recorder.add, umap, tmap, imap)
+    wiring.run(omap)
+    if wiring.stand_ins:
+        merged_calls(recorder.changes, wiring.stand_ins)
     if fold is not None:  # the explanation is written once everything else is known, so it agrees with it
         fold.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
         for c in recorder.changes:
@@ -95,6 +98,21 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
         recorder.changes.insert(0, _folded(relation))
         fold = fold or relation
     return ModelDiff(str(a.path), str(b.path), recorder.changes, fold, matcher.matched, protected)
+
+
+def merged_calls(changes: list[Change], stand_ins: dict[tuple[str, str], str]) -> None:
+    """A call one side added whose readers read, on the other side, a call of the same target: the change says which
+    (``A reads layer_norm where B reads layer_norm_1``), so that it reads as one call doing the work of two, not as a
+    call from nowhere (``WiringCheck.stand_ins``)."""
+    for c in changes:
+        kind = "added" if c.kind == "call_added" else "removed" if c.kind == "call_removed" else ""
+        if not kind or c.section != "aten_call":
+            continue
+        said = [(stand_ins[(kind, site)], site) for site in c.sites if (kind, site) in stand_ins]
+        if said:
+            one, two = ("A", "B") if kind == "added" else ("B", "A")
+            c.detail += "; " + ", ".join(f"{one} reads {x} where {two} reads {y}" for x, y in said) + \
+                f": one call of {one} for two of {two}"
 
 
 def _folded(fold: FoldRelation) -> Change:

@@ -36,6 +36,9 @@ class WiringCheck:
         self.prod_a: dict[str, int] = {}
         self.prod_b: dict[str, int] = {}
         self._back: dict[int, int] | None = None  # B's matched units -> A's, made on first use (``_matched_back``)
+        # (kind, a call one side has and the other lacks) -> the other side's call of its target read where it is
+        # read (``run.merged_calls``): ("added", B's call) -> A's; ("removed", A's call) -> B's
+        self.stand_ins: dict[tuple[str, str], str] = {}
 
     def run(self, omap: dict[int, int]) -> None:
         """Check every matched unit's reads, then the graph outputs (``omap``: A's output -> B's)."""
@@ -149,8 +152,28 @@ class WiringCheck:
             elif want == sb or self._same_source(sa, want, sb):
                 continue
             section, family = self._unit_place(A, ua)
+            self._stand_in(sa, sb)
             self.add(Change("rewired", section, family, ua.label, A.describe(sa), B.describe(sb),
                             f"input {pos}: was {A.describe(sa)}, now {B.describe(sb)}", [ua.label]))
+
+    def _stand_in(self, sa: tuple[Any, ...], sb: tuple[Any, ...]) -> None:
+        """Where one side reads a call the other lacks and the other a call of the same target, that call stands in
+        for it there: GPT-NeoX with parallel residuals against one without, whose two LayerNorms of a layer read one
+        input in A (one call there: the optimizer keeps one of two equal calls) and two in B."""
+        if sa[0] != "unit" or sb[0] != "unit":
+            return
+        if self._back is None:
+            self._back = {kb: ka for ka, kb in self.umap.items()}
+        added, removed = sb[1] not in self._back, sa[1] not in self.umap
+        if added == removed:
+            return
+        ua, ub = self.A.unit(sa[1]), self.B.unit(sb[1])
+        if ua.call is not None and ub.call is not None and ua.call.target == ub.call.target:
+            if added:
+                self.stand_ins.setdefault(("added", ub.call.name), ua.call.name)
+            else:
+                self.stand_ins.setdefault(("removed", ua.call.name), ub.call.name)
+
 
     def _check_outputs(self, omap: dict[int, int]) -> None:
         A, B = self.A, self.B
