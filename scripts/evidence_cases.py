@@ -402,16 +402,23 @@ class Shifted(torch.nn.Module):
         return (x @ (self.w1 * 2).t()).softmax(-1) @ (self.w2 * 3).t()
 
 
-def write_shifted(folder: Path) -> None:
+def export_quietly(model: torch.nn.Module, args: tuple[Any, ...], path: Path) -> Any:
+    """``torch.onnx.export(model, args, dynamo=True)`` saved to ``path``, without the exporter's warnings and prints;
+    the ONNX program (its ``exported_program`` is torch's graph, a truth file's source)."""
     import contextlib
     import io
     import warnings
 
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(model, args, dynamo=True)
+    program.save(str(path))
+    return program
+
+
+def write_shifted(folder: Path) -> None:
     for name, extra in (("a", False), ("b", True)):
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(Shifted(extra).eval(), (torch.randn(8, 8),), dynamo=True)
-        program.save(str(folder / f"shifted_names_{name}.onnx"))
+        export_quietly(Shifted(extra).eval(), (torch.randn(8, 8),), folder / f"shifted_names_{name}.onnx")
 
 
 class StageMLP(torch.nn.Module):
@@ -439,17 +446,10 @@ class StageMLP(torch.nn.Module):
 def write_stage_ratio(folder: Path) -> None:
     """``stage_ratio_a.onnx`` (ratio 4) and ``_b`` (ratio 2), and their parameters' shapes as torch holds them
     (``stage_ratio.truth.json``)."""
-    import contextlib
-    import io
-    import warnings
-
     truth: dict[str, Any] = {}
     for name, ratio in (("a", 4), ("b", 2)):
         model = StageMLP(ratio).eval()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
-        program.save(str(folder / f"stage_ratio_{name}.onnx"))
+        export_quietly(model, (torch.randn(1, 4, 16),), folder / f"stage_ratio_{name}.onnx")
         truth[name] = {"ratio": ratio, "shapes": {k: list(v.shape) for k, v in model.state_dict().items()}}
     (folder / "stage_ratio.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
                                                   encoding="utf-8")
@@ -476,17 +476,10 @@ class SplitEps(torch.nn.Module):
 def write_split_eps(folder: Path) -> None:
     """``split_eps_a.onnx`` (``eps`` 1e-5 on each LayerNorm) and ``_b`` (1e-6 on the last two), and each
     LayerNorm's ``eps`` as torch holds it (``split_eps.truth.json``: module name -> eps)."""
-    import contextlib
-    import io
-    import warnings
-
     truth: dict[str, Any] = {}
     for name, eps in (("a", (1e-5, 1e-5, 1e-5)), ("b", (1e-5, 1e-6, 1e-6))):
         model = SplitEps(eps).eval()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
-        program.save(str(folder / f"split_eps_{name}.onnx"))
+        export_quietly(model, (torch.randn(1, 4, 16),), folder / f"split_eps_{name}.onnx")
         truth[name] = {k: m.eps for k, m in model.named_modules() if isinstance(m, torch.nn.LayerNorm)}
     (folder / "split_eps.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
                                                  encoding="utf-8")
@@ -513,17 +506,10 @@ class ProjBias(torch.nn.Module):
 def write_proj_bias(folder: Path) -> None:
     """``proj_bias_a.onnx`` (no biases) and ``_b`` (biases on q, k and v), and each one's parameters with the shape
     torch holds them in (``proj_bias.truth.json``: parameter name -> shape)."""
-    import contextlib
-    import io
-    import warnings
-
     truth: dict[str, Any] = {}
     for name, bias in (("a", False), ("b", True)):
         model = ProjBias(bias).eval()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
-        program.save(str(folder / f"proj_bias_{name}.onnx"))
+        export_quietly(model, (torch.randn(1, 4, 16),), folder / f"proj_bias_{name}.onnx")
         truth[name] = {k: list(v.shape) for k, v in model.state_dict().items()}
     (folder / "proj_bias.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
                                                  encoding="utf-8")
@@ -551,17 +537,10 @@ class ParallelNorms(torch.nn.Module):
 def write_parallel_norms(folder: Path) -> None:
     """``parallel_norms_a.onnx`` (parallel) and ``_b`` (sequential), and what each LayerNorm reads in torch's graph
     (``parallel_norms.truth.json``: module -> the FX node its call reads)."""
-    import contextlib
-    import io
-    import warnings
-
     truth: dict[str, Any] = {}
     for name, parallel in (("a", True), ("b", False)):
         model = ParallelNorms(parallel).eval()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(model, (torch.randn(1, 4, 16),), dynamo=True)
-        program.save(str(folder / f"parallel_norms_{name}.onnx"))
+        program = export_quietly(model, (torch.randn(1, 4, 16),), folder / f"parallel_norms_{name}.onnx")
         graph = program.exported_program.graph
         truth[name] = {str(n.meta["nn_module_stack"][next(reversed(n.meta["nn_module_stack"]))][0]): n.args[0].name
                        for n in graph.nodes if n.op == "call_function" and "layer_norm" in str(n.target)}

@@ -1,9 +1,11 @@
-"""Models built in memory for tests that need shapes no exporter produces (e.g. 200 nested Ifs)."""
+"""Models built in memory for tests that need shapes no exporter produces (e.g. 200 nested Ifs), and copies of real
+exports changed as a re-export would change them."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -135,3 +137,35 @@ def count_lines(fn: Callable[[], Any]) -> int:
     finally:
         sys.settrace(None)
     return count
+
+
+def reviewed_cos_table(folder: Path, note: str) -> tuple[Path, Path]:
+    """A copy of the zoo's llama_gqa whose rotary cos table (``unsqueeze_14``, an initializer the rotary ``mul`` calls
+    read) is changed in another copy, with the body of its first reader marked suspicious with ``note`` in the first
+    copy's sidecar, as the app marks it: the reviewed model and the changed one (Qwen2 re-exported with another
+    ``rope_theta`` changes its tables so)."""
+    import shutil
+
+    from onnx import numpy_helper
+
+    from inspector.core.model.index import open_index
+    from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+    from inspector.core.specialise.specialiser import Specialiser
+    from tests.conftest import ZOO
+
+    model, other = folder / "llama_gqa.onnx", folder / "other.onnx"
+    shutil.copy(ZOO / "llama_gqa.onnx", model)
+    changed = onnx.load(str(model), load_external_data=False)
+    (table,) = [t for t in changed.graph.initializer if t.name == "unsqueeze_14"]
+    values = numpy_helper.to_array(table).copy()
+    values.flat[-1] += 0.25
+    table.CopyFrom(numpy_helper.from_array(values, table.name))
+    onnx.save(changed, str(other))
+    index = open_index(model)
+    reader = next(i for i, n in enumerate(index.proto.graph.node) if "unsqueeze_14" in n.input)
+    call = next(c for c in index.provenance.calls if (reader,) in c.node_paths)
+    analysis = next(a for a in Specialiser(index).analyse_all() if a.family.name == call.family[1])
+    body = analysis.bodies_of([call])[0]
+    (key,) = [k for k, o in review_keys(analysis) if o is body]
+    ReviewStore(model).set(key, "suspicious", note, reviewed_value(body))
+    return model, other

@@ -564,28 +564,10 @@ def test_a_changed_initializer_says_what_the_reviews_of_a_said_of_the_call_that_
     ``mul`` calls, whose body had been marked suspicious in A: the change said nothing of it. An initializer's change
     now says the reviews of the body of the first call that reads it (as its graphs show that call); here Llama's
     cos table, changed in a copy."""
-    import onnx
-    from onnx import numpy_helper
+    from tests.builders import reviewed_cos_table
 
-    from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
-    from inspector.core.specialise.specialiser import Specialiser
-
-    model = tmp_path / "llama_gqa.onnx"
-    shutil.copy(ZOO / "llama_gqa.onnx", model)
-    changed = onnx.load(str(model), load_external_data=False)
-    (table,) = [t for t in changed.graph.initializer if t.name == "unsqueeze_14"]  # (the rotary cos table)
-    values = numpy_helper.to_array(table).copy()
-    values.flat[-1] += 0.25
-    table.CopyFrom(numpy_helper.from_array(values, table.name))
-    onnx.save(changed, str(tmp_path / "other.onnx"))
-    index = open_index(model)
-    reader = next(i for i, n in enumerate(index.proto.graph.node) if "unsqueeze_14" in n.input)
-    call = next(c for c in index.provenance.calls if (reader,) in c.node_paths)
-    analysis = next(a for a in Specialiser(index).analyse_all() if a.family.name == call.family[1])
-    body = analysis.bodies_of([call])[0]
-    (key,) = [k for k, o in review_keys(analysis) if o is body]
-    ReviewStore(model).set(key, "suspicious", "the cos table is baked in", reviewed_value(body))
-    _load(qtbot, compare, model, tmp_path / "other.onnx")
+    model, other = reviewed_cos_table(tmp_path, "the cos table is baked in")
+    _load(qtbot, compare, model, other)
     (row,) = [row for g, row in _rows(compare) if g == "initializers"]
     with qtbot.waitSignal(compare.change_shown, timeout=60000):
         compare.changes.setCurrentItem(row)

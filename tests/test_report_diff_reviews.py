@@ -103,28 +103,13 @@ def test_a_report_without_reviews_or_of_an_unreviewed_model_says_none(tmp_path: 
 def test_a_changed_initializer_is_said_of_the_body_of_its_first_reader(tmp_path: Path):
     """Llama's rotary cos table changed in a copy: the report says what A's reviews said of the call that reads it,
     as the compare window does."""
-    import onnx
-    from onnx import numpy_helper
+    from tests.builders import reviewed_cos_table
 
-    model = tmp_path / "llama_gqa.onnx"
-    shutil.copy(ZOO / "llama_gqa.onnx", model)
-    changed = onnx.load(str(model), load_external_data=False)
-    (table,) = [t for t in changed.graph.initializer if t.name == "unsqueeze_14"]  # (the rotary cos table)
-    values = numpy_helper.to_array(table).copy()
-    values.flat[-1] += 0.25
-    table.CopyFrom(numpy_helper.from_array(values, table.name))
-    onnx.save(changed, str(tmp_path / "other.onnx"))
-    index = open_index(model)
-    reader = next(i for i, n in enumerate(index.proto.graph.node) if "unsqueeze_14" in n.input)
-    call = next(c for c in index.provenance.calls if (reader,) in c.node_paths)
-    analysis = next(a for a in Specialiser(index).analyse_all() if a.family.name == call.family[1])
-    body = analysis.bodies_of([call])[0]
-    (key,) = [k for k, o in review_keys(analysis) if o is body]
-    ReviewStore(model).set(key, "suspicious", "the cos table is baked in", reviewed_value(body))
-    data = _validate(_report(model, ".json", tmp_path, tmp_path / "other.onnx"))
+    model, other = reviewed_cos_table(tmp_path, "the cos table is baked in")
+    data = _validate(_report(model, ".json", tmp_path, other))
     (said,) = [c for c in data["diff"]["changes"] if "reviews" in c]
     assert said["section"] == "initializer"
     assert [(r["what"], r["status"], r["note"]) for r in said["reviews"]] == [
         ("body", "suspicious", "the cos table is baked in")]
-    text = _text(_report(model, ".html", tmp_path, tmp_path / "other.onnx"))
+    text = _text(_report(model, ".html", tmp_path, other))
     assert "Reviewed in A (the body of the first call that reads it, before it changed)" in text
