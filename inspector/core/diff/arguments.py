@@ -88,8 +88,10 @@ TENSOR = "tensor"  # a tensor passed as an argument, as an argument change shows
 def passed_differently(sig_a: CallSignature, sig_b: CallSignature) -> tuple[ArgChange, ...]:
     """The arguments two calls of one overload pass differently, for a body whose operators changed: what the
     aten signature says of why. A tensor counts as passed or not (``bias: None -> tensor``: a Linear given a bias
-    lowers to MatMul and Add), never by its name, which differs in every call; any other value by its value. Case:
-    Qwen2 against Mistral, each attention projection's body "1 -> 2 nodes: +1 (Add)" without a word of its bias."""
+    lowers to MatMul and Add), never by its name, which differs in every call; any other value by its value, a size
+    computed in the graph by the FX node that computes it (``size: [1, 8, 96] -> [%sym_size_int_1, 8, 96]``: a
+    dynamic export's view). Case: Qwen2 against Mistral, each attention projection's body "1 -> 2 nodes: +1 (Add)"
+    without a word of its bias."""
     if sig_a.schema is None or sig_b.schema is None or sig_a.schema.name != sig_b.schema.name \
             or sig_a.schema.overload != sig_b.schema.overload:
         return ()
@@ -97,17 +99,18 @@ def passed_differently(sig_a: CallSignature, sig_b: CallSignature) -> tuple[ArgC
     out: list[ArgChange] = []
     for x in sig_a.bound:
         if x.parameter.name in passed_b:
-            old, new = _passed(x.value), _passed(passed_b[x.parameter.name])
+            tensor = x.parameter.is_tensor
+            old, new = _passed(x.value, tensor), _passed(passed_b[x.parameter.name], tensor)
             if old != new:
                 out.append(ArgChange(x.parameter.name, old, new))
     return tuple(out)
 
 
-def _passed(v: Any) -> Any:
+def _passed(v: Any, tensor: bool) -> Any:
     if isinstance(v, TensorRef):
-        return TENSOR
+        return TENSOR if tensor else repr(v)
     if isinstance(v, (list, tuple)) and any(isinstance(x, TensorRef) for x in v):
-        return [_passed(x) for x in v]
+        return [_passed(x, tensor) for x in v]
     return plain_value(v)
 
 
