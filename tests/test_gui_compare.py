@@ -574,3 +574,23 @@ def test_a_changed_initializer_says_what_the_reviews_of_a_said_of_the_call_that_
     text = compare.details.toPlainText()
     assert "Reviewed in A (the body of the first call that reads it, before it changed)" in text
     assert "body: suspicious — the cos table is baked in" in text
+
+
+def test_a_call_b_added_is_placed_in_its_module_of_b(qtbot, compare: CompareWindow):
+    """A call only B has is named in B's module (its row read ``in layer_norm_1``: it was looked up in A), and says
+    which call of A stands in for it (``tests/evidence/parallel_norms_*``, GPT-NeoX's parallel LayerNorms)."""
+    import ast
+
+    import onnx
+
+    evidence = ZOO.parent / "evidence"
+    _load(qtbot, compare, evidence / "parallel_norms_a.onnx", evidence / "parallel_norms_b.onnx")
+    (row,) = [row for g, row in _rows(compare) if g.startswith("aten::layer_norm")]
+    change = row.data(0, Qt.ItemDataRole.UserRole)
+    assert change.kind == "call_added"
+    node = next(n for n in onnx.load(str(evidence / "parallel_norms_b.onnx")).graph.node
+                if any(p.key == "pkg.torch.onnx.fx_node" and p.value.startswith(f"%{change.where} ")
+                       for p in n.metadata_props))
+    module = ast.literal_eval(next(p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"))[-2]
+    assert module == "norm2" and row.text(1) == f"{module} › {change.where}"
+    assert "one call of A for two of B" in row.text(0)

@@ -229,7 +229,7 @@ class CompareWindow(QMainWindow):
             text += "\n" + d.fold.explanation
         self.summary.setText(text)
         self.changes.clear()
-        named = pair.calls.get(id(pair.a), {})
+        named = pair.calls.get(id(pair.a), {}), pair.calls.get(id(pair.b), {})
         for section, family, changes in d.grouped():
             group = QTreeWidgetItem([group_title(section, family), "", ""])
             self.changes.addTopLevelItem(group)
@@ -318,11 +318,12 @@ def reads_old_to_new(c: Change) -> bool:
     return (c.kind == "value_changed" and bool(c.detail)) or (c.old is not None and c.new is not None and not c.detail)
 
 
-def where_line(c: Change, named: Mapping[str, AtenCall]) -> str:
+def where_line(c: Change, named: tuple[Mapping[str, AtenCall], Mapping[str, AtenCall]]) -> str:
     """A change row's second line: the call it is in, with its module (``model.layers.0.input_layernorm › add_3``),
     and how many more sites, as a weight's readers say it (``… and 4 more``): Gemma's changed RMSNorm epsilon read
-    ``add_3  +4`` beside ``model.layers.0.self_attn › mul_6 and 3 more``. ``named``: A's aten calls by FX name."""
-    call = named.get(c.where) if c.section == "aten_call" else None
+    ``add_3  +4`` beside ``model.layers.0.self_attn › mul_6 and 3 more``. ``named``: A's and B's aten calls by FX
+    name (a call B added is B's)."""
+    call = named[c.kind == "call_added"].get(c.where) if c.section == "aten_call" else None
     place = call.place if call is not None and call.module_path else c.where
     return place + (f" and {len(c.sites) - 1} more" if len(c.sites) > 1 else "")
 
