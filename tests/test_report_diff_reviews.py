@@ -70,7 +70,7 @@ def test_the_html_report_shows_them_under_the_change_escaped(reviewed: tuple[Pat
     model, eps = reviewed
     page = _report(model, ".html", tmp_path)
     text = _text(page)
-    assert "Reviewed in A (the body this change is in, before it changed)" in text
+    assert "Reviewed in A (the body this change is in)" in text
     assert f"LayerNormalization.epsilon = {eps:g}: OK — {NOTE}" in text
     assert "body: suspicious" in text
     assert "<b>1e-5</b>" not in page and "&lt;b&gt;1e-5&lt;/b&gt;" in page
@@ -112,4 +112,4 @@ def test_a_changed_initializer_is_said_of_the_body_of_its_first_reader(tmp_path:
     assert [(r["what"], r["status"], r["note"]) for r in said["reviews"]] == [
         ("body", "suspicious", "the cos table is baked in")]
     text = _text(_report(model, ".html", tmp_path, other))
-    assert "Reviewed in A (the body of the first call that reads it, before it changed)" in text
+    assert "Reviewed in A (the body of the first call that reads it)" in text
