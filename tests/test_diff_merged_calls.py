@@ -47,7 +47,7 @@ def test_the_call_one_side_lacks_names_the_call_that_stands_in_for_it(order: str
     (extra,) = [name for name, module in _layer_norms("b").items() if module == "norm2"]
     kind = "call_added" if first == "a" else "call_removed"
     (change,) = [c for c in d.changes if c.family == "aten::layer_norm"]
-    assert (change.kind, change.sites) == (kind, [extra])
+    assert (change.kind, change.sites, change.stand_in) == (kind, [extra], one)
     if first == "a":
         assert change.detail.endswith(f"; A reads {one} where B reads {extra}: one call of A for two of B")
     else:

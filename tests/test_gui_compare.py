@@ -594,3 +594,13 @@ def test_a_call_b_added_is_placed_in_its_module_of_b(qtbot, compare: CompareWind
     module = ast.literal_eval(next(p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"))[-2]
     assert module == "norm2" and row.text(1) == f"{module} › {change.where}"
     assert "one call of A for two of B" in row.text(0)
+    # A's side shows A's one LayerNorm call, read where B's added one is read, and says so
+    (one,) = [n for n in onnx.load(str(evidence / "parallel_norms_a.onnx")).graph.node
+              if n.op_type == "LayerNormalization"]
+    fx = next(p.value for p in one.metadata_props if p.key == "pkg.torch.onnx.fx_node")
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(row)
+    scope = compare.side_a.current_scope()
+    assert isinstance(scope, AtenCall) and scope.name == fx.split(" ")[0][1:] == change.stand_in
+    assert "not in A; shown for comparison" in compare.twin.a.info.toPlainText()
+    assert "read where it is read" in compare.twin.a.info.toPlainText()

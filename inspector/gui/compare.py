@@ -309,7 +309,9 @@ def stand_in(side: str, c: Change, scope: Scope) -> Rich:
     of the family is not taken for the changed call's counterpart. Empty for the side that has it (its default)."""
     if c.kind not in (_ONLY_IN_B if side == "A" else _ONLY_IN_A):
         return Rich()
-    shown = "the main graph" if scope == MAIN else scope_label(scope) + ", of the same family"
+    standing = isinstance(scope, AtenCall) and scope.name == c.stand_in  # (``Change.stand_in``)
+    shown = "the main graph" if scope == MAIN else scope_label(scope) + (
+        ", read where it is read" if standing else ", of the same family")
     return tag("p", tag("b", side), ": ", tag("i", f"not in {side}"), "; shown for comparison: ", shown)
 
 

@@ -85,6 +85,9 @@ class Change:
     # for an initializer whose name does not say where it is read: the first aten call that reads it, as its place
     # (``encoder.layers.0.blocks.0.attention.q_proj › linear``), and how many more do (``facts._read_by``)
     read_by: str = ""
+    # for a call one side lacks: the other side's call read where ``where`` is read (``run.merged_calls``: two calls
+    # of B that are one call of A, which stands in for each)
+    stand_in: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -93,6 +96,8 @@ class Change:
         }
         if self.read_by:
             out["read_by"] = self.read_by
+        if self.stand_in:
+            out["stand_in"] = self.stand_in
         if self.arguments:
             out["arguments"] = [a.to_json() for a in self.arguments]
         if self.edits:

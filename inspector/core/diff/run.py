@@ -109,6 +109,7 @@ def merged_calls(changes: list[Change], stand_ins: dict[tuple[str, str], str]) -
         if not kind or c.section != "aten_call":
             continue
         said = [(stand_ins[(kind, site)], site) for site in c.sites if (kind, site) in stand_ins]
+        c.stand_in = stand_ins.get((kind, c.where), "")
         if said:
             one, two = ("A", "B") if kind == "added" else ("B", "A")
             c.detail += "; " + ", ".join(f"{one} reads {x} where {two} reads {y}" for x, y in said) + \

@@ -36,7 +36,8 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
     """The scope a change lives in, on one side: an aten call, a function, or the main graph. ``by_name``:
     ``calls_by_name(index)``, made once for many changes (80k calls at 100k nodes). An initializer or graph input
     that changed is in the first aten call that reads it (``maps``: the side's graph maps; without them, the main
-    graph)."""
+    graph). A call the side lacks is shown by the call that stands in for it there (``Change.stand_in``), else by
+    the first call of its family."""
     names = [change.where, *change.sites]
     if change.section in READ and maps is not None:
         if by_name is None:
@@ -47,7 +48,7 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
     if change.section == "aten_call":
         if by_name is None:
             by_name = calls_by_name(index)
-        for name in names:
+        for name in [*names, change.stand_in] if change.stand_in else names:
             if name in by_name:  # a call inside a function body (a module fold's layer): that function
                 call = by_name[name]
                 return call if call.scope == MAIN else call.scope
