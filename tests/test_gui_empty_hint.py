@@ -50,3 +50,23 @@ def test_the_trees_say_why_they_are_empty(window: MainWindow, qtbot, tmp_path: P
     assert window.module_view.empty_hint().startswith("No module tree: this model carries no pkg.torch.onnx metadata")
     window.trees.setCurrentWidget(window.module_view)
     window.module_view.grab()
+
+
+def test_a_model_of_another_producer_is_not_taken_for_a_torchscript_export(window: MainWindow, qtbot, tmp_path: Path):
+    """onnx's own test data (Inception, made by onnx-caffe2) read "a TorchScript export, or one whose metadata was
+    removed"; the hints name the producer the model names, on one line however it is spelt."""
+    light = Path(onnx.__file__).parent / "backend/test/data/light/light_inception_v1.onnx"
+    producer = onnx.load(str(light), load_external_data=False).producer_name
+    assert producer == "onnx-caffe2"
+    _open(window, qtbot, light)
+    hint = window.family_view.empty_hint()
+    assert f"(made by {producer}" in hint and "TorchScript" not in hint
+    assert f"(made by {producer}" in window.module_view.empty_hint()
+    proto = onnx.load(str(light), load_external_data=False)
+    proto.producer_name, proto.producer_version = "tool\nwith\x1b[31m escapes", ""
+    odd = tmp_path / "odd.onnx"
+    onnx.save(proto, odd)
+    _open(window, qtbot, odd)
+    hint = window.family_view.empty_hint()
+    assert "\n" not in hint and "\x1b" not in hint and "made by tool ⏎ with" in hint
+    window.family_view.grab()

@@ -12,6 +12,8 @@ from inspector.core.model.calls import AtenCall
 from inspector.core.model.index import ModelIndex
 from inspector.core.model.keys import FunctionKey
 from inspector.core.model.module_tree import ModuleNode
+from inspector.core.model.scan import TORCH_PRODUCER
+from inspector.core.util.textsafe import one_line
 from inspector.gui.analysis import TreeObject
 from inspector.gui.distinct import use_distinct_elision
 from inspector.gui.family_model import FamilyFilter, FamilyModel, FamilyTree, Matches
@@ -181,9 +183,9 @@ class Trees(QWidget):
             return f"No function, overload or aten call matches “{self.family_filter.text}”."
         if index.provenance.has_provenance:
             return "No local functions or aten calls in this model."
-        return ("No local functions or aten calls: this model carries no pkg.torch.onnx metadata (a TorchScript "
-                "export, or one whose metadata was removed), so its nodes cannot be grouped by the aten call they "
-                "came from. The graph, node details, search and diff work as usual.")
+        return (f"No local functions or aten calls: this model carries no pkg.torch.onnx metadata ({_made_by(index)}), "
+                "so its nodes cannot be grouped by the aten call they came from. The graph, node details, search and "
+                "diff work as usual.")
 
     def _modules_hint(self) -> str:
         """Why the modules tree has no rows."""
@@ -193,7 +195,7 @@ class Trees(QWidget):
         if isinstance(model, ModuleModel) and model.kept is not None and model.root is not None:
             return f"No module's path or class matches “{self.family_filter.text}”."
         return ("No module tree: this model carries no pkg.torch.onnx metadata, which names the module each node "
-                "came from (a TorchScript export, or one whose metadata was removed).")
+                f"came from ({_made_by(self.session.index)}).")
 
     def _fit_counts(self, index: ModelIndex) -> None:
         """Size the Calls column to its widest text: a family's count, or a call's node count. Qt's
@@ -286,3 +288,15 @@ class Trees(QWidget):
                 selection.clear()
         finally:
             self._following = False
+
+
+def _made_by(index: ModelIndex) -> str:
+    """Why a model may carry no pkg.torch.onnx metadata, as far as its producer says: a model of onnx's own test data
+    (``onnx-caffe2``) read "a TorchScript export, or one whose metadata was removed". The producer's name is the
+    model's text: made printable and short (the hint is drawn as plain text)."""
+    facts = index.facts
+    if facts.producer_name == TORCH_PRODUCER:
+        return "a TorchScript export, or one whose metadata was removed"
+    if not facts.producer_name:
+        return "it names no producer"
+    return f"made by {one_line(f'{facts.producer_name} {facts.producer_version}'.strip(), 60)}, not torch's exporter"
