@@ -145,3 +145,32 @@ def test_an_attention_whose_nodes_lie_in_another_order_binds_what_its_match_read
         got = {p: r.name for p, r in recognised_tensors(call).items()}
         want = _tensors(open_index(ROOT / "tests" / "zoo" / f"{name}.onnx"), truth)
         assert got == {p: want[p][0] for p in ("query", "key", "value")}
+
+
+def test_a_tensor_whose_node_the_optimizer_folded_says_where_it_went(tmp_path: Path) -> None:
+    """A stripped export's ``linear`` read ``weight=<missing>`` and nothing more: the optimizer had folded its weight's
+    Transpose into the constant its MatMul reads. The signature's note now names that constant, for a parameter the
+    truth call passes (torch's metadata) and the call's nodes do not show; it is an operand of those nodes, and the
+    truth call's node reads it too."""
+    import re
+
+    said = 0
+    for path in zoo_dynamo():
+        truth_index = open_index(path)
+        truth = {_nodes(c): c for c in truth_index.provenance.calls if c.scope == MAIN}
+        index = _stripped(path, tmp_path)
+        graph = index.proto.graph.node
+        for call in index.provenance.calls:
+            want = truth.get(_nodes(call))
+            if not call.recognised or len(call.candidates) != 1 or want is None or want.target != call.target:
+                continue
+            sig = call_signature(call)
+            for param, op, value in re.findall(r"(\w+): the optimizer folded (\w+)\(\w+\) into (\S+?)(?:;|$)",
+                                               sig.problem or ""):
+                assert param in _tensors(truth_index, want) or any(
+                    b.parameter.name == param and b.provided for b in call_signature(want).bound), (path.name, param)
+                assert not any(b.parameter.name == param and b.provided for b in sig.bound)
+                assert any(value in graph[i].input for i in _nodes(call)), (path.name, value)
+                assert op == "Transpose"
+                said += 1
+    assert said == 145, said  # (the linears without bias of the optimized Llama, BERT, T5, ViT, ... exports)

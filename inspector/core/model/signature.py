@@ -63,7 +63,41 @@ def call_signature(call: AtenCall, catalogue: SchemaCatalogue | None = None) -> 
         sig = replace(sig, bound=tuple(
             replace(b, value=None, is_default=False, provided=False) if b.parameter.name in unbound else b
             for b in sig.bound))
+        folded = [f"{p}: the optimizer folded {op}({p}) into {value}" for p, (op, value) in _folded(call).items()
+                  if p in unbound]
+        if folded:
+            sig = replace(sig, problem="; ".join(filter(None, [sig.problem, *folded])))
     return sig
+
+
+def _folded(call: AtenCall) -> dict[str, tuple[str, str]]:
+    """The tensors of ``call``'s template that its nodes do not read because the optimizer folded the template node
+    reading them into a constant: parameter -> (that node's operator, the constant read in its place). A stripped
+    export's ``linear`` read ``weight=<missing>`` with no word of where its weight went: its Transpose was folded into
+    the ``val_<n>`` its MatMul reads. Only where the call's nodes are the template's last ones, node for node
+    (``_by_wiring``'s test); the constant's name is the model's text (shown escaped)."""
+    from inspector.core.model.recognise_call import RecognisedCall  # (the matcher's module: start-up)
+
+    t = _naming_template(call)
+    nodes = call.nodes() if isinstance(call, RecognisedCall) else None
+    if t is None or not nodes:
+        return {}
+    body = [n for n in nodes if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx"))]
+    skip = len(t.nodes) - len(body)
+    if skip <= 0:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for tn, node in zip(t.nodes[skip:], body):
+        if (node.op_type, node.domain) != (tn.op_type, tn.domain) or len(node.input) != len(tn.inputs):
+            return {}
+        for ref, value in zip(tn.inputs, node.input):
+            if ref.kind == "n" and ref.a < skip:  # (a folded node's output, read here as a constant)
+                gone = t.nodes[ref.a]
+                for x in gone.inputs:
+                    param = t.tensors[x.a] if x.kind == "x" and x.a < len(t.tensors) else ""
+                    if param:
+                        out.setdefault(param, (gone.op_type, value))
+    return out
 
 
 def _template_tensors(call: AtenCall) -> set[str]:
