@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from typing import Literal
 
 import onnx
+from onnx import TensorProto
 
 from inspector.core.diff.compare import Recorder
 from inspector.core.diff.model import Change, ChangeKind, FoldRelation, MatchCount
 from inspector.core.diff.units import UnitPairs
 from inspector.core.diff.values import (
     changed_text,
+    external_difference,
     renamed_text,
     same_content,
     short,
@@ -107,12 +109,14 @@ class GraphComparer:
                 self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
                                 f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}",
                                 [t.name], read_by=read))
-            elif not same_content(t, u):
+            elif not same_content(t, u) and not self._same_external(t, u):
                 old, new = tensor_summary(t), tensor_summary(u)
+                external = t.data_location == TensorProto.EXTERNAL or u.data_location == TensorProto.EXTERNAL
+                difference = external_difference(t, A.folder, u, B.folder) if external and A.folder and B.folder \
+                    else value_difference(t, u)
                 self.add(Change("initializer_revalued", "initializer", "", t.name, old, new,
                                 f"{renamed_text(t.name, u.name)} {tensor_type(t)}: "
-                                f"{changed_text(old, new, value_difference(t, u), typed=True)}", [t.name],
-                                read_by=read))
+                                f"{changed_text(old, new, difference, typed=True)}", [t.name], read_by=read))
         for u in added:
             if u.name not in baked_b:
                 read = _read_by(u.name, read_b.get(u.name))
@@ -122,6 +126,16 @@ class GraphComparer:
         if count is not None:
             count.baked = sum(1 for t, kb in left if kb is None and t.name in baked_a) + \
                 sum(1 for u in added if u.name in baked_b)
+
+    def _same_external(self, t: TensorProto, u: TensorProto) -> bool:
+        """Two tensors both held as external data under other references (each export's own weights file) that hold
+        the same bytes (``tensors.same_external_bytes``): no change. Where either cannot be read, a change."""
+        if t.data_location != TensorProto.EXTERNAL or u.data_location != TensorProto.EXTERNAL \
+                or t.data_type != u.data_type or t.dims != u.dims or not self.A.folder or not self.B.folder:
+            return False
+        from inspector.core.model.tensors import same_external_bytes  # (here: external data read; start-up)
+
+        return same_external_bytes(t, self.A.folder, u, self.B.folder) is True
 
     def compare_values(self, section: Literal["input", "output"], va: Sequence[onnx.ValueInfoProto],
                        vb: Sequence[onnx.ValueInfoProto]) -> dict[int, int]:

@@ -31,6 +31,9 @@ class Side:
         """``cut``: the cut of ``index``'s main graph, by default one of its own; ``follow``: the pair it was cut in,
         which resolves its units on first use (``Side.pair``)."""
         self.index = index
+        # the folder its external data is read from, where a diff must read it (``facts._same_external``); None for a
+        # model with no file
+        self.folder = index.path.parent if index.path.name else None
         self.follow = follow
         self.graph = index.proto.graph
         self._maps: GraphMaps | None = None

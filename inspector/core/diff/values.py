@@ -4,6 +4,7 @@ of a value that ``Change.detail`` (part of the JSON format) and every diff rende
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from onnx import TensorProto
@@ -105,13 +106,39 @@ def value_difference(t: TensorProto, u: TensorProto) -> str:
             f"{_show(ys[at])}")
 
 
+def external_difference(t: TensorProto, folder_t: Path, u: TensorProto, folder_u: Path) -> str:
+    """``value_difference`` of two tensors held as external data, read from inside each model's folder
+    (``tensors.read_tensor``) where they have at most ``MAX_COMPARED`` elements; "" otherwise, or when either cannot
+    be read."""
+    from onnx import numpy_helper  # (here: external data read; start-up)
+
+    from inspector.core.model.tensors import read_tensor
+    from inspector.core.util.errors import InspectorError
+
+    if t.data_type != u.data_type or list(t.dims) != list(u.dims) or math.prod(t.dims) > MAX_COMPARED:
+        return ""
+    try:
+        a, b = read_tensor(t, folder_t), read_tensor(u, folder_u)
+        return value_difference(numpy_helper.from_array(a, t.name), numpy_helper.from_array(b, u.name))
+    except (InspectorError, ValueError, TypeError):
+        return ""
+
+
 def changed_text(old: Any, new: Any, difference: str, typed: bool = False) -> str:
     """``old -> new`` as a diff's detail says it; with a ``difference`` (``value_difference``), the summaries' digests
     and the difference instead of their first values (``typed``: the detail names the type already)."""
     if not difference or not isinstance(old, dict) or not isinstance(new, dict):
         return f"{show_value(old)} -> {show_value(new)}"
-    head = f"#{str(old.get('digest', ''))[:8]}" if typed else tensor_summary_text({**old, "first": None})
-    return f"{head} -> #{str(new.get('digest', ''))[:8]}: {difference}"
+    head = _held(old) if typed else tensor_summary_text({**old, "first": None})
+    return f"{head} -> {_held(new)}: {difference}"
+
+
+def _held(summary: dict[str, Any]) -> str:
+    """Where a tensor summary's values are: its digest (``#1ed5b974``), or for external data its file and offset."""
+    ext = summary.get("external")
+    if "digest" not in summary and isinstance(ext, dict):
+        return f"@{ext.get('location', '?')}+{ext.get('offset', '0')}"
+    return f"#{str(summary.get('digest', ''))[:8]}"
 
 
 def renamed_text(a: str, b: str) -> str:

@@ -137,9 +137,50 @@ def read_tensor(t: TensorProto, folder: Path, max_bytes: int = PREVIEW_LIMIT) ->
                              f"{' '.join(str(e).split())[:200]}") from None
 
 
-def _read_region(name: str, folder: Path, path: Path, offset: int, length: int) -> bytearray:
-    """``length`` bytes at ``offset`` of ``path``, from a regular file inside ``folder`` only; never blocks, never
-    through a final symbolic link (``paths.open_regular``), and what was opened is checked to lie inside ``folder``."""
+COMPARED_CHUNK = 16 * 1024 * 1024  # bytes of each side's external data compared at a time (``same_external_bytes``)
+
+
+def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u: Path) -> bool | None:
+    """Whether two tensors held as external data hold the same bytes, read from inside each model's folder as
+    ``read_tensor`` reads them, a chunk at a time, stopping at the first chunk that differs; None when either cannot
+    be read (the caller says so, and compares no further). Why: two exports of one model name their weights files
+    after themselves (``a.onnx.data``, ``b.onnx.data``), so their references differ however equal the weights are:
+    compared by reference alone, every weight of CLIP saved beside another name read "re-valued"."""
+    regions = []
+    for tensor, folder in ((t, folder_t), (u, folder_u)):
+        info = {e.key: e.value for e in tensor.external_data}
+        offset = parse_decimal(info.get("offset", "0"))
+        length = parse_decimal(info["length"]) if "length" in info else tensor_facts(tensor).nbytes
+        if offset is None or length is None:
+            return None
+        regions.append((tensor.name, Path(folder), info.get("location", ""), offset, length))
+    if regions[0][4] != regions[1][4]:
+        return False
+    fds: list[int] = []
+    try:
+        for name, folder, location, offset, length in regions:
+            fds.append(_open_region(name, folder, resolve_external_path(folder, location), offset, length))
+        at_t, at_u, length = regions[0][3], regions[1][3], regions[0][4]
+        done = 0
+        while done < length:
+            step = min(COMPARED_CHUNK, length - done)
+            a, b = os.pread(fds[0], step, at_t + done), os.pread(fds[1], step, at_u + done)
+            if len(a) != step or len(b) != step:
+                return None  # (a file that became shorter while it was read)
+            if a != b:
+                return False
+            done += step
+        return True
+    except (InspectorError, OSError):
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _open_region(name: str, folder: Path, path: Path, offset: int, length: int) -> int:
+    """A descriptor of ``path`` holding ``length`` bytes at ``offset``: a regular file inside ``folder`` only, never
+    through a final symbolic link (``paths.open_regular``), what was opened checked to lie inside ``folder``."""
     try:
         fd = open_regular(path, follow_links=False, what="external data")
     except FileNotFoundError:
@@ -152,6 +193,16 @@ def _read_region(name: str, folder: Path, path: Path, offset: int, length: int) 
         _check_opened_inside(name, fd, folder, path, st)
         if offset + length > st.st_size:
             raise InspectorError(f"tensor {name!r}: external data runs past the end of {path.name}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_region(name: str, folder: Path, path: Path, offset: int, length: int) -> bytearray:
+    """``length`` bytes at ``offset`` of ``path``, from a regular file inside ``folder`` only (``_open_region``)."""
+    fd = _open_region(name, folder, path, offset, length)
+    try:
         buf = bytearray(length)
         view = memoryview(buf)
         done = 0
