@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.core.diff import Change, ModelDiff
 from inspector.core.diff.folders import DirDiff
-from inspector.core.reviewed_changes import Reviewed, reviewed_place
-from inspector.report.data import BADGE_LABELS
 from inspector.report.diff_markdown import MAX_EDITS, edit_at, sites_shown
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
 from inspector.report.templating import Markup, template_environment
+
+if TYPE_CHECKING:  # (the reviews of a report's diff: the report's, imported there; a diff page never reads them)
+    from inspector.core.reviewed_changes import Reviewed
 
 __all__ = ["CSP", "DIFF_CSS", "diff_section_html", "dir_diff_page", "render_html"]
 
@@ -100,6 +101,11 @@ def diff_section_html(d: ModelDiff, max_changes: int | None = None, heading: str
     """The verdict and the changes (at most ``max_changes``, the rest counted by the caller), for another page
     (``printing``: one Qt's printer lays out, ``report.html.render_html``); ``reviewed``: what the reviews of model
     A said of each change's body, by the change's ``id`` (``core.reviewed_changes``), shown under its detail."""
+    # (here, not at import: a folder diff's workers never show reviews; imported with the module, these and the
+    # diff's signature binding (``compare``) cost the zoo's folder diff 12 ms of its 0.21 s wall, 2 workers)
+    from inspector.core.reviewed_changes import reviewed_place
+    from inspector.report.data import BADGE_LABELS
+
     said = reviewed or {}
     macros: Any = template_environment(keep_newlines=False).get_template("diff.html.j2").make_module(
         {**_HELPERS, "reviews_of": lambda c: said.get(id(c), ()), "reviewed_place": reviewed_place,

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inspector.core.diff import Change, ModelDiff, Section
-from inspector.core.reviewed_changes import Reviewed
 from inspector.core.util.textsafe import md_html
 from inspector.core.util.textsafe import md_text as md
 from inspector.core.util.units import arrowed, plural
 from inspector.report.diff_text import group_title, kind_title, matched_line, verdict
+
+if TYPE_CHECKING:  # (the reviews of a report's diff: a diff's own page never reads them)
+    from inspector.core.reviewed_changes import Reviewed
 
 __all__ = ["GITHUB_LIMIT", "MD_BUDGET", "changes_markdown", "fit_markdown", "render_markdown", "sites_shown",
            "summary_markdown"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.core.bodies.body import Body
 from inspector.core.bodies.literals import Literal
@@ -16,8 +16,10 @@ from inspector.core.diff.model import ArgChange
 from inspector.core.diff.values import show_value
 from inspector.core.model.calls import made_inside
 from inspector.core.model.fx import TensorRef
-from inspector.core.model.signature import CallSignature
 from inspector.core.specialise.links import ArgLink, BodyFlow, Shape, link, literal_place, plain_value
+
+if TYPE_CHECKING:  # (bound where a body's operators changed: a diff of equal exports never binds one)
+    from inspector.core.model.signature import CallSignature
 
 
 @dataclass(slots=True)
