@@ -440,8 +440,8 @@ def _by_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProto]
     left = {t.name: k for k, t in enumerate(inits_a) if k not in tmap and t.name not in A.input_pos}
     if not left:
         return
-    ranks_a: dict[int, dict[int, tuple[str, int]]] = {}  # unit -> node -> (op, its occurrence among the unit's)
-    ranks_b: dict[int, dict[tuple[str, int], int]] = {}  # unit -> (op, occurrence) -> node
+    ranks_a: dict[int, dict[int, _Rank]] = {}  # unit -> node -> (op, its occurrence among the unit's nodes)
+    ranks_b: dict[int, dict[_Rank, int]] = {}  # unit -> (op, occurrence) -> node
     for i, place, name in A.reads_of(set(left)):
         k = left[name]
         ka = A.unit_of_node[i]
@@ -463,14 +463,17 @@ def _by_place(pairs: UnitPairs, umap: dict[int, int], inits_a: list[TensorProto]
             taken.add(found)
 
 
-def _ranked(side: Side, nodes: Iterable[int]) -> Iterator[tuple[tuple[str, int], int]]:
-    """Each of ``nodes`` with its op (domain, type) and its occurrence among ``nodes`` of that op."""
+_Rank = tuple[tuple[str, str], int]  # a node's op (domain, type) and its occurrence among its call's nodes of that op
+
+
+def _ranked(side: Side, nodes: Iterable[int]) -> Iterator[tuple[_Rank, int]]:
+    """Each of ``nodes`` with its op and its occurrence among ``nodes`` of that op."""
     seen: Counter[tuple[str, str]] = Counter()
     graph = side.graph.node
     for g in nodes:
         node = graph[g]
         op = (node.domain, node.op_type)
-        yield (f"{op[0]}:{op[1]}", seen[op]), g
+        yield (op, seen[op]), g
         seen[op] += 1
 
 
