@@ -81,3 +81,45 @@ def test_weights_outside_the_folder_or_behind_a_link_are_not_read(tmp_path: Path
     for location, name in (("../a/a.onnx.data", "out.onnx"), ("linked.data", "linked.onnx")):
         d = diff_files(a, _referring(model, location, tmp_path / "b" / name))
         assert [c for c in d.changes if c.kind == "initializer_revalued"], location
+
+
+def _in_folder(folder: Path, delta: float = 0.0) -> tuple[Path, np.ndarray]:
+    """The zoo's ViT as ``folder/model.onnx`` with its weights in ``folder/model.onnx.data`` (one name in every
+    folder, as an export names it), ``delta`` added to one value of its largest weight; that weight's values."""
+    folder.mkdir()
+    model = onnx.load(str(ZOO / "vit.onnx"))
+    tensor = max(model.graph.initializer, key=lambda t: np.prod(t.dims))
+    old = numpy_helper.to_array(tensor)
+    if delta:
+        new = old.copy()
+        new.flat[5] += delta
+        tensor.CopyFrom(numpy_helper.from_array(new, tensor.name))
+    _save(model, folder / "model.onnx", "model.onnx.data")
+    return folder / "model.onnx", old
+
+
+def test_two_folders_of_exports_with_one_weights_file_name_compare_their_bytes(tmp_path: Path):
+    """Every reference of the two is alike (``model.onnx.data``, same offsets), and that said nothing: a weight
+    changed in B's file read no change at all. The folder diff pairs them by path and says the same."""
+    a, old = _in_folder(tmp_path / "a")
+    b, _old = _in_folder(tmp_path / "b", delta=-0.25)
+    (change,) = diff_files(a, b).changes
+    assert change.kind == "initializer_revalued" and change.detail.endswith(
+        f"the most at {[int(i) for i in np.unravel_index(5, old.shape)]}: {np.float32(old.flat[5])!s} -> "
+        f"{np.float32(old.flat[5] - np.float32(0.25))!s}"), change.detail
+    from inspector.core.diff.folders import diff_dirs
+
+    (row,) = diff_dirs(tmp_path / "a", tmp_path / "b", jobs=1).rows
+    assert (row.path, row.status, row.changes, row.kinds) == ("model.onnx", "different", 1,
+                                                             {"initializer_revalued": 1})
+
+
+def test_two_folders_without_their_weights_or_sharing_one_file_are_equal(tmp_path: Path):
+    """Exports shared without their weights files cannot be compared by bytes: by their references, alike, as
+    before; a weights file linked into both folders is one file, equal whatever it holds."""
+    a, _old = _in_folder(tmp_path / "a")
+    b, _old = _in_folder(tmp_path / "b", delta=1.0)
+    (tmp_path / "b" / "model.onnx.data").unlink()
+    assert diff_files(a, b).equal
+    os.link(tmp_path / "a" / "model.onnx.data", tmp_path / "b" / "model.onnx.data")
+    assert diff_files(a, b).equal

@@ -41,6 +41,7 @@ class GraphComparer:
         self.A, self.B = pairs.A, pairs.B
         self.add = recorder.add
         self.matched = matched  # graph inputs and outputs are matched while compared
+        self._folders: bool | None = None  # (``_two_folders``, worked out once)
 
     def compare_model_facts(self, fold: FoldRelation | None, explained: set[FunctionKey]) -> None:
         fa, fb = self.A.index.facts, self.B.index.facts
@@ -91,6 +92,9 @@ class GraphComparer:
         # a pair of equal initializers (one comparison in C) is no change, baked into a call or not; only the rest
         # are asked about (``Side.baked``: constants compared as part of aten call bodies are not listed here)
         left = [(t, kb) for ka, t in enumerate(inits_a) if (kb := tmap.get(ka)) is None or t != inits_b[kb]]
+        if self._two_folders():  # (external data referred to alike in two folders: two files, maybe other bytes)
+            left += [(t, kb) for ka, t in enumerate(inits_a) if t.data_location == TensorProto.EXTERNAL
+                     and (kb := tmap.get(ka)) is not None and t == inits_b[kb]]
         matched_b = set(tmap.values())
         added = [u for kb, u in enumerate(inits_b) if kb not in matched_b]
         baked_a = A.baked({t.name for t, _kb in left})
@@ -109,7 +113,8 @@ class GraphComparer:
                 self.add(Change("initializer_reshaped", "initializer", "", t.name, tensor_type(t), tensor_type(u),
                                 f"{renamed_text(t.name, u.name)} {tensor_type(t)} -> {tensor_type(u)}",
                                 [t.name], read_by=read))
-            elif not same_content(t, u) and not self._same_external(t, u):
+            elif not (self._same_external(t, u) if t.data_location == u.data_location == TensorProto.EXTERNAL
+                      else same_content(t, u)):
                 old, new = tensor_summary(t), tensor_summary(u)
                 external = t.data_location == TensorProto.EXTERNAL or u.data_location == TensorProto.EXTERNAL
                 difference = external_difference(t, A.folder, u, B.folder) if external and A.folder and B.folder \
@@ -128,14 +133,28 @@ class GraphComparer:
                 sum(1 for u in added if u.name in baked_b)
 
     def _same_external(self, t: TensorProto, u: TensorProto) -> bool:
-        """Two tensors both held as external data under other references (each export's own weights file) that hold
-        the same bytes (``tensors.same_external_bytes``): no change. Where either cannot be read, a change."""
-        if t.data_location != TensorProto.EXTERNAL or u.data_location != TensorProto.EXTERNAL \
-                or t.data_type != u.data_type or t.dims != u.dims or not self.A.folder or not self.B.folder:
-            return False
+        """Whether two tensors held as external data hold the same bytes: by their references where both sides read
+        one file at one place (one model's folder), else by the bytes (``tensors.same_external_bytes``): each export
+        naming its weights file after itself (every reference differs), or two folders of exports whose files have
+        one name (every reference alike, any weight may differ). Where either cannot be read, by the references, as
+        before any were read (two folders of exports shared without their weights files differ in nothing)."""
+        same_reference = t.external_data == u.external_data
+        if not self.A.folder or not self.B.folder or (same_reference and not self._two_folders()):
+            return same_reference
         from inspector.core.model.tensors import same_external_bytes  # (here: external data read; start-up)
 
-        return same_external_bytes(t, self.A.folder, u, self.B.folder) is True
+        got = same_external_bytes(t, self.A.folder, u, self.B.folder)
+        return same_reference if got is None else got
+
+    def _two_folders(self) -> bool:
+        """Whether the two models lie in two folders (their external data, referred to alike, are two files)."""
+        if self._folders is None:
+            a, b = self.A.folder, self.B.folder
+            try:
+                self._folders = a is not None and b is not None and a.resolve() != b.resolve()
+            except (OSError, RuntimeError):
+                self._folders = False
+        return self._folders
 
     def compare_values(self, section: Literal["input", "output"], va: Sequence[onnx.ValueInfoProto],
                        vb: Sequence[onnx.ValueInfoProto]) -> dict[int, int]:

@@ -161,6 +161,9 @@ def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u
         for name, folder, location, offset, length in regions:
             fds.append(_open_region(name, folder, resolve_external_path(folder, location), offset, length))
         at_t, at_u, length = regions[0][3], regions[1][3], regions[0][4]
+        one, other = os.fstat(fds[0]), os.fstat(fds[1])
+        if (one.st_dev, one.st_ino, at_t) == (other.st_dev, other.st_ino, at_u):
+            return True  # (one file at one place, whatever each side calls it: not read)
         done = 0
         while done < length:
             step = min(COMPARED_CHUNK, length - done)
