@@ -604,3 +604,22 @@ def test_a_call_b_added_is_placed_in_its_module_of_b(qtbot, compare: CompareWind
     assert isinstance(scope, AtenCall) and scope.name == fx.split(" ")[0][1:] == change.stand_in
     assert "not in A; shown for comparison" in compare.twin.a.info.toPlainText()
     assert "read where it is read" in compare.twin.a.info.toPlainText()
+
+
+def test_a_changed_external_weight_shows_where_each_side_holds_it_line_by_line(qtbot, compare: CompareWindow,
+                                                                              tmp_path: Path):
+    """A weight held in each export's own weights file: its change says what differs (bytes compared) and its sides
+    list file, offset and length a line each; ``external: {location: …}`` on one line pushed B's side out of view."""
+    from tests.test_diff_external_bytes import _pair
+
+    a, b, _old = _pair(tmp_path, delta=0.5)
+    _load(qtbot, compare, a, b)
+    (row,) = [row for g, row in _rows(compare) if g == "initializers"]
+    with qtbot.waitSignal(compare.change_shown, timeout=60000):
+        compare.changes.setCurrentItem(row)
+    text = compare.details.toPlainText()
+    assert "location: a.onnx.data" in text and "location: b.onnx.data" in text and "{" not in text
+    assert "1 of " in text and " values differ" in text
+    document = compare.details.document()
+    document.setTextWidth(440)
+    assert document.idealWidth() <= 440  # (both sides fit the panel's default width)

@@ -340,9 +340,17 @@ def change_line(c: Change) -> str:
 
 
 def _shown(value: object) -> str:
-    """A side of a change: a mapping (the folding's facts) one ``key: value`` a line, not ``{folded: b, …}``."""
+    """A side of a change: a mapping (the folding's facts) one ``key: value`` a line, not ``{folded: b, …}``; where
+    external data lies, as its file, offset and length, each on a line (``external: {location: clip.weights, offset:
+    14592, length: 2048}`` on one line pushed the new side out of a 440 px panel)."""
     if isinstance(value, dict):
-        return "\n".join(f"{k}: {show_value(v, 200)}" for k, v in value.items())
+        lines = []
+        for k, v in value.items():
+            if k == "external" and isinstance(v, dict):
+                lines += [f"{key}: {show_value(x, 200)}" for key, x in v.items()]
+            else:
+                lines.append(f"{k}: {show_value(v, 200)}")
+        return "\n".join(lines)
     return show_value(value, 400)
 
 
