@@ -123,3 +123,28 @@ def test_two_folders_without_their_weights_or_sharing_one_file_are_equal(tmp_pat
     assert diff_files(a, b).equal
     os.link(tmp_path / "a" / "model.onnx.data", tmp_path / "b" / "model.onnx.data")
     assert diff_files(a, b).equal
+
+
+def test_a_weight_in_a_file_of_holes_is_not_read(tmp_path: Path, monkeypatch):
+    """A hostile pair whose 1 GiB weight lies in files that are all holes (``truncate``: nothing on disk) would be read
+    as zeros, a gigabyte a side: not compared (no byte read), so the references decide: a change."""
+    from onnx import TensorProto, helper
+
+    import inspector.core.model.tensors as tensors
+
+    paths = []
+    for side in "ab":
+        weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 28], data_location=TensorProto.EXTERNAL)
+        for key, value in (("location", f"{side}.data"), ("offset", "0"), ("length", str(1 << 30))):
+            weight.external_data.add(key=key, value=value)
+        graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1 << 28])], [weight])
+        onnx.save(helper.make_model(graph), str(tmp_path / f"{side}.onnx"))
+        with open(tmp_path / f"{side}.data", "wb") as fh:
+            fh.truncate(1 << 30)
+        paths.append(tmp_path / f"{side}.onnx")
+    read = []
+    pread = os.pread
+    monkeypatch.setattr(tensors.os, "pread", lambda fd, n, at: read.append(n) or pread(fd, n, at))
+    (change,) = diff_files(*paths).changes
+    assert change.kind == "initializer_revalued" and not [n for n in read if n >= tensors.COMPARED_CHUNK]

@@ -7,7 +7,8 @@ symlink as last component, a FIFO or a device never blocks or redirects the read
 checked by ``fstat`` (a regular file) and by the path the kernel reports for the descriptor (still inside the
 folder, so a symlink swapped into a parent folder between the check and the open is caught); offset and length
 must be plain ASCII decimals within bounds; at most ``PREVIEW_LIMIT`` bytes are read, into one buffer that the
-array then shares (no second copy for numpy's own types). Every failure is a one-line ``InspectorError``.
+array then shares (no second copy for numpy's own types). Every failure is a one-line ``InspectorError``. A diff
+compares two regions a chunk at a time (``same_external_bytes``), never a large one in a file of holes.
 """
 
 from __future__ import annotations
@@ -145,7 +146,9 @@ def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u
     ``read_tensor`` reads them, a chunk at a time, stopping at the first chunk that differs; None when either cannot
     be read (the caller says so, and compares no further). Why: two exports of one model name their weights files
     after themselves (``a.onnx.data``, ``b.onnx.data``), so their references differ however equal the weights are:
-    compared by reference alone, every weight of CLIP saved beside another name read "re-valued"."""
+    compared by reference alone, every weight of CLIP saved beside another name read "re-valued". One file at one
+    place is not read; nor is a region of more than ``SPARSE_CHECKED`` bytes in a file that is mostly holes (a hostile
+    model's terabyte of holes would read as zeros for minutes): None."""
     regions = []
     for tensor, folder in ((t, folder_t), (u, folder_u)):
         info = {e.key: e.value for e in tensor.external_data}
@@ -164,6 +167,8 @@ def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u
         one, other = os.fstat(fds[0]), os.fstat(fds[1])
         if (one.st_dev, one.st_ino, at_t) == (other.st_dev, other.st_ino, at_u):
             return True  # (one file at one place, whatever each side calls it: not read)
+        if length > SPARSE_CHECKED and (_sparse(one) or _sparse(other)):
+            return None  # (a hostile model's terabyte of holes would be read as zeros: not compared)
         done = 0
         while done < length:
             step = min(COMPARED_CHUNK, length - done)
@@ -179,6 +184,15 @@ def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u
     finally:
         for fd in fds:
             os.close(fd)
+
+
+SPARSE_CHECKED = 64 * 1024 * 1024  # bytes from which a region compared must lie in a file that is not mostly holes
+
+
+def _sparse(st: os.stat_result) -> bool:
+    """Whether a file holds far fewer blocks than its size says (mostly holes): no exporter writes one."""
+    blocks = getattr(st, "st_blocks", None)
+    return blocks is not None and blocks * 512 < st.st_size // 2
 
 
 def _open_region(name: str, folder: Path, path: Path, offset: int, length: int) -> int:
