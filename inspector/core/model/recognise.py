@@ -42,6 +42,7 @@ from typing import Any
 import onnx
 
 from inspector.core.aten.templates import (
+    Ref,
     Template,
     load_templates,
 )
@@ -455,18 +456,35 @@ def _plausible(t: Template, keys: list[Key], ctx: list[object], single: bool = F
     there, so one operand at least of the last node is made by a node of the template's kind (a MatMul of a weight is
     no linear of two nodes: at 100k nodes, 11k tries of the Llama replica's MatMuls saved)."""
     made = single or len(t.nodes) < 2 or node != -1
-    for ref, what in zip(t.nodes[node].inputs, ctx):
+    operands = t.nodes[node].inputs
+    for ref, what in zip(operands, ctx):
         if ref.kind == "n":
-            constant = what == "c" or (isinstance(what, tuple) and what[1] == CONSTANT)
+            constant = _constant(what)
             if (what != keys[ref.a] or single) and not constant:
                 return False
             made = made or what == keys[ref.a]
+            if constant and what != keys[ref.a] and not _folded_fits(t.nodes[ref.a].inputs, operands, ctx):
+                return False
         elif (ref.kind == "-" and what != "-") or (ref.kind == "x" and what == "-"):
             return False
         elif ref.kind == "c" and what != "c" and not (isinstance(what, tuple) and (
                 what[1] == CONSTANT or (computable(t.constants[ref.a]) and what[1] in SHAPING))):
             return False  # a constant operand: an initializer, a Constant node, or computed by shaping ops
     return made
+
+
+def _constant(what: object) -> bool:
+    return what == "c" or (isinstance(what, tuple) and what[1] == CONSTANT)
+
+
+def _folded_fits(folded: Sequence[Ref], operands: Sequence[Ref], ctx: list[object]) -> bool:
+    """Whether a node reading ``operands`` (made as ``ctx`` says) can read a template node folded into a constant
+    whose own operands are ``folded``: an outside value both read is a constant (``Matcher._match`` checks this of the
+    match; here it is known of a signature, before any try: a residual ``Add`` of the Llama replica whose ``Mul`` reads
+    a weight tried ``add.Tensor`` with ``alpha`` and its folded ``CastLike`` of the ``Mul``'s other operand, 3.1k
+    tries at 100k nodes, none fitting)."""
+    outside = {r.a for r in folded if r.kind == "x"}
+    return not outside or all(_constant(what) for r, what in zip(operands, ctx) if r.kind == "x" and r.a in outside)
 
 
 def _constants_fit(t: Template, j: int, values: list[str], constants: GraphConstants) -> bool:

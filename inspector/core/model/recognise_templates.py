@@ -264,9 +264,11 @@ def prepare(templates: Sequence[Template], opset: int | None = None, extra: Sequ
                 groups[shape] = []
                 by_sink.setdefault(keys[t.name][t.sink], []).append(groups[shape])
             groups[shape].append(t)
-    # a template counts as absent from a graph without one of its nodes' keys unless the node is one operand's
-    # (a multi-operand one folded is rare: trying such templates everywhere cost 9k more tries at 100k nodes)
-    folds = {t.name: [foldable(n, False) for n in t.nodes] for t in templates}
+    # a template counts as absent from a graph without one of its nodes' keys unless the optimizer may have folded
+    # that node as a match keeps it (``foldable``): a multi-operand node of outside values and constants only where
+    # two other nodes are left. A group norm's ``Unsqueeze(weight, axes)`` is folded wherever the weight is a module's
+    # parameter (wav2vec2's, a UNet's): counted as one operand's, every such group norm went unrecognised.
+    folds = {t.name: [foldable(n, len(t.nodes) > 2) for n in t.nodes] for t in templates}
     leaves = {t.name: [leaf(t, j) for j in range(len(t.nodes))] for t in templates}
     got = Prepared(by_sink, keys, {t.name for t in templates if chain_of_calls(t, alone)}, folds, written, leaves)
     _PREPARED[:] = [(given, opset, names, got)]
