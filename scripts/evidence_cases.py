@@ -485,6 +485,36 @@ def write_split_eps(folder: Path) -> None:
                                                  encoding="utf-8")
 
 
+class GroupNorms(torch.nn.Module):
+    """Group norms as models hold them, their weight and bias parameters (the optimizer folds each ``Unsqueeze`` of
+    them into a constant): an audio feature encoder's first layer (wav2vec2's: a 3-D input, one group per channel,
+    where the optimizer also drops the Reshape back to the input's shape) and a UNet block's (two groups of four
+    channels, then SiLU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.audio_conv = torch.nn.Conv1d(1, 8, kernel_size=5, stride=2)
+        self.audio_norm = torch.nn.GroupNorm(8, 8, eps=1e-5)
+        self.image_conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)
+        self.image_norm = torch.nn.GroupNorm(2, 8, eps=1e-6)
+
+    def forward(self, audio: torch.Tensor, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = torch.nn.functional.gelu(self.audio_norm(self.audio_conv(audio)))
+        return a, torch.nn.functional.silu(self.image_norm(self.image_conv(image)))
+
+
+def write_group_norms(folder: Path) -> None:
+    """``group_norms.onnx`` and each GroupNorm's ``num_groups`` and ``eps`` as torch holds them
+    (``group_norms.truth.json``: module name -> both)."""
+    model = GroupNorms().eval()
+    export_quietly(model, (torch.randn(1, 1, 64), torch.randn(1, 3, 8, 8)), folder / "group_norms.onnx")
+    truth = {k: {"num_groups": m.num_groups, "eps": m.eps} for k, m in model.named_modules()
+             if isinstance(m, torch.nn.GroupNorm)}
+    (folder / "group_norms.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                   encoding="utf-8")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -556,6 +586,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_split_eps(folder)
     write_proj_bias(folder)
     write_parallel_norms(folder)
+    write_group_norms(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

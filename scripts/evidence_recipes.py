@@ -157,7 +157,11 @@ RECIPES: dict[str, dict[str, Any]] = {
             # and without a value, which a reflect or replicate mode does not take (the tables give one, so the mode
             # variants failed and no evidence named where the mode goes: ONNX writes replicate as edge)
             "bases": [{"value": None}]},
-    "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)}},
+    # and as an audio model's feature encoder calls it (wav2vec2's: a 3-D input, one group per channel), where the
+    # optimizer drops the Reshape back to the input's shape, the same as the one before the InstanceNormalization: that
+    # body of four nodes had no template, and a stripped wav2vec2's group norm went unrecognised
+    "group_norm": {"shapes": {"input": (2, 4, 6, 8), "weight": (4,), "bias": (4,)},
+                   "bases": [{"input": (2, 4, 8), "num_groups": 4}]},
     "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
     "upsample": {"shapes": {"input": (1, 2, 4, 4), "self": (1, 2, 4, 4)},

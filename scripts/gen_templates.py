@@ -268,10 +268,14 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     cuts: list[tuple[str, Cut]] = []
     names: dict[int, tuple[str, ...]] = {}  # per cut: the parameter of each outside tensor
     # the optimised exports first (the base call's structure is the first group: its masks are inherited), then the
-    # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own)
+    # unoptimised ones (``noopt``: a body of the same structure joins its group, another is a template of its own).
+    # Another base of the recipe (``base1``...) comes after the plans of the base call (it fixes arguments that one
+    # varies), and what it masks is inherited where the base call's group left a place unmasked (``base_masks``)
     fused: set[int] = set()  # the cuts of the ``fused`` form
+    base_plans: set[int] = set()  # the base export of each other base of the recipe
     for plan in sorted((p for p in folder.iterdir() if p.is_dir()),
-                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused", "sized")), p.name)):
+                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused", "sized")),
+                                      re.fullmatch(r"base\d+", p.name) is not None, p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
             else {"variants": {}}
@@ -284,12 +288,17 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                 cuts.append((info["variants"].get(f, "") if f != "base" else "", got))
                 if plan.name.startswith("fused"):
                     fused.add(id(got))
+                if f == "base" and re.fullmatch(r"base\d+", plan.name):
+                    base_plans.add(id(got))
                 names[id(got)] = parameters_of(got, info.get("tensors", {}).get(f, []), info.get("sized", []))
     groups: dict[tuple[str, str], list[tuple[str, Cut]]] = {}
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))
     out: list[Template] = []
-    base_masks: dict[str, Slot] = {}  # place -> its masked slot, from the first group (the base call's)
+    # place -> its masked slot, from the first group (the base call's), and from the group of another base's call
+    # (``base_plans``) at the places the first left unmasked (instance_norm's second base, of input statistics: the
+    # InstanceNormalization's epsilon, which the first base's BatchNormalization body does not have)
+    base_masks: dict[str, Slot] = {}
     for k, ((observed, _s), group) in enumerate(groups.items()):
         if k and degenerate(group):
             continue
@@ -298,11 +307,13 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
         # no relation reads an argument back from them)
         consts, nodes = masked(group, {} if form else relations_of(target, results))
         ref = group[0][1]
-        if k == 0:
-            base_masks = {ref.places.get(("c", i), ""): c for i, c in enumerate(consts) if c.masked}
-            base_masks.update({ref.places.get((f"a{j}", name), ""): s for j, n in enumerate(nodes)
-                               for name, s in n.attributes if s.masked})
-        else:  # a variant's own structure: the places the base's arguments moved stay masked here too
+        if k == 0 or any(id(c) in base_plans for _w, c in group):
+            own = {ref.places.get(("c", i), ""): c for i, c in enumerate(consts) if c.masked}
+            own.update({ref.places.get((f"a{j}", name), ""): s for j, n in enumerate(nodes)
+                        for name, s in n.attributes if s.masked})
+            for place, slot in own.items():
+                base_masks.setdefault(place, slot)
+        if k:  # a variant's own structure: the places the base's arguments moved stay masked here too
             consts = [_inherit(c, ref.places.get(("c", i), ""), base_masks) for i, c in enumerate(consts)]
             nodes = [replace(n, attributes=tuple((name, _inherit(s, ref.places.get((f"a{j}", name), ""), base_masks))
                                                  for name, s in n.attributes))
