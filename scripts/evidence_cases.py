@@ -515,6 +515,30 @@ def write_group_norms(folder: Path) -> None:
                                                    encoding="utf-8")
 
 
+class Decoder(torch.nn.Module):
+    """A decoder's upsampling as models write it: a ``ConvTranspose2d`` with its bias (the default), then an
+    interpolation to a size (``F.interpolate(x, size=...)``, SegFormer's decode head), not by factors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.up = torch.nn.ConvTranspose2d(4, 2, kernel_size=2, stride=2)
+        self.size = (12, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.interpolate(self.up(x), size=self.size, mode="bilinear", align_corners=False)
+
+
+def write_decoder(folder: Path) -> None:
+    """``decoder.onnx`` and what torch holds of its upsampling (``decoder.truth.json``): the transposed
+    convolution's stride, padding and dilation, the interpolation's size."""
+    model = Decoder().eval()
+    export_quietly(model, (torch.randn(1, 4, 5, 5),), folder / "decoder.onnx")
+    truth = {"up": {"stride": list(model.up.stride), "padding": list(model.up.padding),
+                    "dilation": list(model.up.dilation)}, "size": list(model.size)}
+    (folder / "decoder.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -587,6 +611,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_proj_bias(folder)
     write_parallel_norms(folder)
     write_group_norms(folder)
+    write_decoder(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

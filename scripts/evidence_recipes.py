@@ -77,9 +77,11 @@ _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4
 # (and the arguments that go with them); "bases" plans the op once more from another base, whose evidence is added;
 # "dynamic" exports it with dynamic shapes; "exact": for this op only, not for the ops whose names it begins
 RECIPES: dict[str, dict[str, Any]] = {
+    # and with a bias, as ``nn.ConvTranspose2d`` holds one by default (a stripped UNet decoder's upsampling
+    # ConvTranspose of three operands had no template)
     "conv_transpose": {"shapes": {"input": (1, 4, 5, 5, 5), "weight": (4, 2, 3, 3, 3)},
                        "values": {"stride": lambda n: ([2] * n, [1] + [2] * (n - 1)),
-                                  "padding": lambda n: ([1] * n, [0] * n)}},
+                                  "padding": lambda n: ([1] * n, [0] * n)}, "with": [{"bias": (2,)}]},
     # with a bias too: a Conv of three operands is conv2d's as much as convolution's (mixer's patch embedding).
     # ``groups`` takes its weight's shape with it (out, in / groups, kernel...): a depthwise convolution (MobileNet's,
     # ConvNeXt's: groups = channels) had no template, every one held group=1
@@ -164,9 +166,12 @@ RECIPES: dict[str, dict[str, Any]] = {
                    "bases": [{"input": (2, 4, 8), "num_groups": 4}]},
     "layer_norm": {"fixed": {"weight": None, "bias": None}, "with": [{"weight": (8,), "bias": (8,)}, {"weight": (8,)}]},
     "roll": {"values": {"shifts": [[1], [2], [-1]], "dims": [[1], [2]]}},
+    # and to a size instead of by factors (``F.interpolate(x, size=...)``: SegFormer's decode head, feature
+    # pyramids), a Resize of sizes, not scales, which had no template
     "upsample": {"shapes": {"input": (1, 2, 4, 4), "self": (1, 2, 4, 4)},
                  "values": {"output_size": [None], "scale_factors": [[2.0, 2.0], [3.0, 3.0]],
-                            "align_corners": [False, True]}},
+                            "align_corners": [False, True]},
+                 "bases": [{"output_size": [8, 8], "scale_factors": None}]},
     "einsum": {"shapes": {"tensors": [(2, 3, 3), (2, 3, 3)]},
                "values": {"equation": ["bij,bjk->bik", "bij,bkj->bik", "bij,bjk->bki"]}},
     "repeat_interleave": {"fixed": {"output_size": None}},
