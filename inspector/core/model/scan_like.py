@@ -7,6 +7,11 @@ nodes that differ read, and the calls they were or are part of made again from t
 nodes this replaces a 0.3-0.5 s pass over every node's metadata by a comparison of the two node lists (0.1 s), which
 the diff's cut then takes over (``ModelIndex.unequal``).
 
+The calls the first model's templates recognised (no metadata: their fx texts are ours) are taken over only where
+none of their nodes differs; else none is, and the template matcher reads the nodes without metadata again
+(``index._recognise``): a stripped SegFormer's GELU, taken over at the place where the second export has a ReLU,
+read as ``aten::gelu`` there.
+
 Only for what the shortcut covers exactly: flat main graphs (no node with a subgraph: every node path is ``(i,)``) of
 one length, no local functions, and the first scan having read what this one must (name scopes). Anything else, or
 more than half of the nodes differing, gets a scan of its own. The result must be the one a scan of its own gives
@@ -104,7 +109,14 @@ def scan_like(model: onnx.ModelProto, earlier: Earlier, modules: bool) -> tuple[
     removed = set(differ)
     damaged = earlier.damaged_texts
     moved = False  # whether a call's first node moved, or a call came or went: then the order is made again
+    # recognised calls are taken over only if none reads a node that differs; else none is, and the template matcher
+    # looks at every node without metadata again (a call's name and place among the recognised ones are the matcher's)
+    recognised = not any(call.recognised and not removed.isdisjoint(p[0] for p in call.node_paths)
+                         for call in earlier.calls)
     for call in earlier.calls:
+        if call.recognised and not recognised:
+            moved = True
+            continue
         fx = call.fx_text
         key = (MAIN, fx)
         if fx in touched:  # made again from its nodes in this model: those equal in both, and its own that differ
