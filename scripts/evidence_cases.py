@@ -539,6 +539,40 @@ def write_decoder(folder: Path) -> None:
     (folder / "decoder.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+class Activations(torch.nn.Module):
+    """Two MLP blocks with ``act`` (GELU or ReLU) and a head with ReLU: exported with GELU, then with ReLU, as
+    SegFormer's ``hidden_act`` does, the blocks' activations change target and every ReLU's FX name shifts (the head's
+    ``relu`` is ``relu_2`` in B, and B's ``relu`` is the first block's)."""
+
+    def __init__(self, act: str) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
+            torch.nn.Linear(8, 16), torch.nn.GELU() if act == "gelu" else torch.nn.ReLU(), torch.nn.Linear(16, 8))
+            for _ in range(2))
+        self.head = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = x + block(x)
+        return self.head(x)
+
+
+def write_activations(folder: Path) -> None:
+    """``activations_a.onnx`` (GELU) and ``_b`` (ReLU), and per activation module the FX name of its call in each
+    (``activations.truth.json``: module name -> {a, b: [target, FX name]}), from torch's exported programs."""
+    truth: dict[str, dict[str, Any]] = {}
+    for name, act in (("a", "gelu"), ("b", "relu")):
+        program = export_quietly(Activations(act).eval(), (torch.randn(2, 8),), folder / f"activations_{name}.onnx")
+        for node in program.exported_program.graph.nodes:
+            stack = node.meta.get("nn_module_stack")
+            if node.op == "call_function" and stack and str(node.target).split(".")[1] in ("gelu", "relu"):
+                module = list(stack.values())[-1][0]
+                truth.setdefault(module, {})[name] = [f"aten::{str(node.target).split('.')[1]}", node.name]
+    (folder / "activations.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n",
+                                                   encoding="utf-8")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -612,6 +646,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_parallel_norms(folder)
     write_group_norms(folder)
     write_decoder(folder)
+    write_activations(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

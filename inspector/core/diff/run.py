@@ -12,7 +12,7 @@ from inspector.core.diff.matching import Matcher
 from inspector.core.diff.model import Change, FoldRelation, ModelDiff
 from inspector.core.diff.module_fold import inline_module_folds, module_relation
 from inspector.core.diff.sources import Sources
-from inspector.core.diff.units import Side, UnitPairs
+from inspector.core.diff.units import Side, UnitPairs, aten_family
 from inspector.core.diff.wiring import WiringCheck
 from inspector.core.model.index import ModelIndex, build_index
 from inspector.core.model.loader import ReadBuffer, load_model
@@ -87,6 +87,8 @@ def _run(a: ModelIndex, b: ModelIndex, catalogue: SchemaCatalogue | None, sides:
     wiring.run(omap)
     if wiring.stand_ins:
         merged_calls(recorder.changes, wiring.stand_ins)
+    if wiring.replaced:
+        replaced_calls(recorder.changes, wiring.replaced)
     if fold is not None:  # the explanation is written once everything else is known, so it agrees with it
         fold.other_changes = sum(1 for c in recorder.changes if c.kind != "folded")
         for c in recorder.changes:
@@ -114,6 +116,39 @@ def merged_calls(changes: list[Change], stand_ins: dict[tuple[str, str], str]) -
             one, two = ("A", "B") if kind == "added" else ("B", "A")
             c.detail += "; " + ", ".join(f"{one} reads {x} where {two} reads {y}" for x, y in said) + \
                 f": one call of {one} for two of {two}"
+
+
+def replaced_calls(changes: list[Change], replaced: dict[tuple[str, str], tuple[str, str]]) -> None:
+    """A call removed and a call added of another target that matched calls read at one place: each change says
+    which call it stands for (``WiringCheck.replaced``), a removed family by which target and calls (``aten::gelu``:
+    ``replaced by aten::relu where its calls were read (gelu -> relu, gelu_1 -> relu_1)``)."""
+    by_a = {name: (b, tb) for (name, _ta), (b, tb) in replaced.items()}
+    by_b = {b: (name, ta) for (name, ta), (b, _tb) in replaced.items()}
+    for c in changes:
+        if c.section != "aten_call":
+            continue
+        if c.kind in ("call_added", "call_removed"):
+            mine, word, by = (by_b, "in place of", "for") if c.kind == "call_added" else (by_a, "replaced by", "by")
+            said: dict[str, list[str]] = {}  # the other side's target -> "site for/by its call" of each site
+            for site in c.sites:
+                if site in mine:
+                    other, target = mine[site]
+                    said.setdefault(target, []).append(f"{site} {by} {other}")
+            if said:
+                c.stand_in = mine[c.where if c.where in mine else next(s for s in c.sites if s in mine)][0]
+                c.detail += "; " + "; ".join(f"{word} {t} ({', '.join(x)})" for t, x in said.items())
+        elif c.kind == "family_removed":
+            pairs = [(a, b, tb) for (a, ta), (b, tb) in replaced.items() if aten_family(ta) == c.family]
+            if pairs:
+                targets = ", ".join(dict.fromkeys(tb for _a, _b, tb in pairs))
+                c.detail += f"; replaced by {targets} where its calls were read (" + \
+                    ", ".join(f"{a} by {b}" for a, b, _t in pairs) + ")"
+        elif c.kind == "family_added":
+            pairs = [(b, a, ta) for (a, ta), (b, tb) in replaced.items() if aten_family(tb) == c.family]
+            if pairs:
+                targets = ", ".join(dict.fromkeys(ta for _b, _a, ta in pairs))
+                c.detail += f"; in place of {targets} where its calls are read (" + \
+                    ", ".join(f"{b} for {a}" for b, a, _t in pairs) + ")"
 
 
 def _folded(fold: FoldRelation) -> Change:

@@ -39,6 +39,9 @@ class WiringCheck:
         # (kind, a call one side has and the other lacks) -> the other side's call of its target read where it is
         # read (``run.merged_calls``): ("added", B's call) -> A's; ("removed", A's call) -> B's
         self.stand_ins: dict[tuple[str, str], str] = {}
+        # a call of A no call of B is matched to, read where B reads a call of another target matched to none
+        # (``run.replaced_calls``): A's call -> B's, each (name, target)
+        self.replaced: dict[tuple[str, str], tuple[str, str]] = {}
 
     def run(self, omap: dict[int, int]) -> None:
         """Check every matched unit's reads, then the graph outputs (``omap``: A's output -> B's)."""
@@ -148,6 +151,7 @@ class WiringCheck:
             sb = B.source(rb)
             if want is None:
                 if not self._matched_back(sa, sb):
+                    self._replaced(sa, sb)
                     continue  # what makes it is not matched, nor what B's reads instead: nothing to compare with
             elif want == sb or self._same_source(sa, want, sb):
                 continue
@@ -174,6 +178,20 @@ class WiringCheck:
             else:
                 self.stand_ins.setdefault(("removed", ua.call.name), ub.call.name)
 
+
+    def _replaced(self, sa: tuple[Any, ...], sb: tuple[Any, ...]) -> None:
+        """Where a matched call reads, at one position, a call of A removed and a call of B added of another
+        target, the one is in place of the other: a SegFormer exported with ReLU for GELU read "family removed
+        aten::gelu" and "call added aten::relu", two changes unrelated."""
+        if sa[0] != "unit" or sb[0] != "unit" or sa[1] in self.umap or sa[2] != sb[2]:
+            return
+        if self._back is None:
+            self._back = {kb: ka for ka, kb in self.umap.items()}
+        if sb[1] in self._back:
+            return
+        ca, cb = self.A.unit(sa[1]).call, self.B.unit(sb[1]).call
+        if ca is not None and cb is not None and ca.target != cb.target:
+            self.replaced.setdefault((ca.name, ca.target), (cb.name, cb.target))
 
     def _check_outputs(self, omap: dict[int, int]) -> None:
         A, B = self.A, self.B
