@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from inspector.core.bodies.body import Body, function_body, group_body
 from inspector.core.diff import Change, ModelDiff, diff_models, show_value
-from inspector.core.diff.scopes import READ, calls_by_name, scope_for
+from inspector.core.diff.scopes import READ, calls_by_name, lacking_calls, scope_for
 from inspector.core.model.calls import AtenCall, Scope
 from inspector.core.model.graph import GraphMaps
 from inspector.core.model.index import ModelIndex, build_index
@@ -263,8 +263,8 @@ class CompareWindow(QMainWindow):
         if pair is None:
             return
         self._current = change
-        scope_a = scope_for(pair.a, change, pair.calls.get(id(pair.a)), pair.maps.get(id(pair.a)))
-        scope_b = scope_for(pair.b, change, pair.calls.get(id(pair.b)), pair.maps.get(id(pair.b)))
+        scope_a = scope_for(pair.a, change, pair.calls.get(id(pair.a)), pair.maps.get(id(pair.a)), "a")
+        scope_b = scope_for(pair.b, change, pair.calls.get(id(pair.b)), pair.maps.get(id(pair.b)), "b")
         body_a = body_of(pair.a, scope_a, self._graph_maps(pair.a))
         body_b = body_of(pair.b, scope_b, self._graph_maps(pair.b))
         pairing = pair_bodies(body_a, body_b) if body_a is not None and body_b is not None else None
@@ -300,8 +300,7 @@ class CompareWindow(QMainWindow):
 
 
 # kinds of change whose call, overload or family one side does not have: that side shows what stands in for it
-_ONLY_IN_B = frozenset({"call_added", "overload_added", "family_added"})
-_ONLY_IN_A = frozenset({"call_removed", "overload_removed", "family_removed"})
+_ONLY_IN_B, _ONLY_IN_A = lacking_calls("a"), lacking_calls("b")
 
 
 def stand_in(side: str, c: Change, scope: Scope) -> Rich:

@@ -140,12 +140,14 @@ def replaced_calls(changes: list[Change], replaced: dict[tuple[str, str], tuple[
         elif c.kind == "family_removed":
             pairs = [(a, b, tb) for (a, ta), (b, tb) in replaced.items() if aten_family(ta) == c.family]
             if pairs:
+                c.stand_in = pairs[0][1]
                 targets = ", ".join(dict.fromkeys(tb for _a, _b, tb in pairs))
                 c.detail += f"; replaced by {targets} where its calls were read (" + \
                     ", ".join(f"{a} by {b}" for a, b, _t in pairs) + ")"
         elif c.kind == "family_added":
             pairs = [(b, a, ta) for (a, ta), (b, tb) in replaced.items() if aten_family(tb) == c.family]
             if pairs:
+                c.stand_in = pairs[0][1]
                 targets = ", ".join(dict.fromkeys(ta for _b, _a, ta in pairs))
                 c.detail += f"; in place of {targets} where its calls are read (" + \
                     ", ".join(f"{b} for {a}" for b, a, _t in pairs) + ")"

@@ -9,6 +9,8 @@ not show it. Names come from the model (untrusted): they are only looked up, nev
 
 from __future__ import annotations
 
+from typing import Literal
+
 from inspector.core.diff.model import Change
 from inspector.core.model.calls import FX_NODE, AtenCall, Scope
 from inspector.core.model.fx import fx_head
@@ -31,13 +33,23 @@ def calls_by_name(index: ModelIndex) -> dict[str, AtenCall]:
     return out
 
 
+_ADDED = frozenset({"call_added", "overload_added", "family_added"})
+_REMOVED = frozenset({"call_removed", "overload_removed", "family_removed"})
+
+
+def lacking_calls(side: Literal["a", "b"]) -> frozenset[str]:
+    """The kinds of changes whose call (overload, family) ``side`` lacks: A an added one's, B a removed one's."""
+    return _ADDED if side == "a" else _REMOVED
+
+
 def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | None = None,
-              maps: GraphMaps | None = None) -> Scope:
+              maps: GraphMaps | None = None, side: Literal["a", "b"] = "a") -> Scope:
     """The scope a change lives in, on one side: an aten call, a function, or the main graph. ``by_name``:
     ``calls_by_name(index)``, made once for many changes (80k calls at 100k nodes). An initializer or graph input
     that changed is in the first aten call that reads it (``maps``: the side's graph maps; without them, the main
-    graph). A call the side lacks is shown by the call that stands in for it there (``Change.stand_in``), else by
-    the first call of its family."""
+    graph). A call the side lacks (``side``: which one ``index`` is) is shown by the call that stands in for it there
+    (``Change.stand_in``), else by the first call of its family: not by a call of the side that has the name the
+    other side's call has (a ReLU added in place of a GELU, named ``relu`` where A's ``relu`` is another module's)."""
     names = [change.where, *change.sites]
     if change.section in READ and maps is not None:
         if by_name is None:
@@ -48,7 +60,8 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
     if change.section == "aten_call":
         if by_name is None:
             by_name = calls_by_name(index)
-        for name in [*names, change.stand_in] if change.stand_in else names:
+        lacks = change.kind in lacking_calls(side)
+        for name in ([change.stand_in] if lacks else [*names, change.stand_in]) if change.stand_in else names:
             if name in by_name:  # a call inside a function body (a module fold's layer): that function
                 call = by_name[name]
                 return call if call.scope == MAIN else call.scope
