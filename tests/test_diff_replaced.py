@@ -51,3 +51,27 @@ def test_two_stripped_exports_diff_as_the_exports_do(tmp_path: Path, order: str)
     (tmp_path / "s").mkdir()
     stripped = stripped_file(first, tmp_path), stripped_file(second, tmp_path / "s")
     assert _changes(*stripped) == _changes(first, second)
+
+
+def test_a_review_of_the_replaced_calls_is_read_on_both_changes(tmp_path: Path) -> None:
+    """The GELUs reviewed in A: the family removed and the ReLUs added in their place both carry that review (the
+    added call's was looked up by its own name in A, the head's ReLU there)."""
+    import shutil
+
+    from inspector.core.model.index import open_index
+    from inspector.core.reviewed_changes import reviews_of_diff
+    from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+    from inspector.core.specialise.specialiser import Specialiser
+
+    a = tmp_path / "activations_a.onnx"
+    shutil.copy(A, a)
+    index = open_index(a)
+    (analysis,) = [x for x in Specialiser(index).analyse_all() if x.family.name == "gelu"]
+    (body,) = analysis.bodies_of([c for c in index.provenance.calls if c.target == "aten::gelu"][:1])
+    (key,) = [k for k, o in review_keys(analysis) if o is body]
+    ReviewStore(a).set(key, "suspicious", "must become ReLU", reviewed_value(body))
+    changes = diff_files(a, B).changes
+    reviewed = reviews_of_diff(open_index(a), changes)
+    assert [(c.kind, [(w, r.status, r.note) for w, r in reviewed.get(id(c), [])]) for c in changes] == [
+        ("family_removed", [("body", "suspicious", "must become ReLU")]),
+        ("call_added", [("body", "suspicious", "must become ReLU")])]

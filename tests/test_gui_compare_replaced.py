@@ -30,3 +30,7 @@ def test_each_side_shows_the_call_in_place_of_the_one_it_lacks(qtbot, compare: C
         assert isinstance(scope, AtenCall) and (scope.target, scope.name) == (target, name)
         info = (compare.twin.a if side == "a" else compare.twin.b).info.toPlainText()
         assert f"not in {lacking}; shown for comparison" in info and "read where it is read" in info
+        # the side that has it shows its own call, not the one standing in on the other side (of that side's name)
+        scope = (compare.side_b if side == "a" else compare.side_a).current_scope()
+        other = "b" if side == "a" else "a"
+        assert isinstance(scope, AtenCall) and (scope.target, scope.name) == tuple(FIRST[other])

@@ -61,7 +61,7 @@ def scope_for(index: ModelIndex, change: Change, by_name: dict[str, AtenCall] | 
         if by_name is None:
             by_name = calls_by_name(index)
         lacks = change.kind in lacking_calls(side)
-        for name in ([change.stand_in] if lacks else [*names, change.stand_in]) if change.stand_in else names:
+        for name in [change.stand_in] if lacks and change.stand_in else names:
             if name in by_name:  # a call inside a function body (a module fold's layer): that function
                 call = by_name[name]
                 return call if call.scope == MAIN else call.scope
