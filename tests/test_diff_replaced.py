@@ -59,8 +59,8 @@ def test_a_review_of_the_replaced_calls_is_read_on_both_changes(tmp_path: Path) 
     import shutil
 
     from inspector.core.model.index import open_index
-    from inspector.core.reviewed_changes import reviews_of_diff
     from inspector.core.review.store import ReviewStore, review_keys, reviewed_value
+    from inspector.core.reviewed_changes import reviews_of_diff
     from inspector.core.specialise.specialiser import Specialiser
 
     a = tmp_path / "activations_a.onnx"
