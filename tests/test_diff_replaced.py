@@ -75,3 +75,15 @@ def test_a_review_of_the_replaced_calls_is_read_on_both_changes(tmp_path: Path) 
     assert [(c.kind, [(w, r.status, r.note) for w, r in reviewed.get(id(c), [])]) for c in changes] == [
         ("family_removed", [("body", "suspicious", "must become ReLU")]),
         ("call_added", [("body", "suspicious", "must become ReLU")])]
+
+
+@pytest.mark.parametrize("order", ["a b", "b a"])
+def test_two_stripped_exports_of_other_call_counts_diff_as_the_exports_do(tmp_path: Path, order: str) -> None:
+    """GPT-NeoX's parallel LayerNorms (``tests/evidence/parallel_norms_*``: one call in A, two in B), both stripped:
+    every call of each is recognised, and that their numbers differ is no change of where calls come from (it read
+    "metadata removed" with their two counts)."""
+    a, b = EVIDENCE / "parallel_norms_a.onnx", EVIDENCE / "parallel_norms_b.onnx"
+    first, second = (a, b) if order == "a b" else (b, a)
+    (tmp_path / "s").mkdir()
+    stripped = stripped_file(first, tmp_path), stripped_file(second, tmp_path / "s")
+    assert _changes(*stripped) == _changes(first, second)
