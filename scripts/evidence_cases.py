@@ -573,6 +573,26 @@ def write_activations(folder: Path) -> None:
                                                    encoding="utf-8")
 
 
+class Bags(torch.nn.Module):
+    """A recommender's sparse features: an ``EmbeddingBag`` (mean of each bag, as DLRM pools its features), whose
+    torchlib body loops over the bags (a ``Loop`` whose body holds ``If`` branches), then a dense layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.bag = torch.nn.EmbeddingBag(20, 8, mode="mean")
+        self.dense = torch.nn.Linear(8, 4)
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.bag(ids, offsets))
+
+
+def write_bags(folder: Path) -> None:
+    """``bags.onnx``: ``Bags`` called with 10 ids in 3 bags."""
+    export_quietly(Bags().eval(), (torch.tensor([1, 5, 3, 7, 2, 9, 4, 0, 11, 19]), torch.tensor([0, 3, 7])),
+                   folder / "bags.onnx")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -647,6 +667,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_group_norms(folder)
     write_decoder(folder)
     write_activations(folder)
+    write_bags(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

@@ -3,14 +3,15 @@
 Each call's plan is its body (built and fingerprinted once per group key), the values its group reads and makes, the
 tensor argument each read is (by metadata evidence only: ``_Evidence``), and the form of its FX arguments (schema
 binding and call attributes, once per form). A call stays flat, with the reason, when folding it would be unsafe:
-inside a function body or an ``If`` branch (unless asked), nodes shared with another call, unreadable metadata, or a
-group that is not convex (folding would form a cycle). Calls are then grouped into function classes by target, body
+inside a function body, in a branch or loop body of a node not its own (unless asked), nodes shared with another call,
+unreadable metadata, or a group that is not convex (folding would form a cycle). A call whose own nodes hold a loop
+or branches (``embedding_bag``) folds with them. Calls are then grouped into function classes by target, body
 and binding. ``build.py`` makes the protobuf from these plans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,20 @@ class Planner:
         self.bodies: dict[Hashable, tuple[Body, str]] = {}
         self.forms: dict[int, Form] = {}  # by id of the SignatureForm (kept alive by ``signatures``)
         self.inner: dict[NodePath, GraphMaps | None] = {}
+        self._index = index
+        self._nested: dict[object, set[int]] | None = None  # main-graph node -> the calls with nodes in its subgraphs
+
+    def _owners(self, i: object) -> set[int]:
+        """The calls (by id) with nodes in the branches or loop bodies of main-graph node ``i`` (made on first use:
+        only calls with such nodes ask)."""
+        if self._nested is None:
+            self._nested = {}
+            for c in self._index.provenance.calls:
+                if c.scope is MAIN or c.scope == MAIN:
+                    for p in c.node_paths:
+                        if len(p) > 1:
+                            self._nested.setdefault(p[0], set()).add(id(c))
+        return self._nested.get(i, set())
 
     def maps_at(self, prefix: NodePath) -> GraphMaps | None:
         """Maps of the branch or loop body ``prefix`` = (main-graph node, attribute); None if there is none."""
@@ -129,7 +144,7 @@ class Planner:
     def plan(self, call: AtenCall, claimed: dict[NodePath, set[int]], shape: GroupShape | None = None) -> Planned | str:
         """The call's plan, or why it stays flat. ``shape``: the call's ``group_shape``, if made already (fold makes
         those of all calls in one loop, ``group_shapes``)."""
-        reason = _why_not(call, claimed[()])
+        reason = _why_not(call, claimed[()], self._owners)
         main = self.maps
         maps: GraphMaps | None = main
         if reason == _IN_SUBGRAPH and self.inside_subgraphs:
@@ -306,8 +321,10 @@ def _is_number(v: Any) -> bool:
 _IN_SUBGRAPH = "nodes inside a subgraph"  # folded when they all sit in one branch or loop body of a main-graph node
 
 
-def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
-    """Why the call cannot be folded, before its FX arguments are read."""
+def _why_not(call: AtenCall, claimed: set[int], owners: Callable[[object], set[int]]) -> str | None:
+    """Why the call cannot be folded, before its FX arguments are read. A call whose nodes include a loop or a branch
+    (``embedding_bag``'s Loop over the bags) folds with its body when no other call has nodes there (``owners``):
+    they would be moved into this call's function with it."""
     if call.scope is not MAIN and call.scope != MAIN:
         return "inside a function body"
     if not call.target.startswith("aten::"):
@@ -315,11 +332,12 @@ def _why_not(call: AtenCall, claimed: set[int]) -> str | None:
             return "fits several overloads: " + ", ".join(call.candidates)
         return "not an aten op"
     paths = call.node_paths
+    main = {p[0] for p in paths if len(p) == 1}
     for p in paths:
-        if len(p) != 1:
+        if len(p) != 1 and (p[0] not in main or owners(p[0]) != {id(call)}):
             return _IN_SUBGRAPH
     for p in paths:
-        if p[0] in claimed:
+        if len(p) == 1 and p[0] in claimed:
             return "nodes shared with another call"
     return None
 
