@@ -58,6 +58,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from strip_metadata import strip, zoo_dynamo  # noqa: E402
 
 from inspector.core.aten.templates import load_templates  # noqa: E402
+from inspector.core.model.fx import Symbol  # noqa: E402
 from inspector.core.model.index import ModelIndex, open_index  # noqa: E402
 from inspector.core.model.keys import MAIN  # noqa: E402
 from inspector.core.model.signature import call_signature  # noqa: E402
@@ -148,6 +149,8 @@ def _ranks(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def _same(got: Any, want: Any, rank: int | None) -> bool:
+    # a string as FX writes one (``approximate: tanh``: a ``Symbol``) and as a schema's default holds it (``'none'``)
+    got, want = (v.text if isinstance(v, Symbol) else v for v in (got, want))
     if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
         return len(got) == len(want) and all(_same(a, b, rank) for a, b in zip(got, want))
     if isinstance(want, bool) or isinstance(got, bool):

@@ -89,6 +89,8 @@ def test_every_fx_text_of_the_evidence_exports_binds_to_its_schema() -> None:
             for ov in fam.overloads:
                 for call in ov.aten_calls:
                     assert isinstance(call, AtenCall)
+                    if len(call.candidates) > 1:  # (a bare node several overloads lower to: bags.onnx's Identity)
+                        continue
                     sig = call_signature(call)
                     assert sig.problem is None, (path.name, call.fx_text)
                     assert sig.bound, (path.name, call.fx_text)

@@ -1,17 +1,22 @@
 """Arguments of a recognised call, read back from the literals its template masks: each masked slot names the
 parameters that moved it and, where the evidence catalogue explains it, the relation from argument to literal
 (``Transpose.perm`` by ``swap`` -> ``dim0, dim1``; the SDPA scale by ``sqrt``; ``eps`` by ``scalar``); inverting the
-relation gives the argument, in the form of the schema's type. The threat is a hostile model: a literal that no
-relation inverts cleanly (a non-finite scale, a perm that moves three axes for two parameters) gives no argument
-rather than a guess, and values reach the synthesised FX text only through ``repr`` (``recognise.recognised_calls``).
+relation gives the argument, in the form of the schema's type. A string or enum comes back as FX writes one, a bare
+word (``approximate: tanh``, ``dtype: torch.int64``, a learned table's key: ``mode: replicate`` for ``edge``), so
+that it reads as the one of a call with its metadata does. The threat is a hostile model: a literal that no relation
+inverts cleanly (a non-finite scale, a perm that moves three axes for two parameters, a string that is no plain word)
+gives no argument rather than a guess, and values reach the synthesised FX text only through ``repr``
+(``recognise.recognised_calls``): a bare word's is itself, and only a dotted identifier is one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
+from inspector.core.aten.dtypes import torch_dtype
 from inspector.core.aten.schemas import SchemaCatalogue
 from inspector.core.aten.templates import Slot, Template
 from inspector.core.util.floats import float32
@@ -95,8 +100,38 @@ _FORWARD: dict[str, tuple[Callable[[float], float], Callable[[float], float]]] =
 }
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+class Bare(str):
+    """A string argument as FX writes it: unquoted (``approximate: tanh``), read back as a ``Symbol``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+def _bare(text: object) -> tuple[Any, ...] | None:
+    return (Bare(text),) if isinstance(text, str) and len(text) <= 64 and _WORD.fullmatch(text) else None
+
+
+def _unmapped(table: str, value: Any) -> tuple[Any, ...] | None:
+    """The key of a learned table (``map:false=half_pixel;true=align_corners``) that maps to ``value``, if one."""
+    keys = [a for a, eq, b in (p.partition("=") for p in table.split(";")) if eq and b == str(value)]
+    if len(keys) != 1:
+        return None
+    return (keys[0] == "true",) if keys[0] in ("true", "false") else _bare(keys[0])
+
+
 def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
     """The argument(s) that ``relation`` maps to ``value``; None when it cannot be read back."""
+    if relation == "string":
+        return _bare(value)
+    if relation == "dtype":
+        return _bare(torch_dtype(value))
+    if relation.startswith("map:"):
+        return _unmapped(relation[4:], value)
     x = _number(value)
     if relation in ("equal", "stride_or_kernel"):
         if isinstance(value, (int, str, list)):

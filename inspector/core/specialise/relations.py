@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.core.aten.dtypes import ONNX_TYPES
 from inspector.core.model.fx import Symbol
 from inspector.core.specialise.flow import BodyFlow
 
@@ -207,15 +208,11 @@ def _reduction(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
     return None
 
 
-_DTYPES = {"torch.float32": 1, "torch.float": 1, "torch.uint8": 2, "torch.int8": 3, "torch.int16": 5,
-           "torch.int32": 6, "torch.int64": 7, "torch.long": 7, "torch.bool": 9, "torch.float16": 10,
-           "torch.half": 10, "torch.float64": 11, "torch.double": 11, "torch.complex64": 14,
-           "torch.complex128": 15, "torch.bfloat16": 16}
 
 
 def _dtype(arg: Any, _args: Args, ctx: Ctx) -> tuple[Any, str] | None:
     text = arg.text if isinstance(arg, Symbol) else arg
-    code = _DTYPES.get(str(text)) if text is not None else None
+    code = ONNX_TYPES.get(str(text)) if text is not None else None
     if code is not None and ctx.value == code:
         return text, f"ONNX type {code} is {text}"
     return None
