@@ -4,7 +4,7 @@ is ``wiring.py``'s)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import onnx
 from onnx import TensorProto
@@ -26,6 +26,9 @@ from inspector.core.model.keys import FunctionKey
 from inspector.core.model.provenance import ProvenanceIndex
 from inspector.core.model.values import type_text
 
+if TYPE_CHECKING:
+    from inspector.core.model.tensors import ExternalFiles
+
 # added, removed, retyped
 _VALUE_KINDS: dict[str, tuple[ChangeKind, ChangeKind, ChangeKind]] = {
     "input": ("input_added", "input_removed", "input_retyped"),
@@ -42,6 +45,7 @@ class GraphComparer:
         self.add = recorder.add
         self.matched = matched  # graph inputs and outputs are matched while compared
         self._folders: bool | None = None  # (``_two_folders``, worked out once)
+        self._files: tuple[ExternalFiles, ExternalFiles] | None = None  # each side's, opened once (``_same_external``)
 
     def compare_model_facts(self, fold: FoldRelation | None, explained: set[FunctionKey]) -> None:
         fa, fb = self.A.index.facts, self.B.index.facts
@@ -89,6 +93,14 @@ class GraphComparer:
                             f"metadata {key!r}: {short(ma)} -> {short(mb)}", [f"metadata {key}"]))
 
     def compare_initializers(self, tmap: dict[int, int]) -> None:
+        try:
+            self._compare_initializers(tmap)
+        finally:
+            for files in self._files or ():
+                files.close()
+            self._files = None
+
+    def _compare_initializers(self, tmap: dict[int, int]) -> None:
         A, B = self.A, self.B
         inits_a, inits_b = A.graph.initializer, B.graph.initializer
         # a pair of equal initializers (one comparison in C) is no change, baked into a call or not; only the rest
@@ -143,9 +155,11 @@ class GraphComparer:
         same_reference = t.external_data == u.external_data
         if not self.A.folder or not self.B.folder or (same_reference and not self._two_folders()):
             return same_reference
-        from inspector.core.model.tensors import same_external_bytes  # (here: external data read; start-up)
+        from inspector.core.model.tensors import ExternalFiles, same_external_bytes  # (here: data read; start-up)
 
-        got = same_external_bytes(t, self.A.folder, u, self.B.folder)
+        if self._files is None:
+            self._files = (ExternalFiles(self.A.folder), ExternalFiles(self.B.folder))
+        got = same_external_bytes(t, self._files[0], u, self._files[1])
         return same_reference if got is None else got
 
     def _two_folders(self) -> bool:

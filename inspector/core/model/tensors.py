@@ -141,7 +141,45 @@ def read_tensor(t: TensorProto, folder: Path, max_bytes: int = PREVIEW_LIMIT) ->
 COMPARED_CHUNK = 16 * 1024 * 1024  # bytes of each side's external data compared at a time (``same_external_bytes``)
 
 
-def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u: Path) -> bool | None:
+class ExternalFiles:
+    """The external-data files of one model's folder, each resolved, opened and checked once (as ``_open_region``
+    checks: a regular file inside the folder, never through a final link), for a diff that compares thousands of
+    weights held in one file: resolving both paths and opening both files per weight took 3.3 s of a diff of two
+    stripped 100k-node replicas in two folders (10,940 weights, 0.3 ms each). At most ``KEPT_OPEN`` files stay open
+    (a hostile model's one file per weight must not run out of descriptors); ``close`` closes them."""
+
+    KEPT_OPEN = 32
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._open: dict[str, tuple[int, os.stat_result]] = {}  # location -> descriptor and its stat, oldest first
+        self._unreadable: set[str] = set()
+
+    def file(self, name: str, location: str) -> tuple[int, os.stat_result] | None:
+        """The open file ``location`` names (``name``: the tensor that reads it, for errors); None if it cannot be
+        read from inside the folder."""
+        got = self._open.get(location)
+        if got is not None or location in self._unreadable:
+            return got
+        try:
+            fd = _open_inside(name, self.folder, resolve_external_path(self.folder, location))
+            got = (fd, os.fstat(fd))
+        except (InspectorError, OSError):
+            self._unreadable.add(location)
+            return None
+        if len(self._open) >= self.KEPT_OPEN:
+            oldest = next(iter(self._open))
+            os.close(self._open.pop(oldest)[0])
+        self._open[location] = got
+        return got
+
+    def close(self) -> None:
+        for fd, _st in self._open.values():
+            os.close(fd)
+        self._open.clear()
+
+
+def same_external_bytes(t: TensorProto, files_t: ExternalFiles, u: TensorProto, files_u: ExternalFiles) -> bool | None:
     """Whether two tensors held as external data hold the same bytes, read from inside each model's folder as
     ``read_tensor`` reads them, a chunk at a time, stopping at the first chunk that differs; None when either cannot
     be read (the caller says so, and compares no further). Why: two exports of one model name their weights files
@@ -150,40 +188,36 @@ def same_external_bytes(t: TensorProto, folder_t: Path, u: TensorProto, folder_u
     place is not read; nor is a region of more than ``SPARSE_CHECKED`` bytes in a file that is mostly holes (a hostile
     model's terabyte of holes would read as zeros for minutes): None."""
     regions = []
-    for tensor, folder in ((t, folder_t), (u, folder_u)):
+    for tensor, files in ((t, files_t), (u, files_u)):
         info = {e.key: e.value for e in tensor.external_data}
         offset = parse_decimal(info.get("offset", "0"))
         length = parse_decimal(info["length"]) if "length" in info else tensor_facts(tensor).nbytes
         if offset is None or length is None:
             return None
-        regions.append((tensor.name, Path(folder), info.get("location", ""), offset, length))
-    if regions[0][4] != regions[1][4]:
+        opened = files.file(tensor.name, info.get("location", ""))
+        if opened is None or offset + length > opened[1].st_size:
+            return None
+        regions.append((opened, offset, length))
+    ((fd_t, one), at_t, length), ((fd_u, other), at_u, length_u) = regions
+    if length != length_u:
         return False
-    fds: list[int] = []
+    if (one.st_dev, one.st_ino, at_t) == (other.st_dev, other.st_ino, at_u):
+        return True  # (one file at one place, whatever each side calls it: not read)
+    if length > SPARSE_CHECKED and (_sparse(one) or _sparse(other)):
+        return None  # (a hostile model's terabyte of holes would be read as zeros: not compared)
+    done = 0
     try:
-        for name, folder, location, offset, length in regions:
-            fds.append(_open_region(name, folder, resolve_external_path(folder, location), offset, length))
-        at_t, at_u, length = regions[0][3], regions[1][3], regions[0][4]
-        one, other = os.fstat(fds[0]), os.fstat(fds[1])
-        if (one.st_dev, one.st_ino, at_t) == (other.st_dev, other.st_ino, at_u):
-            return True  # (one file at one place, whatever each side calls it: not read)
-        if length > SPARSE_CHECKED and (_sparse(one) or _sparse(other)):
-            return None  # (a hostile model's terabyte of holes would be read as zeros: not compared)
-        done = 0
         while done < length:
             step = min(COMPARED_CHUNK, length - done)
-            a, b = os.pread(fds[0], step, at_t + done), os.pread(fds[1], step, at_u + done)
+            a, b = os.pread(fd_t, step, at_t + done), os.pread(fd_u, step, at_u + done)
             if len(a) != step or len(b) != step:
                 return None  # (a file that became shorter while it was read)
             if a != b:
                 return False
             done += step
-        return True
-    except (InspectorError, OSError):
+    except OSError:
         return None
-    finally:
-        for fd in fds:
-            os.close(fd)
+    return True
 
 
 SPARSE_CHECKED = 64 * 1024 * 1024  # bytes from which a region compared must lie in a file that is not mostly holes
@@ -195,9 +229,9 @@ def _sparse(st: os.stat_result) -> bool:
     return blocks is not None and blocks * 512 < st.st_size // 2
 
 
-def _open_region(name: str, folder: Path, path: Path, offset: int, length: int) -> int:
-    """A descriptor of ``path`` holding ``length`` bytes at ``offset``: a regular file inside ``folder`` only, never
-    through a final symbolic link (``paths.open_regular``), what was opened checked to lie inside ``folder``."""
+def _open_inside(name: str, folder: Path, path: Path) -> int:
+    """A descriptor of ``path``: a regular file inside ``folder`` only, never through a final symbolic link
+    (``paths.open_regular``), what was opened checked to lie inside ``folder``."""
     try:
         fd = open_regular(path, follow_links=False, what="external data")
     except FileNotFoundError:
@@ -206,9 +240,18 @@ def _open_region(name: str, folder: Path, path: Path, offset: int, length: int) 
         why = "is not a regular file" if "not a regular file" in str(e) else "is a symbolic link or unreadable"
         raise UnsafePathError(f"tensor {name!r}: {path.name} {why}") from None
     try:
-        st = os.fstat(fd)
-        _check_opened_inside(name, fd, folder, path, st)
-        if offset + length > st.st_size:
+        _check_opened_inside(name, fd, folder, path, os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_region(name: str, folder: Path, path: Path, offset: int, length: int) -> int:
+    """A descriptor of ``path`` holding ``length`` bytes at ``offset`` (``_open_inside``)."""
+    fd = _open_inside(name, folder, path)
+    try:
+        if offset + length > os.fstat(fd).st_size:
             raise InspectorError(f"tensor {name!r}: external data runs past the end of {path.name}")
     except BaseException:
         os.close(fd)
