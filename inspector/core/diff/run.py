@@ -121,7 +121,7 @@ def merged_calls(changes: list[Change], stand_ins: dict[tuple[str, str], str]) -
 def replaced_calls(changes: list[Change], replaced: dict[tuple[str, str], tuple[str, str]]) -> None:
     """A call removed and a call added of another target that matched calls read at one place: each change says
     which call it stands for (``WiringCheck.replaced``), a removed family by which target and calls (``aten::gelu``:
-    ``replaced by aten::relu where its calls were read (gelu -> relu, gelu_1 -> relu_1)``)."""
+    ``replaced by aten::relu where its calls were read (gelu by relu, gelu_1 by relu_1)``)."""
     by_a = {name: (b, tb) for (name, _ta), (b, tb) in replaced.items()}
     by_b = {b: (name, ta) for (name, ta), (b, _tb) in replaced.items()}
     for c in changes:
@@ -137,20 +137,17 @@ def replaced_calls(changes: list[Change], replaced: dict[tuple[str, str], tuple[
             if said:
                 c.stand_in = mine[c.where if c.where in mine else next(s for s in c.sites if s in mine)][0]
                 c.detail += "; " + "; ".join(f"{word} {t} ({', '.join(x)})" for t, x in said.items())
-        elif c.kind == "family_removed":
-            pairs = [(a, b, tb) for (a, ta), (b, tb) in replaced.items() if aten_family(ta) == c.family]
+        elif c.kind in ("family_removed", "family_added"):
+            removed = c.kind == "family_removed"  # (its calls are A's; an added family's are B's)
+            pairs = [(x, y, ty) for (a, ta), (b, tb) in replaced.items()
+                     for x, y, tx, ty in ((a, b, ta, tb) if removed else (b, a, tb, ta),)
+                     if aten_family(tx) == c.family]
             if pairs:
                 c.stand_in = pairs[0][1]
-                targets = ", ".join(dict.fromkeys(tb for _a, _b, tb in pairs))
-                c.detail += f"; replaced by {targets} where its calls were read (" + \
-                    ", ".join(f"{a} by {b}" for a, b, _t in pairs) + ")"
-        elif c.kind == "family_added":
-            pairs = [(b, a, ta) for (a, ta), (b, tb) in replaced.items() if aten_family(tb) == c.family]
-            if pairs:
-                c.stand_in = pairs[0][1]
-                targets = ", ".join(dict.fromkeys(ta for _b, _a, ta in pairs))
-                c.detail += f"; in place of {targets} where its calls are read (" + \
-                    ", ".join(f"{b} for {a}" for b, a, _t in pairs) + ")"
+                targets = ", ".join(dict.fromkeys(t for _x, _y, t in pairs))
+                word, by, tense = ("replaced by", "by", "were") if removed else ("in place of", "for", "are")
+                c.detail += f"; {word} {targets} where its calls {tense} read (" + \
+                    ", ".join(f"{x} {by} {y}" for x, y, _t in pairs) + ")"
 
 
 def _folded(fold: FoldRelation) -> Change:
