@@ -53,6 +53,9 @@ def test_a_float32_value_reads_in_the_fewest_digits_that_give_it_back():
     assert float_text(float("inf")) == "inf" and float_text(float("nan")) == "nan"
     # a whole number keeps its point, as numpy writes a float32 (the body's ``Constant<value = 1.0>`` is no int)
     assert [float_text(x) for x in (1.0, 0.0, -2.0)] == [str(np.float32(x)) for x in (1.0, 0.0, -2.0)]
+    # and whole: softplus's default threshold read ``2e+01``, the one digit that gives 20 back
+    wholes = (20.0, 100.0, -300.0, 65504.0, 1e7, 1e9, 1e20)
+    assert [float_text(x) for x in wholes] == [str(np.float32(x)) for x in wholes]
 
 
 def test_graph_boxes_and_value_previews_write_a_float_as_the_signature_panel_does():

@@ -32,7 +32,8 @@ def float_text(x: float) -> str:
         return text
     x32 = float32(x)
     if f"{x32:.8g}" == text:
+        # (below a million without an exponent, as numpy writes a float32: softplus's threshold 20.0 read ``2e+01``)
         text = next((short for short in (f"{x32:.{digits}g}" for digits in range(1, 8))
-                     if float32(float(short)) == x32), text)
+                     if float32(float(short)) == x32 and ("e" not in short or abs(x32) >= 1e6 or "e" in text)), text)
     # a whole number keeps its point, as numpy writes a float: ``Constant<value = 1.0>`` is a float's, ``1`` an int's
     return text if any(c in text for c in ".en") else text + ".0"
