@@ -328,6 +328,13 @@ def plan(target: str, number_other: bool = False, templates: bool = False,
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: p.default})))
                 out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: p.default, q: v}))
                                  for q, options in choices.items() if q != p.name for v in options[1:]]
+        numbers = {p.name: p.default for p in params if p.base_type in NUMBER_TYPES and p.has_default
+                   and p.default is not None and values.get(p.name) is not None and values[p.name] != p.default}
+        if len(numbers) > 1:  # and every one at its default at once, as most models call it (``nn.ELU()``: one Elu,
+            # where each default alone left the Mul by the other), each argument varied around that
+            out.variants.append(("#defaults", Call(fn, kind, params, {**values, **numbers})))
+            out.variants += [(f"#defaults:{q}", Call(fn, kind, params, {**values, **numbers, q: v}))
+                             for q, options in choices.items() for v in options[1:]]
         tensor_params = {p.name for p in params if p.is_tensor}
         for k, given in enumerate(rec.get("with", ())):  # optional tensors given together (weight and bias), and
             # the other arguments that make them optional (instance norm's running statistics: use_input_stats)
@@ -593,6 +600,49 @@ def write_bags(folder: Path) -> None:
                    folder / "bags.onnx")
 
 
+class ScanSteps(torch.nn.Module):
+    """A selective scan as Mamba's slow path runs it: a time step made positive by ``softplus`` at its default
+    ``beta`` (whose Mul and Div by 1 the optimizer drops: a body of Softplus, Greater and Where), a state updated once
+    per position of the sequence, and each step's output put together by one ``stack`` of as many tensors as there
+    are positions (the one-op export behind stack's template passed two); then an ``nn.ELU()`` at its defaults, one
+    Elu, where the one-op exports had each default alone and left the Mul by the other."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.dt = torch.nn.Linear(4, 4)
+        self.decay = torch.nn.Parameter(torch.rand(4))
+        self.act = torch.nn.ELU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dt = torch.nn.functional.softplus(self.dt(x))
+        state = torch.zeros_like(x[:, 0])
+        steps = []
+        for t in range(x.shape[1]):
+            state = state * torch.exp(-dt[:, t] * self.decay) + x[:, t]
+            steps.append(state)
+        return self.act(torch.stack(steps, dim=1))
+
+
+def write_scan_steps(folder: Path) -> None:
+    """``scan_steps.onnx``: ``ScanSteps`` over 6 positions; and each ``stack``, ``softplus`` and ``elu`` call as torch's
+    program holds it (``scan_steps.truth.json``: FX name -> target, the number of stacked tensors and ``dim``, or the
+    numbers as called or at their schema's defaults)."""
+    program = export_quietly(ScanSteps().eval(), (torch.randn(2, 6, 4),), folder / "scan_steps.onnx")
+    truth: dict[str, Any] = {}
+    for node in program.exported_program.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_function" and target.startswith("aten.stack"):
+            truth[node.name] = {"target": "aten::stack", "tensors": len(node.args[0]),
+                                "dim": node.args[1] if len(node.args) > 1 else 0}
+        elif node.op == "call_function" and target.startswith(("aten.softplus", "aten.elu")):
+            arguments = node.target._schema.arguments[1:]
+            given = {**dict(zip((a.name for a in arguments), node.args[1:], strict=False)), **node.kwargs}
+            truth[node.name] = {"target": f"aten::{target.split('.')[1]}",
+                                **{a.name: given.get(a.name, a.default_value) for a in arguments}}
+    (folder / "scan_steps.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -668,6 +718,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_decoder(folder)
     write_activations(folder)
     write_bags(folder)
+    write_scan_steps(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

@@ -42,7 +42,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,9 @@ def relations_of(target: str, results: dict[str, Any]) -> dict[tuple[str, str], 
     return out
 
 
+_ALL_DEFAULTS = "#defaults"  # the variant with every number argument at its default (``evidence_cases.plan``)
+
+
 def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) -> tuple[list[Any], list[Any]]:
     """Per constant and per node attribute: the reference's value, or the parameters that moved it."""
     ref = group[0][1]
@@ -221,6 +224,11 @@ def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) 
             for (name, slot), (_n2, base) in zip(n.attributes, other.nodes[j].attributes):
                 if slot.value != base.value:
                     attrs[j][name].add(mover)
+    # every number at its default at once (``#defaults``) moves a literal that one of them moves: named by the variants
+    # that moved it alone where there are such, so that its slot is the one of the body without it, not a twin
+    for movers in [*consts, *(m for a in attrs for m in a.values())]:
+        if len(movers) > 1:
+            movers.discard(_ALL_DEFAULTS)
 
     def slot(value: Any, movers: set[str], place: str) -> Slot:
         if not movers:
@@ -263,7 +271,9 @@ def _parameter(what: str) -> str:
     return what
 
 
-def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
+def templates_of(folder: Path, results: dict[str, Any]) -> tuple[list[Template], set[str]]:
+    """The templates of one overload's exports, and the names of those that only a number argument at its default
+    makes (``defaults_only``: the caller keeps them where they are no chain of lone calls, ``chained``)."""
     target = ""
     cuts: list[tuple[str, Cut]] = []
     names: dict[int, tuple[str, ...]] = {}  # per cut: the parameter of each outside tensor
@@ -295,13 +305,14 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
     for what, c in cuts:
         groups.setdefault((c.target, c.structure()), []).append((what, c))
     out: list[Template] = []
+    only_defaults: set[str] = set()
     # place -> its masked slot, from the first group (the base call's), and from the group of another base's call
     # (``base_plans``) at the places the first left unmasked (instance_norm's second base, of input statistics: the
     # InstanceNormalization's epsilon, which the first base's BatchNormalization body does not have)
     base_masks: dict[str, Slot] = {}
     for k, ((observed, _s), group) in enumerate(groups.items()):
-        if k and degenerate(group):
-            continue
+        if k and defaults_only(group):
+            only_defaults.add(f"{observed}#{k}")
         form = "fused" if all(id(c) in fused for _w, c in group) else ""
         # (a fused body's literals are what the optimizer computed from both calls, -1 made a size: masked, but
         # no relation reads an argument back from them)
@@ -323,16 +334,14 @@ def templates_of(folder: Path, results: dict[str, Any]) -> list[Template]:
                             tuple(group[0][1].outputs), agreed([names.get(id(c), ()) for _w, c in group]), form,
                             named.pop() if len(named) == 1 and form else "",
                             rules.pop() if len(rules) == 1 and form else ()))
-    return out
+    return out, only_defaults
 
 
-def degenerate(group: list[tuple[str, Cut]]) -> bool:
-    """A body of several nodes that only a number argument at its default makes (``#default_alpha``: ``baddbmm``
-    without its Mul by ``alpha``, ``addcmul`` without its Mul by ``value``). It is the general body less a node, and
-    what calls of lone ops chained lower to (a MatMul and an Add are also ``linear``'s with its bias folded): as a
-    template it fitted linear calls too, and the ambiguity refused them (on the stripped zoo 81 linear calls lost, 33
-    claimed wrongly). A body of one node is kept: ``add.Tensor`` of two tensors, one Add, is most residual connections.
-    Parameters left at a default of None (``#default_dtype``) are not numbers: their bodies are kept as before."""
+def defaults_only(group: list[tuple[str, Cut]]) -> bool:
+    """A body of several nodes that only number arguments at their defaults make (``#default_alpha``: ``baddbmm``
+    without its Mul by ``alpha``; ``#default_beta``: ``softplus`` without its Mul and Div by ``beta``; ``#defaults``:
+    every one at its default at once). Parameters left
+    at a default of None (``#default_dtype``) are not numbers: their bodies are kept as any other (``chained``)."""
     c = group[0][1]
     if len(c.nodes) < 2:
         return False
@@ -341,8 +350,19 @@ def degenerate(group: list[tuple[str, Cut]]) -> bool:
         return False
     numbers = {p.name for p in schema.parameters
                if p.type in ("Scalar", "float", "int") and p.default not in (None, "None")}
-    return all(what.startswith("#default_") and what.split(":", 1)[0][len("#default_"):] in numbers
-               for what, _c in group)
+    return all(what.split(":", 1)[0] == _ALL_DEFAULTS or (what.startswith("#default_")
+               and what.split(":", 1)[0][len("#default_"):] in numbers) for what, _c in group)
+
+
+def chained(t: Template, lone: Collection[tuple[str, str]]) -> bool:
+    """Whether ``t``, a body only a number at its default makes (``defaults_only``), is what lone calls chained lower
+    to: each of its nodes is the whole body of some overload (``lone``). Such a body is the general one less a node,
+    and as a template it fitted those chains too: ``baddbmm``'s MatMul and Add are also ``linear``'s with its bias
+    folded, and the ambiguity refused them (on the stripped zoo 81 linear calls lost, 33 claimed wrongly), so it is
+    left out. A body with a node no overload makes alone is kept: ``softplus`` of the default ``beta`` (Softplus,
+    Greater, Where; Mamba's time step), whose every call went unrecognised while only the body with ``beta``'s Mul and
+    Div was a template."""
+    return all((n.domain, n.op_type) in lone for n in t.nodes)
 
 
 def _folder_name(target: str) -> str:
@@ -404,16 +424,27 @@ def main(argv: list[str] | None = None) -> int:
     # an overload's own exports first, then those of overloads that decompose into it (narrow into slice.Tensor);
     # templates are numbered per overload in that order, a body already seen is not repeated
     found: list[tuple[bool, str, Template]] = []
+    only_defaults: list[tuple[bool, str, Template]] = []
     folders = sorted(EXPORTS.iterdir()) if args.only is None else [EXPORTS / _folder_name(t) for t in args.only]
     for folder in folders:
         try:
-            made = templates_of(folder, results)
+            made, defaults = templates_of(folder, results)
         except (OSError, ValueError) as e:
             print(f"{folder.name}: {e}", file=sys.stderr)
             continue
         own = (folder / "plain" / "target.txt")
         exported = own.read_text(encoding="utf-8").strip() if own.is_file() else ""
-        found += [(t.target != exported, folder.name, t) for t in made]
+        found += [(t.target != exported, folder.name, t) for t in made if t.name not in defaults]
+        only_defaults += [(t.target != exported, folder.name, t) for t in made if t.name in defaults]
+    shipped_lines = [line for line in CATALOGUE.read_text(encoding="utf-8").splitlines()
+                     if line and not line.startswith("#")] if CATALOGUE.is_file() else []
+    # what overloads make alone: this run's one-node bodies, and (with --only, whose exports are a few overloads')
+    # the shipped catalogue's
+    lone = {(t.nodes[0].domain, t.nodes[0].op_type) for _o, _f, t in found if len(t.nodes) == 1}
+    if args.only is not None:
+        lone.update((t.nodes[0].domain, t.nodes[0].op_type) for t in map(parse_template, shipped_lines)
+                    if len(t.nodes) == 1)
+    found += [item for item in only_defaults if not chained(item[2], lone)]
     lines: list[str] = []
     count: dict[str, int] = {}
     bodies: set[str] = set()
@@ -421,15 +452,14 @@ def main(argv: list[str] | None = None) -> int:
     # the notes its exports give now (a fused body's ``named`` and ``rules``), under its own name
     shipped: dict[str, int] = {}
     if args.only is not None:  # the shipped lines first, as they are; what is new after its overload's last
-        for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
-            if line and not line.startswith("#"):
-                t = parse_template(line)
-                if args.replace and t.target in args.only:
-                    continue
-                bodies.add(template_json(replace(t, name="")))
-                shipped[_unnoted(t)] = len(lines)
-                count[t.target] = count.get(t.target, -1) + 1
-                lines.append(line)
+        for line in shipped_lines:
+            t = parse_template(line)
+            if args.replace and t.target in args.only:
+                continue
+            bodies.add(template_json(replace(t, name="")))
+            shipped[_unnoted(t)] = len(lines)
+            count[t.target] = count.get(t.target, -1) + 1
+            lines.append(line)
     for _other, _folder, t in sorted(found, key=lambda x: (x[2].target, x[0], x[1], x[2].name)):
         if functional_copy(t.target):
             continue
