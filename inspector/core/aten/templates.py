@@ -224,10 +224,16 @@ def template_named(name: str) -> Template | None:
 
 
 def list_template(t: Template) -> bool:
-    """Whether ``t`` is one node reading each tensor of one list parameter once, in order (cat's Concat, einsum's
-    Einsum): the one-op export passed two, a model passes any number (swin's cat of four slices)."""
-    if len(t.nodes) != 1 or len(t.tensors) < 2 or len(set(t.tensors)) != 1 or not t.tensors[0] \
-            or [(r.kind, r.a) for r in t.nodes[0].inputs] != [("x", k) for k in range(len(t.tensors))]:
+    """Whether ``t`` reads each tensor of one list parameter once, in order, so that a model's call may pass any
+    number of them where the one-op export passed two: one node reading them all (cat's Concat, einsum's Einsum;
+    swin's cat of four slices), or one node per tensor, alike, whose outputs one last node reads in order (stack's
+    Unsqueeze of each tensor and their Concat: Mamba's scan stacks one state per step, eight of them)."""
+    if len(t.tensors) < 2 or len(set(t.tensors)) != 1 or not t.tensors[0]:
+        return False
+    if len(t.nodes) == 1:
+        if [(r.kind, r.a) for r in t.nodes[0].inputs] != [("x", k) for k in range(len(t.tensors))]:
+            return False
+    elif _elements(t) is None:
         return False
     from inspector.core.aten.schemas import SchemaCatalogue  # (the schemas only where a template may be one)
 
@@ -235,11 +241,58 @@ def list_template(t: Template) -> bool:
     return schema is not None and any(p.name == t.tensors[0] and p.type == "Tensor[]" for p in schema.parameters)
 
 
+def _elements(t: Template) -> tuple[int, bool] | None:
+    """Where a template of one node per tensor of its list (``list_template``) reads its tensor, and whether its nodes
+    share their constant operands (an optimised export's one axes initializer) or each reads its own; None for any
+    other template. Each such node reads its tensor and constants alone, the nodes are alike but for which tensor and
+    constants they read, and the last node reads each one's output in order and is the body's output."""
+    n = len(t.tensors)
+    if len(t.nodes) != n + 1 or t.outputs != ((n, 0),) or t.nodes[-1].inputs != tuple(Ref("n", k) for k in range(n)):
+        return None
+    first = t.nodes[0]
+    at = [k for k, r in enumerate(first.inputs) if r.kind == "x"]
+    if len(at) != 1 or first.outputs != 1 or any(r.kind not in ("x", "c") for r in first.inputs):
+        return None
+    constants = [r.a for r in first.inputs if r.kind == "c"]
+    shared = all(tuple(r.a for r in node.inputs if r.kind == "c") == tuple(constants) for node in t.nodes[:n])
+    seen: set[int] = set()
+    for k, node in enumerate(t.nodes[:n]):
+        own = [r.a for r in node.inputs if r.kind == "c"]
+        if (node.domain, node.op_type, node.attributes, node.outputs) != (
+                first.domain, first.op_type, first.attributes, first.outputs) \
+                or [r.kind for r in node.inputs] != [r.kind for r in first.inputs] or node.inputs[at[0]] != Ref("x", k):
+            return None
+        if not shared:  # (each node its own constants, alike: copied for each tensor of a longer list)
+            if seen & set(own) or len(set(own)) != len(own) \
+                    or any(t.constants[a] != t.constants[b] for a, b in zip(own, constants, strict=True)):
+                return None
+            seen.update(own)
+    return at[0], shared
+
+
 def with_list_length(t: Template, n: int) -> Template:
-    """A ``list_template`` reading ``n`` tensors of its list, named ``NAME[n]``: how a call it recognised cites it."""
-    node = t.nodes[0]
-    return replace(t, name=f"{t.name}[{n}]", nodes=(replace(node, inputs=tuple(Ref("x", k) for k in range(n))),),
-                   tensors=(t.tensors[0],) * n)
+    """A ``list_template`` reading ``n`` tensors of its list, named ``NAME[n]``: how a call it recognised cites it.
+    Where each tensor has a node of its own, each of the ``n`` gets one, reading the first one's constants where the
+    nodes share them, else copies of them."""
+    name, tensors = f"{t.name}[{n}]", (t.tensors[0],) * n
+    got = _elements(t) if len(t.nodes) > 1 else None
+    if got is None:
+        node = t.nodes[0]
+        return replace(t, name=name, nodes=(replace(node, inputs=tuple(Ref("x", k) for k in range(n))),),
+                       tensors=tensors)
+    at, shared = got
+    first = t.nodes[0]
+    own = [r.a for r in first.inputs if r.kind == "c"]
+    constants = list(t.constants) if shared else [t.constants[a] for _k in range(n) for a in own]
+    nodes = []
+    for k in range(n):
+        renumbered = iter(range(k * len(own), (k + 1) * len(own)))
+        inputs = tuple(Ref("x", k) if j == at else r if shared or r.kind != "c" else Ref("c", next(renumbered))
+                       for j, r in enumerate(first.inputs))
+        nodes.append(replace(first, inputs=inputs))
+    sink = replace(t.nodes[-1], inputs=tuple(Ref("n", k) for k in range(n)))
+    return replace(t, name=name, nodes=(*nodes, sink), constants=tuple(constants), outputs=((n, 0),),
+                   tensors=tensors)
 
 
 @functools.lru_cache(maxsize=1)

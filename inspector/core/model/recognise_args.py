@@ -4,8 +4,9 @@ parameters that moved it and, where the evidence catalogue explains it, the rela
 relation gives the argument, in the form of the schema's type. A string or enum comes back as FX writes one, a bare
 word (``approximate: tanh``, ``dtype: torch.int64``, a learned table's key: ``mode: replicate`` for ``edge``), so
 that it reads as the one of a call with its metadata does. The threat is a hostile model: a literal that no relation
-inverts cleanly (a non-finite scale, a perm that moves three axes for two parameters, a string that is no plain word)
-gives no argument rather than a guess, and values reach the synthesised FX text only through ``repr``
+inverts cleanly (a non-finite scale, a perm that moves three axes for two parameters, a string that is no plain word),
+or places one argument moved that read two values (a crafted stack whose Unsqueezes differ), gives no argument rather
+than a guess, and values reach the synthesised FX text only through ``repr``
 (``recognise.recognised_calls``): a bare word's is itself, and only a dotted identifier is one.
 """
 
@@ -37,6 +38,11 @@ def template_arguments(t: Template, constants: dict[int, Any], attributes: dict[
                 places.append((slot, values[0] if not c.get("s") and len(values) == 1 else values))
     for (j, name), value in attributes.items():
         places.append((dict(t.nodes[j].attributes)[name], value))
+    kinds = types.get(t.target)
+    if kinds is None:
+        schema = SchemaCatalogue.default().get(t.target)
+        kinds = types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
+    disagree: set[str] = set()
     for slot, value in places:
         params = [p for p in slot.moves_with if not p.startswith("#")]
         if not params or slot.relation is None:
@@ -45,12 +51,10 @@ def template_arguments(t: Template, constants: dict[int, Any], attributes: dict[
         if got is None:
             continue
         for p, v in zip(params, got if len(params) > 1 else (got[0],)):
-            out.setdefault(p, v)
-    kinds = types.get(t.target)
-    if kinds is None:
-        schema = SchemaCatalogue.default().get(t.target)
-        kinds = types[t.target] = {q.name: q.type for q in schema.parameters} if schema is not None else {}
-    fitted = {p: _fit(kinds.get(p, ""), v) for p, v in out.items()}
+            known = out.setdefault(p, v)
+            if known is not v and _fit(kinds.get(p, ""), known) != _fit(kinds.get(p, ""), v):
+                disagree.add(p)  # (two places one argument moved read two values, as its type holds it: none given)
+    fitted = {p: _fit(kinds.get(p, ""), v) for p, v in out.items() if p not in disagree}
     return {p: v for p, v in fitted.items() if v is not None}
 
 

@@ -225,11 +225,11 @@ _LISTS: list[tuple[Sequence[Template], int | None, list[tuple[Template, Key]]]] 
 
 
 def list_lengths(templates: Sequence[Template], present: Collection[Key], opset: int | None = None) -> list[Template]:
-    """The list templates of ``templates`` (``list_template``: cat's Concat, einsum's Einsum) at each other length
-    that a node key of ``present`` has (a Concat of four operands: ``aten::cat#0[4]``), so that ``prepare`` keys them
-    as it keys the rest."""
+    """The list templates of ``templates`` (``list_template``: cat's Concat, einsum's Einsum, stack's Unsqueezes and
+    Concat) at each other length that a node key of ``present`` has for their last node (a Concat of four operands:
+    ``aten::cat#0[4]``, ``aten::stack#0[4]``), so that ``prepare`` keys them as it keys the rest."""
     if not (_LISTS and _LISTS[0][0] is templates and _LISTS[0][1] == opset):
-        lists = [(t, template_key(with_defaults(t, opset).nodes[0])) for t in templates if list_template(t)]
+        lists = [(t, template_key(with_defaults(t, opset).nodes[-1])) for t in templates if list_template(t)]
         _LISTS[:] = [(templates, opset, lists)]
     return sorted((with_list_length(t, key[2]) for t, k in _LISTS[0][2] for key in present
                    if key[2] != k[2] and key[2] >= 1 and key[:2] == k[:2] and key[3:] == k[3:]),
