@@ -366,7 +366,8 @@ def change_html(c: Change, reviewed: Reviewed | None = None) -> Rich:
                         cellspacing=6))
     rows.append(tag("p", tag("b", "Where:"), " ", sites_text(c) or c.where))
     if reviewed:
-        rows += [tag("p", tag("b", "Reviewed in A"), f" ({reviewed_place(c)}, before it changed)"),
+        rows += [tag("p", tag("b", "Reviewed in A"), f" ({reviewed_place(c)})"),  # (as the report says it: A may be
+                 # the newer export, and a rewiring or a value read elsewhere leaves the body as it was)
                  tag("ul", *(tag("li", what, ": ", status_text(r.status), f" — {r.note}" if r.note else "")
                              for what, r in reviewed))]
     if c.edits:
