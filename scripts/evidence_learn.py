@@ -82,7 +82,7 @@ def observe(path: Path, target: str) -> Observation | str:
     args = {x.parameter.name: x.value for x in sig.bound
             if x.provided and (not x.parameter.is_tensor or _is_number(x.value))}
     flow = BodyFlow(body, specialiser.maps_of(call)[1])
-    lits = body_literals(body)
+    lits = _by_name(body_literals(body))
     contexts = [_contexts(body, lit, flow) for lit in lits]
     holds: dict[str, list[set[tuple[str, str]]]] = {}
     for p, arg in args.items():
@@ -102,6 +102,22 @@ def observe(path: Path, target: str) -> Observation | str:
     return Observation(call.target, args, fingerprint(body).template, [lit.key for lit in lits],
                        [lit.value for lit in lits], [[pl for pl, _c in c] for c in contexts], holds, outputs,
                        sig.problem, call.fx_text)
+
+
+def _by_name(lits: list[Any]) -> list[Any]:
+    """The literals with each node's attributes in name order: literals are aligned by position between the base
+    export and its variants, and the exporter writes a node's attributes in any order (grid_sampler's GridSample
+    wrote ``padding_mode`` before ``mode`` where ``mode`` was ``nearest``: each was learned as the other's table)."""
+    out: list[Any] = []
+    k = 0
+    while k < len(lits):
+        j = k + 1
+        if lits[k].kind != "initializer":
+            while j < len(lits) and lits[j].kind != "initializer" and lits[j].path == lits[k].path:
+                j += 1
+        out += sorted(lits[k:j], key=lambda lit: lit.name)
+        k = j
+    return out
 
 
 def _is_number(v: Any) -> bool:

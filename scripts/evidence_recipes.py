@@ -172,6 +172,20 @@ RECIPES: dict[str, dict[str, Any]] = {
                  "values": {"output_size": [None], "scale_factors": [[2.0, 2.0], [3.0, 3.0]],
                             "align_corners": [False, True]},
                  "bases": [{"output_size": [8, 8], "scale_factors": None}]},
+    # one layer, one direction, with biases, as ``nn.LSTM`` / ``nn.GRU`` hold their weights: the tables' num_layers (2)
+    # and bools gave a params list that fits no layout ("Expected more weights in stacked_rnn"), so neither had a
+    # template and a stripped LSTM read as lone transposes and views; a square input (length = batch) lets
+    # ``batch_first`` vary on the same shapes
+    **{op: {"shapes": {"input": (2, 2, 4), "hx": hx, "params": [(gates * 3, 4), (gates * 3, 3), (gates * 3,),
+                                                                (gates * 3,)]},
+            "fixed": {"has_biases": True, "num_layers": 1, "dropout": 0.0, "train": False, "bidirectional": False},
+            "values": {"batch_first": [False, True]}, "exact": True}
+       for op, gates, hx in (("lstm", 4, [(1, 2, 3), (1, 2, 3)]), ("gru", 3, (1, 2, 3)))},
+    # a grid of (x, y) pairs, as ``F.grid_sample`` takes one: the tables' input shape made a grid of 8 in its last
+    # dimension ("expected grid to have size 2 in last dimension"), so no template held a GridSample
+    "grid_sampler": {"shapes": {"input": (1, 2, 4, 4), "grid": (1, 3, 3, 2)},
+                     "values": {"interpolation_mode": [0, 1, 2], "padding_mode": [0, 1, 2],
+                                "align_corners": [False, True]}},
     "einsum": {"shapes": {"tensors": [(2, 3, 3), (2, 3, 3)]},
                "values": {"equation": ["bij,bjk->bik", "bij,bkj->bik", "bij,bjk->bki"]}},
     "repeat_interleave": {"fixed": {"output_size": None}},
