@@ -83,6 +83,10 @@ class Call:
     # with ``n`` a length, whose end torchlib reshapes from the scalar the size arithmetic made, where a number is a
     # constant (gpt2_dynamic's and Qwen2's slices to a cache position)
     sized: dict[str, tuple[str, int]] | None = None
+    # the first output alone, as a model that reads no other uses the op (``nn.BatchNorm1d`` in eval: the statistics
+    # ``_native_batch_norm_legit_no_training`` also returns are dead code the optimizer drops, a lone
+    # BatchNormalization; ``nn.LSTM``'s output without its last states)
+    first: bool = False
 
     @property
     def tensors(self) -> list[torch.Tensor]:
@@ -142,7 +146,8 @@ class OneOp(torch.nn.Module):
         self.call = call
 
     def forward(self, *tensors: torch.Tensor) -> Any:
-        return self.call.invoke(tensors)
+        out = self.call.invoke(tensors)
+        return out[0] if self.call.first and isinstance(out, (tuple, list)) else out
 
 
 @dataclass
@@ -328,6 +333,11 @@ def plan(target: str, number_other: bool = False, templates: bool = False,
                 out.variants.append((f"#default_{p.name}", Call(fn, kind, params, {**values, p.name: p.default})))
                 out.variants += [(f"#default_{p.name}:{q}", Call(fn, kind, params, {**values, p.name: p.default, q: v}))
                                  for q, options in choices.items() if q != p.name for v in options[1:]]
+        if len(op._schema.returns) > 1:  # the first output alone, and the other arguments varied around it
+            first = replace(base, first=True)
+            out.variants.append(("#first_output", first))
+            out.variants += [(f"#first_output:{q}", replace(first, values={**values, q: v}))
+                             for q, options in choices.items() for v in options[1:]]
         numbers = {p.name: p.default for p in params if p.base_type in NUMBER_TYPES and p.has_default
                    and p.default is not None and values.get(p.name) is not None and values[p.name] != p.default}
         if len(numbers) > 1:  # and every one at its default at once, as most models call it (``nn.ELU()``: one Elu,
@@ -643,6 +653,43 @@ def write_scan_steps(folder: Path) -> None:
     (folder / "scan_steps.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+class Sequences(torch.nn.Module):
+    """A sequence model as torch's own modules make one: an ``nn.LSTM`` and an ``nn.GRU`` (one layer each, batch
+    first), then a ``grid_sample`` of the features laid out as an image (a spatial transformer's resampling). None of
+    the three had a template: their one-op exports failed with the tables' arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lstm = torch.nn.LSTM(4, 6, batch_first=True)
+        self.gru = torch.nn.GRU(6, 4, batch_first=True)
+
+    def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+        y, _state = self.lstm(x)
+        y, _h = self.gru(y)
+        image = y.reshape(1, 2, 4, 4)
+        return torch.nn.functional.grid_sample(image, grid, mode="nearest", padding_mode="border",
+                                               align_corners=True)
+
+
+def write_sequences(folder: Path) -> None:
+    """``sequences.onnx``: ``Sequences`` of a batch of 2 sequences of 4 steps; and each ``lstm``, ``gru`` and
+    ``grid_sampler`` call as torch's program holds it (``sequences.truth.json``: FX name -> target and its non-tensor
+    arguments as called)."""
+    program = export_quietly(Sequences().eval(), (torch.randn(2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1),
+                             folder / "sequences.onnx")
+    truth: dict[str, Any] = {}
+    for node in program.exported_program.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_function" and target.startswith(("aten.lstm", "aten.gru", "aten.grid_sampler")):
+            arguments = node.target._schema.arguments
+            given = dict(zip((a.name for a in arguments), node.args, strict=False))
+            truth[node.name] = {"target": f"aten::{target.split('.', 1)[1].removesuffix('.default')}",
+                                **{a.name: given[a.name] for a in arguments if a.name in given
+                                   and isinstance(given[a.name], (bool, int, float))}}
+    (folder / "sequences.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -719,6 +766,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_activations(folder)
     write_bags(folder)
     write_scan_steps(folder)
+    write_sequences(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

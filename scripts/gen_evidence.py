@@ -235,7 +235,7 @@ def run_both(target: str, work: Path) -> dict[str, Any]:
         # left out or given: their exports are kept, the evidence row stays as it was
         extra = cases.plan(target, templates=True)
         if not isinstance(extra, str) and (row.get("status") == "no_parameters" or any(
-                w.startswith(("#with", "#default", "#value")) for w, _c in extra.variants)
+                w.startswith(("#with", "#default", "#value", "#first")) for w, _c in extra.variants)
                 or sum(w == "#shape" for w, _c in extra.variants) > 1):  # another tensor's dimension too
             if row.get("status") == "exported":  # the plain variants are under ``plain`` already
                 extra.variants = [(w, c) for w, c in extra.variants if w.startswith("#")]
