@@ -104,6 +104,7 @@ _FORWARD: dict[str, tuple[Callable[[float], float], Callable[[float], float]]] =
 }
 
 
+_INT = re.compile(r"-?[0-9]{1,18}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -125,7 +126,10 @@ def _unmapped(table: str, value: Any) -> tuple[Any, ...] | None:
     keys = [a for a, eq, b in (p.partition("=") for p in table.split(";")) if eq and b == str(value)]
     if len(keys) != 1:
         return None
-    return (keys[0] == "true",) if keys[0] in ("true", "false") else _bare(keys[0])
+    if keys[0] in ("true", "false"):
+        return (keys[0] == "true",)
+    # (an int argument's key, as the generator writes it: grid_sampler's ``interpolation_mode`` 1 is ``nearest``)
+    return (int(keys[0]),) if _INT.fullmatch(keys[0]) else _bare(keys[0])
 
 
 def invert(relation: str, value: Any, n_params: int) -> tuple[Any, ...] | None:
