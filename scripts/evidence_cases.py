@@ -302,7 +302,9 @@ def plan(target: str, number_other: bool = False, templates: bool = False,
         else:
             not_varied[p.name] = "one representative value only"
     for q, given in (base_values or {}).items():  # (another base: its arguments as given, the rest varied around it)
-        tensor = next(p.is_tensor for p in params if p.name == q)
+        tensor = next((p.is_tensor for p in params if p.name == q), None)
+        if tensor is None:  # (a parameter another overload of the op has: upsample's ``scale_factors``, of ``.vec``;
+            continue  # asked of ``upsample_nearest2d``, the StopIteration ended the generator's process, each time)
         values[q] = None if given is None else _tensor(given) if tensor else given
         choices.pop(q, None)
         not_varied[q] = "fixed by another base of the recipe"
@@ -655,33 +657,37 @@ def write_scan_steps(folder: Path) -> None:
 
 class Sequences(torch.nn.Module):
     """A sequence model as torch's own modules make one: an ``nn.LSTM`` and an ``nn.GRU`` (one layer each, batch
-    first), then a ``grid_sample`` of the features laid out as an image (a spatial transformer's resampling). None of
-    the three had a template: their one-op exports failed with the tables' arguments."""
+    first), an ``nn.BatchNorm1d`` over their features in eval (no convolution before it to fuse into: a lone
+    BatchNormalization, as LeViT's after each linear), then a ``grid_sample`` of the features laid out as an image (a
+    spatial transformer's resampling). None had a template: the one-op exports of the first three failed with the
+    tables' arguments, and the batch norm's returned its statistics too."""
 
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.lstm = torch.nn.LSTM(4, 6, batch_first=True)
         self.gru = torch.nn.GRU(6, 4, batch_first=True)
+        self.norm = torch.nn.BatchNorm1d(4, eps=1e-3)
 
     def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
         y, _state = self.lstm(x)
         y, _h = self.gru(y)
-        image = y.reshape(1, 2, 4, 4)
+        image = self.norm(y.transpose(1, 2)).reshape(1, 2, 4, 4)
         return torch.nn.functional.grid_sample(image, grid, mode="nearest", padding_mode="border",
                                                align_corners=True)
 
 
 def write_sequences(folder: Path) -> None:
-    """``sequences.onnx``: ``Sequences`` of a batch of 2 sequences of 4 steps; and each ``lstm``, ``gru`` and
-    ``grid_sampler`` call as torch's program holds it (``sequences.truth.json``: FX name -> target and its non-tensor
-    arguments as called)."""
+    """``sequences.onnx``: ``Sequences`` of a batch of 2 sequences of 4 steps; and each ``lstm``, ``gru``, batch norm
+    and ``grid_sampler`` call as torch's program holds it (``sequences.truth.json``: FX name -> target and its
+    non-tensor arguments as called)."""
     program = export_quietly(Sequences().eval(), (torch.randn(2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1),
                              folder / "sequences.onnx")
     truth: dict[str, Any] = {}
     for node in program.exported_program.graph.nodes:
         target = str(node.target)
-        if node.op == "call_function" and target.startswith(("aten.lstm", "aten.gru", "aten.grid_sampler")):
+        if node.op == "call_function" and target.startswith(("aten.lstm", "aten.gru", "aten.grid_sampler",
+                                                                 "aten._native_batch_norm")):
             arguments = node.target._schema.arguments
             given = dict(zip((a.name for a in arguments), node.args, strict=False))
             truth[node.name] = {"target": f"aten::{target.split('.', 1)[1].removesuffix('.default')}",

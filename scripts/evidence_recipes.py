@@ -176,10 +176,31 @@ RECIPES: dict[str, dict[str, Any]] = {
     # and bools gave a params list that fits no layout ("Expected more weights in stacked_rnn"), so neither had a
     # template and a stripped LSTM read as lone transposes and views; a square input (length = batch) lets
     # ``batch_first`` vary on the same shapes
+    # And as the modules call them, whose weights are parameters (``modules``): the optimizer folds what torchlib does
+    # to each weight (its gates reordered by Slice and Concat) into constants, so a model's LSTM is a Transpose, the
+    # LSTM node and a Transpose and Reshape of its output; each export varies what the module does (its sizes, so no
+    # weight's shape is a literal of the template; batch first; two layers)
     **{op: {"shapes": {"input": (2, 2, 4), "hx": hx, "params": [(gates * 3, 4), (gates * 3, 3), (gates * 3,),
                                                                 (gates * 3,)]},
             "fixed": {"has_biases": True, "num_layers": 1, "dropout": 0.0, "train": False, "bidirectional": False},
-            "values": {"batch_first": [False, True]}, "exact": True}
+            "values": {"batch_first": [False, True]}, "exact": True,
+            "modules": [(what, lambda op=op, kw=kw: _recurrent(op, **kw), shape) for what, kw, shape in (
+                ("", {}, (5, 2, 4)), ("hidden_size", {"hidden_size": 5}, (5, 2, 4)),
+                ("input_size", {"input_size": 6}, (5, 2, 6)),
+                ("batch_first", {"batch_first": True}, (2, 5, 4)),
+                ("batch_first:hidden_size", {"batch_first": True, "hidden_size": 5}, (2, 5, 4)),
+                ("batch_first:input_size", {"batch_first": True, "input_size": 6}, (2, 5, 6)),
+                ("num_layers", {"num_layers": 2}, (5, 2, 4)),
+                ("num_layers:hidden_size", {"num_layers": 2, "hidden_size": 5}, (5, 2, 4)),
+                ("num_layers:batch_first", {"num_layers": 2, "batch_first": True}, (2, 5, 4)),
+                ("num_layers:batch_first:hidden_size", {"num_layers": 2, "batch_first": True, "hidden_size": 5},
+                 (2, 5, 4)),
+                # batch first between two sequence-first ops (an LSTM into a GRU): the optimizer cancels the Transpose
+                # back to batch first with the next op's Transpose, so the body ends before it, or begins after it
+                *((f"batch_first:{around}{extra}", {"batch_first": True, "around": around, **kw}, shape)
+                  for around, shape in (("then_transposed", (2, 5, 4)), ("transposed_before", (5, 2, 4)))
+                  for extra, kw in (("", {}), (":hidden_size", {"hidden_size": 5}), (":num_layers", {"num_layers": 2}),
+                                    (":num_layers:hidden_size", {"num_layers": 2, "hidden_size": 5}))))]}
        for op, gates, hx in (("lstm", 4, [(1, 2, 3), (1, 2, 3)]), ("gru", 3, (1, 2, 3)))},
     # a grid of (x, y) pairs, as ``F.grid_sample`` takes one: the tables' input shape made a grid of 8 in its last
     # dimension ("expected grid to have size 2 in last dimension"), so no template held a GridSample
@@ -265,6 +286,27 @@ def _conv_bn(conv: dict[str, Any], trained: bool, channels: int = 4) -> torch.nn
             t.data.uniform_(0.5, 2.0)
     layer = torch.nn.Conv2d(channels, channels, **conv, bias=trained)
     return FusedModule(torch.nn.Sequential(layer, bn).eval())
+
+
+class _Output(torch.nn.Module):
+    """A recurrent module's output alone, as a model reads it (``y, _ = self.lstm(x)``); ``around``: its input
+    transposed to batch first before it (``transposed_before``), or its output back to sequence first after it
+    (``then_transposed``), as the op before or after a batch-first module in a model may do."""
+
+    def __init__(self, module: torch.nn.Module, around: str = "") -> None:
+        super().__init__()
+        self.module, self.around = module, around
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.module(x.transpose(0, 1) if self.around == "transposed_before" else x)[0]
+        return y.transpose(0, 1) if self.around == "then_transposed" else y
+
+
+def _recurrent(op: str, input_size: int = 4, hidden_size: int = 3, around: str = "", **kw: Any) -> torch.nn.Module:
+    """``nn.LSTM`` or ``nn.GRU`` (``op``) of these sizes, its output alone, in eval mode."""
+    torch.manual_seed(0)
+    layer = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[op](input_size, hidden_size, **kw)
+    return _Output(layer, around).eval()
 
 
 class _ZeroBiasAddmm(torch.nn.Module):

@@ -147,6 +147,8 @@ def run_target(target: str, work: Path, unoptimised: bool = True, dynamic: bool 
             row["fused"] = export_more(target, work, "fused")
         if rec.get("fused_modules"):
             row["fused"] = export_modules(target, work, rec["fused_modules"])
+        if rec.get("modules"):
+            row["modules"] = export_modules(target, work, rec["modules"], "modules")
         if cases.recipe(cases.op_of(target)).get("sized") is not None:
             row["sized"] = export_more(target, work, "sized")
     return row
@@ -186,18 +188,20 @@ def export_more(target: str, work: Path, kind: str) -> int:
     return done
 
 
-def export_modules(target: str, work: Path, modules: list[tuple[str, Any]]) -> int:
+def export_modules(target: str, work: Path, modules: list[tuple[Any, ...]], kind: str = "fused") -> int:
     """Export each of a recipe's ``fused_modules`` (``evidence_cases``: the call after an op the optimizer fuses it
     with, where the fusion needs the weights a model holds) as ``base`` and ``v<k>``, kept under ``fused`` for
     ``gen_templates.py``; its one input is passed as no parameter of the call (the fused op's input is not the call's),
-    so the template binds none. Returns how many exported."""
+    so the template binds none. With ``kind`` ``modules``, a recipe's ``modules`` (the call as a module makes it, its
+    weights parameters the optimizer folds: ``nn.LSTM``), each with its input's shape, which is the call's ``input``.
+    Returns how many exported."""
     import torch
 
     done = 0
     names: dict[str, str] = {}
-    for k, (what, make) in enumerate(modules):
+    for k, (what, make, *shape) in enumerate(modules):
         name = "base" if k == 0 else f"v{k - 1}"
-        x = torch.randn(*cases.FUSED_INPUT, generator=torch.Generator().manual_seed(0))
+        x = torch.randn(*(shape[0] if shape else cases.FUSED_INPUT), generator=torch.Generator().manual_seed(0))
         try:
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), time_limit(EXPORT_SECONDS):
@@ -210,11 +214,12 @@ def export_modules(target: str, work: Path, modules: list[tuple[str, Any]]) -> i
             continue
         done += 1
         if k:  # (what the module varied is no argument of the call: masked, read back as none, ``#`` marks it)
-            names[name] = f"#fused_{what}"
+            names[name] = ":".join(f"#{kind}_{w}" for w in what.split(":"))  # (``a:b``: b varied around a)
     if (work / "base.onnx").is_file():
+        given = {n: ["input"] for n in ["base", *names]} if kind == "modules" else {}
         (work / "variants.json").write_text(json.dumps({"optimize": True, "dynamic": False, "variants": names,
-                                                        "tensors": {}}), encoding="utf-8")
-    keep_exports(target, work, "fused")
+                                                        "tensors": given}), encoding="utf-8")
+    keep_exports(target, work, kind)
     return done
 
 

@@ -213,7 +213,7 @@ def masked(group: list[tuple[str, Cut]], relations: dict[tuple[str, str], str]) 
             continue
         other = ref
         if ":" in what:  # an argument varied with another at its default: against that export, if it is of this body
-            other = by_label.get(what.split(":", 1)[0])
+            other = by_label.get(what.rsplit(":", 1)[0])  # (``a:b:c``: c varied around the export ``a:b``)
             if other is None:
                 continue
         mover = _parameter(what)
@@ -264,7 +264,7 @@ def _parameter(what: str) -> str:
     varied with another at its default (``#default_dtype:end``: ``end``), or given a value whose body is one of its
     own (``#value_scale``)."""
     if ":" in what:
-        return what.split(":", 1)[1]
+        return what.rsplit(":", 1)[1]
     for prefix in ("#default_", "#value_"):
         if what.startswith(prefix):
             return what[len(prefix):]
@@ -284,7 +284,7 @@ def templates_of(folder: Path, results: dict[str, Any]) -> tuple[list[Template],
     fused: set[int] = set()  # the cuts of the ``fused`` form
     base_plans: set[int] = set()  # the base export of each other base of the recipe
     for plan in sorted((p for p in folder.iterdir() if p.is_dir()),
-                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused", "sized")),
+                       key=lambda p: (p.name.startswith(("noopt", "dynamic", "fused", "sized", "modules")),
                                       re.fullmatch(r"base\d+", p.name) is not None, p.name)):
         target = (plan / "target.txt").read_text(encoding="utf-8").strip()
         info = json.loads((plan / "variants.json").read_text(encoding="utf-8")) if (plan / "variants.json").is_file() \
