@@ -20,8 +20,8 @@ def test_every_line_reads_back_to_itself() -> None:
     fused = [t for t in load_templates() if t.form]
     assert [(t.name, t.form, t.named, t.rules) for t in fused] == [
         # (its Conv's output: the batch norm's first result, ``getitem`` in FX; the rules as its export's node says)
-        ("aten::_native_batch_norm_legit_no_training#5", "fused", "getitem", ("FuseBatchNormIntoConv",)),
-        ("aten::_native_batch_norm_legit_no_training#6", "fused", "getitem",
+        ("aten::_native_batch_norm_legit_no_training#7", "fused", "getitem", ("FuseBatchNormIntoConv",)),
+        ("aten::_native_batch_norm_legit_no_training#8", "fused", "getitem",
          ("RemoveOptionalBiasFromConv", "FuseBatchNormIntoConv")),  # (each rule once, as ``add_rules`` keeps them)
         # (a bias of zeros the optimizer removed: GPT-2's Conv1D as initialised, a Gemm of two operands)
         ("aten::addmm#1", "fused", "", ("RemoveOptionalBiasFromGemm",)),

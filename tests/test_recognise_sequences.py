@@ -1,0 +1,61 @@
+"""An LSTM, a GRU and a grid_sample recognised by body template, against torch: ``tests/evidence/sequences.onnx``
+(``scripts/evidence_cases.py``'s ``Sequences``: ``nn.LSTM`` and ``nn.GRU``, one layer each, batch first, then a
+``grid_sample`` of nearest points with a border, a batch norm between), stripped of its metadata.
+
+None of the three had a template: their one-op exports failed with the tables' arguments (a params list that fits no
+layer layout, a grid of eight in its last dimension), so a stripped LSTM read as lone transposes and views. The
+recipes give them arguments that fit (``evidence_recipes``), and the generator learned grid_sampler's modes as tables
+once each node's attributes are aligned by name (``evidence_learn._by_name``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inspector.core.model.index import open_index
+from inspector.core.model.signature import call_signature
+from tests.conftest import ROOT
+from tests.stripping import stripped_file
+
+EXPORT = ROOT / "tests" / "evidence" / "sequences.onnx"
+TRUTH = json.loads((ROOT / "tests" / "evidence" / "sequences.truth.json").read_text(encoding="utf-8"))
+
+
+def _calls(path: Path) -> dict[str, object]:
+    return {c.target: c for c in open_index(path).provenance.calls}
+
+
+def test_each_call_of_the_stripped_export_is_the_metadatas_with_its_nodes(tmp_path: Path) -> None:
+    original = _calls(EXPORT)
+    assert {t["target"] for t in TRUTH.values()} <= set(original)
+    recognised = {tuple(c.node_paths): c for c in open_index(stripped_file(EXPORT, tmp_path)).provenance.calls}
+    assert sorted(recognised) == sorted(tuple(c.node_paths) for c in original.values())
+    for target, call in original.items():
+        found = recognised[tuple(call.node_paths)]
+        assert found.recognised and target in (found.candidates or (found.target,)), target
+    # the LSTM's and the GRU's bodies as a model holds them, its weights folded into constants; an LSTM into a GRU,
+    # both batch first, whose Transposes between them the optimizer cancelled: the LSTM's body ends before its
+    # Transpose back to batch first
+    for target in ("aten::lstm.input", "aten::gru.input"):
+        assert recognised[tuple(original[target].node_paths)].target == target
+
+
+def test_a_lone_batch_norm_is_one_of_the_overloads_that_make_it(tmp_path: Path) -> None:
+    """``nn.BatchNorm1d`` in eval, with no convolution to fuse into: a lone BatchNormalization, which the one-op
+    exports never made (they returned the batch norm's statistics too). Two overloads lower to it alike: both are
+    candidates, the truth among them, and no single guess."""
+    (truth,) = [t for t in TRUTH.values() if t["target"] == "aten::_native_batch_norm_legit_no_training"]
+    original = _calls(EXPORT)["aten::_native_batch_norm_legit_no_training"]
+    (call,) = [c for c in open_index(stripped_file(EXPORT, tmp_path)).provenance.calls
+               if c.node_paths == original.node_paths]
+    assert truth["target"] in call.candidates and len(call.candidates) > 1
+    assert call.target.startswith("recognised::")
+
+
+def test_grid_samplers_modes_come_back_as_torch_called_it(tmp_path: Path) -> None:
+    truth = TRUTH["grid_sampler"]
+    call = _calls(stripped_file(EXPORT, tmp_path))["aten::grid_sampler"]
+    bound = {b.parameter.name: b.value for b in call_signature(call).bound}
+    for name in ("interpolation_mode", "padding_mode", "align_corners"):
+        assert bound[name] == truth[name], name
