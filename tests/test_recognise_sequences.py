@@ -59,3 +59,32 @@ def test_grid_samplers_modes_come_back_as_torch_called_it(tmp_path: Path) -> Non
     bound = {b.parameter.name: b.value for b in call_signature(call).bound}
     for name in ("interpolation_mode", "padding_mode", "align_corners"):
         assert bound[name] == truth[name], name
+
+
+def test_the_stripped_export_folds_its_recognised_lstm_and_gru_bit_for_bit(tmp_path: Path) -> None:
+    """fold of the stripped export: the LSTM and the GRU become calls of their own functions, the batch norm that
+    fits two overloads stays flat and says so, and the folded model passes the full checker and gives the stripped
+    model's outputs bit for bit in onnxruntime."""
+    import numpy as np
+    import onnx
+    import pytest
+
+    from inspector.core.fold.aten_fold import fold_model
+
+    ort = pytest.importorskip("onnxruntime")
+    index = open_index(stripped_file(EXPORT, tmp_path))
+    folded, report = fold_model(index)
+    onnx.checker.check_model(folded, full_check=True)
+    assert {(f.name, f.overload) for f in folded.functions} >= {("lstm", "input"), ("gru", "input")}
+    assert [why for _n, _t, why in report.left_flat] == [
+        "fits several overloads: aten::_native_batch_norm_legit_functional, aten::_native_batch_norm_legit_no_training"]
+    assert not any(n.op_type in ("LSTM", "GRU") for n in folded.graph.node)
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((2, 4, 4)).astype(np.float32),
+             "grid": (rng.random((1, 3, 3, 2)) * 2 - 1).astype(np.float32)}
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    runs = [ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+            for m in (onnx.load(stripped_file(EXPORT, tmp_path)), folded)]
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
