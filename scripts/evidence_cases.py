@@ -696,6 +696,26 @@ def write_sequences(folder: Path) -> None:
     (folder / "sequences.truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+class BiTagger(torch.nn.Module):
+    """A sequence tagger: a bidirectional ``nn.LSTM`` (batch first), then a linear layer over both directions' states,
+    as a BiLSTM tagger or speech encoder has them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lstm = torch.nn.LSTM(4, 3, batch_first=True, bidirectional=True)
+        self.tags = torch.nn.Linear(6, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _state = self.lstm(x)
+        return self.tags(y)
+
+
+def write_bi_tagger(folder: Path) -> None:
+    """``bi_tagger.onnx``: ``BiTagger`` of a batch of 2 sequences of 6 steps."""
+    export_quietly(BiTagger().eval(), (torch.randn(2, 6, 4),), folder / "bi_tagger.onnx")
+
+
 class ProjBias(torch.nn.Module):
     """Attention's q, k and v projections and an MLP, with biases on the projections or without (Qwen2 against
     Mistral, Llama's ``attention_bias``): with them each projection's ``linear`` lowers to MatMul and Add, and the
@@ -773,6 +793,7 @@ def write_pairs(folder: Path, export: Callable[[Call, Path], None]) -> None:
     write_bags(folder)
     write_scan_steps(folder)
     write_sequences(folder)
+    write_bi_tagger(folder)
     truth: dict[str, Any] = {}
     for stem, target, param, value in PAIRS:
         p = plan(target)

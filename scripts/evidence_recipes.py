@@ -71,6 +71,17 @@ ENUMS = ("layout", "memory_format", "device", "pin_memory", "generator", "non_bl
 
 _NORM_SHAPES = {"input": SHAPE, "weight": (4,), "bias": (4,), "running_mean": (4,), "running_var": (4,)}
 
+# each body of a recurrent module's exports (``RECIPES``' lstm and gru ``modules``), as (what, arguments, input shape):
+# its direction is varied around each
+_RECURRENT_BODIES: list[tuple[str, dict[str, Any], tuple[int, ...]]] = [
+    ("", {}, (5, 2, 4)), ("batch_first", {"batch_first": True}, (2, 5, 4)),
+    ("num_layers", {"num_layers": 2}, (5, 2, 4)),
+    ("num_layers:batch_first", {"num_layers": 2, "batch_first": True}, (2, 5, 4)),
+    *((f"batch_first:{around}{extra}", {"batch_first": True, "around": around, **kw}, shape)
+      for around, shape in (("then_transposed", (2, 5, 4)), ("transposed_before", (5, 2, 4)))
+      for extra, kw in (("", {}), (":num_layers", {"num_layers": 2})))]
+
+
 # per op name: tensor shapes (or ("long", shape, high) / ("bool", shape)) and argument values where the tables do not
 # fit; "values" overrides the tables for this op, "fixed" pins a value that is not varied, "together" varies an
 # argument with the tensor shapes it needs (value, {tensor: shape}); "with" gives template variants optional tensors
@@ -200,7 +211,10 @@ RECIPES: dict[str, dict[str, Any]] = {
                 *((f"batch_first:{around}{extra}", {"batch_first": True, "around": around, **kw}, shape)
                   for around, shape in (("then_transposed", (2, 5, 4)), ("transposed_before", (5, 2, 4)))
                   for extra, kw in (("", {}), (":hidden_size", {"hidden_size": 5}), (":num_layers", {"num_layers": 2}),
-                                    (":num_layers:hidden_size", {"num_layers": 2, "hidden_size": 5}))))]}
+                                    (":num_layers:hidden_size", {"num_layers": 2, "hidden_size": 5}))),
+                # and both directions (a BiLSTM's tagger or encoder): the LSTM node's direction, around each body above
+                *((f"{what}:bidirectional" if what else "bidirectional", {**kw, "bidirectional": True}, shape)
+                  for what, kw, shape in _RECURRENT_BODIES))]}
        for op, gates, hx in (("lstm", 4, [(1, 2, 3), (1, 2, 3)]), ("gru", 3, (1, 2, 3)))},
     # a grid of (x, y) pairs, as ``F.grid_sample`` takes one: the tables' input shape made a grid of 8 in its last
     # dimension ("expected grid to have size 2 in last dimension"), so no template held a GridSample

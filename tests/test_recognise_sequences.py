@@ -88,3 +88,16 @@ def test_the_stripped_export_folds_its_recognised_lstm_and_gru_bit_for_bit(tmp_p
             for m in (onnx.load(stripped_file(EXPORT, tmp_path)), folded)]
     for a, b in zip(*runs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_bidirectional_lstm_is_one_call_with_its_nodes(tmp_path: Path) -> None:
+    """``tests/evidence/bi_tagger.onnx`` (``BiTagger``: a bidirectional LSTM, batch first, then a linear layer over both
+    directions' states). The module exports held one direction, whose LSTM node's ``direction`` was a fixed literal:
+    the stripped BiLSTM read as three lone transposes and a view."""
+    export = ROOT / "tests" / "evidence" / "bi_tagger.onnx"
+    (original,) = [c for c in open_index(export).provenance.calls if c.target == "aten::lstm.input"]
+    assert original.fx is not None and original.fx.args[7] is True  # (bidirectional, as torch called it)
+    calls = open_index(stripped_file(export, tmp_path)).provenance.calls
+    assert sorted((c.target, tuple(c.node_paths)) for c in calls) == sorted(
+        (c.target, tuple(c.node_paths)) for c in open_index(export).provenance.calls)
+    assert all(c.recognised for c in calls)
